@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// Dialect is the PostgreSQL dialect. It is registered for the schemes
+// "postgres" and "postgresql" when the package is imported.
+var Dialect dialects.Dialect = pgDialect{}
+
+func init() {
+	if err := dialects.Register(Dialect, "postgres", "postgresql"); err != nil {
+		panic(err)
+	}
+}
+
+type pgDialect struct{}
+
+func (pgDialect) Name() string { return "postgres" }
+
+// Parse splits the pool_* parameters off dsn and parses the rest with
+// pgx.ParseConfig, once. Environment variables and the password file apply
+// as they do for pgx (PGHOST, PGPASSWORD, ~/.pgpass, ...).
+func (pgDialect) Parse(dsn string) (dialects.Template, map[string]string, error) {
+	d, err := split(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := pgx.ParseConfig(d.driverDSN)
+	if err != nil {
+		return nil, nil, parseError(err, d.secrets)
+	}
+	return &template{cfg: cfg, redacted: d.redacted}, d.params, nil
+}
+
+// template is immutable once built: Open copies cfg before changing it.
+type template struct {
+	cfg      *pgx.ConnConfig
+	redacted string
+}
+
+var _ dialects.Template = (*template)(nil)
+
+func (t *template) Credentials() dialects.Credentials {
+	return dialects.Credentials{User: t.cfg.User, Password: t.cfg.Password}
+}
+
+func (t *template) String() string { return t.redacted }
+
+func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
+	cfg := t.cfg.Copy()
+	cfg.User = c.User
+	cfg.Password = c.Password
+	dc, err := stdlib.GetConnector(*cfg).Connect(ctx)
+	if err != nil {
+		return nil, connectError(err, c.Password, t.cfg.Password)
+	}
+	sc, ok := dc.(*stdlib.Conn)
+	if !ok {
+		_ = dc.Close()
+		return nil, fmt.Errorf("pooldriver: postgres: pgx stdlib returned %T, want *stdlib.Conn", dc)
+	}
+	return &conn{sc: sc}, nil
+}
+
+// redactedError carries a message from which every password has been
+// removed. It unwraps to a cause that holds no configuration, so that
+// errors.Is and errors.As still reach *pgconn.PgError, net errors and
+// context errors.
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }
+
+// parseError rewrites an error of pgx.ParseConfig. pgx masks passwords on a
+// best-effort basis only, and *pgconn.ParseConfigError keeps the original
+// DSN in a public field, so the error is neither quoted as is nor wrapped.
+func parseError(err error, secrets []string) error {
+	msg := err.Error()
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		// Drop the quoted DSN: "cannot parse `<dsn>`: <what went wrong>".
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			msg = msg[i+len("`: "):]
+		}
+	}
+	// pgx quotes pieces of a malformed DSN, which may hold a password that
+	// landed where no password was expected.
+	return &redactedError{msg: "pooldriver: postgres: invalid DSN: " + scrub(dropQuoted(msg), secrets...)}
+}
+
+// dropQuoted replaces the contents of every double-quoted span of msg.
+func dropQuoted(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(msg[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		b.WriteString(msg[:i])
+		b.WriteString(`"…"`)
+		msg = msg[i+1+j+1:]
+	}
+	b.WriteString(msg)
+	return b.String()
+}
+
+// connectError rewrites an error of a connection attempt. *pgconn.ConnectError
+// holds the whole configuration, password included, so the result unwraps to
+// its cause instead.
+func connectError(err error, passwords ...string) error {
+	cause := err
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		if inner := ce.Unwrap(); inner != nil {
+			cause = inner
+		}
+	}
+	return &redactedError{msg: "pooldriver: postgres: " + scrub(err.Error(), passwords...), cause: cause}
+}
+
+// scrub replaces every occurrence of a secret in msg. A secret too short to
+// replace without mangling the message makes the whole message go.
+func scrub(msg string, secrets ...string) string {
+	for _, s := range secrets {
+		if s == "" || !strings.Contains(msg, s) {
+			continue
+		}
+		if len(s) < 4 {
+			return "(details withheld: they contain a password)"
+		}
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+	}
+	return msg
+}

@@ -1,0 +1,110 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultMax is the pool size when Config.Max is 0.
+const DefaultMax = 10
+
+// DefaultHealthcheckTimeout bounds one Healthcheck call when
+// Config.HealthcheckTimeout is 0.
+const DefaultHealthcheckTimeout = 5 * time.Second
+
+// Config configures a [Pool]. Only Factory is required; the zero value of
+// every other field is a documented default.
+type Config[T any] struct {
+	// Factory creates a resource. Its context is not the caller's: a dial
+	// in flight goes on when the caller that needed it gives up, and is
+	// cancelled only when the pool closes.
+	Factory func(ctx context.Context) (T, error)
+
+	// Destructor, if set, is called once for every resource the pool
+	// destroys.
+	Destructor func(T)
+
+	// Healthcheck, if set, is called every HealthcheckInterval for each idle
+	// resource (never for one in use); a resource that fails it is
+	// destroyed.
+	Healthcheck func(ctx context.Context, v T) error
+
+	// BeforeAcquire, if set, is called before an idle resource is handed
+	// out; false destroys it and Acquire tries the next one. It is not
+	// called for a resource the factory has just made.
+	BeforeAcquire func(v T) bool
+
+	// BeforeRelease, if set, is called by Release; false destroys the
+	// resource instead of returning it to the pool.
+	BeforeRelease func(v T) bool
+
+	// Min resources are created in the background after New, and the
+	// healthcheck refills the pool to Min. Default 0.
+	Min int
+
+	// Max bounds the resources in existence: idle, in use and being
+	// created. Default DefaultMax.
+	Max int
+
+	// AcquireTimeout bounds the wait of one Acquire; the error is
+	// ErrTimeout. 0: only the caller's context bounds it.
+	AcquireTimeout time.Duration
+
+	// HealthcheckInterval is the period of the background healthcheck
+	// (expiry, Healthcheck, refill to Min). 0: no background work at all.
+	HealthcheckInterval time.Duration
+
+	// HealthcheckTimeout bounds one Healthcheck call. Default
+	// DefaultHealthcheckTimeout.
+	HealthcheckTimeout time.Duration
+
+	// MaxLifetime destroys a resource this long after it was created, when
+	// it is next idle. 0: unlimited.
+	MaxLifetime time.Duration
+
+	// MaxIdleTime destroys a resource that has been idle this long. 0:
+	// unlimited.
+	MaxIdleTime time.Duration
+
+	// Strategy, if set, drives the circuit breaker from the start; see
+	// [Pool.SetStrategy].
+	Strategy Strategy
+}
+
+// validate checks c and fills in defaults.
+func (c *Config[T]) validate() error {
+	if c.Factory == nil {
+		return fmt.Errorf("pool: Config.Factory is required")
+	}
+	if c.Max < 0 {
+		return fmt.Errorf("pool: Config.Max = %d, must be at least 1 (or 0 for the default %d)", c.Max, DefaultMax)
+	}
+	if c.Max == 0 {
+		c.Max = DefaultMax
+	}
+	if c.Min < 0 {
+		return fmt.Errorf("pool: Config.Min = %d, must not be negative", c.Min)
+	}
+	if c.Min > c.Max {
+		return fmt.Errorf("pool: Config.Min = %d is greater than Config.Max = %d", c.Min, c.Max)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"AcquireTimeout", c.AcquireTimeout},
+		{"HealthcheckInterval", c.HealthcheckInterval},
+		{"HealthcheckTimeout", c.HealthcheckTimeout},
+		{"MaxLifetime", c.MaxLifetime},
+		{"MaxIdleTime", c.MaxIdleTime},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("pool: Config.%s = %v, must not be negative", d.name, d.v)
+		}
+	}
+	if c.HealthcheckTimeout == 0 {
+		c.HealthcheckTimeout = DefaultHealthcheckTimeout
+	}
+	return nil
+}

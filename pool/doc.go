@@ -1,0 +1,24 @@
+// Package pool is a generic resource pool. It knows nothing about databases:
+// it creates resources with a factory, hands them out, takes them back, and
+// destroys them when they fail a check, grow too old or the pool closes.
+//
+// What it promises:
+//
+//   - Laziness: nothing is created until an Acquire needs it, except the
+//     Config.Min resources pre-warmed in the background after [New].
+//   - A bound: never more than Config.Max resources exist at once, counting
+//     idle ones, ones in use and ones being created.
+//   - Fairness: waiters are served strictly first come, first served; a
+//     released resource goes straight to the oldest waiter and no newcomer
+//     overtakes a waiter.
+//   - Robustness: a factory call in flight is not aborted because the caller
+//     that started it gave up; a waiter that gives up never loses a resource
+//     handed to it at the same instant; a panicking callback never wedges the
+//     pool.
+//   - A circuit breaker ([State], [Strategy]) that makes Acquire fail fast
+//     while the backend is down.
+//
+// Idle resources are kept in a ring buffer and reused most recently released
+// first, so that a pool larger than its load lets the surplus expire by
+// Config.MaxIdleTime.
+package pool

@@ -1,0 +1,88 @@
+package pool
+
+import "time"
+
+// healthLoop runs the background healthcheck every HealthcheckInterval until
+// the pool closes.
+func (p *Pool[T]) healthLoop() {
+	t := time.NewTicker(p.cfg.HealthcheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.bgCtx.Done():
+			return
+		case <-t.C:
+			p.CheckNow()
+		}
+	}
+}
+
+// CheckNow runs one healthcheck round at once: destroy the idle resources
+// that outlived MaxLifetime or MaxIdleTime, check each remaining idle one
+// with Healthcheck (destroying failures), then refill to Min. Resources in
+// use are never touched. The background healthcheck calls it every
+// HealthcheckInterval.
+func (p *Pool[T]) CheckNow() {
+	now := time.Now()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	expired := p.idle.Filter(func(r *Resource[T]) bool { return !p.expiredLocked(r, now) }, nil)
+	for _, r := range expired {
+		r.state.Store(stateDestroyed)
+	}
+	p.stats.expired += int64(len(expired))
+	var snapshot []*Resource[T]
+	if p.cfg.Healthcheck != nil {
+		snapshot = make([]*Resource[T], 0, p.idle.Len())
+		for i := 0; i < p.idle.Len(); i++ {
+			snapshot = append(snapshot, p.idle.At(i))
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range expired {
+		p.destroy(r, true)
+	}
+	for _, r := range snapshot {
+		p.checkIdle(r)
+	}
+	p.mu.Lock()
+	p.fillToMinLocked()
+	p.mu.Unlock()
+}
+
+// checkIdle takes r out of the idle ring if it is still idle and was not used
+// since the snapshot, checks it, and puts it back or destroys it.
+func (p *Pool[T]) checkIdle(r *Resource[T]) {
+	p.mu.Lock()
+	if p.closed || !r.state.CompareAndSwap(stateIdle, stateChecking) {
+		p.mu.Unlock()
+		return // in use now, or gone
+	}
+	p.idle.Filter(func(x *Resource[T]) bool { return x != r }, nil)
+	p.mu.Unlock()
+
+	err := p.callHealthcheck(r.value)
+
+	p.mu.Lock()
+	if err != nil || p.closed {
+		if err != nil {
+			p.stats.hcFailures++
+		}
+		r.state.Store(stateDestroyed)
+		p.mu.Unlock()
+		p.destroy(r, true)
+		return
+	}
+	if w := p.waiters.popFront(); w != nil {
+		p.handOutLocked(r)
+		w.ch <- result[T]{r: r}
+	} else {
+		// It was idle longer than anything released meanwhile: the front.
+		r.state.Store(stateIdle)
+		p.idle.PushFront(r)
+	}
+	p.mu.Unlock()
+}

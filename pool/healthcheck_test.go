@@ -1,0 +1,139 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestHealthcheckChecksIdleOnlyAndRefills(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		var checkedInUse atomic.Int64
+		cfg := b.config()
+		cfg.Min, cfg.Max = 2, 4
+		cfg.HealthcheckInterval = time.Second
+		cfg.Healthcheck = func(_ context.Context, it *item) error {
+			if it.inUse.Load() {
+				checkedInUse.Add(1)
+			}
+			it.checked.Add(1)
+			if it.broken.Load() {
+				return errors.New("broken")
+			}
+			return nil
+		}
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		synctest.Wait()
+		if p.IdleCount() != 2 {
+			t.Fatalf("pre-warm: %d idle", p.IdleCount())
+		}
+		held, _ := p.Acquire(context.Background())
+		held.Value().inUse.Store(true)
+		idle, _ := p.Acquire(context.Background())
+		idle.Value().broken.Store(true)
+		idle.Release()
+
+		time.Sleep(1500 * time.Millisecond) // one round
+		synctest.Wait()
+		if checkedInUse.Load() != 0 || held.Value().checked.Load() != 0 {
+			t.Fatal("the healthcheck touched a resource in use")
+		}
+		s := p.Stats()
+		if s.HealthcheckFailures != 1 {
+			t.Fatalf("broken idle resource not destroyed: %+v", s)
+		}
+		// Refilled to Min: the held one plus one new idle.
+		if s.Total != 2 || s.Idle != 1 || b.made.Load() != 3 {
+			t.Fatalf("not refilled to Min: %+v (made %d)", s, b.made.Load())
+		}
+		held.Value().inUse.Store(false)
+		held.Release()
+	})
+}
+
+func TestExpiryByLifetimeAndIdleTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.MaxLifetime = 10 * time.Second
+		cfg.MaxIdleTime = 3 * time.Second
+		cfg.HealthcheckInterval = time.Second
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+
+		r, _ := p.Acquire(context.Background())
+		r.Release()
+		time.Sleep(4500 * time.Millisecond)
+		synctest.Wait()
+		if p.Count() != 0 || p.Stats().Expired != 1 {
+			t.Fatalf("idle past MaxIdleTime not destroyed: %+v", p.Stats())
+		}
+
+		// Kept busy (never idle long), it still dies of old age: on release
+		// past its lifetime it is destroyed, not pooled.
+		r, _ = p.Acquire(context.Background())
+		id := r.Value().id
+		for i := 0; i < 6; i++ {
+			r.Release()
+			time.Sleep(2 * time.Second)
+			r, _ = p.Acquire(context.Background())
+		}
+		if r.Value().id == id {
+			t.Fatal("resource outlived MaxLifetime")
+		}
+		r.Release()
+	})
+}
+
+func TestExpiredIdleIsNotHandedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.MaxIdleTime = time.Second // no background healthcheck
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		r, _ := p.Acquire(context.Background())
+		r.Release()
+		time.Sleep(2 * time.Second)
+		r, _ = p.Acquire(context.Background())
+		if r.Value().id != 2 || b.destroyed.Load() != 1 {
+			t.Fatalf("expired idle resource handed out (id %d)", r.Value().id)
+		}
+		r.Release()
+	})
+}
+
+func TestAcquireTimeoutIsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 1
+		cfg.AcquireTimeout = 250 * time.Millisecond
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		r, _ := p.Acquire(context.Background())
+		start := time.Now()
+		_, err = p.Acquire(context.Background())
+		if !errors.Is(err, ErrTimeout) || time.Since(start) != 250*time.Millisecond {
+			t.Fatalf("Acquire: %v after %v", err, time.Since(start))
+		}
+		r.Release()
+	})
+}

@@ -1,0 +1,517 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pooldriver/pooldriver/pool/internal/ring"
+)
+
+// Pool is a pool of resources of type T. It is safe for concurrent use.
+type Pool[T any] struct {
+	cfg Config[T] // read-only after New
+
+	// bgCtx is cancelled by Close; it stops the background goroutines and
+	// aborts factory calls in flight. wg counts those goroutines.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	wg       sync.WaitGroup
+
+	misuses atomic.Int64 // counted outside mu: a misuse must not need the lock
+
+	mu       sync.Mutex              // protects every field below; never held while calling user code
+	idle     ring.Ring[*Resource[T]] // the back is the most recently released
+	waiters  waitList[T]
+	total    int // idle + acquired + creating + checking
+	acquired int
+	creating int
+	closed   bool
+	state    State
+	trial    bool // Recovering: the one trial acquire is under way
+	strategy Strategy
+	stats    counters
+}
+
+// New validates cfg, applies its defaults and returns a pool. Min resources
+// are created in the background; nothing else is created until needed.
+func New[T any](cfg Config[T]) (*Pool[T], error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool[T]{cfg: cfg, strategy: cfg.Strategy}
+	p.bgCtx, p.bgCancel = context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.fillToMinLocked()
+	p.mu.Unlock()
+	if cfg.HealthcheckInterval > 0 {
+		p.goBackground(p.healthLoop)
+	}
+	return p, nil
+}
+
+// goBackground runs f in a goroutine that Close waits for. The caller holds
+// mu and has checked that the pool is not closed, so that no goroutine can
+// start after Close began waiting.
+func (p *Pool[T]) goBackground(f func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+}
+
+// Acquire returns an idle resource, a new one, or waits for one in FIFO
+// order. It fails with the context's error when ctx ends first, with
+// ErrTimeout when Config.AcquireTimeout passes, with ErrClosed on a closed
+// pool, with ErrCircuitOpen while the circuit breaker rejects, and with the
+// factory's error (wrapped) when the factory call made for it fails.
+func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	front := false
+	for {
+		r, err := p.acquire(ctx, front)
+		if err != nil {
+			return nil, err
+		}
+		if p.accept(r) {
+			return r, nil
+		}
+		// It failed BeforeAcquire or expired: destroy it and try again,
+		// keeping our place at the head of the queue.
+		p.reject(r)
+		front = true
+	}
+}
+
+// TryAcquire returns an idle resource if one is available at once, and never
+// waits. When it finds none and the pool has room, it starts creating one in
+// the background so that a later call may succeed.
+func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
+	for {
+		p.mu.Lock()
+		if p.closed || !p.admitLocked() {
+			p.mu.Unlock()
+			return nil, false
+		}
+		r, ok := (*Resource[T])(nil), false
+		if p.waiters.len() == 0 {
+			r, ok = p.idle.PopBack()
+		}
+		if !ok {
+			p.endTrialLocked(true)
+			if p.waiters.len() == 0 && p.total < p.cfg.Max {
+				p.startFactoryLocked(nil)
+			}
+			p.mu.Unlock()
+			return nil, false
+		}
+		p.handOutLocked(r)
+		p.mu.Unlock()
+		if p.accept(r) {
+			return r, true
+		}
+		p.reject(r)
+	}
+}
+
+// admitLocked applies the circuit breaker to one acquire attempt. In
+// Recovering it admits one trial at a time, marking it in p.trial.
+func (p *Pool[T]) admitLocked() bool {
+	switch p.state {
+	case Inactive:
+		p.stats.circuitRejects++
+		return false
+	case Recovering:
+		if p.trial {
+			p.stats.circuitRejects++
+			return false
+		}
+		p.trial = true
+	}
+	return true
+}
+
+// endTrialLocked clears the trial mark when ended is true: the attempt that
+// held it is over (it failed, or its resource came back).
+func (p *Pool[T]) endTrialLocked(ended bool) {
+	if ended && p.state == Recovering {
+		p.trial = false
+	}
+}
+
+// acquire gets a resource without the acceptance checks.
+func (p *Pool[T]) acquire(ctx context.Context, front bool) (*Resource[T], error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	wasTrial := p.trial
+	if !p.admitLocked() {
+		p.mu.Unlock()
+		return nil, ErrCircuitOpen
+	}
+	isTrial := p.trial && !wasTrial
+	if front || p.waiters.len() == 0 {
+		if r, ok := p.idle.PopBack(); ok {
+			p.handOutLocked(r)
+			r.trial = isTrial
+			p.mu.Unlock()
+			return r, nil
+		}
+	}
+	w := &waiter[T]{ch: make(chan result[T], 1)}
+	if front {
+		p.waiters.pushFront(w)
+	} else {
+		p.waiters.pushBack(w)
+	}
+	p.stats.waits++
+	p.startFactoriesLocked()
+	p.mu.Unlock()
+	return p.wait(ctx, w, isTrial)
+}
+
+// wait blocks until w is handed a result, ctx ends or the acquire timeout
+// passes.
+func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resource[T], error) {
+	start := time.Now()
+	var timeout <-chan time.Time
+	if p.cfg.AcquireTimeout > 0 {
+		t := time.NewTimer(p.cfg.AcquireTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var giveUp error
+	select {
+	case res := <-w.ch:
+		return p.received(res, start, isTrial)
+	case <-ctx.Done():
+		giveUp = ctx.Err()
+	case <-timeout:
+		giveUp = timeoutError{}
+	}
+
+	p.mu.Lock()
+	if w.queued {
+		p.waiters.remove(w)
+		if giveUp == (timeoutError{}) {
+			p.stats.timeouts++
+		} else {
+			p.stats.canceled++
+		}
+		if isTrial {
+			p.endTrialLocked(true)
+		}
+		p.mu.Unlock()
+		return nil, giveUp
+	}
+	p.mu.Unlock()
+	// We were handed a result at the same instant we gave up. It is in the
+	// channel already (results are sent under mu). A resource must not be
+	// lost: give it to the next waiter or back to idle.
+	res := <-w.ch
+	if res.r != nil {
+		p.mu.Lock()
+		p.stats.acquires--
+		p.stats.canceled++
+		if isTrial {
+			p.endTrialLocked(true)
+		}
+		if p.closed {
+			p.mu.Unlock()
+			res.r.state.Store(stateDestroyed)
+			p.destroy(res.r, false)
+			return nil, giveUp
+		}
+		p.acquired--
+		p.putLocked(res.r)
+		p.mu.Unlock()
+		return nil, giveUp
+	}
+	return nil, res.err
+}
+
+func (p *Pool[T]) received(res result[T], start time.Time, isTrial bool) (*Resource[T], error) {
+	if res.err != nil {
+		if isTrial {
+			p.mu.Lock()
+			p.endTrialLocked(true)
+			p.mu.Unlock()
+		}
+		return nil, res.err
+	}
+	d := time.Since(start)
+	p.mu.Lock()
+	p.stats.waitDuration += d
+	res.r.trial = isTrial
+	p.mu.Unlock()
+	return res.r, nil
+}
+
+// handOutLocked marks r as acquired.
+func (p *Pool[T]) handOutLocked(r *Resource[T]) {
+	r.state.Store(stateAcquired)
+	p.acquired++
+	p.stats.acquires++
+}
+
+// putLocked gives an unused, healthy resource to the oldest waiter, or makes
+// it idle.
+func (p *Pool[T]) putLocked(r *Resource[T]) {
+	if w := p.waiters.popFront(); w != nil {
+		p.handOutLocked(r)
+		w.ch <- result[T]{r: r}
+		return
+	}
+	r.state.Store(stateIdle)
+	p.idle.PushBack(r)
+}
+
+// accept reports whether a resource just handed out may be used: not
+// expired, and approved by BeforeAcquire (not asked for a fresh one).
+func (p *Pool[T]) accept(r *Resource[T]) bool {
+	p.mu.Lock()
+	fresh := r.fresh
+	r.fresh = false
+	expired := !fresh && p.expiredLocked(r, time.Now())
+	p.mu.Unlock()
+	if fresh {
+		return true
+	}
+	if expired {
+		return false
+	}
+	if p.cfg.BeforeAcquire == nil {
+		return true
+	}
+	return p.callCheck(p.cfg.BeforeAcquire, r.value)
+}
+
+// reject destroys a resource that failed its acceptance checks after Acquire
+// took it.
+func (p *Pool[T]) reject(r *Resource[T]) {
+	r.state.Store(stateDestroyed)
+	p.mu.Lock()
+	p.stats.releaseRejects++
+	p.mu.Unlock()
+	p.destroy(r, false)
+}
+
+func (p *Pool[T]) expiredLocked(r *Resource[T], now time.Time) bool {
+	return p.cfg.MaxLifetime > 0 && now.Sub(r.created) >= p.cfg.MaxLifetime ||
+		p.cfg.MaxIdleTime > 0 && now.Sub(r.idleSince) >= p.cfg.MaxIdleTime
+}
+
+// release implements Resource.Release for an acquired resource.
+func (p *Pool[T]) release(r *Resource[T]) {
+	ok := true
+	if p.cfg.BeforeRelease != nil {
+		ok = p.callCheck(p.cfg.BeforeRelease, r.value)
+	}
+	now := time.Now()
+	p.mu.Lock()
+	strategy := p.strategy
+	if !ok || p.closed || p.cfg.MaxLifetime > 0 && now.Sub(r.created) >= p.cfg.MaxLifetime {
+		if !ok {
+			p.stats.releaseRejects++
+		} else if !p.closed {
+			p.stats.expired++
+		}
+		p.mu.Unlock()
+		r.state.Store(stateDestroyed)
+		p.destroy(r, false)
+		if !ok && strategy != nil {
+			p.report(strategy, errBeforeRelease)
+		}
+		return
+	}
+	p.acquired--
+	p.endTrialLocked(r.trial)
+	r.trial = false
+	r.idleSince = now
+	p.putLocked(r)
+	p.mu.Unlock()
+	if strategy != nil {
+		p.report(strategy, nil)
+	}
+}
+
+var errBeforeRelease = fmt.Errorf("pool: resource failed BeforeRelease")
+
+// destroy calls the destructor, then frees r's slot: the slot is freed only
+// once the resource is really gone, so that Max holds for the backend too.
+// idle tells whether r was idle (not counted in acquired).
+func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
+	p.destruct(r.value)
+	p.mu.Lock()
+	p.total--
+	if !idle {
+		p.acquired--
+	}
+	p.endTrialLocked(r.trial)
+	r.trial = false
+	p.stats.destroyed++
+	p.startFactoriesLocked()
+	p.mu.Unlock()
+}
+
+// startFactoriesLocked starts a factory call for each waiter that has none,
+// as far as Max allows.
+func (p *Pool[T]) startFactoriesLocked() {
+	for !p.closed && p.total < p.cfg.Max {
+		w := p.waiters.firstWithoutFactory()
+		if w == nil {
+			return
+		}
+		p.startFactoryLocked(w)
+	}
+}
+
+// fillToMinLocked starts factory calls until Min resources exist.
+func (p *Pool[T]) fillToMinLocked() {
+	for !p.closed && p.total < p.cfg.Min {
+		p.startFactoryLocked(nil)
+	}
+}
+
+// startFactoryLocked reserves a slot and calls the factory in the
+// background on behalf of owner (nil: for the pool itself).
+func (p *Pool[T]) startFactoryLocked(owner *waiter[T]) {
+	if owner != nil {
+		owner.creating = true
+	}
+	p.total++
+	p.creating++
+	p.goBackground(func() { p.create(owner) })
+}
+
+// create runs the factory. The new resource goes to the oldest waiter (not
+// necessarily owner: FIFO wins) or to idle; an error goes to owner if it
+// still waits.
+func (p *Pool[T]) create(owner *waiter[T]) {
+	v, err := p.callFactory()
+	now := time.Now()
+	p.mu.Lock()
+	p.creating--
+	if owner != nil {
+		owner.creating = false
+	}
+	if err != nil {
+		p.total--
+		p.stats.createErrors++
+		strategy := p.strategy
+		if owner != nil && owner.queued {
+			p.waiters.remove(owner)
+			owner.ch <- result[T]{err: err}
+		}
+		p.startFactoriesLocked()
+		p.mu.Unlock()
+		if strategy != nil {
+			p.report(strategy, err)
+		}
+		return
+	}
+	p.stats.created++
+	if p.closed {
+		p.mu.Unlock()
+		p.destruct(v)
+		p.mu.Lock()
+		p.total--
+		p.stats.destroyed++
+		p.mu.Unlock()
+		return
+	}
+	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true}
+	p.putLocked(r)
+	p.mu.Unlock()
+}
+
+// Close closes the pool: every waiter fails with ErrClosed, idle resources
+// are destroyed, resources in use are destroyed when they are released,
+// factory calls in flight are cancelled, and Close returns once every
+// background goroutine has stopped. Later Acquire calls fail with ErrClosed.
+// Close is idempotent.
+func (p *Pool[T]) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return
+	}
+	p.closed = true
+	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
+		w.ch <- result[T]{err: ErrClosed}
+	}
+	var idle []*Resource[T]
+	for r, ok := p.idle.PopBack(); ok; r, ok = p.idle.PopBack() {
+		r.state.Store(stateDestroyed)
+		idle = append(idle, r)
+	}
+	p.mu.Unlock()
+	p.bgCancel()
+	for _, r := range idle {
+		p.destroy(r, true)
+	}
+	p.wg.Wait()
+}
+
+// Count returns the number of resources in existence: idle, in use and being
+// created or checked.
+func (p *Pool[T]) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// IdleCount returns the number of idle resources.
+func (p *Pool[T]) IdleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle.Len()
+}
+
+// ActiveCount returns the number of resources handed out and not yet
+// released or destroyed.
+func (p *Pool[T]) ActiveCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acquired
+}
+
+// Stats returns a snapshot of the pool's gauges and counters.
+func (p *Pool[T]) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.stats
+	return Stats{
+		Total:               p.total,
+		Idle:                p.idle.Len(),
+		Active:              p.acquired,
+		Creating:            p.creating,
+		Waiting:             p.waiters.len(),
+		Max:                 p.cfg.Max,
+		State:               p.state,
+		Acquires:            c.acquires,
+		Waits:               c.waits,
+		WaitDuration:        c.waitDuration,
+		CanceledAcquires:    c.canceled,
+		Timeouts:            c.timeouts,
+		CircuitRejects:      c.circuitRejects,
+		Created:             c.created,
+		CreateErrors:        c.createErrors,
+		Destroyed:           c.destroyed,
+		Expired:             c.expired,
+		HealthcheckFailures: c.hcFailures,
+		ReleaseRejects:      c.releaseRejects,
+		CallbackPanics:      c.panics,
+		Misuses:             p.misuses.Load(),
+	}
+}
+
+func (p *Pool[T]) misuse() { p.misuses.Add(1) }

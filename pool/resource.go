@@ -1,0 +1,68 @@
+package pool
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Resource states. A handle moves idle → acquired → (idle | destroyed);
+// Release and Destroy accept only an acquired handle, which is how a double
+// Release or Destroy is detected.
+const (
+	stateIdle int32 = iota
+	stateAcquired
+	stateReleasing
+	stateChecking
+	stateDestroyed
+)
+
+// Resource is a handle on one pooled value, held by whoever acquired it until
+// Release or Destroy.
+//
+// The handle is reused by the pool after Release (that is what keeps Acquire
+// free of allocations), so a handle must not be used after it was released or
+// destroyed. A second Release or Destroy right after the first is detected,
+// ignored and counted in [Stats].Misuses; one issued after the resource was
+// acquired again by someone else cannot be told apart from that holder's own.
+type Resource[T any] struct {
+	value T
+	pool  *Pool[T]
+	state atomic.Int32
+
+	// Guarded by pool.mu.
+	created   time.Time
+	idleSince time.Time
+	fresh     bool // made by the factory and not yet handed out
+	trial     bool // the circuit breaker's trial acquire
+}
+
+// Value returns the pooled value.
+func (r *Resource[T]) Value() T { return r.value }
+
+// CreatedAt returns when the factory made the value.
+func (r *Resource[T]) CreatedAt() time.Time { return r.created }
+
+// IdleSince returns when the resource was last put back into the pool (for a
+// new resource, when it was created). It is meaningful to the holder of an
+// acquired resource, and is the basis of "check it if it sat idle long".
+func (r *Resource[T]) IdleSince() time.Time { return r.idleSince }
+
+// Release returns the resource to the pool, or straight to the oldest waiter.
+// If Config.BeforeRelease says no, or the pool is closed, or the resource
+// has outlived Config.MaxLifetime, it is destroyed instead.
+func (r *Resource[T]) Release() {
+	if !r.state.CompareAndSwap(stateAcquired, stateReleasing) {
+		r.pool.misuse()
+		return
+	}
+	r.pool.release(r)
+}
+
+// Destroy destroys the resource (it is broken) and frees its slot.
+func (r *Resource[T]) Destroy() {
+	if !r.state.CompareAndSwap(stateAcquired, stateDestroyed) {
+		r.pool.misuse()
+		return
+	}
+	r.pool.destroy(r, false)
+}

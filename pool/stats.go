@@ -1,0 +1,39 @@
+package pool
+
+import "time"
+
+// Stats is a snapshot of a pool's gauges and cumulative counters.
+type Stats struct {
+	// Gauges.
+	Total    int // resources in existence: idle + in use + being created or checked
+	Idle     int // idle resources
+	Active   int // resources handed out and not yet released
+	Creating int // factory calls in flight
+	Waiting  int // Acquire calls waiting
+	Max      int // the configured Max
+	State    State
+
+	// Counters since New.
+	Acquires            int64         // successful Acquire and TryAcquire calls
+	Waits               int64         // Acquire calls that had to wait
+	WaitDuration        time.Duration // total time successful waiters waited
+	CanceledAcquires    int64         // Acquire calls whose context ended while waiting
+	Timeouts            int64         // Acquire calls that failed with ErrTimeout
+	CircuitRejects      int64         // Acquire calls that failed with ErrCircuitOpen
+	Created             int64         // resources the factory made
+	CreateErrors        int64         // factory calls that failed
+	Destroyed           int64         // resources destroyed, for any reason
+	Expired             int64         // of which by MaxLifetime or MaxIdleTime
+	HealthcheckFailures int64         // of which by a failed Healthcheck
+	ReleaseRejects      int64         // of which by BeforeRelease or BeforeAcquire saying no
+	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
+	Misuses             int64         // Release or Destroy of a handle not held
+}
+
+// counters are the cumulative part of Stats, guarded by Pool.mu.
+type counters struct {
+	acquires, waits, canceled, timeouts, circuitRejects   int64
+	created, createErrors, destroyed, expired, hcFailures int64
+	releaseRejects, panics, misuses                       int64
+	waitDuration                                          time.Duration
+}
