@@ -1,0 +1,230 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+// idlePingAfter: a physical connection idle longer than this is pinged
+// before it is handed out, so that one the server closed meanwhile is
+// replaced instead of failing the caller's statement.
+const idlePingAfter = time.Second
+
+// Connector is a database/sql driver.Connector that pools physical
+// connections. Use it with sql.OpenDB; database/sql's DB.Close closes it.
+type Connector struct {
+	tmpl dialects.Template
+	err  error // a configuration error, reported by Connect (see New)
+	s    settings
+	pool *pool.Pool[*physConn]
+	log  *slog.Logger
+
+	stats struct {
+		autoRollbacks, sessionResets atomic.Int64
+	}
+}
+
+var (
+	_ driver.Connector = (*Connector)(nil)
+	_ fmt.Stringer     = (*Connector)(nil)
+)
+
+// New returns a Connector for dsn. It never fails: a bad DSN or option is
+// reported by the first Connect, that is by the first statement, which
+// suits sql.OpenDB(pooldriver.New(dsn)). Use NewConnector to validate at
+// once. Nothing is opened until needed, except pool_min_conns connections
+// opened in the background.
+func New(dsn string, opts ...Option) *Connector {
+	c, err := NewConnector(dsn, opts...)
+	if err != nil {
+		return &Connector{err: err}
+	}
+	return c
+}
+
+// NewConnector is New with the DSN and options validated eagerly.
+func NewConnector(dsn string, opts ...Option) (*Connector, error) {
+	t, params, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := defaultSettings()
+	if err := applyParams(&s, params); err != nil {
+		return nil, err
+	}
+	return newConnector(t, s, opts)
+}
+
+// Wrap pools the connections of any database/sql driver's connector
+// through the generic dialect: transactions begun with BeginTx are tracked
+// (a raw BEGIN is invisible to it), and a session is reset with the driver's
+// own ResetSession, or the connection replaced if it has none. WithCredentials
+// cannot be used: the wrapped connector logs in by itself.
+func Wrap(c driver.Connector, opts ...Option) *Connector {
+	if c == nil {
+		return &Connector{err: errors.New("pooldriver: Wrap(nil): a driver.Connector is required")}
+	}
+	conn, err := newConnector(dialects.Wrap(c), defaultSettings(), opts)
+	if err == nil && conn.s.credentials != nil {
+		conn.Close()
+		err = errors.New("pooldriver: WithCredentials cannot be used with Wrap: the wrapped connector logs in by itself")
+	}
+	if err != nil {
+		return &Connector{err: err}
+	}
+	return conn
+}
+
+// Open returns a *sql.DB over NewConnector(dsn, opts...), with database/sql's
+// own pool of (cheap, logical) connections set so it does not churn them:
+// as many idle ones kept as there are physical connections, none expired.
+func Open(dsn string, opts ...Option) (*sql.DB, error) {
+	c, err := NewConnector(dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(max(2, c.s.maxConns))
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, error) {
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("pooldriver: nil Option")
+		}
+		if err := o(&s); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	c := &Connector{tmpl: t, s: s, log: s.logger}
+	p, err := pool.New(pool.Config[*physConn]{
+		Factory:             c.open,
+		Destructor:          c.closePhys,
+		Healthcheck:         func(ctx context.Context, pc *physConn) error { return pc.dc.Ping(ctx) },
+		BeforeAcquire:       c.checkIdle,
+		Min:                 s.minConns,
+		Max:                 s.maxConns,
+		AcquireTimeout:      s.acquireTimeout,
+		HealthcheckInterval: s.healthCheckPeriod,
+		HealthcheckTimeout:  s.cleanupTimeout,
+		MaxLifetime:         s.maxConnLifetime,
+		MaxIdleTime:         s.maxConnIdleTime,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pooldriver: %w", err)
+	}
+	c.pool = p
+	return c, nil
+}
+
+// open is the pool's factory: a new physical connection, logged in with the
+// template's credentials or those WithCredentials returns now.
+func (c *Connector) open(ctx context.Context) (*physConn, error) {
+	creds := c.tmpl.Credentials()
+	secret := creds.Password
+	if c.s.credentials != nil {
+		u, p, err := c.s.credentials(ctx)
+		if err != nil {
+			return nil, redact(fmt.Errorf("pooldriver: credentials: %w", err), p)
+		}
+		creds = dialects.Credentials{User: u, Password: p}
+	}
+	dc, err := c.tmpl.Open(ctx, creds)
+	if err != nil {
+		err = fmt.Errorf("pooldriver: connect to %s: %w", c.tmpl.String(), err)
+		return nil, redact(redact(err, creds.Password), secret)
+	}
+	if c.log != nil {
+		c.log.Debug("pooldriver: connection opened", "dsn", c.tmpl.String(), "user", creds.User)
+	}
+	return newPhysConn(c, dc), nil
+}
+
+func (c *Connector) closePhys(pc *physConn) {
+	pc.closeStmts()
+	err := pc.dc.Close()
+	if c.log != nil {
+		c.log.Debug("pooldriver: connection closed", "dsn", c.tmpl.String(), "error", err)
+	}
+}
+
+// checkIdle pings a connection that sat idle long before it is handed out.
+func (c *Connector) checkIdle(pc *physConn) bool {
+	if time.Since(pc.idleSince) < idlePingAfter {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cleanupTimeout)
+	defer cancel()
+	return pc.dc.Ping(ctx) == nil
+}
+
+func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
+	r, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, acquireError(err)
+	}
+	pc := r.Value()
+	pc.res = r
+	return pc, nil
+}
+
+func (c *Connector) logWarn(msg string, err error) {
+	if c.log != nil {
+		c.log.Warn("pooldriver: "+msg, "dsn", c.tmpl.String(), "error", err)
+	}
+}
+
+// Connect returns a logical connection: no I/O happens here (database/sql
+// calls it with its own context; a task is bound by each statement).
+func (c *Connector) Connect(context.Context) (driver.Conn, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.pool.State() == pool.Inactive {
+		return nil, ErrCircuitOpen
+	}
+	return &conn{c: c}, nil
+}
+
+// Driver returns the pooldriver Driver.
+func (c *Connector) Driver() driver.Driver { return Driver{} }
+
+// Close closes every idle physical connection at once and every other one as
+// it is released; later statements fail with ErrClosed. database/sql's
+// DB.Close calls it.
+func (c *Connector) Close() error {
+	if c.pool != nil {
+		c.pool.Close()
+	}
+	return nil
+}
+
+// String returns the DSN with the password redacted.
+func (c *Connector) String() string {
+	if c.tmpl == nil {
+		return "pooldriver(invalid: " + c.err.Error() + ")"
+	}
+	return c.tmpl.String()
+}
+
+// Err returns the configuration error New deferred, or nil.
+func (c *Connector) Err() error { return c.err }
+
+// Pool exposes the underlying pool's circuit breaker and counters, for
+// driving the breaker by hand or with a pool.Strategy.
+func (c *Connector) Pool() *pool.Pool[*physConn] { return c.pool }

@@ -1,0 +1,160 @@
+package pooldriver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Default settings, the same as the DSN's pool_* parameters' defaults.
+const (
+	DefaultMaxConns          = 10
+	DefaultMinConns          = 0
+	DefaultAcquireTimeout    = 30 * time.Second
+	DefaultHealthCheckPeriod = 30 * time.Second
+	DefaultMaxConnLifetime   = time.Hour
+	DefaultMaxConnIdleTime   = 30 * time.Minute
+	DefaultCleanupTimeout    = 5 * time.Second
+)
+
+// settings are a Connector's pool settings: the DSN's pool_* parameters with
+// the options applied over them.
+type settings struct {
+	maxConns          int
+	minConns          int
+	acquireTimeout    time.Duration
+	healthCheckPeriod time.Duration
+	maxConnLifetime   time.Duration
+	maxConnIdleTime   time.Duration
+	cleanupTimeout    time.Duration
+	mode              Mode
+	credentials       func(ctx context.Context) (user, password string, err error)
+	logger            *slog.Logger
+}
+
+func defaultSettings() settings {
+	return settings{
+		maxConns:          DefaultMaxConns,
+		minConns:          DefaultMinConns,
+		acquireTimeout:    DefaultAcquireTimeout,
+		healthCheckPeriod: DefaultHealthCheckPeriod,
+		maxConnLifetime:   DefaultMaxConnLifetime,
+		maxConnIdleTime:   DefaultMaxConnIdleTime,
+		cleanupTimeout:    DefaultCleanupTimeout,
+		mode:              TransactionMode,
+	}
+}
+
+// Option changes a Connector setting. Options override the DSN's pool_*
+// parameters. A bad value is reported by NewConnector (or, for New, by the
+// first Connect), naming the option and the value.
+type Option func(*settings) error
+
+// WithMaxConns sets the maximum number of physical connections (pool_max_conns);
+// n must be at least 1.
+func WithMaxConns(n int) Option {
+	return func(s *settings) error {
+		if n < 1 {
+			return fmt.Errorf("pooldriver: WithMaxConns(%d): must be at least 1", n)
+		}
+		s.maxConns = n
+		return nil
+	}
+}
+
+// WithMinConns sets the number of physical connections kept open and created
+// in the background after start (pool_min_conns); 0 ≤ n ≤ max conns.
+func WithMinConns(n int) Option {
+	return func(s *settings) error {
+		if n < 0 {
+			return fmt.Errorf("pooldriver: WithMinConns(%d): must not be negative", n)
+		}
+		s.minConns = n
+		return nil
+	}
+}
+
+// WithAcquireTimeout bounds the wait for a physical connection
+// (pool_acquire_timeout); 0 leaves only the caller's context.
+func WithAcquireTimeout(d time.Duration) Option {
+	return durationOption("WithAcquireTimeout", d, func(s *settings) { s.acquireTimeout = d })
+}
+
+// WithHealthCheckPeriod sets how often idle connections are checked,
+// expired and topped up to the minimum (pool_health_check_period); 0
+// disables the background check.
+func WithHealthCheckPeriod(d time.Duration) Option {
+	return durationOption("WithHealthCheckPeriod", d, func(s *settings) { s.healthCheckPeriod = d })
+}
+
+// WithMaxConnLifetime closes a physical connection this long after it was
+// opened, once it is idle (pool_max_conn_lifetime); 0: unlimited.
+func WithMaxConnLifetime(d time.Duration) Option {
+	return durationOption("WithMaxConnLifetime", d, func(s *settings) { s.maxConnLifetime = d })
+}
+
+// WithMaxConnIdleTime closes a physical connection idle this long
+// (pool_max_conn_idle_time); 0: unlimited.
+func WithMaxConnIdleTime(d time.Duration) Option {
+	return durationOption("WithMaxConnIdleTime", d, func(s *settings) { s.maxConnIdleTime = d })
+}
+
+// WithCleanupTimeout bounds each rollback and session reset run when a task
+// ends or a connection comes back dirty (default DefaultCleanupTimeout); it
+// must be positive. A connection whose cleanup does not finish in time is
+// closed, never reused.
+func WithCleanupTimeout(d time.Duration) Option {
+	return func(s *settings) error {
+		if d <= 0 {
+			return fmt.Errorf("pooldriver: WithCleanupTimeout(%v): must be positive", d)
+		}
+		s.cleanupTimeout = d
+		return nil
+	}
+}
+
+// WithMode sets the default mode of tasks that do not choose one (pool_mode).
+func WithMode(m Mode) Option {
+	return func(s *settings) error {
+		if !m.valid() {
+			return fmt.Errorf("pooldriver: WithMode(%d): unknown mode", int(m))
+		}
+		s.mode = m
+		return nil
+	}
+}
+
+// WithCredentials sets a function called for every new physical connection
+// to get the user and password it logs in with, in place of the DSN's: a
+// rotated password is picked up by the next connection opened, while open
+// ones keep working.
+func WithCredentials(f func(ctx context.Context) (user, password string, err error)) Option {
+	return func(s *settings) error {
+		if f == nil {
+			return fmt.Errorf("pooldriver: WithCredentials(nil): a function is required")
+		}
+		s.credentials = f
+		return nil
+	}
+}
+
+// WithLogger sets where the Connector reports what it does on its own:
+// connections opened and closed (debug), automatic rollbacks and failed
+// resets (warn). No password is ever logged. Default: nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) error {
+		s.logger = l
+		return nil
+	}
+}
+
+func durationOption(name string, d time.Duration, set func(*settings)) Option {
+	return func(s *settings) error {
+		if d < 0 {
+			return fmt.Errorf("pooldriver: %s(%v): must not be negative", name, d)
+		}
+		set(s)
+		return nil
+	}
+}

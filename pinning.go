@@ -1,0 +1,239 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// A physical connection is pinned, and stays out of the pool, while
+//
+//   - a logical connection has a transaction open on it (BeginTx), or a
+//     result set: database/sql holds that logical connection meanwhile;
+//   - it is bound to a task and the server reports a transaction open on it
+//     (a raw BEGIN), or the task is in session mode.
+//
+// Without a task, a transaction the server reports after a statement pins
+// nothing: there is nobody to keep it for. The connection is rolled back
+// before it goes back to the pool (and the rollback is counted).
+
+// lease is one operation's hold on a physical connection.
+type lease struct {
+	pc     *physConn
+	t      *task // the task of the operation's context, or nil
+	locked bool  // the operation took pc.sem itself (false: the logical conn's open rows hold it)
+	pinned bool  // the connection was pinned before the operation: its session matters
+}
+
+// acquire finds the physical connection an operation of l runs on, and takes
+// its lock:
+//  1. l has a transaction or rows open: their connection;
+//  2. ctx carries a task with a bound connection: that one, waiting its
+//     turn inside a transaction, or, if it is busy outside one, another
+//     connection from the pool rather than deadlocking;
+//  3. otherwise a connection from the pool, bound to the task at once in
+//     session mode.
+func (l *conn) acquire(ctx context.Context) (lease, error) {
+	if l.closed {
+		return lease{}, driver.ErrBadConn
+	}
+	t := taskFrom(ctx)
+	if t != nil && t.err != nil {
+		return lease{}, t.err
+	}
+	if pc := l.pinnedConn(); pc != nil {
+		if l.tx != nil && l.tx.endedByTask() {
+			return lease{}, ErrTaskEnded
+		}
+		if l.rows > 0 {
+			return lease{pc: pc, t: t, pinned: true}, nil
+		}
+		if err := pc.lock(ctx); err != nil {
+			return lease{}, err
+		}
+		if l.tx != nil && l.tx.endedByTask() {
+			pc.unlock()
+			return lease{}, ErrTaskEnded
+		}
+		return lease{pc: pc, t: t, locked: true, pinned: true}, nil
+	}
+	separate := false // the task's connection is busy: use another, unbound
+	for {
+		if t != nil && !separate {
+			if pc := t.bound(l.c); pc != nil {
+				if pc.inTx() {
+					if err := pc.lock(ctx); err != nil {
+						return lease{}, err
+					}
+				} else if !pc.tryLock() {
+					separate = true
+					continue
+				}
+				if !pc.boundTo(t) {
+					pc.unlock() // unbound while we waited: look again
+					continue
+				}
+				return lease{pc: pc, t: t, locked: true, pinned: true}, nil
+			}
+		}
+		pc, err := l.c.acquire(ctx)
+		if err != nil {
+			return lease{}, err
+		}
+		if !pc.tryLock() {
+			// A caller that found it through a binding just ended holds
+			// the lock for an instant.
+			if err := pc.lock(ctx); err != nil {
+				pc.res.Release()
+				return lease{}, err
+			}
+		}
+		if t != nil && !separate && t.modeFor(l.c) == SessionMode {
+			pc.mu.Lock()
+			ok := t.bindLocked(pc)
+			pc.mu.Unlock()
+			if !ok && t.bound(l.c) != nil {
+				// Another goroutine of the task bound one first: the
+				// session lives there.
+				l.c.release(pc)
+				continue
+			}
+		}
+		return lease{pc: pc, t: t, locked: true}, nil
+	}
+}
+
+// pinnedConn returns the connection l's transaction or rows are on, or nil.
+func (l *conn) pinnedConn() *physConn {
+	if l.tx != nil {
+		return l.tx.pc
+	}
+	if l.rows > 0 {
+		return l.rowsPC
+	}
+	return nil
+}
+
+// finish ends an operation's hold on le.pc: it binds the connection to the
+// task if something now pins it, and otherwise unbinds it and gives it back
+// to the pool.
+func (l *conn) finish(le lease) {
+	pc, c := le.pc, l.c
+	pc.mu.Lock()
+	if le.t != nil && pc.task == nil && !pc.doomed && le.t.modeFor(c) == TransactionMode &&
+		(pc.tx != nil || pc.serverTx || pc.rows > 0) {
+		// Transaction mode: bind while pinned. If the task already has a
+		// connection here (two goroutines raced), this one stays unbound:
+		// its transaction, if any, is rolled back when it is let go.
+		le.t.bindLocked(pc)
+	}
+	keep := pc.tx != nil || pc.rows > 0 ||
+		pc.task != nil && (pc.serverTx || pc.task.modeFor(c) == SessionMode)
+	if !keep && pc.task != nil {
+		pc.task.unbindLocked(pc)
+	}
+	rowsHoldLock := pc.rows > 0
+	pc.mu.Unlock()
+	if keep {
+		if le.locked && !rowsHoldLock {
+			pc.unlock()
+		}
+		return
+	}
+	c.release(pc) // nothing pins it, so we hold its lock
+}
+
+// release gives back a connection nothing pins; the caller holds its lock.
+// A transaction still open on the server is rolled back first, and a broken
+// or doomed connection is destroyed.
+func (c *Connector) release(pc *physConn) {
+	pc.mu.Lock()
+	serverTx, doomed := pc.serverTx, pc.doomed
+	pc.mu.Unlock()
+	if serverTx && !pc.broken && !doomed {
+		c.stats.autoRollbacks.Add(1)
+		err := pc.rollback(nil)
+		c.logWarn("rolled back a transaction left open outside a task", err)
+	}
+	broken := pc.broken || doomed
+	pc.idleSince = time.Now()
+	pc.unlock()
+	if broken {
+		pc.res.Destroy()
+		return
+	}
+	pc.res.Release()
+}
+
+// endBinding cleans up pc when task t ends: it rolls back the open
+// transaction, resets the session in session mode, and gives pc back.
+func (c *Connector) endBinding(t *task, pc *physConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cleanupTimeout)
+	defer cancel()
+	if err := pc.lock(ctx); err != nil {
+		// Still busy (a result set nobody closes): nobody may reuse it.
+		// Whoever lets it go last destroys it.
+		pc.mu.Lock()
+		if pc.task == t {
+			pc.task = nil
+			pc.doomed = true
+		}
+		pc.mu.Unlock()
+		c.logWarn("connection still busy when its task ended; it will be closed", err)
+		return
+	}
+	pc.mu.Lock()
+	if pc.task != t {
+		pc.mu.Unlock()
+		pc.unlock()
+		return
+	}
+	pc.task = nil
+	x := pc.tx
+	claimed := x != nil && x.claim(txEndedByTask)
+	serverTx := pc.serverTx
+	pc.mu.Unlock()
+
+	if x != nil && !claimed {
+		// database/sql is ending that transaction itself right now, and
+		// waits for the lock; it gives the connection back when done.
+		pc.unlock()
+		return
+	}
+	if claimed || serverTx {
+		c.stats.autoRollbacks.Add(1)
+		err := pc.rollback(txDriver(x, claimed))
+		pc.mu.Lock()
+		pc.tx = nil
+		pc.mu.Unlock()
+		c.logWarn("rolled back the transaction of an ended task", err)
+	}
+	if t.modeFor(c) == SessionMode && !pc.broken {
+		c.stats.sessionResets.Add(1)
+		if err := pc.resetSession(); err != nil && !errors.Is(err, dialects.ErrUnsupported) {
+			c.logWarn("session reset failed; the connection will be closed", err)
+		}
+	}
+	c.release(pc)
+}
+
+func txDriver(x *tx, claimed bool) driver.Tx {
+	if claimed {
+		return x.drv
+	}
+	return nil
+}
+
+// lostSession turns driver.ErrBadConn into a plain error when the connection
+// carried state the caller relied on (a transaction, a session): database/sql
+// must not silently retry on a fresh connection that lacks it.
+func lostSession(le lease, err error) error {
+	if err == nil || !le.pinned || !errors.Is(err, driver.ErrBadConn) {
+		return err
+	}
+	return fmt.Errorf("pooldriver: the connection of this transaction or session was lost: %v", err)
+}

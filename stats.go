@@ -1,0 +1,49 @@
+package pooldriver
+
+import "time"
+
+// Stats is a snapshot of a Connector's physical connections and counters.
+type Stats struct {
+	MaxConns int // pool_max_conns
+	Total    int // physical connections open or being opened
+	Idle     int // idle in the pool
+	Active   int // in use: running a statement, pinned, or bound to a task
+	Waiting  int // operations waiting for a physical connection
+
+	Acquires        int64         // physical connections handed out
+	Waits           int64         // acquires that had to wait
+	WaitDuration    time.Duration // total time spent waiting
+	AcquireTimeouts int64         // waits that ended with ErrAcquireTimeout
+	Created         int64         // physical connections opened
+	ConnectErrors   int64         // failed attempts to open one
+	Destroyed       int64         // physical connections closed
+	HealthFailures  int64         // closed because a ping failed
+	AutoRollbacks   int64         // transactions pooldriver rolled back: at task end, or left open outside a task
+	SessionResets   int64         // sessions reset at the end of a session-mode task
+}
+
+// Stats returns a snapshot of the Connector's state. It never contains
+// credentials.
+func (c *Connector) Stats() Stats {
+	if c.pool == nil {
+		return Stats{}
+	}
+	p := c.pool.Stats()
+	return Stats{
+		MaxConns:        p.Max,
+		Total:           p.Total,
+		Idle:            p.Idle,
+		Active:          p.Active,
+		Waiting:         p.Waiting,
+		Acquires:        p.Acquires,
+		Waits:           p.Waits,
+		WaitDuration:    p.WaitDuration,
+		AcquireTimeouts: p.Timeouts,
+		Created:         p.Created,
+		ConnectErrors:   p.CreateErrors,
+		Destroyed:       p.Destroyed,
+		HealthFailures:  p.HealthcheckFailures,
+		AutoRollbacks:   c.stats.autoRollbacks.Load(),
+		SessionResets:   c.stats.sessionResets.Load(),
+	}
+}

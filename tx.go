@@ -1,0 +1,87 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"sync/atomic"
+)
+
+// Transaction states. Exactly one of Commit, Rollback and the end of the
+// task moves a transaction out of txActive, so exactly one of them reaches
+// the server.
+const (
+	txActive int32 = iota
+	txDone
+	txEndedByTask
+)
+
+var errTxDone = errors.New("pooldriver: transaction has already been committed or rolled back")
+
+// tx is a transaction begun with BeginTx on a logical conn.
+type tx struct {
+	l     *conn
+	pc    *physConn
+	drv   driver.Tx
+	state atomic.Int32
+}
+
+var _ driver.Tx = (*tx)(nil)
+
+func (x *tx) claim(to int32) bool { return x.state.CompareAndSwap(txActive, to) }
+
+func (x *tx) endedByTask() bool { return x.state.Load() == txEndedByTask }
+
+// Commit commits. After the end of the task rolled the transaction back it
+// fails with ErrTaskEnded and commits nothing.
+func (x *tx) Commit() error {
+	return x.end(true)
+}
+
+// Rollback rolls back on a context of its own: database/sql calls it when the
+// transaction's context is cancelled, and a cancelled context must not
+// abort the rollback. After the end of the task rolled the transaction back
+// it does nothing.
+func (x *tx) Rollback() error {
+	return x.end(false)
+}
+
+func (x *tx) end(commit bool) error {
+	l := x.l
+	if !x.claim(txDone) {
+		if l.tx == x {
+			l.tx = nil
+		}
+		if x.endedByTask() {
+			if commit {
+				return ErrTaskEnded
+			}
+			return nil
+		}
+		return errTxDone
+	}
+	pc := x.pc
+	le := lease{pc: pc, pinned: true}
+	if l.rows == 0 {
+		pc.lock(context.Background())
+		le.locked = true
+	}
+	var err error
+	query := "ROLLBACK"
+	if commit {
+		query = "COMMIT"
+		err = x.drv.Commit()
+		pc.checkErr(err)
+	} else {
+		err = pc.rollback(x.drv)
+	}
+	pc.mu.Lock()
+	pc.tx = nil
+	pc.mu.Unlock()
+	l.tx = nil
+	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
+	pc.observe(ctx, query)
+	cancel()
+	l.finish(le)
+	return lostSession(le, err)
+}
