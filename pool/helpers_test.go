@@ -16,7 +16,7 @@ type backend struct {
 	live, maxLive atomic.Int64
 	made          atomic.Int64
 	destroyed     atomic.Int64
-	failNext      atomic.Int64 // factory calls to fail
+	failNext      atomic.Int64  // factory calls to fail
 	block         chan struct{} // non-nil: the factory waits for it
 	mu            sync.Mutex
 	destroyedIDs  []int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -101,24 +102,19 @@ func parseError(err error, secrets []string) error {
 	return &redactedError{msg: "pooldriver: postgres: invalid DSN: " + scrub(dropQuoted(msg), secrets...)}
 }
 
-// dropQuoted replaces the contents of every double-quoted span of msg.
+// dropQuoted replaces everything from the first to the last double quote of
+// msg: pgx does not escape quotes inside what it quotes, so pairs cannot be
+// trusted.
 func dropQuoted(msg string) string {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(msg, '"')
-		if i < 0 {
-			break
-		}
-		j := strings.IndexByte(msg[i+1:], '"')
-		if j < 0 {
-			break
-		}
-		b.WriteString(msg[:i])
-		b.WriteString(`"…"`)
-		msg = msg[i+1+j+1:]
+	i := strings.IndexByte(msg, '"')
+	if i < 0 {
+		return msg
 	}
-	b.WriteString(msg)
-	return b.String()
+	j := strings.LastIndexByte(msg, '"')
+	if j == i {
+		return msg[:i] + `"…"`
+	}
+	return msg[:i] + `"…"` + msg[j+1:]
 }
 
 // connectError rewrites an error of a connection attempt. *pgconn.ConnectError
@@ -132,11 +128,13 @@ func connectError(err error, passwords ...string) error {
 			cause = inner
 		}
 	}
+	sort.Slice(passwords, func(i, j int) bool { return len(passwords[i]) > len(passwords[j]) })
 	return &redactedError{msg: "pooldriver: postgres: " + scrub(err.Error(), passwords...), cause: cause}
 }
 
-// scrub replaces every occurrence of a secret in msg. A secret too short to
-// replace without mangling the message makes the whole message go.
+// scrub replaces every occurrence of a secret in msg; pass longer secrets
+// first. A secret too short to replace without mangling the message makes
+// the whole message go.
 func scrub(msg string, secrets ...string) string {
 	for _, s := range secrets {
 		if s == "" || !strings.Contains(msg, s) {

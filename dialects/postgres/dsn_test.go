@@ -222,8 +222,9 @@ func FuzzParse(f *testing.F) {
 			escaped = strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password)
 			dsn = rest + " password='" + escaped + "'"
 		}
-		if strings.Contains(strings.ToLower(rest), strings.ToLower(password)) {
-			return // not a secret
+		skeleton := strings.Replace(dsn, escaped, "xxxxx", 1)
+		if strings.Contains(strings.ToLower(skeleton), strings.ToLower(password)) {
+			return // the password also occurs outside its place
 		}
 		t.Setenv("PGPASSWORD", "")
 		tp, _, err := Dialect.Parse(dsn)
