@@ -2,6 +2,7 @@ package pooldriver_test
 
 import (
 	"database/sql"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -88,3 +89,5 @@ func checkNoGoroutineLeak(t testing.TB) {
 		}
 	})
 }
+
+func sprint(v any) string { return fmt.Sprintf("%+v", v) }

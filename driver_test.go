@@ -1,0 +1,537 @@
+package pooldriver_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/fakedb"
+)
+
+func connID(t testing.TB, ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) int64 {
+	t.Helper()
+	var id int64
+	if err := q.QueryRowContext(ctx, "CONNID").Scan(&id); err != nil {
+		t.Fatalf("CONNID: %v", err)
+	}
+	return id
+}
+
+func count(t testing.TB, ctx context.Context, db *sql.DB, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRowContext(ctx, "COUNT "+table).Scan(&n); err != nil {
+		t.Fatalf("COUNT %s: %v", table, err)
+	}
+	return n
+}
+
+func TestLazyAndBounded(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=3")
+	if s := srv.Stats(); s.Connects != 0 {
+		t.Fatalf("New + sql.OpenDB opened %d connections", s.Connects)
+	}
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	if s := srv.Stats(); s.Connects != 1 {
+		t.Fatalf("first use opened %d connections, want 1", s.Connects)
+	}
+	db.SetMaxOpenConns(0) // database/sql unbounded: pooldriver's bound must hold anyway
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				rows, err := db.Query("SELECT 3")
+				if err != nil {
+					t.Errorf("query: %v", err)
+					return
+				}
+				for rows.Next() {
+				}
+				rows.Close()
+				if _, err := db.Exec("INSERT lazy 1"); err != nil {
+					t.Errorf("exec: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s := srv.Stats(); s.MaxOpen > 3 || s.Connects > 3 {
+		t.Fatalf("server saw %d connections at once (%d opened); pool_max_conns=3", s.MaxOpen, s.Connects)
+	}
+	if s := c.Stats(); s.Active != 0 || s.Total > 3 {
+		t.Fatalf("stats after the load: %+v", s)
+	}
+}
+
+func TestNoTaskEachOperationReleases(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=1")
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Active != 0 || s.Idle != 1 {
+		t.Fatalf("after Exec: %+v", s)
+	}
+	rows, err := db.Query("SELECT 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Active != 1 {
+		t.Fatalf("open rows do not hold their connection: %+v", s)
+	}
+	rows.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Active != 1 {
+		t.Fatalf("open tx does not hold its connection: %+v", s)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Active != 0 {
+		t.Fatalf("after Commit: %+v", s)
+	}
+
+	// A raw BEGIN outside a task: nothing keeps it; the connection is rolled
+	// back before anyone else gets it, and that is counted.
+	if _, err := db.Exec("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.AutoRollbacks != 1 || s.Active != 0 || srv.OpenTxCount() != 0 {
+		t.Fatalf("raw BEGIN outside a task: %+v", s)
+	}
+	if _, err := db.Exec("INSERT raw 1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Table("raw")); n != 1 {
+		t.Fatalf("a statement after a task-less raw BEGIN was caught in its transaction: %d rows committed", n)
+	}
+	if srv.OpenTxCount() != 0 {
+		t.Fatal("a transaction is left open on the server")
+	}
+}
+
+func TestArgumentsReachTheRealDriversChecker(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "")
+	// database/sql's default converter rejects fakedb.Point; fakedb's own
+	// CheckNamedValue accepts it: pooldriver must use the latter.
+	var point any
+	if err := db.QueryRow("ECHO ?", fakedb.Point{X: 1, Y: 2}).Scan(&point); err != nil {
+		t.Fatalf("custom argument type: %v", err)
+	}
+	if point != (fakedb.Point{X: 1, Y: 2}) {
+		t.Fatalf("ECHO Point = %#v", point)
+	}
+	var got string
+	// A driver.Valuer still goes through the default conversion.
+	if err := db.QueryRow("ECHO ?", valuer{"v"}).Scan(&got); err != nil || got != "v" {
+		t.Fatalf("Valuer argument: %q, %v", got, err)
+	}
+	if _, err := db.Exec("INSERT t ?", struct{}{}); err == nil {
+		t.Fatal("an unsupported argument type was accepted")
+	}
+}
+
+type valuer struct{ s string }
+
+func (v valuer) Value() (driver.Value, error) { return v.s, nil }
+
+func TestRowsKeepOptionalInterfaces(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "")
+	rows, err := db.Query("MULTI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if types[0].DatabaseTypeName() != "INT8" || types[1].DatabaseTypeName() != "TEXT" {
+		t.Fatalf("column types lost: %s %s", types[0].DatabaseTypeName(), types[1].DatabaseTypeName())
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if !rows.NextResultSet() {
+		t.Fatalf("second result set lost (err %v)", rows.Err())
+	}
+	for rows.Next() {
+		n++
+	}
+	if n != 3 || rows.Err() != nil {
+		t.Fatalf("read %d rows, err %v", n, rows.Err())
+	}
+}
+
+func TestPreparedStatementFollowsPhysicalConns(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "pool_max_conns=2&pool_mode=session")
+	db.SetMaxOpenConns(1) // one logical conn, so the statement is prepared once by database/sql
+	stmt, err := db.Prepare("CONNID")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	ctx1, end1 := pooldriver.WithTask(context.Background())
+	defer end1()
+	ctx2, end2 := pooldriver.WithTask(context.Background())
+	defer end2()
+	var a, b int64
+	if err := stmt.QueryRowContext(ctx1).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := stmt.QueryRowContext(ctx2).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatal("two session tasks shared a physical connection")
+	}
+	for i := 0; i < 3; i++ {
+		var x int64
+		if err := stmt.QueryRowContext(ctx1).Scan(&x); err != nil || x != a {
+			t.Fatalf("statement on task 1: %d, %v", x, err)
+		}
+	}
+	if s := srv.Stats(); s.Prepares != 2 {
+		t.Fatalf("prepared %d times; want once per physical connection (2)", s.Prepares)
+	}
+	end1()
+	end2()
+	_, err = db.Prepare("NO SUCH STATEMENT")
+	if err == nil || !strings.Contains(err.Error(), "syntax error") {
+		t.Fatalf("Prepare did not report the syntax error: %v", err)
+	}
+}
+
+func TestBadConnIsRetriedOnlyWhenSafe(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=2")
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ { // two physical conns, both idle afterwards
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db.Exec("SLEEP 20ms")
+		}()
+	}
+	wg.Wait()
+	srv.BreakAll() // the statement cannot have run: database/sql retries
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatalf("broken idle conns were surfaced: %v", err)
+	}
+	srv.KillAll() // killed mid-statement: the error must surface
+	var sawKill bool
+	for i := 0; i < 3; i++ {
+		_, err := db.Exec("INSERT t 2")
+		if errors.Is(err, fakedb.ErrKilled) {
+			sawKill = true
+		} else if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if !sawKill {
+		t.Fatal("a statement killed mid-way was silently retried")
+	}
+	if _, err := db.Exec("INSERT t 3"); err != nil {
+		t.Fatalf("pool did not recover: %v", err)
+	}
+	waitFor(t, "dead conns replaced", func() bool { return c.Stats().Destroyed >= 2 })
+}
+
+func TestRawConn(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "")
+	sc, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	var id int64
+	err = sc.Raw(func(dc any) error {
+		return pooldriver.RawConn(context.Background(), dc, func(raw any) error {
+			fc, ok := raw.(*fakedb.Conn)
+			if !ok {
+				t.Fatalf("raw conn is %T", raw)
+			}
+			id = fc.ID()
+			return nil
+		})
+	})
+	if err != nil || id == 0 {
+		t.Fatalf("RawConn: id %d, %v", id, err)
+	}
+	if err := pooldriver.RawConn(context.Background(), 42, func(any) error { return nil }); err == nil {
+		t.Fatal("RawConn accepted a foreign value")
+	}
+}
+
+func TestCredentialsNeverShow(t *testing.T) {
+	const secret = "s3cr3t-Pa55"
+	srv := newServer(t)
+	srv.SetPassword("bob", secret)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dsn := "fake://bob:" + secret + "@" + srv.Name() + "?pool_max_conns=2"
+	c, err := pooldriver.NewConnector(dsn, pooldriver.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	if _, err := db.Exec("BEGIN"); err != nil { // auto-rollback: a warning is logged
+		t.Fatal(err)
+	}
+	bad, err := pooldriver.NewConnector("fake://bob:wrong-" + secret + "@" + srv.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	badDB := sql.OpenDB(bad)
+	defer badDB.Close()
+	_, loginErr := badDB.Exec("INSERT t 1")
+	if loginErr == nil || !strings.Contains(loginErr.Error(), "authentication failed") {
+		t.Fatalf("wrong password: %v", loginErr)
+	}
+	for what, s := range map[string]string{
+		"String":      c.String(),
+		"Stats":       fmtAny(c.Stats()),
+		"login error": loginErr.Error(),
+		"bad String":  bad.String(),
+		"logs":        logs.String(),
+	} {
+		if strings.Contains(s, secret) {
+			t.Errorf("%s shows the password: %s", what, s)
+		}
+	}
+	if !strings.Contains(c.String(), "bob") || !strings.Contains(logs.String(), "rolled back") {
+		t.Fatalf("String %q, logs %q", c.String(), logs.String())
+	}
+}
+
+func TestWithCredentialsIsAskedPerConnection(t *testing.T) {
+	srv := newServer(t)
+	srv.SetPassword("alice", "one")
+	var calls atomic.Int64
+	var password atomic.Value
+	password.Store("one")
+	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithCredentials(func(context.Context) (string, string, error) {
+		calls.Add(1)
+		return "alice", password.Load().(string), nil
+	}))
+	ctx, end := pooldriver.WithTask(context.Background(), pooldriver.SessionMode)
+	defer end()
+	connID(t, ctx, db) // first conn, held by the session task
+	srv.SetPassword("alice", "two")
+	password.Store("two") // rotated: the next conn uses the new one
+	connID(t, context.Background(), db)
+	connID(t, ctx, db) // the old conn keeps working
+	if calls.Load() != 2 {
+		t.Fatalf("credentials function called %d times for 2 connections", calls.Load())
+	}
+	if s := c.Stats(); s.Created != 2 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	srv := newServer(t)
+	dsn := "fake://" + srv.Name()
+	cases := []struct {
+		opt  pooldriver.Option
+		want string
+	}{
+		{pooldriver.WithMaxConns(0), "WithMaxConns(0)"},
+		{pooldriver.WithMinConns(-1), "WithMinConns(-1)"},
+		{pooldriver.WithAcquireTimeout(-time.Second), "WithAcquireTimeout(-1s)"},
+		{pooldriver.WithHealthCheckPeriod(-time.Second), "WithHealthCheckPeriod(-1s)"},
+		{pooldriver.WithMaxConnLifetime(-time.Second), "WithMaxConnLifetime(-1s)"},
+		{pooldriver.WithMaxConnIdleTime(-time.Second), "WithMaxConnIdleTime(-1s)"},
+		{pooldriver.WithCleanupTimeout(0), "WithCleanupTimeout(0s)"},
+		{pooldriver.WithMode(7), "WithMode(7)"},
+		{pooldriver.WithCredentials(nil), "WithCredentials(nil)"},
+		{pooldriver.WithMinConns(11), "min conns (11) is greater than max conns (10)"},
+	}
+	for _, tc := range cases {
+		_, err := pooldriver.NewConnector(dsn, tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("option %s: error %v", tc.want, err)
+		}
+		// New defers the same error to the first use.
+		db := sql.OpenDB(pooldriver.New(dsn, tc.opt))
+		if err := db.Ping(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New with option %s: first use gave %v", tc.want, err)
+		}
+		db.Close()
+	}
+	// An option overrides the DSN.
+	c, err := pooldriver.NewConnector(dsn+"?pool_max_conns=2", pooldriver.WithMaxConns(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Stats().MaxConns != 5 {
+		t.Fatalf("option did not override the DSN: max %d", c.Stats().MaxConns)
+	}
+}
+
+func TestAcquireTimeoutThroughDatabaseSQL(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=1&pool_acquire_timeout=50ms")
+	ctx, end := pooldriver.WithTask(context.Background())
+	defer end()
+	if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := db.Exec("INSERT t 1")
+	if !errors.Is(err, pooldriver.ErrAcquireTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want ErrAcquireTimeout", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("timed out after %v, before pool_acquire_timeout", d)
+	}
+	if c.Stats().AcquireTimeouts != 1 {
+		t.Fatalf("stats: %+v", c.Stats())
+	}
+}
+
+func TestCircuitOpenThroughDatabaseSQL(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "")
+	c.Pool().Deactivate()
+	if _, err := db.Exec("INSERT t 1"); !errors.Is(err, pooldriver.ErrCircuitOpen) {
+		t.Fatalf("got %v, want ErrCircuitOpen", err)
+	}
+	c.Pool().Activate()
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenAndRegisteredDriver(t *testing.T) {
+	srv := newServer(t)
+	dsn := "fake://" + srv.Name() + "?pool_max_conns=2"
+	db1, err := sql.Open("pooldriver", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db2, err := pooldriver.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*sql.DB{db1, db2} {
+		if _, err := db.Exec("INSERT t 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if srv.Stats().Open != 2 {
+		t.Fatalf("open conns: %d", srv.Stats().Open)
+	}
+	db1.Close()
+	db2.Close()
+	if srv.Stats().Open != 0 {
+		t.Fatalf("db.Close left %d server connections open", srv.Stats().Open)
+	}
+	if _, err := db1.Exec("INSERT t 1"); err == nil {
+		t.Fatal("statement after Close succeeded")
+	}
+	if _, err := sql.Open("pooldriver", "nosuch://x"); err == nil {
+		t.Fatal("sql.Open accepted an unknown scheme")
+	}
+}
+
+func TestCloseWithConnectionsInUse(t *testing.T) {
+	srv := newServer(t)
+	c, err := pooldriver.NewConnector("fake://" + srv.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close() // the idle one closes now, the one in use when it comes back
+	if srv.Stats().Open != 1 {
+		t.Fatalf("after Close: %d open", srv.Stats().Open)
+	}
+	tx.Rollback()
+	if srv.Stats().Open != 0 {
+		t.Fatalf("the connection in use was not closed when released")
+	}
+	if _, err := db.Exec("INSERT t 1"); !errors.Is(err, pooldriver.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+	db.Close()
+}
+
+func TestWrapGenericDialect(t *testing.T) {
+	srv := newServer(t)
+	c := pooldriver.Wrap(srv.Connector(), pooldriver.WithMaxConns(1))
+	db := sql.OpenDB(c)
+	defer db.Close()
+	// BeginTx is tracked: the task's statements join the transaction.
+	ctx, end := pooldriver.WithTask(context.Background())
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT w 1"); err != nil {
+		t.Fatal(err)
+	}
+	end()
+	if err := tx.Commit(); err == nil {
+		t.Fatal("Commit after the task ended succeeded")
+	}
+	if len(srv.Table("w")) != 0 {
+		t.Fatal("the ended task's transaction was committed")
+	}
+	// Session mode: the driver's own ResetSession runs at task end.
+	ctx, end = pooldriver.WithTask(context.Background(), pooldriver.SessionMode)
+	if _, err := db.ExecContext(ctx, "SET x 1"); err != nil {
+		t.Fatal(err)
+	}
+	end()
+	var v sql.NullString
+	if err := db.QueryRow("GET x").Scan(&v); err != nil || v.Valid {
+		t.Fatalf("session survived its task: %v %v", v, err)
+	}
+	if c.Stats().SessionResets != 1 {
+		t.Fatalf("stats: %+v", c.Stats())
+	}
+	if err := pooldriver.Wrap(srv.Connector(), pooldriver.WithCredentials(
+		func(context.Context) (string, string, error) { return "", "", nil })).Err(); err == nil {
+		t.Fatal("Wrap accepted WithCredentials")
+	}
+	if err := pooldriver.Wrap(nil).Err(); err == nil {
+		t.Fatal("Wrap(nil) accepted")
+	}
+}
+
+func fmtAny(v any) string { return strings.TrimSpace(strings.ReplaceAll(sprint(v), "\n", " ")) }
