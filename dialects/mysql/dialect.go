@@ -1,0 +1,128 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// Dialect is the MySQL/MariaDB dialect. It is registered for the scheme
+// "mysql" when the package is imported.
+var Dialect dialects.Dialect = mysqlDialect{}
+
+func init() {
+	if err := dialects.Register(Dialect, "mysql"); err != nil {
+		panic(err)
+	}
+}
+
+type mysqlDialect struct{}
+
+func (mysqlDialect) Name() string { return "mysql" }
+
+// Parse reads "mysql://" followed by a go-sql-driver DSN. The pool_*
+// parameters are removed; the rest is parsed once with mysql.ParseDSN.
+func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, error) {
+	const scheme = "mysql://"
+	if len(dsn) < len(scheme) || !strings.EqualFold(dsn[:len(scheme)], scheme) {
+		return nil, nil, fmt.Errorf("pooldriver: mysql: DSN must start with %s", scheme)
+	}
+	d, err := split(dsn[len(scheme):])
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := mysql.ParseDSN(d.driverDSN)
+	if err != nil {
+		return nil, nil, &redactedError{msg: "pooldriver: mysql: invalid DSN: " + scrub(err.Error(), passwordCandidates(d.driverDSN)...)}
+	}
+	t := &template{cfg: cfg, charsets: d.charsets}
+	switch {
+	case cfg.TLS != nil:
+		t.noRawReset = "TLS is enabled"
+	case d.compress:
+		t.noRawReset = "compression is enabled"
+	case cfg.Net != "tcp" && cfg.Net != "tcp4" && cfg.Net != "tcp6" && cfg.Net != "unix":
+		t.noRawReset = fmt.Sprintf("network %q is a custom dialer", cfg.Net)
+	}
+	redacted := cfg.Clone()
+	if redacted.Passwd != "" {
+		redacted.Passwd = "xxxxx"
+	}
+	t.redacted = scheme + redacted.FormatDSN()
+	return t, d.params, nil
+}
+
+// template is immutable once built: Open clones cfg before changing it.
+type template struct {
+	cfg        *mysql.Config
+	charsets   []string // as in the DSN; the driver keeps its copy private
+	redacted   string
+	noRawReset string // why ResetSession cannot reach the socket, or ""
+}
+
+var _ dialects.Template = (*template)(nil)
+
+func (t *template) Credentials() dialects.Credentials {
+	return dialects.Credentials{User: t.cfg.User, Password: t.cfg.Passwd}
+}
+
+func (t *template) String() string { return t.redacted }
+
+func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
+	cfg := t.cfg.Clone()
+	cfg.User = c.User
+	cfg.Passwd = c.Password
+	var sock net.Conn
+	if t.noRawReset == "" {
+		// Keep the socket: ResetSession sends COM_RESET_CONNECTION on it,
+		// which the driver has no method for.
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, network, addr)
+			sock = nc
+			return nc, err
+		}
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, t.openError(err, c.Password)
+	}
+	dc, err := connector.Connect(ctx)
+	if err != nil {
+		return nil, t.openError(err, c.Password)
+	}
+	mc, err := newConn(t, dc, sock)
+	if err != nil {
+		return nil, err
+	}
+	// Learn the starting state (the server's or the DSN's autocommit).
+	if err := mc.refresh(ctx, ""); err != nil {
+		_ = mc.Close()
+		return nil, err
+	}
+	return mc, nil
+}
+
+func (t *template) openError(err error, password string) error {
+	secrets := []string{password, t.cfg.Passwd}
+	if len(secrets[1]) > len(secrets[0]) {
+		secrets[0], secrets[1] = secrets[1], secrets[0]
+	}
+	return &redactedError{msg: "pooldriver: mysql: " + scrub(err.Error(), secrets...), cause: err}
+}
+
+// redactedError carries a message from which every password has been
+// removed; it unwraps to the cause (*mysql.MySQLError, net errors, context
+// errors), none of which holds a password.
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }

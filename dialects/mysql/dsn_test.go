@@ -1,0 +1,192 @@
+package mysql
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// dsnCases feeds the parse test and the fuzz corpus.
+var dsnCases = []struct {
+	name     string
+	dsn      string
+	params   map[string]string
+	redacted string
+	user     string
+	password string
+	check    func(t *testing.T, tm *template)
+	wantErr  bool
+}{
+	{
+		name:     "basic",
+		dsn:      "mysql://app:s3cret@tcp(db:3306)/shop?parseTime=true&pool_max_conns=4",
+		params:   map[string]string{"pool_max_conns": "4"},
+		redacted: "mysql://app:xxxxx@tcp(db:3306)/shop?parseTime=true",
+		user:     "app", password: "s3cret",
+		check: func(t *testing.T, tm *template) {
+			if !tm.cfg.ParseTime {
+				t.Error("parseTime lost")
+			}
+		},
+	},
+	{
+		name:     "upper-case scheme, many params",
+		dsn:      "MYSQL://app:p@ss/w:rd@tcp(db)/shop?pool_mode=session&interpolateParams=true&readTimeout=5s&sql_mode=%27ANSI%27&charset=utf8mb4&pool_min_conns=1",
+		params:   map[string]string{"pool_mode": "session", "pool_min_conns": "1"},
+		redacted: "mysql://app:xxxxx@tcp(db:3306)/shop?charset=utf8mb4&interpolateParams=true&readTimeout=5s&sql_mode=%27ANSI%27",
+		user:     "app", password: "p@ss/w:rd",
+		check: func(t *testing.T, tm *template) {
+			if !tm.cfg.InterpolateParams || tm.cfg.ReadTimeout.String() != "5s" || tm.cfg.Params["sql_mode"] != "'ANSI'" {
+				t.Errorf("params not passed through: %+v", tm.cfg)
+			}
+			if len(tm.charsets) != 1 || tm.charsets[0] != "utf8mb4" {
+				t.Errorf("charsets = %v", tm.charsets)
+			}
+			if tm.noRawReset != "" {
+				t.Errorf("noRawReset = %q", tm.noRawReset)
+			}
+		},
+	},
+	{
+		name:     "no password, no params",
+		dsn:      "mysql://root@tcp(127.0.0.1:3306)/test",
+		params:   map[string]string{},
+		redacted: "mysql://root@tcp(127.0.0.1:3306)/test",
+		user:     "root",
+	},
+	{
+		name:     "escaped pool value",
+		dsn:      "mysql://u:hunter22@unix(/run/mysqld.sock)/db?pool_acquire_timeout=1m%2B",
+		params:   map[string]string{"pool_acquire_timeout": "1m+"},
+		redacted: "mysql://u:xxxxx@unix(/run/mysqld.sock)/db",
+		user:     "u", password: "hunter22",
+	},
+	{
+		name:     "tls: no raw reset",
+		dsn:      "mysql://u:hunter22@tcp(db:3306)/db?tls=skip-verify",
+		params:   map[string]string{},
+		redacted: "mysql://u:xxxxx@tcp(db:3306)/db?tls=skip-verify",
+		user:     "u", password: "hunter22",
+		check: func(t *testing.T, tm *template) {
+			if tm.noRawReset == "" {
+				t.Error("raw reset allowed with TLS")
+			}
+		},
+	},
+	{
+		name:     "compression: no raw reset",
+		dsn:      "mysql://u:hunter22@tcp(db:3306)/db?compress=true",
+		params:   map[string]string{},
+		redacted: "mysql://u:xxxxx@tcp(db:3306)/db?compress=true",
+		user:     "u", password: "hunter22",
+		check: func(t *testing.T, tm *template) {
+			if tm.noRawReset == "" {
+				t.Error("raw reset allowed with compression")
+			}
+		},
+	},
+	{name: "bad bool", dsn: "mysql://u:hunter22@tcp(db)/db?parseTime=hunter22", wantErr: true, password: "hunter22"},
+	{name: "no slash", dsn: "mysql://u:hunter22@tcp(db)", wantErr: true, password: "hunter22"},
+	{name: "no at", dsn: "mysql://u:hunter22/db", wantErr: true, password: "hunter22"},
+	{name: "unterminated address", dsn: "mysql://u:hunter22@tcp(db/db", wantErr: true, password: "hunter22"},
+	{name: "bad pool escaping", dsn: "mysql://u:hunter22@tcp(db)/db?pool_max_conns=%zz", wantErr: true, password: "hunter22"},
+	{name: "bad dbname", dsn: "mysql://u:hunter22@tcp(db)/%zzhunter22", wantErr: true, password: "hunter22"},
+	{name: "wrong scheme", dsn: "postgres://u:hunter22@db/x", wantErr: true, password: "hunter22"},
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range dsnCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, params, err := Dialect.Parse(tc.dsn)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatal("Parse succeeded, want error")
+				}
+				if strings.Contains(err.Error(), tc.password) {
+					t.Fatalf("error shows the password: %v", err)
+				}
+				if !strings.HasPrefix(err.Error(), "pooldriver: mysql:") {
+					t.Errorf("error %q lacks the pooldriver: mysql: prefix", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if !maps.Equal(params, tc.params) {
+				t.Errorf("params = %v, want %v", params, tc.params)
+			}
+			if got := tmpl.String(); got != tc.redacted {
+				t.Errorf("String() = %q, want %q", got, tc.redacted)
+			}
+			if c := tmpl.Credentials(); c.User != tc.user || c.Password != tc.password {
+				t.Errorf("Credentials() = %q/%q, want %q/%q", c.User, c.Password, tc.user, tc.password)
+			}
+			tm := tmpl.(*template)
+			for k := range tm.cfg.Params {
+				if strings.HasPrefix(k, "pool_") {
+					t.Errorf("the driver received %s", k)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, tm)
+			}
+		})
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	d, err := dialects.Lookup("mysql")
+	if err != nil || d != Dialect {
+		t.Errorf("Lookup(mysql) = %v, %v", d, err)
+	}
+}
+
+func TestOpenErrorHidesPassword(t *testing.T) {
+	tmpl, _, err := Dialect.Parse("mysql://app@tcp(127.0.0.1:1)/shop?timeout=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tmpl.Open(t.Context(), dialects.Credentials{User: "app", Password: "hunter22"})
+	if err == nil {
+		t.Fatal("Open on a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "hunter22") {
+		t.Fatalf("error shows the password: %v", err)
+	}
+}
+
+// FuzzParse checks that Parse never panics and never shows a password,
+// whatever follows it. The password goes in the user info.
+func FuzzParse(f *testing.F) {
+	for _, tc := range dsnCases {
+		if _, tail, ok := strings.Cut(tc.dsn, "@"); ok {
+			f.Add(tail, "hunter22")
+		}
+	}
+	f.Add("tcp(db)/x?y=hunter22", "p@ss/w:rd?x")
+	f.Fuzz(func(t *testing.T, rest, password string) {
+		if len(password) < 4 {
+			return
+		}
+		dsn := "mysql://app:" + password + "@" + rest
+		if strings.Contains(strings.ToLower("mysql://app:xxxxx@"+rest), strings.ToLower(password)) {
+			return // the password also occurs outside its place
+		}
+		tp, _, err := Dialect.Parse(dsn)
+		if err != nil {
+			if strings.Contains(err.Error(), password) {
+				t.Fatalf("Parse(%q) error shows the password: %v", dsn, err)
+			}
+			return
+		}
+		if tp.Credentials().Password != password {
+			return // rest changed what the password is
+		}
+		if s := tp.String(); strings.Contains(s, password) {
+			t.Fatalf("Parse(%q).String() = %q shows the password", dsn, s)
+		}
+	})
+}
