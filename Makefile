@@ -2,9 +2,25 @@
 # The integration tests need a PostgreSQL and a MySQL/MariaDB server: see
 # README.md ("Testing") for the environment variables that point at them.
 
+SHELL   := /bin/bash
 GO      ?= go
 MODULES := . integration bench
 GOFLAGS_TEST := -race -count=1 -timeout 20m
+
+# When the DSN variables are unset and a server answers on its standard local
+# port, the integration tests use it (the local servers of a development
+# machine); otherwise they fall back to Docker (testcontainers), or skip.
+port_open = $(shell (exec 3<>/dev/tcp/127.0.0.1/$(1)) 2>/dev/null && echo yes)
+ifeq ($(POOLDRIVER_POSTGRES_DSN),)
+ifeq ($(call port_open,5432),yes)
+export POOLDRIVER_POSTGRES_DSN := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+endif
+endif
+ifeq ($(POOLDRIVER_MYSQL_DSN),)
+ifeq ($(call port_open,3306),yes)
+export POOLDRIVER_MYSQL_DSN := mysql://root@tcp(127.0.0.1:3306)/test
+endif
+endif
 
 .PHONY: all test test-unit test-integration bench bench-pool lint fmt
 

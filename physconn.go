@@ -86,11 +86,13 @@ func (pc *physConn) tryLock() bool {
 
 func (pc *physConn) unlock() { <-pc.sem }
 
-// inTx reports whether a transaction is open on pc, of either kind.
-func (pc *physConn) inTx() bool {
+// busyWithRowsOutsideTx reports whether result sets are open on pc while no
+// transaction is: a statement that waited for them could wait forever (the
+// goroutine reading them may be the one asking).
+func (pc *physConn) busyWithRowsOutsideTx() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.tx != nil || pc.serverTx
+	return pc.rows > 0 && pc.tx == nil && !pc.serverTx
 }
 
 // boundTo reports whether pc is bound to t.

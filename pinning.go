@@ -33,8 +33,10 @@ type lease struct {
 // its lock:
 //  1. l has a transaction or rows open: their connection;
 //  2. ctx carries a task with a bound connection: that one, waiting its
-//     turn inside a transaction, or, if it is busy outside one, another
-//     connection from the pool rather than deadlocking;
+//     turn if another statement runs on it; but if it is busy with open
+//     rows outside a transaction, another connection from the pool rather
+//     than a deadlock (in session mode that statement does not see the
+//     session);
 //  3. otherwise a connection from the pool, bound to the task at once in
 //     session mode.
 func (l *conn) acquire(ctx context.Context) (lease, error) {
@@ -65,13 +67,14 @@ func (l *conn) acquire(ctx context.Context) (lease, error) {
 	for {
 		if t != nil && !separate {
 			if pc := t.bound(l.c); pc != nil {
-				if pc.inTx() {
+				if !pc.tryLock() {
+					if pc.busyWithRowsOutsideTx() {
+						separate = true
+						continue
+					}
 					if err := pc.lock(ctx); err != nil {
 						return lease{}, err
 					}
-				} else if !pc.tryLock() {
-					separate = true
-					continue
 				}
 				if !pc.boundTo(t) {
 					pc.unlock() // unbound while we waited: look again
@@ -131,11 +134,13 @@ func (l *conn) finish(le lease) {
 		// its transaction, if any, is rolled back when it is let go.
 		le.t.bindLocked(pc)
 	}
-	keep := pc.tx != nil || pc.rows > 0 ||
-		pc.task != nil && (pc.serverTx || pc.task.modeFor(c) == SessionMode)
-	if !keep && pc.task != nil {
+	pinned := pc.tx != nil || pc.rows > 0 // by the logical conn
+	taskKeeps := pc.task != nil && !pc.broken &&
+		(pinned || pc.serverTx || pc.task.modeFor(c) == SessionMode)
+	if pc.task != nil && !taskKeeps {
 		pc.task.unbindLocked(pc)
 	}
+	keep := pinned || taskKeeps
 	rowsHoldLock := pc.rows > 0
 	pc.mu.Unlock()
 	if keep {

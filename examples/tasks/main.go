@@ -1,0 +1,92 @@
+// Command tasks shows pooldriver under plain database/sql against a
+// PostgreSQL server: a raw transaction spread over separate db calls of one
+// task, the rollback when a task ends early, a session-mode task, and the
+// pool's stats.
+//
+//	go run ./examples/tasks [-dsn postgres://postgres@127.0.0.1:5432/test?sslmode=disable]
+//
+// The DSN defaults to $POOLDRIVER_POSTGRES_DSN, then to the local server.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/pooldriver/pooldriver"
+	_ "github.com/pooldriver/pooldriver/dialects/postgres"
+)
+
+func main() {
+	def := os.Getenv("POOLDRIVER_POSTGRES_DSN")
+	if def == "" {
+		def = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	dsn := flag.String("dsn", def, "PostgreSQL DSN")
+	flag.Parse()
+
+	c, err := pooldriver.NewConnector(*dsn, pooldriver.WithMaxConns(4))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	fmt.Println("connector:", c) // the password, if any, is redacted
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	table := fmt.Sprintf("pooldriver_example_%d", os.Getpid())
+	must(db.ExecContext(ctx, "CREATE TABLE "+table+" (id int primary key, note text)"))
+	defer db.ExecContext(context.Background(), "DROP TABLE "+table)
+
+	// 1. A raw transaction across separate db calls of one task.
+	func() {
+		ctx, end := pooldriver.WithTask(ctx)
+		defer end()
+		must(db.ExecContext(ctx, "BEGIN"))
+		must(db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1, 'committed')"))
+		var pid1, pid2 int
+		db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid1)
+		db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid2)
+		fmt.Printf("task statements ran on backends %d and %d (same: %v)\n", pid1, pid2, pid1 == pid2)
+		must(db.ExecContext(ctx, "COMMIT"))
+	}()
+
+	// 2. A task that ends before COMMIT: pooldriver rolls it back.
+	func() {
+		ctx, end := pooldriver.WithTask(ctx)
+		defer end()
+		must(db.ExecContext(ctx, "BEGIN"))
+		must(db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (2, 'never committed')"))
+		// returning without COMMIT: end() rolls back
+	}()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("rows in the table: %d (the ended task's insert was rolled back)\n", n)
+
+	// 3. Session mode: a setting survives across calls, and is gone after.
+	func() {
+		ctx, end := pooldriver.WithTask(ctx, pooldriver.SessionMode)
+		defer end()
+		must(db.ExecContext(ctx, "SELECT set_config('app.tenant', 'acme', false)"))
+		var tenant string
+		db.QueryRowContext(ctx, "SELECT current_setting('app.tenant')").Scan(&tenant)
+		fmt.Println("tenant seen by a later call of the session task:", tenant)
+	}()
+
+	s := c.Stats()
+	fmt.Printf("stats: %d connections opened, %d idle, %d active, %d automatic rollbacks, %d session resets\n",
+		s.Created, s.Idle, s.Active, s.AutoRollbacks, s.SessionResets)
+}
+
+func must(_ sql.Result, err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
