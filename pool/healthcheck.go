@@ -23,7 +23,7 @@ func (p *Pool[T]) healthLoop() {
 // use are never touched. The background healthcheck calls it every
 // HealthcheckInterval.
 func (p *Pool[T]) CheckNow() {
-	now := time.Now()
+	now := p.clock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -76,9 +76,8 @@ func (p *Pool[T]) checkIdle(r *Resource[T]) {
 		p.destroy(r, true)
 		return
 	}
-	if w := p.waiters.popFront(); w != nil {
-		p.handOutLocked(r)
-		w.ch <- result[T]{r: r}
+	if p.waiters.len() > 0 {
+		p.putLocked(r, p.clock())
 	} else {
 		// It was idle longer than anything released meanwhile: the front.
 		r.state.Store(stateIdle)

@@ -22,6 +22,11 @@ type Pool[T any] struct {
 
 	misuses atomic.Int64 // counted outside mu: a misuse must not need the lock
 
+	// epoch is the origin of the pool's clock: times are kept as durations
+	// since it, read with time.Since, which costs a monotonic clock read
+	// only (time.Now also reads the wall clock).
+	epoch time.Time
+
 	mu       sync.Mutex              // protects every field below; never held while calling user code
 	idle     ring.Ring[*Resource[T]] // the back is the most recently released
 	waiters  waitList[T]
@@ -41,7 +46,7 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	p := &Pool[T]{cfg: cfg, strategy: cfg.Strategy}
+	p := &Pool[T]{cfg: cfg, strategy: cfg.Strategy, epoch: time.Now()}
 	p.bgCtx, p.bgCancel = context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.fillToMinLocked()
@@ -74,11 +79,11 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 	}
 	front := false
 	for {
-		r, err := p.acquire(ctx, front)
+		r, fromIdle, err := p.acquire(ctx, front)
 		if err != nil {
 			return nil, err
 		}
-		if p.accept(r) {
+		if !fromIdle || p.cfg.BeforeAcquire == nil || p.callCheck(p.cfg.BeforeAcquire, r.value) {
 			return r, nil
 		}
 		// It failed BeforeAcquire or expired: destroy it and try again,
@@ -111,8 +116,9 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 			return nil, false
 		}
 		p.handOutLocked(r)
+		expired := p.expiredLocked(r, p.clock())
 		p.mu.Unlock()
-		if p.accept(r) {
+		if !expired && (p.cfg.BeforeAcquire == nil || p.callCheck(p.cfg.BeforeAcquire, r.value)) {
 			return r, true
 		}
 		p.reject(r)
@@ -144,28 +150,38 @@ func (p *Pool[T]) endTrialLocked(ended bool) {
 	}
 }
 
-// acquire gets a resource without the acceptance checks.
-func (p *Pool[T]) acquire(ctx context.Context, front bool) (*Resource[T], error) {
+// acquire gets a resource. fromIdle reports that it was idle and is not
+// expired: the caller still owes it the BeforeAcquire check. An idle
+// resource found expired comes back with fromIdle true and expired state, so
+// the caller rejects it.
+func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], fromIdle bool, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	wasTrial := p.trial
 	if !p.admitLocked() {
 		p.mu.Unlock()
-		return nil, ErrCircuitOpen
+		return nil, false, ErrCircuitOpen
 	}
 	isTrial := p.trial && !wasTrial
 	if front || p.waiters.len() == 0 {
 		if r, ok := p.idle.PopBack(); ok {
 			p.handOutLocked(r)
 			r.trial = isTrial
+			fresh := r.fresh
+			r.fresh = false
+			if !fresh && p.timedExpiry() && p.expiredLocked(r, p.clock()) {
+				p.mu.Unlock()
+				p.reject(r)
+				return p.acquire(ctx, true)
+			}
 			p.mu.Unlock()
-			return r, nil
+			return r, !fresh, nil
 		}
 	}
-	w := &waiter[T]{ch: make(chan result[T], 1)}
+	w := &waiter[T]{ch: make(chan result[T], 1), trial: isTrial, start: p.clock()}
 	if front {
 		p.waiters.pushFront(w)
 	} else {
@@ -174,13 +190,20 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (*Resource[T], error)
 	p.stats.waits++
 	p.startFactoriesLocked()
 	p.mu.Unlock()
-	return p.wait(ctx, w, isTrial)
+	r, err = p.wait(ctx, w, isTrial)
+	return r, false, err
 }
 
+// timedExpiry reports whether resources expire with time at all.
+func (p *Pool[T]) timedExpiry() bool { return p.cfg.MaxLifetime > 0 || p.cfg.MaxIdleTime > 0 }
+
+// clock returns the pool's current time.
+func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
+
 // wait blocks until w is handed a result, ctx ends or the acquire timeout
-// passes.
+// passes. A resource handed to a waiter was just released or created or
+// checked, never idle: it needs no further check.
 func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resource[T], error) {
-	start := time.Now()
 	var timeout <-chan time.Time
 	if p.cfg.AcquireTimeout > 0 {
 		t := time.NewTimer(p.cfg.AcquireTimeout)
@@ -190,7 +213,12 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 	var giveUp error
 	select {
 	case res := <-w.ch:
-		return p.received(res, start, isTrial)
+		if res.err != nil && isTrial {
+			p.mu.Lock()
+			p.endTrialLocked(true)
+			p.mu.Unlock()
+		}
+		return res.r, res.err
 	case <-ctx.Done():
 		giveUp = ctx.Err()
 	case <-timeout:
@@ -223,6 +251,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 		if isTrial {
 			p.endTrialLocked(true)
 		}
+		res.r.trial = false
 		if p.closed {
 			p.mu.Unlock()
 			res.r.state.Store(stateDestroyed)
@@ -230,28 +259,16 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 			return nil, giveUp
 		}
 		p.acquired--
-		p.putLocked(res.r)
+		p.putLocked(res.r, p.clock())
 		p.mu.Unlock()
 		return nil, giveUp
 	}
-	return nil, res.err
-}
-
-func (p *Pool[T]) received(res result[T], start time.Time, isTrial bool) (*Resource[T], error) {
-	if res.err != nil {
-		if isTrial {
-			p.mu.Lock()
-			p.endTrialLocked(true)
-			p.mu.Unlock()
-		}
-		return nil, res.err
+	if isTrial {
+		p.mu.Lock()
+		p.endTrialLocked(true)
+		p.mu.Unlock()
 	}
-	d := time.Since(start)
-	p.mu.Lock()
-	p.stats.waitDuration += d
-	res.r.trial = isTrial
-	p.mu.Unlock()
-	return res.r, nil
+	return nil, res.err
 }
 
 // handOutLocked marks r as acquired.
@@ -261,36 +278,18 @@ func (p *Pool[T]) handOutLocked(r *Resource[T]) {
 	p.stats.acquires++
 }
 
-// putLocked gives an unused, healthy resource to the oldest waiter, or makes
-// it idle.
-func (p *Pool[T]) putLocked(r *Resource[T]) {
+// putLocked gives a healthy resource to the oldest waiter, or makes it idle.
+func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
 	if w := p.waiters.popFront(); w != nil {
 		p.handOutLocked(r)
+		r.trial = w.trial
+		r.fresh = false
+		p.stats.waitDuration += now - w.start
 		w.ch <- result[T]{r: r}
 		return
 	}
 	r.state.Store(stateIdle)
 	p.idle.PushBack(r)
-}
-
-// accept reports whether a resource just handed out may be used: not
-// expired, and approved by BeforeAcquire (not asked for a fresh one).
-func (p *Pool[T]) accept(r *Resource[T]) bool {
-	p.mu.Lock()
-	fresh := r.fresh
-	r.fresh = false
-	expired := !fresh && p.expiredLocked(r, time.Now())
-	p.mu.Unlock()
-	if fresh {
-		return true
-	}
-	if expired {
-		return false
-	}
-	if p.cfg.BeforeAcquire == nil {
-		return true
-	}
-	return p.callCheck(p.cfg.BeforeAcquire, r.value)
 }
 
 // reject destroys a resource that failed its acceptance checks after Acquire
@@ -303,9 +302,9 @@ func (p *Pool[T]) reject(r *Resource[T]) {
 	p.destroy(r, false)
 }
 
-func (p *Pool[T]) expiredLocked(r *Resource[T], now time.Time) bool {
-	return p.cfg.MaxLifetime > 0 && now.Sub(r.created) >= p.cfg.MaxLifetime ||
-		p.cfg.MaxIdleTime > 0 && now.Sub(r.idleSince) >= p.cfg.MaxIdleTime
+func (p *Pool[T]) expiredLocked(r *Resource[T], now time.Duration) bool {
+	return p.cfg.MaxLifetime > 0 && now-r.created >= p.cfg.MaxLifetime ||
+		p.cfg.MaxIdleTime > 0 && now-r.idleSince >= p.cfg.MaxIdleTime
 }
 
 // release implements Resource.Release for an acquired resource.
@@ -314,10 +313,10 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	if p.cfg.BeforeRelease != nil {
 		ok = p.callCheck(p.cfg.BeforeRelease, r.value)
 	}
-	now := time.Now()
+	now := p.clock()
 	p.mu.Lock()
 	strategy := p.strategy
-	if !ok || p.closed || p.cfg.MaxLifetime > 0 && now.Sub(r.created) >= p.cfg.MaxLifetime {
+	if !ok || p.closed || p.cfg.MaxLifetime > 0 && now-r.created >= p.cfg.MaxLifetime {
 		if !ok {
 			p.stats.releaseRejects++
 		} else if !p.closed {
@@ -335,7 +334,7 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	p.endTrialLocked(r.trial)
 	r.trial = false
 	r.idleSince = now
-	p.putLocked(r)
+	p.putLocked(r, now)
 	p.mu.Unlock()
 	if strategy != nil {
 		p.report(strategy, nil)
@@ -396,7 +395,7 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T]) {
 // still waits.
 func (p *Pool[T]) create(owner *waiter[T]) {
 	v, err := p.callFactory()
-	now := time.Now()
+	now := p.clock()
 	p.mu.Lock()
 	p.creating--
 	if owner != nil {
@@ -406,14 +405,19 @@ func (p *Pool[T]) create(owner *waiter[T]) {
 		p.total--
 		p.stats.createErrors++
 		strategy := p.strategy
-		if owner != nil && owner.queued {
+		tell := owner != nil && owner.queued
+		if tell {
 			p.waiters.remove(owner)
-			owner.ch <- result[T]{err: err}
 		}
 		p.startFactoriesLocked()
 		p.mu.Unlock()
+		// The strategy hears of the failure before the caller does, so
+		// that a caller seeing the error sees the breaker's reaction too.
 		if strategy != nil {
 			p.report(strategy, err)
+		}
+		if tell {
+			owner.ch <- result[T]{err: err} // it waits for this: it left the queue
 		}
 		return
 	}
@@ -428,7 +432,7 @@ func (p *Pool[T]) create(owner *waiter[T]) {
 		return
 	}
 	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true}
-	p.putLocked(r)
+	p.putLocked(r, now)
 	p.mu.Unlock()
 }
 

@@ -133,6 +133,7 @@ func TestWaitersAreServedFIFO(t *testing.T) {
 
 	const n = 20
 	order := make(chan int, n)
+	gate := make(chan struct{}) // holds the first served waiter until TryAcquire was tried
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -144,16 +145,19 @@ func TestWaitersAreServedFIFO(t *testing.T) {
 				return
 			}
 			order <- i
+			<-gate
 			r.Release()
 		}()
 		waitFor(t, "waiter queued", func() bool { return p.Stats().Waiting == i+1 })
 	}
 	// A newcomer with TryAcquire must not overtake the queue.
 	held.Release()
+	waitFor(t, "first waiter served", func() bool { return len(order) == 1 })
 	if r, ok := p.TryAcquire(); ok {
 		r.Release()
 		t.Fatal("TryAcquire overtook waiting goroutines")
 	}
+	close(gate)
 	wg.Wait()
 	close(order)
 	want := 0

@@ -30,8 +30,8 @@ type Resource[T any] struct {
 	state atomic.Int32
 
 	// Guarded by pool.mu.
-	created   time.Time
-	idleSince time.Time
+	created   time.Duration // on the pool's clock
+	idleSince time.Duration
 	fresh     bool // made by the factory and not yet handed out
 	trial     bool // the circuit breaker's trial acquire
 }
@@ -40,12 +40,12 @@ type Resource[T any] struct {
 func (r *Resource[T]) Value() T { return r.value }
 
 // CreatedAt returns when the factory made the value.
-func (r *Resource[T]) CreatedAt() time.Time { return r.created }
+func (r *Resource[T]) CreatedAt() time.Time { return r.pool.epoch.Add(r.created) }
 
 // IdleSince returns when the resource was last put back into the pool (for a
 // new resource, when it was created). It is meaningful to the holder of an
 // acquired resource, and is the basis of "check it if it sat idle long".
-func (r *Resource[T]) IdleSince() time.Time { return r.idleSince }
+func (r *Resource[T]) IdleSince() time.Time { return r.pool.epoch.Add(r.idleSince) }
 
 // Release returns the resource to the pool, or straight to the oldest waiter.
 // If Config.BeforeRelease says no, or the pool is closed, or the resource

@@ -1,5 +1,7 @@
 package pool
 
+import "time"
+
 // result is what a waiter is handed: a resource or an error.
 type result[T any] struct {
 	r   *Resource[T]
@@ -11,8 +13,10 @@ type result[T any] struct {
 type waiter[T any] struct {
 	ch         chan result[T] // buffered (1): handing over never blocks
 	prev, next *waiter[T]
-	queued     bool // in the pool's wait list
-	creating   bool // a factory call was started on its behalf
+	queued     bool          // in the pool's wait list
+	creating   bool          // a factory call was started on its behalf
+	trial      bool          // the circuit breaker's trial acquire
+	start      time.Duration // when it started waiting, on the pool's clock
 }
 
 // waitList is a FIFO of waiters: an intrusive doubly linked list, so that a
