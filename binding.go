@@ -14,6 +14,7 @@ type task struct {
 	mode    Mode  // meaningful when hasMode
 	hasMode bool  // false: each Connector's default mode applies
 	err     error // a misuse found by WithTask, returned by every statement
+	ctx     context.Context
 	cancel  context.CancelFunc
 	stop    func() bool // stops the context.AfterFunc that ends the task
 	once    sync.Once
@@ -53,6 +54,7 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 	}
 	ctx, t.cancel = context.WithCancel(ctx)
 	ctx = context.WithValue(ctx, taskKey{}, t)
+	t.ctx = ctx
 	t.stop = context.AfterFunc(ctx, t.end)
 	return ctx, t.end
 }
@@ -62,6 +64,10 @@ func taskFrom(ctx context.Context) *task {
 	t, _ := ctx.Value(taskKey{}).(*task)
 	return t
 }
+
+// ending reports whether the task's context is done: the task has ended or
+// is ending.
+func (t *task) ending() bool { return t.ctx.Err() != nil }
 
 // modeFor returns the task's mode on connector c.
 func (t *task) modeFor(c *Connector) Mode {
@@ -75,12 +81,18 @@ func (t *task) modeFor(c *Connector) Mode {
 func (t *task) end() {
 	t.once.Do(func() {
 		t.stop()
-		t.cancel()
 		t.mu.Lock()
 		t.ended = true
 		bs := t.bindings
 		t.bindings = nil
 		t.mu.Unlock()
+		// Claim the open transactions before cancelling the context: the
+		// cancellation wakes database/sql, which would roll them back
+		// itself; this way the task's cleanup does it, once, and counts it.
+		for _, b := range bs {
+			b.pc.claimTxForTask(t)
+		}
+		t.cancel()
 		for _, b := range bs {
 			b.c.endBinding(t, b.pc)
 		}

@@ -17,7 +17,16 @@ type conn struct {
 	tx     *tx       // open transaction begun with BeginTx
 	rows   int       // open result sets
 	rowsPC *physConn // the connection they are on
+	spare  *rows     // a closed rows wrapper, for the next query
 	closed bool
+}
+
+// spareRows keeps a closed rows wrapper for reuse.
+func (l *conn) spareRows(r *rows) {
+	if l.spare == nil {
+		r.drv = nil
+		l.spare = r
+	}
 }
 
 var (
@@ -42,7 +51,9 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	res, err := le.pc.exec(ctx, query, args)
 	le.pc.checkErr(err)
 	le.pc.observe(ctx, query)
-	l.finish(le)
+	if ferr := l.finish(le); err == nil {
+		err = ferr
+	}
 	return res, lostSession(le, err)
 }
 
@@ -98,7 +109,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		l.finish(le)
 		return nil, lostSession(le, err)
 	}
-	x := &tx{l: l, pc: pc, drv: dtx}
+	x := &tx{l: l, pc: pc, drv: dtx, task: le.t}
 	pc.mu.Lock()
 	pc.tx = x
 	pc.mu.Unlock()

@@ -163,9 +163,17 @@ func (c *Connector) closePhys(pc *physConn) {
 	}
 }
 
-// checkIdle pings a connection that sat idle long before it is handed out.
+// checkIdle checks an idle connection before it is handed out: without a
+// round trip when the dialect can (a connection the server closed has an
+// error or end-of-file waiting on its socket), and with a ping when it sat
+// idle long.
 func (c *Connector) checkIdle(pc *physConn) bool {
-	if time.Since(pc.idleSince) < idlePingAfter {
+	if ic, ok := pc.dc.(dialects.IdleChecker); ok && ic.CheckIdle() != nil {
+		return false
+	}
+	// A resource BeforeAcquire sees was acquired before, so pc.res is set,
+	// and the pool wrote its idle time before handing it over.
+	if time.Since(pc.res.IdleSince()) < idlePingAfter {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cleanupTimeout)

@@ -372,7 +372,7 @@ func TestBadOptions(t *testing.T) {
 		{pooldriver.WithCleanupTimeout(0), "WithCleanupTimeout(0s)"},
 		{pooldriver.WithMode(7), "WithMode(7)"},
 		{pooldriver.WithCredentials(nil), "WithCredentials(nil)"},
-		{pooldriver.WithMinConns(11), "min conns (11) is greater than max conns (10)"},
+		{pooldriver.WithMinConns(11), "pool_min_conns/WithMinConns (11) is greater than pool_max_conns/WithMaxConns (10)"},
 	}
 	for _, tc := range cases {
 		_, err := pooldriver.NewConnector(dsn, tc.opt)

@@ -26,6 +26,19 @@ var (
 	// ErrTaskEnded is returned by a statement, Commit or Rollback of a
 	// transaction that the end of its task already rolled back.
 	ErrTaskEnded = errors.New("pooldriver: the task ended and rolled the transaction back")
+
+	// ErrSessionBusy is returned by a statement of a session-mode task
+	// issued while the task's connection is busy with open rows outside a
+	// transaction: run on another connection, it would not see the session,
+	// so it is refused, as one busy connection would refuse it. Close the
+	// rows first.
+	ErrSessionBusy = errors.New("pooldriver: the session task's connection is busy with open rows; close them first")
+
+	// ErrTaskConnBusy is returned by a statement that opened a transaction
+	// (a raw BEGIN) on another connection because the task's own was busy
+	// with open rows: the task cannot keep two connections, so that
+	// transaction was rolled back. Close the rows first.
+	ErrTaskConnBusy = errors.New("pooldriver: the task's connection was busy with open rows, so the transaction begun on another connection was rolled back; close the rows first")
 )
 
 // acquireError turns the pool's errors into pooldriver's.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
@@ -35,22 +34,22 @@ type physConn struct {
 
 	sem chan struct{} // capacity 1: held while something runs on drv, and by open rows
 
-	mu       sync.Mutex // protects the fields below; lock order: physConn.mu, then task.mu
-	task     *task      // the task it is bound to, or nil
-	tx       *tx        // the transaction begun with BeginTx, or nil
-	serverTx bool       // the server reported a transaction open (a raw BEGIN, say)
-	rows     int        // open result sets; they hold sem
-	doomed   bool       // destroy it instead of reusing it when it is let go
+	mu         sync.Mutex // protects the fields below; lock order: physConn.mu, then task.mu
+	task       *task      // the task it is bound to, or nil
+	tx         *tx        // the transaction begun with BeginTx, or nil
+	serverTx   bool       // the server reported a transaction open (a raw BEGIN, say)
+	rows       int        // open result sets; they hold sem
+	doomed     bool       // destroy it instead of reusing it when it is let go
+	needsReset bool       // its session-mode task ended: reset it before reuse
 
 	// Touched only by the holder of sem.
-	stmts     map[string]driver.Stmt
-	broken    bool      // the driver said it is unusable
-	idleSince time.Time // when it last went back to the pool
+	stmts  map[string]driver.Stmt
+	broken bool // the driver said it is unusable
 }
 
 func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
-	pc := &physConn{c: c, dc: dc, drv: drv, sem: make(chan struct{}, 1), idleSince: time.Now()}
+	pc := &physConn{c: c, dc: dc, drv: drv, sem: make(chan struct{}, 1)}
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
 	pc.preparer, _ = drv.(driver.ConnPrepareContext)
@@ -93,6 +92,16 @@ func (pc *physConn) busyWithRowsOutsideTx() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	return pc.rows > 0 && pc.tx == nil && !pc.serverTx
+}
+
+// claimTxForTask marks the BeginTx transaction on pc as ended by task t, if
+// pc is bound to t: from then on only t's cleanup rolls it back.
+func (pc *physConn) claimTxForTask(t *task) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.task == t && pc.tx != nil {
+		pc.tx.claim(txEndedByTask)
+	}
 }
 
 // boundTo reports whether pc is bound to t.
@@ -219,11 +228,9 @@ func (pc *physConn) query(ctx context.Context, query string, args []driver.Named
 
 // observe asks the dialect whether a transaction is open on the server after
 // query ran outside a BeginTx transaction.
+// The caller holds sem.
 func (pc *physConn) observe(ctx context.Context, query string) {
-	pc.mu.Lock()
-	inDriverTx := pc.tx != nil
-	pc.mu.Unlock()
-	if inDriverTx || pc.broken {
+	if pc.tx != nil || pc.broken {
 		return
 	}
 	st, err := pc.dc.TxStatus(ctx, query)
@@ -232,9 +239,11 @@ func (pc *physConn) observe(ctx context.Context, query string) {
 		pc.broken = true
 		return
 	}
-	pc.mu.Lock()
-	pc.serverTx = st != dialects.TxIdle
-	pc.mu.Unlock()
+	if open := st != dialects.TxIdle; open != pc.serverTx {
+		pc.mu.Lock()
+		pc.serverTx = open
+		pc.mu.Unlock()
+	}
 }
 
 // checkErr marks pc broken when err, or the driver, says the connection is

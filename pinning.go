@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 )
@@ -69,6 +68,12 @@ func (l *conn) acquire(ctx context.Context) (lease, error) {
 			if pc := t.bound(l.c); pc != nil {
 				if !pc.tryLock() {
 					if pc.busyWithRowsOutsideTx() {
+						if t.modeFor(l.c) == SessionMode {
+							// Another connection would not have the
+							// session (an RLS setting, say): refuse, as a
+							// single busy connection would.
+							return lease{}, ErrSessionBusy
+						}
 						separate = true
 						continue
 					}
@@ -123,16 +128,23 @@ func (l *conn) pinnedConn() *physConn {
 
 // finish ends an operation's hold on le.pc: it binds the connection to the
 // task if something now pins it, and otherwise unbinds it and gives it back
-// to the pool.
-func (l *conn) finish(le lease) {
+// to the pool. It returns ErrTaskConnBusy when the operation opened a
+// transaction on the server that the task cannot keep (see below).
+func (l *conn) finish(le lease) error {
 	pc, c := le.pc, l.c
+	var err error
 	pc.mu.Lock()
 	if le.t != nil && pc.task == nil && !pc.doomed && le.t.modeFor(c) == TransactionMode &&
 		(pc.tx != nil || pc.serverTx || pc.rows > 0) {
 		// Transaction mode: bind while pinned. If the task already has a
-		// connection here (two goroutines raced), this one stays unbound:
-		// its transaction, if any, is rolled back when it is let go.
-		le.t.bindLocked(pc)
+		// connection here (its own is busy with open rows, or two
+		// goroutines raced), this one stays unbound: a transaction the
+		// server now reports on it has no home, is rolled back when it is
+		// let go, and the caller is told rather than left to believe the
+		// next statements join it.
+		if !le.t.bindLocked(pc) && pc.serverTx && pc.tx == nil {
+			err = ErrTaskConnBusy
+		}
 	}
 	pinned := pc.tx != nil || pc.rows > 0 // by the logical conn
 	taskKeeps := pc.task != nil && !pc.broken &&
@@ -147,25 +159,32 @@ func (l *conn) finish(le lease) {
 		if le.locked && !rowsHoldLock {
 			pc.unlock()
 		}
-		return
+		return err
 	}
 	c.release(pc) // nothing pins it, so we hold its lock
+	return err
 }
 
 // release gives back a connection nothing pins; the caller holds its lock.
-// A transaction still open on the server is rolled back first, and a broken
-// or doomed connection is destroyed.
+// A transaction still open on the server is rolled back first, a session
+// whose task ended is reset, and a broken or doomed connection is destroyed.
 func (c *Connector) release(pc *physConn) {
 	pc.mu.Lock()
-	serverTx, doomed := pc.serverTx, pc.doomed
+	serverTx, doomed, reset := pc.serverTx, pc.doomed, pc.needsReset
+	pc.needsReset = false
 	pc.mu.Unlock()
 	if serverTx && !pc.broken && !doomed {
 		c.stats.autoRollbacks.Add(1)
 		err := pc.rollback(nil)
-		c.logWarn("rolled back a transaction left open outside a task", err)
+		c.logWarn("rolled back a transaction left open", err)
+	}
+	if reset && !pc.broken && !doomed {
+		c.stats.sessionResets.Add(1)
+		if err := pc.resetSession(); err != nil && !errors.Is(err, dialects.ErrUnsupported) {
+			c.logWarn("session reset failed; the connection will be closed", err)
+		}
 	}
 	broken := pc.broken || doomed
-	pc.idleSince = time.Now()
 	pc.unlock()
 	if broken {
 		pc.res.Destroy()
@@ -175,7 +194,7 @@ func (c *Connector) release(pc *physConn) {
 }
 
 // endBinding cleans up pc when task t ends: it rolls back the open
-// transaction, resets the session in session mode, and gives pc back.
+// transaction, has the session reset in session mode, and gives pc back.
 func (c *Connector) endBinding(t *task, pc *physConn) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cleanupTimeout)
 	defer cancel()
@@ -198,14 +217,16 @@ func (c *Connector) endBinding(t *task, pc *physConn) {
 		return
 	}
 	pc.task = nil
+	pc.needsReset = t.modeFor(c) == SessionMode
 	x := pc.tx
-	claimed := x != nil && x.claim(txEndedByTask)
+	claimed := x != nil && (x.claim(txEndedByTask) || x.endedByTask())
 	serverTx := pc.serverTx
 	pc.mu.Unlock()
 
 	if x != nil && !claimed {
-		// database/sql is ending that transaction itself right now, and
-		// waits for the lock; it gives the connection back when done.
+		// A Commit or Rollback of that transaction is under way and waits
+		// for the lock; when it is done, the connection is let go through
+		// release, which resets the session.
 		pc.unlock()
 		return
 	}
@@ -216,12 +237,6 @@ func (c *Connector) endBinding(t *task, pc *physConn) {
 		pc.tx = nil
 		pc.mu.Unlock()
 		c.logWarn("rolled back the transaction of an ended task", err)
-	}
-	if t.modeFor(c) == SessionMode && !pc.broken {
-		c.stats.sessionResets.Add(1)
-		if err := pc.resetSession(); err != nil && !errors.Is(err, dialects.ErrUnsupported) {
-			c.logWarn("session reset failed; the connection will be closed", err)
-		}
 	}
 	c.release(pc)
 }

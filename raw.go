@@ -32,6 +32,8 @@ func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 	err = f(le.pc.dc.Raw())
 	le.pc.checkErr(err)
 	le.pc.observe(ctx, "")
-	l.finish(le)
+	if ferr := l.finish(le); err == nil {
+		err = ferr
+	}
 	return err
 }

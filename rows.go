@@ -29,8 +29,16 @@ var (
 	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
 )
 
+// newRows wraps drv, reusing the logical conn's spare wrapper if it has one:
+// database/sql never touches a driver's rows after closing them.
 func newRows(l *conn, pc *physConn, drv driver.Rows, query string) *rows {
-	return &rows{l: l, pc: pc, drv: drv, query: query}
+	r := l.spare
+	if r == nil {
+		r = new(rows)
+	}
+	l.spare = nil
+	*r = rows{l: l, pc: pc, drv: drv, query: query}
+	return r
 }
 
 func (r *rows) Columns() []string { return r.drv.Columns() }
@@ -60,11 +68,15 @@ func (r *rows) Close() error {
 	if l.rows == 0 {
 		l.rowsPC = nil
 	}
-	// The statement is over only now: ask about the transaction state.
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
-	pc.observe(ctx, r.query)
-	cancel()
-	l.finish(lease{pc: pc, locked: true})
+	// The statement is over only now: ask about the transaction state. No
+	// deadline of ours: the dialects ask the server only after statements
+	// that can change it, which a query returning rows seldom is, and a
+	// timer here would cost more than the rest of the query's overhead.
+	pc.observe(context.Background(), r.query)
+	l.spareRows(r)
+	if ferr := l.finish(lease{pc: pc, locked: true}); err == nil {
+		err = ferr
+	}
 	return err
 }
 

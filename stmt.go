@@ -43,7 +43,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	}
 	pc.checkErr(err)
 	pc.observe(ctx, s.query)
-	l.finish(le)
+	if ferr := l.finish(le); err == nil {
+		err = ferr
+	}
 	return res, lostSession(le, err)
 }
 

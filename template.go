@@ -113,7 +113,7 @@ func parseDuration(name, v string) (time.Duration, error) {
 // validate checks what no single parameter can: the settings together.
 func (s *settings) validate() error {
 	if s.minConns > s.maxConns {
-		return fmt.Errorf("pooldriver: min conns (%d) is greater than max conns (%d)", s.minConns, s.maxConns)
+		return fmt.Errorf("pooldriver: pool_min_conns/WithMinConns (%d) is greater than pool_max_conns/WithMaxConns (%d)", s.minConns, s.maxConns)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ type tx struct {
 	l     *conn
 	pc    *physConn
 	drv   driver.Tx
+	task  *task // the task it was begun in, or nil
 	state atomic.Int32
 }
 
@@ -74,6 +75,11 @@ func (x *tx) end(commit bool) error {
 		pc.checkErr(err)
 	} else {
 		err = pc.rollback(x.drv)
+		if x.task != nil && x.task.ending() {
+			// database/sql rolls back because the task's context ended
+			// (its parent was cancelled): this is the task's rollback.
+			pc.c.stats.autoRollbacks.Add(1)
+		}
 	}
 	pc.mu.Lock()
 	pc.tx = nil

@@ -35,7 +35,22 @@ type conn struct {
 	broken     bool // a raw exchange failed; the protocol stream is lost
 }
 
-var _ dialects.Conn = (*conn)(nil)
+var (
+	_ dialects.Conn        = (*conn)(nil)
+	_ dialects.IdleChecker = (*conn)(nil)
+)
+
+// CheckIdle looks, without a round trip, for the server having closed the
+// connection while it was idle (KILL, wait_timeout, a restart).
+func (c *conn) CheckIdle() error {
+	if c.broken {
+		return driver.ErrBadConn
+	}
+	if c.sock == nil {
+		return nil
+	}
+	return dialects.CheckSocket(c.sock)
+}
 
 func newConn(t *template, dc driver.Conn, sock net.Conn) (*conn, error) {
 	c := &conn{dc: dc, t: t, sock: sock}

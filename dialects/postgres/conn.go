@@ -17,7 +17,20 @@ type conn struct {
 	sc *stdlib.Conn
 }
 
-var _ dialects.Conn = (*conn)(nil)
+var (
+	_ dialects.Conn        = (*conn)(nil)
+	_ dialects.IdleChecker = (*conn)(nil)
+)
+
+// CheckIdle looks, without a round trip, for the server having closed the
+// connection while it was idle: PostgreSQL sends an error, then hangs up.
+func (c *conn) CheckIdle() error {
+	pg := c.pgx().PgConn()
+	if pg.IsClosed() {
+		return driver.ErrBadConn
+	}
+	return dialects.CheckSocket(pg.Conn())
+}
 
 // Driver returns the *stdlib.Conn.
 func (c *conn) Driver() driver.Conn { return c.sc }

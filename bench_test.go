@@ -1,0 +1,124 @@
+package pooldriver_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// benchConns is the pool size of every benchmark: database/sql's own pool
+// for plain, pooldriver's physical pool otherwise.
+const benchConns = 4
+
+// benchDB is one way of opening a *sql.DB over a fake server, side by side
+// with the others.
+type benchDB struct {
+	name string
+	open func(b *testing.B) *sql.DB
+	mode int // 0: no task; -1: a cancellable context; else a task of mode-1 around the loop
+}
+
+func benchDBs() []benchDB {
+	plain := func(b *testing.B) *sql.DB {
+		db := sql.OpenDB(newServer(b).Connector())
+		db.SetMaxOpenConns(benchConns)
+		db.SetMaxIdleConns(benchConns)
+		return db
+	}
+	wrapped := func(idle bool) func(b *testing.B) *sql.DB {
+		return func(b *testing.B) *sql.DB {
+			c := pooldriver.Wrap(newServer(b).Connector(), pooldriver.WithMaxConns(benchConns))
+			if err := c.Err(); err != nil {
+				b.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			if idle {
+				db.SetMaxIdleConns(benchConns)
+			}
+			return db
+		}
+	}
+	return []benchDB{
+		{name: "plain", open: plain},
+		// A task's context is cancellable, and database/sql watches every
+		// result set of a cancellable context with a goroutine of its own:
+		// this is plain's cost on such a context, the fair baseline of a
+		// task (an HTTP request's context is cancellable too).
+		{name: "plain-cancelctx", open: plain, mode: -1},
+		{name: "pooldriver", open: wrapped(false)},
+		{name: "pooldriver-idle4", open: wrapped(true)},
+		{name: "pooldriver-task", open: wrapped(false), mode: 1 + int(pooldriver.TransactionMode)},
+		{name: "pooldriver-session", open: wrapped(false), mode: 1 + int(pooldriver.SessionMode)},
+	}
+}
+
+// runBench runs op in a loop for every benchDB, serially and in parallel.
+func runBench(b *testing.B, op func(ctx context.Context, db *sql.DB) error) {
+	for _, parallel := range []bool{false, true} {
+		for _, bd := range benchDBs() {
+			name := bd.name
+			if parallel {
+				name += "-parallel"
+			}
+			b.Run(name, func(b *testing.B) {
+				db := bd.open(b)
+				defer db.Close()
+				task := func() (context.Context, func()) {
+					switch bd.mode {
+					case 0:
+						return context.Background(), func() {}
+					case -1:
+						return context.WithCancel(context.Background())
+					}
+					return pooldriver.WithTask(context.Background(), pooldriver.Mode(bd.mode-1))
+				}
+				// Warm both pools so that no benchmark pays for dialling.
+				if err := op(context.Background(), db); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				if !parallel {
+					ctx, end := task()
+					defer end()
+					for b.Loop() {
+						if err := op(ctx, db); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return
+				}
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					ctx, end := task()
+					defer end()
+					for pb.Next() {
+						if err := op(ctx, db); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkQuery runs a one-row query and reads it: the same loop through
+// plain database/sql over the fake driver and through pooldriver.Wrap of it.
+func BenchmarkQuery(b *testing.B) {
+	runBench(b, func(ctx context.Context, db *sql.DB) error {
+		var n int64
+		var s string
+		return db.QueryRowContext(ctx, "SELECT 1").Scan(&n, &s)
+	})
+}
+
+// BenchmarkExec runs a statement with one argument that returns no rows.
+func BenchmarkExec(b *testing.B) {
+	runBench(b, func(ctx context.Context, db *sql.DB) error {
+		_, err := db.ExecContext(ctx, "ECHO ?", int64(42))
+		return err
+	})
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package dialects
+
+import "net"
+
+func peekSocket(net.Conn) error { return nil }

@@ -1,0 +1,61 @@
+package dialects
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestCheckSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := <-accepted
+
+	if err := CheckSocket(client); err != nil {
+		t.Fatalf("quiet idle socket: %v", err)
+	}
+	server.Write([]byte("E"))
+	waitErr := func(want error) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := CheckSocket(client)
+			if errors.Is(err, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("CheckSocket = %v, want %v", err, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitErr(ErrUnexpectedData)
+	// Peeking consumed nothing.
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(client, buf); err != nil || buf[0] != 'E' {
+		t.Fatalf("the peeked byte was consumed: %q %v", buf, err)
+	}
+	server.Close()
+	waitErr(io.EOF)
+
+	if err := CheckSocket(nil); err != nil {
+		t.Fatalf("not a socket: %v", err)
+	}
+}
