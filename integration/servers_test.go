@@ -8,10 +8,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	_ "github.com/pooldriver/pooldriver/dialects/mysql"
@@ -36,6 +39,10 @@ type server struct {
 	unlock      string             // releases it
 	prepare     string             // PREPARE %s ... (a server-side prepared statement)
 	execute     string             // EXECUTE %s
+	backendID   string             // the server's id of the session running it
+	sleep       string             // sleeps %d seconds
+	autoID      string             // the column type of an auto-incremented key
+	lastID      string             // the key the session generated last; fails or 0 if none
 }
 
 var serverDefs = []server{
@@ -52,6 +59,10 @@ var serverDefs = []server{
 		unlock:      "SELECT pg_advisory_unlock(hashtext($1))",
 		prepare:     "PREPARE %s AS SELECT 1",
 		execute:     "EXECUTE %s",
+		backendID:   "SELECT pg_backend_pid()",
+		sleep:       "SELECT pg_sleep(%d)",
+		autoID:      "serial PRIMARY KEY",
+		lastID:      "SELECT lastval()",
 	},
 	{
 		name: "mysql", env: "POOLDRIVER_MYSQL_DSN",
@@ -66,6 +77,10 @@ var serverDefs = []server{
 		unlock:      "SELECT RELEASE_LOCK(?)",
 		prepare:     "PREPARE %s FROM 'SELECT 1'",
 		execute:     "EXECUTE %s",
+		backendID:   "SELECT CONNECTION_ID()",
+		sleep:       "SELECT SLEEP(%d)",
+		autoID:      "int AUTO_INCREMENT PRIMARY KEY",
+		lastID:      "SELECT LAST_INSERT_ID()",
 	},
 }
 
@@ -75,24 +90,214 @@ var examples = map[string]string{
 	"POOLDRIVER_MYSQL_DSN":    "mysql://root@tcp(127.0.0.1:3306)/test",
 }
 
+// dsns holds each server's DSN by variable name: the variable's value, or
+// the address of a container TestMain started because it was unset.
+var dsns = map[string]string{}
+
+// image describes the container that stands in for a server whose variable
+// is unset.
+type image struct {
+	ref  string
+	port string
+	env  map[string]string
+	dsn  func(hostPort string) string
+}
+
+var images = map[string]image{
+	"POOLDRIVER_POSTGRES_DSN": {
+		ref: "postgres:15", port: "5432/tcp",
+		env: map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "POSTGRES_DB": "test"},
+		dsn: func(hp string) string { return "postgres://postgres@" + hp + "/test?sslmode=disable" },
+	},
+	"POOLDRIVER_MYSQL_DSN": {
+		ref: "mariadb:10.11", port: "3306/tcp",
+		env: map[string]string{"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD": "1", "MARIADB_DATABASE": "test"},
+		dsn: func(hp string) string { return "mysql://root@tcp(" + hp + ")/test" },
+	},
+}
+
+// dockerCheckTimeout bounds the search for a Docker engine, so that a
+// machine without one does not wait for it.
+const dockerCheckTimeout = 1500 * time.Millisecond
+
+// TestMain finds the servers: DSNs from the environment; otherwise, when a
+// Docker engine answers, containers started here and removed at the end;
+// otherwise one line saying how to point the tests at a server, and every
+// server test skips (fails under CI=true).
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	var missing []string
+	for _, s := range serverDefs {
+		if v := os.Getenv(s.env); v != "" {
+			dsns[s.env] = v
+		} else {
+			missing = append(missing, s.env)
+		}
+	}
+	if len(missing) > 0 {
+		if err := dockerAnswers(dockerCheckTimeout); err != nil {
+			var how []string
+			for _, env := range missing {
+				how = append(how, fmt.Sprintf("%s='%s'", env, examples[env]))
+			}
+			why := strings.Join(strings.Fields(err.Error()), " ") // one line
+			fmt.Fprintf(os.Stderr, "integration: %s unset and no Docker engine (%s); to run against servers: %s go test ./...\n",
+				strings.Join(missing, ", "), why, strings.Join(how, " "))
+			if os.Getenv("CI") == "true" {
+				fmt.Fprintln(os.Stderr, "integration: CI=true: a missing server is a failure")
+				return 1
+			}
+		} else {
+			stop, err := startContainers(missing)
+			defer stop()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "integration: starting containers: %v\n", err)
+				if os.Getenv("CI") == "true" {
+					return 1
+				}
+			}
+		}
+	}
+	code := m.Run()
+	closeAdmins()
+	return code
+}
+
+// dockerAnswers asks testcontainers whether a Docker engine is reachable,
+// giving up after timeout (its client may otherwise wait on a dead host).
+func dockerAnswers(timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil { // testcontainers panics on some setups
+				done <- fmt.Errorf("%v", r)
+			}
+		}()
+		p, err := testcontainers.NewDockerProvider()
+		if err != nil {
+			done <- err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		done <- p.Health(ctx) // closes p
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("no answer within %v", timeout)
+	}
+}
+
+// startContainers starts a container for each of envs and records its DSN
+// once the server accepts connections. stop removes them.
+func startContainers(envs []string) (stop func(), err error) {
+	var started []testcontainers.Container
+	stop = func() {
+		for _, c := range started {
+			if err := testcontainers.TerminateContainer(c); err != nil {
+				fmt.Fprintf(os.Stderr, "integration: removing a container: %v\n", err)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, env := range envs {
+		img := images[env]
+		c, err := testcontainers.Run(ctx, img.ref,
+			testcontainers.WithEnv(img.env),
+			testcontainers.WithExposedPorts(img.port),
+			// The images' first-start servers do not listen on TCP, so an
+			// open port means the real server.
+			testcontainers.WithWaitStrategy(wait.ForListeningPort(img.port).WithStartupTimeout(3*time.Minute)),
+		)
+		if c != nil {
+			started = append(started, c)
+		}
+		if err != nil {
+			return stop, fmt.Errorf("%s: %w", img.ref, err)
+		}
+		hp, err := c.PortEndpoint(ctx, img.port, "")
+		if err != nil {
+			return stop, fmt.Errorf("%s: %w", img.ref, err)
+		}
+		dsn := img.dsn(hp)
+		if err := pingUntilReady(ctx, dsn); err != nil {
+			return stop, fmt.Errorf("%s: %w", img.ref, err)
+		}
+		dsns[env] = dsn
+	}
+	return stop, nil
+}
+
+// pingUntilReady opens a connection to dsn until one answers a ping or ctx
+// ends.
+func pingUntilReady(ctx context.Context, dsn string) error {
+	scheme, _ := dialects.SchemeOf(dsn)
+	d, err := dialects.Lookup(scheme)
+	if err != nil {
+		return err
+	}
+	tmpl, _, err := d.Parse(dsn)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := tmpl.Open(ctx, tmpl.Credentials())
+		if err == nil {
+			err = c.Ping(ctx)
+			_ = c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server not ready: %w", err)
+		case <-tick.C:
+		}
+	}
+}
+
 // forEachServer runs f against every server, as a subtest named after it.
 // A server whose DSN variable is unset is skipped, unless CI=true, where
 // that is a failure.
 func forEachServer(t *testing.T, f func(t *testing.T, s server)) {
 	t.Helper()
 	for _, s := range serverDefs {
-		t.Run(s.name, func(t *testing.T) {
-			s.dsn = os.Getenv(s.env)
-			if s.dsn == "" {
-				msg := fmt.Sprintf("%s is not set; to run against a server: %s='%s' go test ./...", s.env, s.env, examples[s.env])
-				if os.Getenv("CI") == "true" {
-					t.Fatal(msg)
-				}
-				t.Skip(msg)
-			}
-			f(t, s)
-		})
+		runOn(t, s, f)
 	}
+}
+
+// forServer is forEachServer for behaviour only the named server has.
+func forServer(t *testing.T, name string, f func(t *testing.T, s server)) {
+	t.Helper()
+	for _, s := range serverDefs {
+		if s.name == name {
+			runOn(t, s, f)
+		}
+	}
+}
+
+func runOn(t *testing.T, s server, f func(t *testing.T, s server)) {
+	t.Helper()
+	t.Run(s.name, func(t *testing.T) {
+		s.dsn = dsns[s.env]
+		if s.dsn == "" {
+			msg := fmt.Sprintf("%s is not set and no Docker engine answered; to run against a server: %s='%s' go test ./...", s.env, s.env, examples[s.env])
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+		f(t, s)
+	})
 }
 
 // template parses the server's DSN, with extra appended as query parameters.

@@ -1,0 +1,229 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// TestTransactionModeRawBegin: a raw BEGIN pins the task's server session
+// across separate db.ExecContext calls; nobody else sees the row until
+// COMMIT, which gives the connection back while the task goes on.
+func TestTransactionModeRawBegin(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		db, c := tn.open(t, "pool_max_conns=4")
+		table := s.table(t, "txmode", "id int")
+		insert := "INSERT INTO " + table + " VALUES (" + s.placeholder(1) + ")"
+
+		task, end := pooldriver.WithTask(ctx(t))
+		defer end()
+		_, err := db.ExecContext(task, "BEGIN")
+		require.NoError(t, err)
+		pid := backendID(t, db, task, s)
+		_, err = db.ExecContext(task, insert, 1)
+		require.NoError(t, err)
+		assert.Equal(t, pid, backendID(t, db, task, s))
+		assert.EqualValues(t, 1, count(t, db, task, table), "the task sees its own row")
+		assert.Equal(t, 1, c.Stats().Active, "the task's connection is pinned")
+
+		// Another task, and a statement without a task, run elsewhere and
+		// do not see the row.
+		other, endOther := pooldriver.WithTask(ctx(t))
+		assert.NotEqual(t, pid, backendID(t, db, other, s))
+		assert.Zero(t, count(t, db, other, table))
+		endOther()
+		assert.Zero(t, count(t, db, ctx(t), table))
+		assert.EqualValues(t, 1, tn.openTxs(t))
+
+		_, err = db.ExecContext(task, "COMMIT")
+		require.NoError(t, err)
+		st := c.Stats()
+		assert.Zero(t, st.Active, "the connection went back to the pool at COMMIT")
+		assert.Zero(t, st.AutoRollbacks)
+		assert.EqualValues(t, 1, count(t, db, ctx(t), table))
+		assert.Zero(t, tn.openTxs(t))
+
+		// The task goes on, with a connection from the pool per statement.
+		_, err = db.ExecContext(task, insert, 2)
+		require.NoError(t, err)
+		assert.Zero(t, c.Stats().Active)
+		assert.EqualValues(t, 2, s.adminInt(t, "SELECT count(*) FROM "+table))
+	})
+}
+
+// TestSessionMode: session state lives across the calls of a session-mode
+// task, and the next task on the same server session finds none of it.
+func TestSessionMode(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		db, c := tn.open(t, "pool_max_conns=1")
+		temp := unique("tmp")
+
+		task, end := pooldriver.WithTask(ctx(t), pooldriver.SessionMode)
+		pid := backendID(t, db, task, s)
+		_, err := db.ExecContext(task, s.setVar)
+		require.NoError(t, err)
+		_, err = db.ExecContext(task, "CREATE TEMPORARY TABLE "+temp+" (id "+s.autoID+", a int)")
+		require.NoError(t, err)
+		_, err = db.ExecContext(task, "INSERT INTO "+temp+" (a) VALUES (10)")
+		require.NoError(t, err)
+		_, err = db.ExecContext(task, "INSERT INTO "+temp+" (a) VALUES (20)")
+		require.NoError(t, err)
+
+		var v string
+		require.NoError(t, db.QueryRowContext(task, s.getVar).Scan(&v))
+		assert.Equal(t, "1", v, "session variable")
+		var last int64
+		require.NoError(t, db.QueryRowContext(task, s.lastID).Scan(&last))
+		assert.EqualValues(t, 2, last, "last generated key")
+		assert.EqualValues(t, 2, count(t, db, task, temp), "temporary table")
+		assert.Equal(t, pid, backendID(t, db, task, s))
+		assert.Equal(t, 1, c.Stats().Active, "held between statements")
+		end()
+		assert.Zero(t, c.Stats().Active)
+		assert.EqualValues(t, 1, c.Stats().SessionResets)
+
+		next, endNext := pooldriver.WithTask(ctx(t), pooldriver.SessionMode)
+		defer endNext()
+		assert.Equal(t, pid, backendID(t, db, next, s), "pool of 1: the same server session")
+		require.NoError(t, db.QueryRowContext(next, s.getVar).Scan(&v))
+		assert.Equal(t, "", v, "session variable survived the task")
+		_, err = db.ExecContext(next, "SELECT * FROM "+temp)
+		assert.Error(t, err, "temporary table survived the task")
+		var lastAfter sql.NullInt64
+		if err := db.QueryRowContext(next, s.lastID).Scan(&lastAfter); err == nil {
+			assert.Zero(t, lastAfter.Int64, "last generated key survived the task") // MySQL: 0
+		} else {
+			assert.Contains(t, err.Error(), "lastval is not yet defined") // PostgreSQL
+		}
+		assert.Equal(t, 1, tn.conns(t))
+	})
+}
+
+// TestTaskEndRollsBack: whichever way a task ends (end func, cancelled
+// parent context, panicking handler under Middleware) and however its
+// transaction began (BeginTx, raw BEGIN), the transaction is rolled back, no
+// session is left idle in transaction, and the connection is back in the
+// pool.
+func TestTaskEndRollsBack(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		db, c := tn.open(t, "pool_max_conns=2")
+		table := s.table(t, "taskend", "id int")
+		insert := "INSERT INTO " + table + " VALUES (" + s.placeholder(1) + ")"
+
+		begins := []struct {
+			name string
+			run  func(ctx context.Context, id int) error // leaves a transaction open
+			raw  bool
+		}{
+			{"BeginTx", func(ctx context.Context, id int) error {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				_, err = tx.ExecContext(ctx, insert, id)
+				return err
+			}, false},
+			{"raw BEGIN", func(ctx context.Context, id int) error {
+				if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
+					return err
+				}
+				_, err := db.ExecContext(ctx, insert, id)
+				return err
+			}, true},
+		}
+		// Each ending runs work in a task and ends the task its way.
+		endings := []struct {
+			name string
+			run  func(t *testing.T, work func(ctx context.Context) error)
+		}{
+			{"end func", func(t *testing.T, work func(context.Context) error) {
+				task, end := pooldriver.WithTask(ctx(t))
+				require.NoError(t, work(task))
+				end()
+			}},
+			{"parent cancelled", func(t *testing.T, work func(context.Context) error) {
+				parent, cancel := context.WithCancel(ctx(t))
+				task, end := pooldriver.WithTask(parent)
+				defer end()
+				require.NoError(t, work(task))
+				cancel()
+			}},
+			{"handler panics", func(t *testing.T, work func(context.Context) error) {
+				workErr := make(chan error, 1)
+				srv := httptest.NewUnstartedServer(pooldriver.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					workErr <- work(r.Context())
+					panic("handler failed")
+				})))
+				srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panic is expected
+				srv.Start()
+				defer srv.Close()
+				resp, err := srv.Client().Get(srv.URL)
+				if err == nil {
+					resp.Body.Close()
+				}
+				assert.Error(t, err, "the handler's panic drops the connection")
+				require.NoError(t, <-workErr)
+			}},
+		}
+
+		id := 0
+		for _, b := range begins {
+			for _, e := range endings {
+				t.Run(b.name+"/"+e.name, func(t *testing.T) {
+					id++
+					rollbacks := c.Stats().AutoRollbacks
+					e.run(t, func(task context.Context) error {
+						if err := b.run(task, id); err != nil {
+							return err
+						}
+						// The transaction is open on the server and holds
+						// the row.
+						// (This may run in the HTTP server's goroutine: no
+						// require here.)
+						if n, err := tn.openTxsErr(task); err != nil || n != 1 {
+							return fmt.Errorf("transactions open on the server: %d, %v; want 1", n, err)
+						}
+						if n, err := countErr(db, task, table); err != nil || n != 1 {
+							return fmt.Errorf("rows the task sees: %d, %v; want 1", n, err)
+						}
+						return nil
+					})
+					waitFor(t, "the connection back in the pool", func() bool { return c.Stats().Active == 0 })
+					waitFor(t, "no transaction left on the server", func() bool { return tn.openTxs(t) == 0 })
+					assert.Zero(t, s.adminInt(t, "SELECT count(*) FROM "+table), "the row outlived the task")
+					if b.raw {
+						// Only the task's end could roll back a raw BEGIN
+						// (database/sql rolls a BeginTx back itself when
+						// the context is cancelled).
+						assert.Equal(t, rollbacks+1, c.Stats().AutoRollbacks)
+					}
+					// The connection is clean for the next user.
+					_, err := db.ExecContext(ctx(t), insert, -id)
+					require.NoError(t, err)
+					assert.EqualValues(t, 1, s.adminInt(t, "SELECT count(*) FROM "+table))
+					s.adminExec(t, "DELETE FROM "+table)
+				})
+			}
+		}
+		assert.LessOrEqual(t, tn.conns(t), 2)
+	})
+}
