@@ -171,9 +171,8 @@ func (c *Connector) checkIdle(pc *physConn) bool {
 	if ic, ok := pc.dc.(dialects.IdleChecker); ok && ic.CheckIdle() != nil {
 		return false
 	}
-	// A resource BeforeAcquire sees was acquired before, so pc.res is set,
-	// and the pool wrote its idle time before handing it over.
-	if time.Since(pc.res.IdleSince()) < idlePingAfter {
+	// A resource BeforeAcquire sees was acquired before, so pc.res is set.
+	if pc.res.IdleFor() < idlePingAfter {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cleanupTimeout)

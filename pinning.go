@@ -107,7 +107,10 @@ func (l *conn) acquire(ctx context.Context) (lease, error) {
 			if !ok && t.bound(l.c) != nil {
 				// Another goroutine of the task bound one first: the
 				// session lives there.
-				l.c.release(pc)
+				pc.mu.Lock()
+				rs := pc.releaseStateLocked()
+				pc.mu.Unlock()
+				l.c.release(pc, rs)
 				continue
 			}
 		}
@@ -154,6 +157,10 @@ func (l *conn) finish(le lease) error {
 	}
 	keep := pinned || taskKeeps
 	rowsHoldLock := pc.rows > 0
+	var rs releaseState
+	if !keep {
+		rs = pc.releaseStateLocked()
+	}
 	pc.mu.Unlock()
 	if keep {
 		if le.locked && !rowsHoldLock {
@@ -161,18 +168,27 @@ func (l *conn) finish(le lease) error {
 		}
 		return err
 	}
-	c.release(pc) // nothing pins it, so we hold its lock
+	c.release(pc, rs) // nothing pins it, so we hold its lock
 	return err
+}
+
+// releaseState is what release needs to know, read under physConn.mu.
+type releaseState struct {
+	serverTx, doomed, reset bool
+}
+
+// releaseStateLocked reads pc's release state and consumes its reset mark.
+func (pc *physConn) releaseStateLocked() releaseState {
+	rs := releaseState{serverTx: pc.serverTx, doomed: pc.doomed, reset: pc.needsReset}
+	pc.needsReset = false
+	return rs
 }
 
 // release gives back a connection nothing pins; the caller holds its lock.
 // A transaction still open on the server is rolled back first, a session
 // whose task ended is reset, and a broken or doomed connection is destroyed.
-func (c *Connector) release(pc *physConn) {
-	pc.mu.Lock()
-	serverTx, doomed, reset := pc.serverTx, pc.doomed, pc.needsReset
-	pc.needsReset = false
-	pc.mu.Unlock()
+func (c *Connector) release(pc *physConn, rs releaseState) {
+	serverTx, doomed, reset := rs.serverTx, rs.doomed, rs.reset
 	if serverTx && !pc.broken && !doomed {
 		c.stats.autoRollbacks.Add(1)
 		err := pc.rollback(nil)
@@ -238,7 +254,10 @@ func (c *Connector) endBinding(t *task, pc *physConn) {
 		pc.mu.Unlock()
 		c.logWarn("rolled back the transaction of an ended task", err)
 	}
-	c.release(pc)
+	pc.mu.Lock()
+	rs := pc.releaseStateLocked()
+	pc.mu.Unlock()
+	c.release(pc, rs)
 }
 
 func txDriver(x *tx, claimed bool) driver.Tx {

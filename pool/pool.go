@@ -116,7 +116,8 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 			return nil, false
 		}
 		p.handOutLocked(r)
-		expired := p.expiredLocked(r, p.clock())
+		r.acquiredAt = p.clock()
+		expired := p.expiredLocked(r, r.acquiredAt)
 		p.mu.Unlock()
 		if !expired && (p.cfg.BeforeAcquire == nil || p.callCheck(p.cfg.BeforeAcquire, r.value)) {
 			return r, true
@@ -172,10 +173,15 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 			r.trial = isTrial
 			fresh := r.fresh
 			r.fresh = false
-			if !fresh && p.timedExpiry() && p.expiredLocked(r, p.clock()) {
-				p.mu.Unlock()
-				p.reject(r)
-				return p.acquire(ctx, true)
+			r.acquiredAt = -1
+			if !fresh && p.timedExpiry() {
+				now := p.clock()
+				r.acquiredAt = now
+				if p.expiredLocked(r, now) {
+					p.mu.Unlock()
+					p.reject(r)
+					return p.acquire(ctx, true)
+				}
 			}
 			p.mu.Unlock()
 			return r, !fresh, nil
@@ -284,6 +290,7 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
 		p.handOutLocked(r)
 		r.trial = w.trial
 		r.fresh = false
+		r.acquiredAt = now
 		p.stats.waitDuration += now - w.start
 		w.ch <- result[T]{r: r}
 		return

@@ -505,3 +505,21 @@ func TestCloseCancelsFactoryInFlight(t *testing.T) {
 		t.Fatalf("after Close: %+v", s)
 	}
 }
+
+func TestIdleFor(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.MaxIdleTime = time.Hour // the clock is read at acquire
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	if d := r.IdleFor(); d != 0 {
+		t.Fatalf("a new resource was idle %v", d)
+	}
+	r.Release()
+	time.Sleep(20 * time.Millisecond)
+	r = mustAcquire(t, p)
+	if d := r.IdleFor(); d < 20*time.Millisecond || d > time.Minute {
+		t.Fatalf("IdleFor = %v after 20ms idle", d)
+	}
+	r.Release()
+}

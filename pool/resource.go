@@ -30,10 +30,11 @@ type Resource[T any] struct {
 	state atomic.Int32
 
 	// Guarded by pool.mu.
-	created   time.Duration // on the pool's clock
-	idleSince time.Duration
-	fresh     bool // made by the factory and not yet handed out
-	trial     bool // the circuit breaker's trial acquire
+	created    time.Duration // on the pool's clock
+	idleSince  time.Duration
+	acquiredAt time.Duration // when last taken from idle, if the clock was read then; else -1
+	fresh      bool          // made by the factory and not yet handed out
+	trial      bool          // the circuit breaker's trial acquire
 }
 
 // Value returns the pooled value.
@@ -46,6 +47,20 @@ func (r *Resource[T]) CreatedAt() time.Time { return r.pool.epoch.Add(r.created)
 // new resource, when it was created). It is meaningful to the holder of an
 // acquired resource, and is the basis of "check it if it sat idle long".
 func (r *Resource[T]) IdleSince() time.Time { return r.pool.epoch.Add(r.idleSince) }
+
+// IdleFor returns how long the resource sat idle before it was last handed
+// out (0 for one that never was idle). It is meant for the holder, and for
+// Config.BeforeAcquire, which may use it to check only resources idle long.
+func (r *Resource[T]) IdleFor() time.Duration {
+	at := r.acquiredAt
+	if at < 0 {
+		at = r.pool.clock()
+	}
+	if d := at - r.idleSince; d > 0 {
+		return d
+	}
+	return 0
+}
 
 // Release returns the resource to the pool, or straight to the oldest waiter.
 // If Config.BeforeRelease says no, or the pool is closed, or the resource
