@@ -4,7 +4,7 @@
 
 SHELL   := /bin/bash
 GO      ?= go
-MODULES := . integration bench
+MODULES := . integration bench dialects/odbc
 GOFLAGS_TEST := -race -count=1 -timeout 20m
 
 # When the DSN variables are unset and a server answers on its standard local
@@ -22,17 +22,43 @@ export POOLDRIVER_MYSQL_DSN := mysql://root@tcp(127.0.0.1:3306)/test
 endif
 endif
 
-.PHONY: all test test-unit test-integration bench bench-pool lint fmt
+# ODBC needs cgo and unixODBC (Debian: unixodbc-dev odbc-postgresql
+# odbc-mariadb); dialects/odbc is a module of its own so that nothing else
+# needs them. Its tests, and the integration tests tagged odbc, run when
+# they are installed; under CI they must be.
+HAVE_ODBC := $(shell command -v odbcinst >/dev/null 2>&1 && test -f /usr/include/sql.h && echo yes)
+ifeq ($(CI),true)
+HAVE_ODBC := yes
+endif
+ifeq ($(HAVE_ODBC),yes)
+ODBC_TAGS := -tags odbc
+endif
+ifeq ($(POOLDRIVER_ODBC_POSTGRES_DSN),)
+ifeq ($(call port_open,5432),yes)
+export POOLDRIVER_ODBC_POSTGRES_DSN := odbc://Driver={PostgreSQL Unicode};Server=127.0.0.1;Port=5432;Database=test;UID=postgres;
+endif
+endif
+ifeq ($(POOLDRIVER_ODBC_MYSQL_DSN),)
+ifeq ($(call port_open,3306),yes)
+export POOLDRIVER_ODBC_MYSQL_DSN := odbc://Driver={MariaDB Unicode};Server=127.0.0.1;Port=3306;Database=test;UID=root;
+endif
+endif
+
+.PHONY: all test test-unit test-odbc test-integration bench lint fmt
 
 all: lint test
 
-test: test-unit test-integration
+test: test-unit test-odbc test-integration
 
 test-unit:
 	$(GO) test $(GOFLAGS_TEST) ./...
 
+test-odbc:
+	@if [ "$(HAVE_ODBC)" = yes ]; then cd dialects/odbc && $(GO) test $(GOFLAGS_TEST) ./...; \
+	else echo "dialects/odbc skipped: apt-get install unixodbc-dev odbc-postgresql odbc-mariadb"; fi
+
 test-integration:
-	@if [ -f integration/go.mod ]; then cd integration && $(GO) test $(GOFLAGS_TEST) ./...; fi
+	cd integration && $(GO) test $(GOFLAGS_TEST) $(ODBC_TAGS) ./...
 
 # Benchmarks: pooldriver side by side with the alternatives, in one run.
 BENCHTIME ?= 1s
@@ -41,7 +67,11 @@ bench:
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do if [ -f $$m/go.mod ]; then echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; fi; done
+	@for m in $(MODULES); do \
+		if [ $$m = dialects/odbc ] && [ "$(HAVE_ODBC)" != yes ]; then echo "go vet ($$m) skipped: no unixODBC"; continue; fi; \
+		echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; \
+	done
+	@if [ "$(HAVE_ODBC)" = yes ]; then echo "go vet (integration, odbc)"; cd integration && $(GO) vet $(ODBC_TAGS) ./...; fi
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
