@@ -38,7 +38,7 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	}
 	cfg, err := mysql.ParseDSN(d.driverDSN)
 	if err != nil {
-		return nil, nil, &redactedError{msg: "pooldriver: mysql: invalid DSN: " + scrub(err.Error(), passwordCandidates(d.driverDSN)...)}
+		return nil, nil, &redactedError{msg: "pooldriver: mysql: invalid DSN: " + dialects.Scrub(err.Error(), passwordCandidates(d.driverDSN)...)}
 	}
 	t := &template{cfg: cfg, charsets: d.charsets}
 	switch {
@@ -113,7 +113,7 @@ func (t *template) openError(err error, password string) error {
 	if len(secrets[1]) > len(secrets[0]) {
 		secrets[0], secrets[1] = secrets[1], secrets[0]
 	}
-	return &redactedError{msg: "pooldriver: mysql: " + scrub(err.Error(), secrets...), cause: err}
+	return &redactedError{msg: "pooldriver: mysql: " + dialects.Scrub(err.Error(), secrets...), cause: err}
 }
 
 // redactedError carries a message from which every password has been

@@ -78,19 +78,3 @@ func passwordCandidates(dsn string) []string {
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
-
-// scrub replaces every occurrence of a secret in msg; pass longer secrets
-// first. A secret too short to replace without mangling the message makes
-// the whole message go.
-func scrub(msg string, secrets ...string) string {
-	for _, s := range secrets {
-		if s == "" || !strings.Contains(msg, s) {
-			continue
-		}
-		if len(s) < 4 {
-			return "(details withheld: they contain a password)"
-		}
-		msg = strings.ReplaceAll(msg, s, "xxxxx")
-	}
-	return msg
-}

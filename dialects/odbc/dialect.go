@@ -175,12 +175,12 @@ func (t *template) openError(err error, password string) error {
 	if errors.As(err, &oe) {
 		clean := &odbc.Error{APIName: oe.APIName}
 		for _, d := range oe.Diag {
-			d.Message = scrub(d.Message, secrets...)
+			d.Message = dialects.Scrub(d.Message, secrets...)
 			clean.Diag = append(clean.Diag, d)
 		}
 		cause = clean
 	}
-	return &redactedError{msg: "pooldriver: odbc: connect: " + scrub(err.Error(), secrets...), cause: cause}
+	return &redactedError{msg: "pooldriver: odbc: connect: " + dialects.Scrub(err.Error(), secrets...), cause: cause}
 }
 
 // redactedError carries a message from which every password has been
@@ -192,19 +192,3 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.cause }
-
-// scrub replaces every occurrence of a secret in msg; pass longer secrets
-// first. A secret too short to replace without mangling the message makes
-// the whole message go.
-func scrub(msg string, secrets ...string) string {
-	for _, s := range secrets {
-		if s == "" || !strings.Contains(msg, s) {
-			continue
-		}
-		if len(s) < 4 {
-			return "(details withheld: they contain a password)"
-		}
-		msg = strings.ReplaceAll(msg, s, "xxxxx")
-	}
-	return msg
-}

@@ -99,7 +99,7 @@ func parseError(err error, secrets []string) error {
 	}
 	// pgx quotes pieces of a malformed DSN, which may hold a password that
 	// landed where no password was expected.
-	return &redactedError{msg: "pooldriver: postgres: invalid DSN: " + scrub(dropQuoted(msg), secrets...)}
+	return &redactedError{msg: "pooldriver: postgres: invalid DSN: " + dialects.Scrub(dropQuoted(msg), secrets...)}
 }
 
 // dropQuoted replaces everything from the first to the last double quote of
@@ -129,21 +129,5 @@ func connectError(err error, passwords ...string) error {
 		}
 	}
 	sort.Slice(passwords, func(i, j int) bool { return len(passwords[i]) > len(passwords[j]) })
-	return &redactedError{msg: "pooldriver: postgres: " + scrub(err.Error(), passwords...), cause: cause}
-}
-
-// scrub replaces every occurrence of a secret in msg; pass longer secrets
-// first. A secret too short to replace without mangling the message makes
-// the whole message go.
-func scrub(msg string, secrets ...string) string {
-	for _, s := range secrets {
-		if s == "" || !strings.Contains(msg, s) {
-			continue
-		}
-		if len(s) < 4 {
-			return "(details withheld: they contain a password)"
-		}
-		msg = strings.ReplaceAll(msg, s, "xxxxx")
-	}
-	return msg
+	return &redactedError{msg: "pooldriver: postgres: " + dialects.Scrub(err.Error(), passwords...), cause: cause}
 }
