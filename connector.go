@@ -124,6 +124,7 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 		HealthcheckTimeout:  s.cleanupTimeout,
 		MaxLifetime:         s.maxConnLifetime,
 		MaxIdleTime:         s.maxConnIdleTime,
+		Strategy:            s.breaker,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pooldriver: %w", err)
@@ -202,9 +203,6 @@ func (c *Connector) Connect(context.Context) (driver.Conn, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	if c.pool.State() == pool.Inactive {
-		return nil, ErrCircuitOpen
-	}
 	return &conn{c: c}, nil
 }
 
@@ -232,6 +230,13 @@ func (c *Connector) String() string {
 // Err returns the configuration error New deferred, or nil.
 func (c *Connector) Err() error { return c.err }
 
-// Pool exposes the underlying pool's circuit breaker and counters, for
-// driving the breaker by hand or with a pool.Strategy.
-func (c *Connector) Pool() *pool.Pool[*physConn] { return c.pool }
+// Breaker returns the circuit breaker of the Connector's pool, to drive it by
+// hand: while it is Inactive every statement that needs a physical
+// connection fails at once with ErrCircuitOpen. It is nil for a Connector
+// whose configuration failed (see Err).
+func (c *Connector) Breaker() pool.Breaker {
+	if c.pool == nil {
+		return nil
+	}
+	return c.pool
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pooldriver/pooldriver"
 	"github.com/pooldriver/pooldriver/internal/fakedb"
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 func connID(t testing.TB, ctx context.Context, q interface {
@@ -421,13 +422,44 @@ func TestAcquireTimeoutThroughDatabaseSQL(t *testing.T) {
 func TestCircuitOpenThroughDatabaseSQL(t *testing.T) {
 	srv := newServer(t)
 	db, c := newDB(t, srv, "")
-	c.Pool().Deactivate()
+	c.Breaker().Deactivate()
 	if _, err := db.Exec("INSERT t 1"); !errors.Is(err, pooldriver.ErrCircuitOpen) {
 		t.Fatalf("got %v, want ErrCircuitOpen", err)
 	}
-	c.Pool().Activate()
+	c.Breaker().Activate()
 	if _, err := db.Exec("INSERT t 1"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCircuitBreakerStrategy(t *testing.T) {
+	srv := newServer(t)
+	st, err := pool.NewThresholdStrategy(2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithCircuitBreaker(st))
+	srv.FailConnects(2, errors.New("server down"))
+	for i := 0; i < 2; i++ {
+		if _, err := db.Exec("INSERT t 1"); err == nil || errors.Is(err, pooldriver.ErrCircuitOpen) {
+			t.Fatalf("attempt %d: %v, want the connect error", i, err)
+		}
+	}
+	if _, err := db.Exec("INSERT t 1"); !errors.Is(err, pooldriver.ErrCircuitOpen) {
+		t.Fatalf("after 2 failed connects: %v, want ErrCircuitOpen", err)
+	}
+	if c.Breaker().State() != pool.Inactive {
+		t.Fatalf("breaker: %v", c.Breaker().State())
+	}
+	c.Breaker().Recover() // as the cool-down would
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatalf("trial after recovery: %v", err)
+	}
+	if c.Breaker().State() != pool.Active {
+		t.Fatalf("breaker after a good trial: %v", c.Breaker().State())
+	}
+	if _, err := pooldriver.NewConnector("fake://x", pooldriver.WithCircuitBreaker(nil)); err == nil {
+		t.Fatal("WithCircuitBreaker(nil) accepted")
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // Default settings, the same as the DSN's pool_* parameters' defaults.
@@ -31,6 +33,7 @@ type settings struct {
 	mode              Mode
 	credentials       func(ctx context.Context) (user, password string, err error)
 	logger            *slog.Logger
+	breaker           pool.Strategy
 }
 
 func defaultSettings() settings {
@@ -145,6 +148,22 @@ func WithCredentials(f func(ctx context.Context) (user, password string, err err
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) error {
 		s.logger = l
+		return nil
+	}
+}
+
+// WithCircuitBreaker drives the pool's circuit breaker with s: for example
+// pool.NewThresholdStrategy(5, 10*time.Second) opens the circuit after 5
+// connection failures in a row (statements then fail at once with
+// ErrCircuitOpen instead of each waiting for a dial to fail), lets one trial
+// through after 10s, and closes it again on the first success. Default: no
+// strategy; the breaker stays closed unless driven by hand (Connector.Breaker).
+func WithCircuitBreaker(s pool.Strategy) Option {
+	return func(st *settings) error {
+		if s == nil {
+			return fmt.Errorf("pooldriver: WithCircuitBreaker(nil): a strategy is required")
+		}
+		st.breaker = s
 		return nil
 	}
 }
