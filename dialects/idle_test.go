@@ -59,3 +59,37 @@ func TestCheckSocket(t *testing.T) {
 		t.Fatalf("not a socket: %v", err)
 	}
 }
+
+// TestCheckSocketDoesNotWaitForAReader: a driver's reader goroutine blocked
+// in Read on the connection must not block the check.
+func TestCheckSocketDoesNotWaitForAReader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			time.Sleep(10 * time.Second) // silent server
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go client.Read(make([]byte, 1)) // holds the read lock until the conn closes
+	time.Sleep(20 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- CheckSocket(client) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("quiet socket: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("CheckSocket waited for the blocked reader")
+	}
+	client.Close()
+}

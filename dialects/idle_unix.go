@@ -22,9 +22,12 @@ func peekSocket(c net.Conn) error {
 		n    int
 		rerr error
 	)
-	err = rc.Read(func(fd uintptr) bool {
+	// Control, not Read: Read takes the socket's read lock, which a
+	// driver's own reader goroutine may hold while it waits for the server
+	// (pgx leaves one in Read after a slow write), and would wait for it
+	// forever. A peek that neither blocks nor consumes needs no lock.
+	err = rc.Control(func(fd uintptr) {
 		n, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return true // never wait for readiness
 	})
 	switch {
 	case err != nil:
