@@ -39,10 +39,7 @@ func TestConnRawTransaction(t *testing.T) {
 }
 
 func TestConnFailedTransaction(t *testing.T) {
-	forEachServer(t, func(t *testing.T, s server) {
-		if s.name != "postgres" {
-			t.Skip("only PostgreSQL has failed transactions")
-		}
+	forServer(t, "postgres", func(t *testing.T, s server) { // only PostgreSQL has failed transactions
 		c := open(t, s.template(t, ""))
 		exec(t, c, "BEGIN")
 		require.Error(t, execErr(t, c, "SELECT 1/0"))
@@ -53,10 +50,7 @@ func TestConnFailedTransaction(t *testing.T) {
 }
 
 func TestConnMySQLImplicitTransactions(t *testing.T) {
-	forEachServer(t, func(t *testing.T, s server) {
-		if s.name != "mysql" {
-			t.Skip("MySQL-specific transaction tracking")
-		}
+	forServer(t, "mysql", func(t *testing.T, s server) {
 		tmpl := s.template(t, "")
 		c := open(t, tmpl)
 		table := unique("tx")

@@ -69,7 +69,17 @@ var odbcExamples = map[string]string{
 // CI=true, where that is a failure.
 func forEachODBCServer(t *testing.T, f func(t *testing.T, s odbcServer)) {
 	t.Helper()
+	forODBCServers(t, "", f)
+}
+
+// forODBCServers runs f against the server named only, or against every
+// server when only is "".
+func forODBCServers(t *testing.T, only string, f func(t *testing.T, s odbcServer)) {
+	t.Helper()
 	for _, s := range odbcServerDefs {
+		if only != "" && s.name != only {
+			continue
+		}
 		t.Run(s.name, func(t *testing.T) {
 			s.dsn = os.Getenv(s.env)
 			if s.dsn == "" {
