@@ -44,7 +44,7 @@ export POOLDRIVER_ODBC_MYSQL_DSN := odbc://Driver={MariaDB Unicode};Server=127.0
 endif
 endif
 
-.PHONY: all test test-unit test-odbc test-integration bench lint fmt
+.PHONY: all test test-unit test-odbc test-integration bench loadtest loadtest-quick lint fmt
 
 all: lint test
 
@@ -64,6 +64,13 @@ test-integration:
 BENCHTIME ?= 1s
 bench:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./...
+
+# The load test of bench/cmd/loadtest (about 13 minutes; loadtest-quick: 2).
+loadtest:
+	cd bench && $(GO) run ./cmd/loadtest -out results/
+
+loadtest-quick:
+	cd bench && $(GO) run ./cmd/loadtest -quick -out /tmp/pooldriver-loadtest
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
