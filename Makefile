@@ -63,6 +63,7 @@ test-integration:
 # Benchmarks: pooldriver side by side with the alternatives, in one run.
 BENCHTIME ?= 1s
 bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 .
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./...
 
 # The load test of bench/cmd/loadtest (about 13 minutes; loadtest-quick: 2).
