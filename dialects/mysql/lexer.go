@@ -1,6 +1,10 @@
 package mysql
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
+)
 
 // plainKeywords start statements that can neither open nor end a
 // transaction while autocommit is on, nor commit one implicitly.
@@ -47,9 +51,9 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case c == '#':
-			i = skipLine(s, i)
+			i = sqllex.SkipLine(s, i)
 		case c == '-' && strings.HasPrefix(s[i:], "--") && (i+2 == len(s) || s[i+2] <= ' '):
-			i = skipLine(s, i)
+			i = sqllex.SkipLine(s, i)
 		case c == '/' && strings.HasPrefix(s[i:], "/*"):
 			if strings.HasPrefix(s[i:], "/*!") || strings.HasPrefix(s[i:], "/*M!") {
 				return nil, false // executed by the server
@@ -60,7 +64,7 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 			}
 			i += 2 + end + 2
 		case c == '\'' || c == '"' || c == '`':
-			j, backslash := skipQuoted(s, i)
+			j, backslash := sqllex.SkipQuoted(s, i)
 			if j < 0 {
 				return nil, false
 			}
@@ -79,7 +83,7 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 					continue
 				}
 				j := i
-				for j < len(s) && isWordByte(s[j]) {
+				for j < len(s) && sqllex.IsWordByte(s[j]) {
 					j++
 				}
 				if j == i {
@@ -98,39 +102,4 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 		return nil, false
 	}
 	return keywords, true
-}
-
-func isWordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
-}
-
-func skipLine(s string, i int) int {
-	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-		return i + j + 1
-	}
-	return len(s)
-}
-
-// skipQuoted returns the index after the quoted text starting at s[i], or -1
-// if it is not terminated. A doubled quote stands for itself; a backslash
-// escapes the next byte (as it does unless NO_BACKSLASH_ESCAPES is set, which
-// is why backslash reports seeing one).
-func skipQuoted(s string, i int) (end int, backslash bool) {
-	q := s[i]
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			if q != '`' {
-				backslash = true
-				j++
-			}
-		case q:
-			if j+1 < len(s) && s[j+1] == q {
-				j++
-				continue
-			}
-			return j + 1, backslash
-		}
-	}
-	return -1, backslash
 }

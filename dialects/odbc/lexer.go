@@ -1,6 +1,10 @@
 package odbc
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
+)
 
 // statements returns the first words, upper-cased, of every statement in
 // query (at most five per statement; a statement opened by '(' yields
@@ -27,7 +31,7 @@ func statements(query string, s server) (stmts [][]string, ok bool) {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case c == '#' && s == mysql:
-			i = skipLine(query, i)
+			i = sqllex.SkipLine(query, i)
 		case c == '-' && strings.HasPrefix(query[i:], "--"):
 			if s == mysql && i+2 < len(query) && query[i+2] > ' ' {
 				if atStart {
@@ -37,7 +41,7 @@ func statements(query string, s server) (stmts [][]string, ok bool) {
 				atStart, collecting = false, false
 				continue
 			}
-			i = skipLine(query, i)
+			i = sqllex.SkipLine(query, i)
 		case c == '/' && strings.HasPrefix(query[i:], "/*"):
 			if strings.HasPrefix(query[i:], "/*!") || strings.HasPrefix(query[i:], "/*M!") {
 				return nil, false // MySQL runs it
@@ -50,7 +54,7 @@ func statements(query string, s server) (stmts [][]string, ok bool) {
 		case c == '$' && s != mysql && isDollarTag(query[i:]):
 			return nil, false
 		case c == '\'' || c == '"' || c == '`':
-			j, backslash := skipQuoted(query, i)
+			j, backslash := sqllex.SkipQuoted(query, i)
 			if j < 0 {
 				return nil, false
 			}
@@ -60,9 +64,9 @@ func statements(query string, s server) (stmts [][]string, ok bool) {
 		case c == ';':
 			flush()
 			i++
-		case isWordByte(c):
+		case sqllex.IsWordByte(c):
 			j := i
-			for j < len(query) && isWordByte(query[j]) {
+			for j < len(query) && sqllex.IsWordByte(query[j]) {
 				j++
 			}
 			if atStart || collecting && len(cur) < 5 {
@@ -101,47 +105,12 @@ func isDollarTag(s string) bool {
 			if j == 1 {
 				return false
 			}
-		case isWordByte(c):
+		case sqllex.IsWordByte(c):
 		default:
 			return false
 		}
 	}
 	return false
-}
-
-func isWordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
-}
-
-func skipLine(s string, i int) int {
-	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-		return i + j + 1
-	}
-	return len(s)
-}
-
-// skipQuoted returns the index after the quoted text starting at s[i], or -1
-// if it is not terminated. A doubled quote stands for itself; a backslash
-// escapes the next byte (MySQL's default, PostgreSQL's E'...' strings), which
-// is why backslash reports seeing one.
-func skipQuoted(s string, i int) (end int, backslash bool) {
-	q := s[i]
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			if q != '`' {
-				backslash = true
-				j++
-			}
-		case q:
-			if j+1 < len(s) && s[j+1] == q {
-				j++
-				continue
-			}
-			return j + 1, backslash
-		}
-	}
-	return -1, backslash
 }
 
 // effect is what a statement does to the transaction state when it

@@ -1,0 +1,45 @@
+// Package sqllex holds the few lexing steps the dialects share to find where
+// SQL statements start and which keyword each starts with, skipping quoted
+// text and comments.
+package sqllex
+
+import "strings"
+
+// IsWordByte reports whether c can be part of an unquoted SQL word.
+func IsWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// SkipLine returns the index after the line that contains s[i] (a "--" or
+// "#" comment), or len(s).
+func SkipLine(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+		return i + j + 1
+	}
+	return len(s)
+}
+
+// SkipQuoted returns the index after the quoted text starting at s[i], or -1
+// if it is not terminated. A doubled quote stands for itself; a backslash
+// escapes the next byte except inside backquotes (MySQL's default, and
+// PostgreSQL's E'...' strings), which is why backslash reports seeing one:
+// where such text ends depends on server settings.
+func SkipQuoted(s string, i int) (end int, backslash bool) {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			if q != '`' {
+				backslash = true
+				j++
+			}
+		case q:
+			if j+1 < len(s) && s[j+1] == q {
+				j++
+				continue
+			}
+			return j + 1, backslash
+		}
+	}
+	return -1, backslash
+}
