@@ -104,6 +104,27 @@ func (pc *physConn) claimTxForTask(t *task) {
 	}
 }
 
+// rollbackClaimedTx rolls back the BeginTx transaction that the end of its
+// task claimed while the caller, the holder of sem, was using pc: the task's
+// cleanup could not take pc (it may have given up waiting, or pc broke and
+// was unbound meanwhile), so whoever lets pc go rolls it back. While result
+// sets are open it waits for their Close, which comes back here.
+func (pc *physConn) rollbackClaimedTx() {
+	pc.mu.Lock()
+	x := pc.tx
+	if x == nil || !x.endedByTask() || pc.rows > 0 {
+		pc.mu.Unlock()
+		return
+	}
+	pc.mu.Unlock()
+	pc.c.stats.autoRollbacks.Add(1)
+	err := pc.rollback(x.drv)
+	pc.mu.Lock()
+	pc.tx = nil
+	pc.mu.Unlock()
+	pc.c.logWarn("rolled back the transaction of an ended task", err)
+}
+
 // boundTo reports whether pc is bound to t.
 func (pc *physConn) boundTo(t *task) bool {
 	pc.mu.Lock()

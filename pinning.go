@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 
 	"github.com/pooldriver/pooldriver/dialects"
 )
@@ -135,6 +134,7 @@ func (l *conn) pinnedConn() *physConn {
 // transaction on the server that the task cannot keep (see below).
 func (l *conn) finish(le lease) error {
 	pc, c := le.pc, l.c
+	pc.rollbackClaimedTx()
 	var err error
 	pc.mu.Lock()
 	if le.t != nil && pc.task == nil && !pc.doomed && le.t.modeFor(c) == TransactionMode &&
@@ -267,12 +267,25 @@ func txDriver(x *tx, claimed bool) driver.Tx {
 	return nil
 }
 
-// lostSession turns driver.ErrBadConn into a plain error when the connection
-// carried state the caller relied on (a transaction, a session): database/sql
-// must not silently retry on a fresh connection that lacks it.
+// lostSession turns driver.ErrBadConn into an error database/sql does not
+// retry when the connection carried state the caller relied on (a
+// transaction, a session): a retry would run on a fresh connection that
+// lacks it.
 func lostSession(le lease, err error) error {
 	if err == nil || !le.pinned || !errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
-	return fmt.Errorf("pooldriver: the connection of this transaction or session was lost: %v", err)
+	return lostConnError{err}
+}
+
+// lostConnError matches everything its cause matches, except
+// driver.ErrBadConn.
+type lostConnError struct{ err error }
+
+func (e lostConnError) Error() string {
+	return "pooldriver: the connection of this transaction or session was lost: " + e.err.Error()
+}
+
+func (e lostConnError) Is(target error) bool {
+	return target != driver.ErrBadConn && errors.Is(e.err, target)
 }

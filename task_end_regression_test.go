@@ -1,0 +1,135 @@
+package pooldriver_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"testing"
+	"time"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/fakedb"
+)
+
+// eventually polls cond for up to d.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// Regression: a BeginTx transaction whose statement is still running when
+// the task ends and outlives the cleanup timeout. endBinding gives up
+// (doomed, unbound); the transaction is claimed as ended by the task, so
+// database/sql's Rollback does nothing. The holder that lets the conn go
+// must roll it back (physConn.rollbackClaimedTx) and the doomed conn be
+// destroyed; it used to be kept forever, its transaction open.
+func TestTaskEndGivesUpWaitingLastHolderRollsBack(t *testing.T) {
+	srv := newServer(t)
+	c, err := pooldriver.NewConnector("fake://"+srv.Name()+"?pool_max_conns=2",
+		pooldriver.WithCleanupTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+
+	ctx, end := pooldriver.WithTask(context.Background())
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// A slow statement that does not stop when the task's context ends.
+		tx.ExecContext(context.WithoutCancel(ctx), "SLEEP 200ms")
+	}()
+	time.Sleep(20 * time.Millisecond) // the statement is running
+	end()
+	<-done
+	tx.Rollback()
+
+	if !eventually(2*time.Second, func() bool { return c.Stats().Active == 0 && srv.OpenTxCount() == 0 }) {
+		t.Fatalf("physical connection leaked after task end: active=%d, server open tx=%d",
+			c.Stats().Active, srv.OpenTxCount())
+	}
+}
+
+// hookConn is a fakedb conn whose "HOOK" statement blocks until released and
+// then reports driver.ErrBadConn, as a dropped connection would.
+type hookConn struct {
+	*fakedb.Conn
+	hook chan struct{}
+}
+
+func (h *hookConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	if q == "HOOK" {
+		<-h.hook
+		return nil, driver.ErrBadConn
+	}
+	return h.Conn.ExecContext(ctx, q, args)
+}
+
+type hookConnector struct {
+	base driver.Connector
+	hook chan struct{}
+}
+
+func (h hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := h.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &hookConn{Conn: c.(*fakedb.Conn), hook: h.hook}, nil
+}
+
+func (h hookConnector) Driver() driver.Driver { return h.base.Driver() }
+
+// Regression: task end claims the BeginTx transaction (pc bound to the
+// task), then an in-flight statement of that transaction fails with
+// ErrBadConn. finish unbinds the broken connection, so endBinding finds it
+// no longer the task's, and database/sql's Rollback finds the transaction
+// claimed: the holder letting it go must clear the transaction and destroy
+// the conn. It used to be kept forever.
+func TestTaskEndConnBrokenMidStatementIsDestroyed(t *testing.T) {
+	srv := newServer(t)
+	hook := make(chan struct{})
+	c := pooldriver.Wrap(hookConnector{base: srv.Connector(), hook: hook})
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+
+	ctx, end := pooldriver.WithTask(context.Background())
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execDone := make(chan error, 1)
+	go func() {
+		_, err := tx.ExecContext(ctx, "HOOK")
+		execDone <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // HOOK is running, holding the conn
+	endDone := make(chan struct{})
+	go func() { end(); close(endDone) }()
+	// end claims the transaction before it cancels the context.
+	if !eventually(2*time.Second, func() bool { return ctx.Err() != nil }) {
+		t.Fatal("task context not cancelled")
+	}
+	close(hook) // the statement now fails: connection lost
+	<-execDone
+	<-endDone
+	tx.Rollback()
+
+	if !eventually(2*time.Second, func() bool { return c.Stats().Active == 0 }) {
+		t.Fatalf("broken physical connection never released/destroyed: %+v", c.Stats())
+	}
+}
