@@ -110,13 +110,10 @@ func (pc *physConn) claimTxForTask(t *task) {
 // was unbound meanwhile), so whoever lets pc go rolls it back. While result
 // sets are open it waits for their Close, which comes back here.
 func (pc *physConn) rollbackClaimedTx() {
-	pc.mu.Lock()
-	x := pc.tx
+	x := pc.tx // the holder of sem may read tx and rows without mu
 	if x == nil || !x.endedByTask() || pc.rows > 0 {
-		pc.mu.Unlock()
 		return
 	}
-	pc.mu.Unlock()
 	pc.c.stats.autoRollbacks.Add(1)
 	err := pc.rollback(x.drv)
 	pc.mu.Lock()
