@@ -74,6 +74,7 @@ const (
 	TxFailed
 )
 
+// String returns "idle", "in transaction" or "in failed transaction".
 func (s TxStatus) String() string {
 	switch s {
 	case TxIdle:

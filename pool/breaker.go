@@ -21,6 +21,7 @@ const (
 	Recovering
 )
 
+// String returns "active", "inactive" or "recovering".
 func (s State) String() string {
 	switch s {
 	case Active:
