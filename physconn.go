@@ -32,7 +32,7 @@ type physConn struct {
 	checker  driver.NamedValueChecker
 	validity driver.Validator
 
-	sem chan struct{} // capacity 1: held while something runs on drv, and by open rows
+	sem connLock // held while something runs on drv, and by open rows
 
 	mu         sync.Mutex // protects the fields below; lock order: physConn.mu, then task.mu
 	task       *task      // the task it is bound to, or nil
@@ -49,7 +49,7 @@ type physConn struct {
 
 func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
-	pc := &physConn{c: c, dc: dc, drv: drv, sem: make(chan struct{}, 1)}
+	pc := &physConn{c: c, dc: dc, drv: drv, sem: newConnLock()}
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
 	pc.preparer, _ = drv.(driver.ConnPrepareContext)
@@ -60,30 +60,11 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 }
 
 // lock takes sem, waiting until ctx ends.
-func (pc *physConn) lock(ctx context.Context) error {
-	select {
-	case pc.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case pc.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (pc *physConn) lock(ctx context.Context) error { return pc.sem.lock(ctx) }
 
-func (pc *physConn) tryLock() bool {
-	select {
-	case pc.sem <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
+func (pc *physConn) tryLock() bool { return pc.sem.tryLock() }
 
-func (pc *physConn) unlock() { <-pc.sem }
+func (pc *physConn) unlock() { pc.sem.unlock() }
 
 // busyWithRowsOutsideTx reports whether result sets are open on pc while no
 // transaction is: a statement that waited for them could wait forever (the

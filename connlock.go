@@ -1,0 +1,53 @@
+package pooldriver
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// connLock is the lock of one physical connection: a mutex whose Lock gives
+// up when a context ends. The uncontended path is one atomic operation each
+// way; waiters sleep on a one-token channel that an unlock fills only when
+// someone waits. It is not fair: a goroutine arriving as the lock is
+// released may take it before a sleeping waiter, which then waits again.
+type connLock struct {
+	state   atomic.Int32  // 1: held
+	waiters atomic.Int32  // goroutines inside lock's slow path
+	wake    chan struct{} // capacity 1
+}
+
+func newConnLock() connLock { return connLock{wake: make(chan struct{}, 1)} }
+
+func (l *connLock) tryLock() bool { return l.state.CompareAndSwap(0, 1) }
+
+// lock takes the lock, or returns ctx's error if ctx ends first.
+func (l *connLock) lock(ctx context.Context) error {
+	if l.tryLock() {
+		return nil
+	}
+	// Counted before the retry below: an unlock that lets the retry fail
+	// must see a waiter and leave a token (atomics are sequentially
+	// consistent), so no wake-up is lost.
+	l.waiters.Add(1)
+	defer l.waiters.Add(-1)
+	for {
+		if l.tryLock() {
+			return nil
+		}
+		select {
+		case <-l.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *connLock) unlock() {
+	l.state.Store(0)
+	if l.waiters.Load() > 0 {
+		select {
+		case l.wake <- struct{}{}:
+		default: // a token is already there
+		}
+	}
+}
