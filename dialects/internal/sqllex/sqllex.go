@@ -1,6 +1,16 @@
-// Package sqllex holds the few lexing steps the dialects share to find where
-// SQL statements start and which keyword each starts with, skipping quoted
-// text and comments.
+// Package sqllex holds what the dialects share to read SQL text without a
+// parser: the lexing steps that find where statements start and which
+// keyword each starts with, skipping quoted text and comments; and two
+// conservative judgements built on a lexer of PostgreSQL's and MySQL's
+// quoting and comments, [ChangesSession] (may a text leave state in the
+// session?) and [TxEffectOf] (may it open or end a transaction?).
+//
+// Both are asked after every statement pooldriver runs, so a plain SELECT
+// or INSERT is decided by a quick scan, without lexing and without
+// allocating. When a text cannot be lexed with certainty (an unterminated
+// quote or comment, a MySQL executable comment, a backslash in a string
+// whose end then depends on the server's settings), they answer with what
+// is safe: the session changed, the transaction state is unknown.
 package sqllex
 
 import "strings"

@@ -1,0 +1,228 @@
+package sqllex
+
+import "strings"
+
+// TxEffect is what a text of statements does to the transaction state of a
+// session whose driver runs statements in autocommit mode.
+type TxEffect uint8
+
+const (
+	// TxNone: the text opens and ends no transaction.
+	TxNone TxEffect = iota
+	// TxBegins: the text leaves a transaction open (BEGIN, START
+	// TRANSACTION, COMMIT AND CHAIN).
+	TxBegins
+	// TxEnds: the text ends the open transaction, if any (COMMIT, END,
+	// ROLLBACK, ABORT, PREPARE TRANSACTION).
+	TxEnds
+	// TxUnknown: the text may leave a transaction open or not: a procedure
+	// call (CALL, XA), SET autocommit, text that cannot be lexed with
+	// certainty, or several statements that end a transaction, of which
+	// an error may have stopped the last ones.
+	TxUnknown
+)
+
+// TxEffectOf reports what the statements in query do to the transaction
+// state. For several statements it is the effect of the last one that has
+// any, made TxUnknown when that is TxEnds (an earlier statement may have
+// failed and stopped the text, leaving a transaction open). A text of one
+// statement whose first word cannot start a transaction statement is
+// decided without lexing and allocates nothing.
+func TxEffectOf(query string, f Flavor) TxEffect {
+	if plainStatement(query) {
+		return TxNone
+	}
+	var e TxEffect
+	switch {
+	case f&Postgres != 0 && f&MySQL != 0:
+		e = txEffectTwice(query, false, f)
+		if e2 := txEffectTwice(query, true, f); e2 != e {
+			e = TxUnknown
+		}
+	case f&MySQL != 0:
+		e = txEffectTwice(query, true, f)
+	default:
+		e = txEffectTwice(query, false, f)
+	}
+	return e
+}
+
+// plainStatement reports a text of one statement (no ';' at all) that
+// starts, after ASCII white space, with a word that opens no transaction
+// statement.
+func plainStatement(q string) bool {
+	if strings.IndexByte(q, ';') >= 0 {
+		return false
+	}
+	i := 0
+	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r' || q[i] == '\f' || q[i] == '\v') {
+		i++
+	}
+	if i == len(q) {
+		return true // nothing at all
+	}
+	if !isLetter(q[i]) {
+		return false // a comment, perhaps
+	}
+	j := i + 1
+	for j < len(q) && isWordCont(q[j]) {
+		j++
+	}
+	return !txKeyword(q[i:j])
+}
+
+// txKeyword reports the words that can start a statement with an effect.
+func txKeyword(w string) bool {
+	switch len(w) {
+	case 2:
+		return eqFold(w, "xa")
+	case 3:
+		return eqFold(w, "set") || eqFold(w, "end")
+	case 4:
+		return eqFold(w, "call")
+	case 5:
+		return eqFold(w, "begin") || eqFold(w, "start") || eqFold(w, "abort")
+	case 6:
+		return eqFold(w, "commit")
+	case 7:
+		return eqFold(w, "prepare")
+	case 8:
+		return eqFold(w, "rollback")
+	}
+	return false
+}
+
+// txEffectTwice is txEffect with the server's usual backslash setting and,
+// if a string held a backslash, with the other one: TxUnknown if they
+// disagree.
+func txEffectTwice(query string, my bool, f Flavor) TxEffect {
+	e, backslash := txEffect(query, my, my, f)
+	if backslash {
+		if e2, _ := txEffect(query, my, !my, f); e2 != e {
+			return TxUnknown
+		}
+	}
+	return e
+}
+
+// maxTxWords is how many leading words of a statement decide its effect:
+// COMMIT WORK AND NO CHAIN, and one more to see that nothing follows.
+const maxTxWords = 6
+
+// txEffect lexes query and combines the effects of its statements.
+func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash bool) {
+	l := newLexer(query, my, escapes)
+	var (
+		words      [maxTxWords]string
+		n          int  // leading words of the statement
+		leading    bool // the statement's tokens so far are all words
+		autocommit bool // a word autocommit or implicit_transactions in it
+		stmts      int  // statements with at least one token
+		last       = TxNone
+	)
+	leading = true
+	for {
+		t := l.next()
+		switch t.kind {
+		case kBad, kExec:
+			return TxUnknown, l.backslash
+		case kSemi, kEOF:
+			if n > 0 || !leading {
+				stmts++
+				if se := statementEffect(words[:n], autocommit); se != TxNone {
+					last = se
+				}
+			}
+			if t.kind == kEOF {
+				if stmts > 1 && last == TxEnds {
+					last = TxUnknown
+				}
+				return last, l.backslash
+			}
+			n, leading, autocommit = 0, true, false
+			continue
+		}
+		if t.kind == kWord {
+			if leading && n < len(words) {
+				words[n] = t.text
+				n++
+			}
+			if eqFold(t.text, "autocommit") || eqFold(t.text, "implicit_transactions") {
+				autocommit = true
+			}
+			continue
+		}
+		leading = false
+	}
+}
+
+// statementEffect classifies one statement by its leading words.
+func statementEffect(w []string, autocommit bool) TxEffect {
+	if len(w) == 0 {
+		return TxNone
+	}
+	at := func(i int) string {
+		if i < len(w) {
+			return w[i]
+		}
+		return ""
+	}
+	switch first := w[0]; {
+	case eqFold(first, "begin"):
+		return TxBegins
+	case eqFold(first, "start"):
+		if eqFold(at(1), "transaction") {
+			return TxBegins
+		}
+	case eqFold(first, "commit"), eqFold(first, "end"):
+		if eqFold(at(1), "prepared") {
+			return TxNone // PostgreSQL: two-phase commit, outside any transaction
+		}
+		return chained(w[1:])
+	case eqFold(first, "rollback"), eqFold(first, "abort"):
+		if eqFold(at(1), "prepared") {
+			return TxNone
+		}
+		rest := skipTxNoise(w[1:])
+		if len(rest) > 0 && eqFold(rest[0], "to") {
+			return TxNone // ROLLBACK TO SAVEPOINT keeps the transaction
+		}
+		return chained(w[1:])
+	case eqFold(first, "prepare"):
+		if eqFold(at(1), "transaction") {
+			return TxEnds // PostgreSQL: the transaction leaves the session
+		}
+	case eqFold(first, "set"):
+		if autocommit {
+			return TxUnknown
+		}
+	case eqFold(first, "call"), eqFold(first, "xa"):
+		return TxUnknown // MySQL procedures may leave a transaction open
+	}
+	return TxNone
+}
+
+// skipTxNoise drops an optional WORK, TRANSACTION or TRAN.
+func skipTxNoise(w []string) []string {
+	if len(w) > 0 && (eqFold(w[0], "work") || eqFold(w[0], "transaction") || eqFold(w[0], "tran")) {
+		return w[1:]
+	}
+	return w
+}
+
+// chained reads what follows COMMIT or ROLLBACK: nothing (TxEnds), AND
+// CHAIN (TxBegins: a new transaction starts at once), AND NO CHAIN
+// (TxEnds), or anything else (TxUnknown: RELEASE, a SQL Server transaction
+// name, ...).
+func chained(w []string) TxEffect {
+	w = skipTxNoise(w)
+	switch {
+	case len(w) == 0:
+		return TxEnds
+	case len(w) == 2 && eqFold(w[0], "and") && eqFold(w[1], "chain"):
+		return TxBegins
+	case len(w) == 3 && eqFold(w[0], "and") && eqFold(w[1], "no") && eqFold(w[2], "chain"):
+		return TxEnds
+	}
+	return TxUnknown
+}
