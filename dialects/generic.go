@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // ErrUnsupported is returned by a Conn method the dialect cannot perform
@@ -15,10 +17,21 @@ var ErrUnsupported = errors.New("pooldriver: not supported by this dialect")
 
 // Wrap returns a Template that opens physical connections through any
 // database/sql driver.Connector: the generic dialect behind
-// pooldriver.Wrap. It cannot see the server's transaction state, so only
-// transactions begun with BeginTx are tracked; a session is reset with the
-// driver's own driver.SessionResetter, and without one the connection is
-// replaced. Credentials cannot be applied: the connector logs in by itself.
+// pooldriver.Wrap. Credentials cannot be applied: the connector logs in by
+// itself.
+//
+// A connection that a registered ConnAdapter recognizes (the postgres
+// dialect's for pgx's stdlib, the mysql dialect's for go-sql-driver/mysql:
+// import the dialect package) is tracked as that dialect tracks its own.
+// Any other connection is tracked from the text of its statements, with
+// the rules of PostgreSQL and MySQL together: BEGIN or START TRANSACTION
+// opens a raw transaction, COMMIT, END or ROLLBACK ends it; text that may
+// do either (CALL, SET autocommit, several statements ending with COMMIT)
+// counts as leaving one open. Such a connection cannot roll back a raw
+// transaction by itself, so it is replaced instead. Session changes are
+// found by the same rules (SET, advisory locks, GET_LOCK, temporary
+// tables, ...); a session is reset with the driver's own
+// driver.SessionResetter, and without one the connection is replaced.
 func Wrap(c driver.Connector) Template { return genericTemplate{c} }
 
 type genericTemplate struct{ c driver.Connector }
@@ -32,25 +45,60 @@ func (t genericTemplate) Open(ctx context.Context, _ Credentials) (Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return genericConn{c}, nil
+	if ac, ok := adapt(c); ok {
+		return ac, nil
+	}
+	return &genericConn{c: c}, nil
 }
 
-type genericConn struct{ c driver.Conn }
+// genericConn is a connection of a driver no dialect knows. Like every
+// Conn it is not safe for concurrent use; pooldriver serializes all calls.
+type genericConn struct {
+	c    driver.Conn
+	inTx bool // a raw transaction is believed open, from the statements' text
+}
 
-func (g genericConn) Driver() driver.Conn { return g.c }
+var (
+	_ Conn           = (*genericConn)(nil)
+	_ SessionTracker = (*genericConn)(nil)
+)
 
-func (g genericConn) TxStatus(context.Context, string) (TxStatus, error) { return TxIdle, nil }
+func (g *genericConn) Driver() driver.Conn { return g.c }
 
-func (g genericConn) Rollback(context.Context) error { return ErrUnsupported }
+// TxStatus follows the raw transaction from lastQuery's text; see Wrap.
+// An empty lastQuery (no statement text) leaves the belief as it was.
+func (g *genericConn) TxStatus(_ context.Context, lastQuery string) (TxStatus, error) {
+	switch sqllex.TxEffectOf(lastQuery, sqllex.Any) {
+	case sqllex.TxBegins, sqllex.TxUnknown:
+		g.inTx = true
+	case sqllex.TxEnds:
+		g.inTx = false
+	}
+	if g.inTx {
+		return TxActive, nil
+	}
+	return TxIdle, nil
+}
 
-func (g genericConn) ResetSession(ctx context.Context) error {
+// ChangesSession applies the PostgreSQL and MySQL rules together, and a
+// few of other databases'; see Wrap.
+func (g *genericConn) ChangesSession(query string) bool {
+	return sqllex.ChangesSession(query, sqllex.Any)
+}
+
+// Rollback is unsupported: the statement that rolls back differs between
+// databases, and the driver's own Tx.Rollback needs a transaction it began.
+// pooldriver replaces the connection instead.
+func (g *genericConn) Rollback(context.Context) error { return ErrUnsupported }
+
+func (g *genericConn) ResetSession(ctx context.Context) error {
 	if r, ok := g.c.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}
 	return ErrUnsupported
 }
 
-func (g genericConn) Ping(ctx context.Context) error {
+func (g *genericConn) Ping(ctx context.Context) error {
 	if p, ok := g.c.(driver.Pinger); ok {
 		return p.Ping(ctx)
 	}
@@ -60,6 +108,6 @@ func (g genericConn) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (g genericConn) Raw() any { return g.c }
+func (g *genericConn) Raw() any { return g.c }
 
-func (g genericConn) Close() error { return g.c.Close() }
+func (g *genericConn) Close() error { return g.c.Close() }

@@ -1,0 +1,143 @@
+package dialects
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"testing"
+)
+
+// stubConn is a driver.Conn that runs nothing: the generic dialect only
+// reads statement text.
+type stubConn struct{ closed bool }
+
+func (c *stubConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("stub") }
+func (c *stubConn) Close() error                        { c.closed = true; return nil }
+func (c *stubConn) Begin() (driver.Tx, error)           { return nil, errors.New("stub") }
+
+type stubConnector struct{ conn driver.Conn }
+
+func (s stubConnector) Connect(context.Context) (driver.Conn, error) { return s.conn, nil }
+func (s stubConnector) Driver() driver.Driver                        { return nil }
+
+func openGeneric(t *testing.T, dc driver.Conn) Conn {
+	t.Helper()
+	c, err := Wrap(stubConnector{dc}).Open(t.Context(), Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestGenericTxTracking(t *testing.T) {
+	c := openGeneric(t, &stubConn{})
+	if _, ok := c.(*genericConn); !ok {
+		t.Fatalf("Open returned %T, want *genericConn", c)
+	}
+	// Each step: the statement run outside BeginTx, and the state after it.
+	for i, step := range []struct {
+		query string
+		want  TxStatus
+	}{
+		{"SELECT 1", TxIdle},
+		{"BEGIN", TxActive},
+		{"INSERT INTO t VALUES (1)", TxActive},
+		{"", TxActive}, // RawConn: no text, no change
+		{"SAVEPOINT a", TxActive},
+		{"ROLLBACK TO SAVEPOINT a", TxActive},
+		{"COMMIT", TxIdle},
+		{"start transaction", TxActive},
+		{"rollback", TxIdle},
+		{"BEGIN; SELECT 1", TxActive},
+		{"END", TxIdle},
+		{"CALL p()", TxActive}, // may have begun one: assume so
+		{"ROLLBACK", TxIdle},
+		{"BEGIN; INSERT INTO t VALUES (1); COMMIT", TxActive}, // may have stopped before COMMIT
+		{"ABORT", TxIdle},
+		{"SET autocommit = 0", TxActive},
+		{"COMMIT", TxIdle},
+		{"/*!40101 BEGIN */", TxActive},
+		{"COMMIT", TxIdle},
+		{"SELECT 'BEGIN'", TxIdle},
+		{"-- BEGIN\nSELECT 1", TxIdle},
+	} {
+		got, err := c.TxStatus(t.Context(), step.query)
+		if err != nil || got != step.want {
+			t.Fatalf("step %d: TxStatus after %q = %v, %v; want %v", i, step.query, got, err, step.want)
+		}
+	}
+	if err := c.Rollback(t.Context()); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Rollback = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestGenericChangesSession(t *testing.T) {
+	st, ok := openGeneric(t, &stubConn{}).(SessionTracker)
+	if !ok {
+		t.Fatal("the generic conn is no SessionTracker")
+	}
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"SELECT a FROM t WHERE id = $1", false},
+		{"INSERT INTO t VALUES (?)", false},
+		{"SELECT 'SET x = 1'", false},
+		{"SET search_path = a", true},
+		{"SET LOCAL x.y = 1", true}, // MySQL's rules count every SET
+		{"SELECT pg_advisory_lock(1)", true},
+		{"SELECT pg_advisory_xact_lock(1)", false},
+		{"SELECT set_config('a.b', 'c', false)", true},
+		{"SELECT GET_LOCK('x', 1)", true},
+		{"CREATE TEMPORARY TABLE t (a int)", true},
+		{"LOCK TABLES t WRITE", true},
+		{"USE db", true},
+		{"PRAGMA foreign_keys = ON", true},
+	} {
+		if got := st.ChangesSession(tc.query); got != tc.want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+// adaptedConn stands for a connection of a driver some dialect knows.
+type adaptedConn struct{ stubConn }
+
+type adapterDialectConn struct {
+	genericConn
+	from driver.Conn
+}
+
+func TestGenericOpenAdapts(t *testing.T) {
+	RegisterConnAdapter(nil) // ignored
+	RegisterConnAdapter(func(dc driver.Conn) (Conn, bool) {
+		if ac, ok := dc.(*adaptedConn); ok {
+			return &adapterDialectConn{genericConn: genericConn{c: ac}, from: ac}, true
+		}
+		return nil, false
+	})
+	ac := &adaptedConn{}
+	c := openGeneric(t, ac)
+	dc, ok := c.(*adapterDialectConn)
+	if !ok || dc.from != ac {
+		t.Fatalf("Open returned %T, want the adapter's conn", c)
+	}
+	if _, ok := openGeneric(t, &stubConn{}).(*genericConn); !ok {
+		t.Error("an unknown connection must stay generic")
+	}
+}
+
+func BenchmarkGenericStatement(b *testing.B) {
+	c := &genericConn{c: &stubConn{}}
+	ctx := context.Background()
+	const q = "SELECT a FROM t WHERE id = $1"
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.ChangesSession(q) {
+			b.Fatal("changes")
+		}
+		if s, _ := c.TxStatus(ctx, q); s != TxIdle {
+			b.Fatal("tx")
+		}
+	}
+}
