@@ -3,24 +3,112 @@ package postgres
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // conn is one physical PostgreSQL connection. Like the *pgx.Conn inside it,
 // it is not safe for concurrent use; pooldriver serializes all calls.
 type conn struct {
 	sc *stdlib.Conn
+
+	// reported holds the values the server reported for the reported
+	// parameters when the connection opened (which a session reset
+	// restores), in the order of reportedParams.
+	reported [len(reportedParams)]string
 }
 
 var (
-	_ dialects.Conn        = (*conn)(nil)
-	_ dialects.IdleChecker = (*conn)(nil)
+	_ dialects.Conn                   = (*conn)(nil)
+	_ dialects.IdleChecker            = (*conn)(nil)
+	_ dialects.SessionTracker         = (*conn)(nil)
+	_ dialects.StaleStatementDetector = (*conn)(nil)
 )
+
+// reportedParams are the session settings the server reports whenever they
+// change (ParameterStatus), and which a session may change: a function or
+// procedure that sets one shows up here though no statement text says so.
+var reportedParams = [...]string{
+	"TimeZone", "DateStyle", "IntervalStyle", "search_path", "client_encoding",
+	"standard_conforming_strings", "session_authorization", "is_superuser",
+	"default_transaction_read_only",
+}
+
+func newConn(sc *stdlib.Conn) *conn {
+	c := &conn{sc: sc}
+	pc := sc.Conn().PgConn()
+	for i, k := range reportedParams {
+		c.reported[i] = pc.ParameterStatus(k)
+	}
+	return c
+}
+
+// adapt is the dialect's ConnAdapter: it gives a connection of pgx's
+// stdlib that pooldriver.Wrap opened PostgreSQL's tracking, as if it had
+// come from a postgres:// DSN.
+func adapt(dc driver.Conn) (dialects.Conn, bool) {
+	sc, ok := dc.(*stdlib.Conn)
+	if !ok {
+		return nil, false
+	}
+	return newConn(sc), true
+}
+
+// ChangesSession reports a statement that may have changed the session
+// (see sqllex.ChangesSession for the rules: SET, set_config(..., false),
+// session advisory locks, CREATE TEMP, PREPARE, LISTEN, DECLARE ... WITH
+// HOLD, ...), and, once no transaction is open, any reported parameter
+// (TimeZone, search_path, the role, ...) that differs from what it was when
+// the connection opened. Inside a transaction the latter waits for its end,
+// when SET LOCAL values revert: the statement that ends it is asked about
+// too.
+func (c *conn) ChangesSession(query string) bool {
+	if sqllex.ChangesSession(query, sqllex.Postgres) {
+		return true
+	}
+	pc := c.pgx().PgConn()
+	if pc.TxStatus() != 'I' {
+		return false
+	}
+	for i, k := range reportedParams {
+		if pc.ParameterStatus(k) != c.reported[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// SQLSTATEs of errors that mean a prepared statement is no longer usable.
+const (
+	featureNotSupported     = "0A000" // with "cached plan must not change result type"
+	invalidSQLStatementName = "26000" // prepared statement "..." does not exist
+)
+
+// StaleStatement reports an error by which the server says a prepared
+// statement is no longer usable: its result type changed after DDL
+// ("cached plan must not change result type", matched by message or by the
+// server routine that raises it, whatever the server's language), or the
+// server no longer knows its name (DEALLOCATE, DISCARD).
+func (c *conn) StaleStatement(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case invalidSQLStatementName:
+		return true
+	case featureNotSupported:
+		return pe.Message == "cached plan must not change result type" || pe.Routine == "RevalidateCachedQuery"
+	}
+	return false
+}
 
 // CheckIdle looks, without a round trip, for the server having closed the
 // connection while it was idle: PostgreSQL sends an error, then hangs up.

@@ -22,6 +22,7 @@ func init() {
 	if err := dialects.Register(Dialect, "postgres", "postgresql"); err != nil {
 		panic(err)
 	}
+	dialects.RegisterConnAdapter(adapt)
 }
 
 type pgDialect struct{}
@@ -70,7 +71,7 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 		_ = dc.Close()
 		return nil, fmt.Errorf("pooldriver: postgres: pgx stdlib returned %T, want *stdlib.Conn", dc)
 	}
-	return &conn{sc: sc}, nil
+	return newConn(sc), nil
 }
 
 // redactedError carries a message from which every password has been

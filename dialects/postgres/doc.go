@@ -21,4 +21,30 @@
 // Resetting a session rolls back any open transaction, runs DISCARD ALL and
 // clears pgx's client-side statement and description caches, so that no
 // statement the server has forgotten is reused.
+//
+// # Session changes
+//
+// A connection counts as changed, and is reset before anyone else uses it,
+// after a statement that may leave state in the session: SET and RESET
+// (not SET LOCAL, SET TRANSACTION or SET CONSTRAINTS), set_config(…) unless
+// its third argument is the literal true, the session advisory lock
+// functions (not the *_xact_* ones), CREATE TEMP …, PREPARE, DEALLOCATE,
+// LISTEN, UNLISTEN, DECLARE … WITH HOLD, DISCARD, LOAD and DO. Statements
+// are read by a lexer that knows PostgreSQL's quoting and comments and
+// counts what it cannot read with certainty as a change. Calls of other
+// functions are not looked into, but a setting the server reports
+// (ParameterStatus: TimeZone, DateStyle, search_path, the session's role,
+// ...) that differs, once no transaction is open, from its value when the
+// connection opened counts as well.
+//
+// A prepared statement that fails with "cached plan must not change result
+// type" (after DDL) or because the server no longer knows it (SQLSTATE
+// 26000) is dropped from pooldriver's statement cache, so the next attempt
+// prepares it afresh.
+//
+// # Wrap
+//
+// Importing this package also teaches pooldriver.Wrap to recognize pgx's
+// stdlib connections: pooldriver.Wrap(stdlib.GetConnector(cfg)) tracks
+// transactions, session changes and resets as a postgres:// DSN does.
 package postgres

@@ -1,0 +1,203 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// serverDSN returns the DSN of the test server, a pgx DSN without pool_*
+// parameters. The test is skipped when no server answers, unless under CI.
+func serverDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("POOLDRIVER_POSTGRES_DSN")
+	if dsn == "" {
+		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("POOLDRIVER_POSTGRES_DSN: %v", err)
+	}
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), 2*time.Second)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no PostgreSQL server: %v", err)
+		}
+		t.Skipf("no PostgreSQL server: %v", err)
+	}
+	nc.Close()
+	return dsn
+}
+
+// wrapped opens a connection the way pooldriver.Wrap(stdlib.GetConnector(cfg))
+// does: through the generic dialect, which must hand it to this dialect.
+func wrapped(t *testing.T) *conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(serverDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dialects.Wrap(stdlib.GetConnector(*cfg)).Open(t.Context(), dialects.Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	c, ok := dc.(*conn)
+	if !ok {
+		t.Fatalf("Wrap opened %T, want the postgres dialect's *conn", dc)
+	}
+	return c
+}
+
+func exec(t *testing.T, c *conn, query string) {
+	t.Helper()
+	if _, err := c.Driver().(driver.ExecerContext).ExecContext(t.Context(), query, nil); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func TestAdapterTracksTransactions(t *testing.T) {
+	c := wrapped(t)
+	ctx := t.Context()
+	if _, ok := c.Raw().(*pgx.Conn); !ok {
+		t.Errorf("Raw() = %T, want *pgx.Conn", c.Raw())
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, c, "BEGIN")
+	if s, err := c.TxStatus(ctx, "BEGIN"); err != nil || s != dialects.TxActive {
+		t.Fatalf("after BEGIN: %v, %v", s, err)
+	}
+	if _, err := c.Driver().(driver.ExecerContext).ExecContext(ctx, "SELECT 1/0", nil); err == nil {
+		t.Fatal("1/0 succeeded")
+	}
+	if s, err := c.TxStatus(ctx, "SELECT 1/0"); err != nil || s != dialects.TxFailed {
+		t.Fatalf("after an error: %v, %v", s, err)
+	}
+	if err := c.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.TxStatus(ctx, ""); err != nil || s != dialects.TxIdle {
+		t.Fatalf("after Rollback: %v, %v", s, err)
+	}
+	if err := c.CheckIdle(); err != nil {
+		t.Errorf("CheckIdle: %v", err)
+	}
+}
+
+func TestChangesSessionFromReports(t *testing.T) {
+	c := wrapped(t)
+	for _, q := range []string{"SELECT 1", "SELECT set_config('TimeZone', 'UTC', true)", "SET LOCAL TimeZone = 'UTC'"} {
+		if c.ChangesSession(q) {
+			t.Errorf("ChangesSession(%q) on a new connection", q)
+		}
+	}
+
+	// SET LOCAL shows in the reports until the transaction ends.
+	exec(t, c, "BEGIN")
+	exec(t, c, "SET LOCAL TimeZone = 'Pacific/Chatham'")
+	if c.ChangesSession("SET LOCAL TimeZone = 'Pacific/Chatham'") {
+		t.Error("SET LOCAL inside a transaction changed the session")
+	}
+	exec(t, c, "COMMIT")
+	if c.ChangesSession("COMMIT") {
+		t.Error("the session changed after SET LOCAL's transaction ended")
+	}
+
+	// A setting changed where no statement text shows it: EXECUTE of a
+	// statement prepared to call set_config.
+	exec(t, c, "PREPARE tz AS SELECT set_config('TimeZone', 'Pacific/Chatham', false)")
+	exec(t, c, "EXECUTE tz")
+	if !c.ChangesSession("EXECUTE tz") {
+		t.Error("a reported setting changed, ChangesSession missed it")
+	}
+	if err := c.ResetSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if c.ChangesSession("SELECT 1") {
+		t.Error("the session still differs after ResetSession")
+	}
+}
+
+func TestStaleStatementFromServer(t *testing.T) {
+	c := wrapped(t)
+	ctx := t.Context()
+	pg := c.pgx()
+	exec(t, c, "CREATE TEMP TABLE stale (a int)")
+	if _, err := pg.Prepare(ctx, "stale_s", "SELECT * FROM stale"); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, c, "ALTER TABLE stale ADD COLUMN b int")
+	_, err := pg.PgConn().ExecPrepared(ctx, "stale_s", nil, nil, nil).Close()
+	if err == nil || !c.StaleStatement(err) {
+		t.Errorf("after ALTER TABLE: StaleStatement(%v) = false", err)
+	}
+	exec(t, c, "DEALLOCATE ALL")
+	_, err = pg.PgConn().ExecPrepared(ctx, "stale_s", nil, nil, nil).Close()
+	if err == nil || !c.StaleStatement(err) {
+		t.Errorf("after DEALLOCATE: StaleStatement(%v) = false", err)
+	}
+	_, err = pg.PgConn().Exec(ctx, "SELECT 1/0").ReadAll()
+	if err == nil || c.StaleStatement(err) {
+		t.Errorf("StaleStatement(%v) = true", err)
+	}
+}
+
+func TestStaleStatement(t *testing.T) {
+	c := &conn{}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "0A000", Message: "cached plan must not change result type"}, true},
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "0A000", Message: "cached plan must not change result type"}), true},
+		{&pgconn.PgError{Code: "0A000", Message: "der gecachte Plan darf den Ergebnistyp nicht ändern", Routine: "RevalidateCachedQuery"}, true},
+		{&pgconn.PgError{Code: "26000", Message: `prepared statement "s" does not exist`}, true},
+		{&pgconn.PgError{Code: "0A000", Message: "cannot do that"}, false},
+		{&pgconn.PgError{Code: "42P01"}, false},
+		{errors.New("cached plan must not change result type"), false},
+		{context.Canceled, false},
+		{nil, false},
+	} {
+		if got := c.StaleStatement(tc.err); got != tc.want {
+			t.Errorf("StaleStatement(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestAdapterIgnoresOtherConns(t *testing.T) {
+	if c, ok := adapt(nil); ok || c != nil {
+		t.Errorf("adapt(nil) = %v, %v", c, ok)
+	}
+}
+
+func BenchmarkChangesSession(b *testing.B) {
+	cfg, err := pgx.ParseConfig(serverDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dc, err := stdlib.GetConnector(*cfg).Connect(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dc.Close()
+	c := newConn(dc.(*stdlib.Conn))
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.ChangesSession("SELECT a FROM t WHERE id = $1") {
+			b.Fatal("changed")
+		}
+	}
+}
