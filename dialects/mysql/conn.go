@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // conn is one physical MySQL/MariaDB connection. It is not safe for
@@ -36,8 +37,9 @@ type conn struct {
 }
 
 var (
-	_ dialects.Conn        = (*conn)(nil)
-	_ dialects.IdleChecker = (*conn)(nil)
+	_ dialects.Conn           = (*conn)(nil)
+	_ dialects.IdleChecker    = (*conn)(nil)
+	_ dialects.SessionTracker = (*conn)(nil)
 )
 
 // CheckIdle looks, without a round trip, for the server having closed the
@@ -52,17 +54,37 @@ func (c *conn) CheckIdle() error {
 	return dialects.CheckSocket(c.sock)
 }
 
+// newConn returns the conn for dc, a connection the template opened, or
+// closes dc and fails if it lacks what the dialect needs.
 func newConn(t *template, dc driver.Conn, sock net.Conn) (*conn, error) {
+	c, ok := wrapConn(t, dc, sock)
+	if !ok {
+		_ = dc.Close()
+		return nil, fmt.Errorf("pooldriver: mysql: driver connection %T lacks ExecContext, QueryContext or Ping", dc)
+	}
+	return c, nil
+}
+
+// wrapConn returns the conn for dc, or false if dc lacks ExecContext,
+// QueryContext or Ping. t and sock are nil for a connection the dialect
+// did not open (see adapt): it cannot reset its session.
+func wrapConn(t *template, dc driver.Conn, sock net.Conn) (*conn, bool) {
 	c := &conn{dc: dc, t: t, sock: sock}
 	var ok1, ok2, ok3 bool
 	c.execer, ok1 = dc.(driver.ExecerContext)
 	c.queryer, ok2 = dc.(driver.QueryerContext)
 	c.pinger, ok3 = dc.(driver.Pinger)
-	if !ok1 || !ok2 || !ok3 {
-		_ = dc.Close()
-		return nil, fmt.Errorf("pooldriver: mysql: driver connection %T lacks ExecContext, QueryContext or Ping", dc)
-	}
-	return c, nil
+	return c, ok1 && ok2 && ok3
+}
+
+// ChangesSession reports a statement that may have changed the session:
+// SET (any), user variables assigned by SELECT ... INTO @var or :=,
+// GET_LOCK and RELEASE_*LOCK*, LOCK/UNLOCK, temporary tables, PREPARE and
+// DEALLOCATE, USE, HANDLER, XA, executable comments, ... (see
+// sqllex.ChangesSession), read with MySQL's quoting and comments, and
+// either backslash setting when a string holds a backslash.
+func (c *conn) ChangesSession(query string) bool {
+	return sqllex.ChangesSession(query, sqllex.MySQL)
 }
 
 // Driver returns the go-sql-driver/mysql connection.
@@ -192,10 +214,16 @@ const comResetConnection = 0x1f
 // system variables), and reads the transaction state afresh.
 //
 // With TLS, compression or a custom network the socket is out of reach and
-// ResetSession returns an error: pooldriver then closes the connection.
+// ResetSession returns an error: pooldriver then closes the connection. So
+// it is for a connection that pooldriver.Wrap's connector opened, whose
+// socket the dialect never saw: ResetSession returns an error that
+// matches dialects.ErrUnsupported.
 func (c *conn) ResetSession(ctx context.Context) error {
 	if c.broken {
 		return errBroken
+	}
+	if c.t == nil {
+		return fmt.Errorf("pooldriver: mysql: no session reset for a connection of a wrapped connector: %w", dialects.ErrUnsupported)
 	}
 	if c.sock == nil {
 		return fmt.Errorf("pooldriver: mysql: no session reset available: %s", c.t.noRawReset)

@@ -2,8 +2,10 @@ package mysql
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -19,6 +21,36 @@ func init() {
 	if err := dialects.Register(Dialect, "mysql"); err != nil {
 		panic(err)
 	}
+	dialects.RegisterConnAdapter(adapt)
+}
+
+// driverPkgPath is the import path of go-sql-driver/mysql as this binary
+// has it, taken from one of its exported types.
+var driverPkgPath = reflect.TypeFor[mysql.Config]().PkgPath()
+
+// isDriverConn reports a connection of go-sql-driver/mysql. Its type,
+// *mysqlConn, is unexported, so it is recognized by its package and name.
+func isDriverConn(dc driver.Conn) bool {
+	t := reflect.TypeOf(dc)
+	return t != nil && t.Kind() == reflect.Pointer &&
+		t.Elem().Name() == "mysqlConn" && t.Elem().PkgPath() == driverPkgPath
+}
+
+// adapt is the dialect's ConnAdapter: it gives a connection of
+// go-sql-driver/mysql that pooldriver.Wrap opened this dialect's tracking
+// of transactions (through @@in_transaction; read at the first TxStatus,
+// since adapting may not talk to the server) and of session changes. Its
+// socket is out of reach, so its session cannot be reset: pooldriver
+// replaces such a connection instead.
+func adapt(dc driver.Conn) (dialects.Conn, bool) {
+	if !isDriverConn(dc) {
+		return nil, false
+	}
+	c, ok := wrapConn(nil, dc, nil)
+	if !ok {
+		return nil, false
+	}
+	return c, true
 }
 
 type mysqlDialect struct{}

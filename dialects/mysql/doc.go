@@ -58,4 +58,29 @@
 // name (mysql.RegisterDialContext) ResetSession returns an error and
 // pooldriver closes the connection instead. A dialer registered for "tcp"
 // itself is bypassed.
+//
+// # Session changes
+//
+// A connection counts as changed, and is reset (or replaced) before anyone
+// else uses it, after a statement that may leave state in the session:
+// every SET (SET TRANSACTION too, which sets the next transaction of the
+// session, whoever runs it), user variables assigned with SELECT … INTO
+// @var or :=, GET_LOCK, RELEASE_LOCK and RELEASE_ALL_LOCKS, LOCK and UNLOCK
+// TABLES, FLUSH, CREATE and DROP TEMPORARY TABLE, PREPARE, DEALLOCATE and
+// DROP PREPARE, USE, HANDLER, XA, and any executable comment (/*! … */).
+// Statements are read by a lexer that knows MySQL's quoting and comments;
+// where a backslash in a string makes its end depend on
+// NO_BACKSLASH_ESCAPES, both readings are tried, and what it cannot read
+// with certainty counts as a change. Stored procedures and functions are
+// not looked into.
+//
+// # Wrap
+//
+// Importing this package also teaches pooldriver.Wrap to recognize
+// go-sql-driver/mysql's connections: pooldriver.Wrap(connector) tracks
+// transactions (through @@in_transaction, as above) and session changes as
+// a mysql:// DSN does. The dialect did not dial such a connection, so its
+// session cannot be reset: ResetSession returns an error matching
+// dialects.ErrUnsupported, and pooldriver replaces a changed connection
+// instead of resetting it.
 package mysql

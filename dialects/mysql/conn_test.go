@@ -1,0 +1,197 @@
+package mysql
+
+import (
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// serverDSN returns the go-sql-driver DSN of the test server (without
+// "mysql://"). The test is skipped when no server answers, unless under CI.
+func serverDSN(t testing.TB) string {
+	t.Helper()
+	dsn := strings.TrimPrefix(os.Getenv("POOLDRIVER_MYSQL_DSN"), "mysql://")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/test"
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("POOLDRIVER_MYSQL_DSN: %v", err)
+	}
+	nc, err := net.DialTimeout(cfg.Net, cfg.Addr, 2*time.Second)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no MySQL/MariaDB server: %v", err)
+		}
+		t.Skipf("no MySQL/MariaDB server: %v", err)
+	}
+	nc.Close()
+	return dsn
+}
+
+// wrapped opens a connection the way pooldriver.Wrap(connector) does:
+// through the generic dialect, which must hand it to this dialect.
+func wrapped(t *testing.T) *conn {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(serverDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dialects.Wrap(connector).Open(t.Context(), dialects.Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	c, ok := dc.(*conn)
+	if !ok {
+		t.Fatalf("Wrap opened %T, want the mysql dialect's *conn", dc)
+	}
+	return c
+}
+
+func run(t *testing.T, c dialects.Conn, query string) {
+	t.Helper()
+	if _, err := c.Driver().(driver.ExecerContext).ExecContext(t.Context(), query, nil); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func txStatus(t *testing.T, c dialects.Conn, lastQuery string) dialects.TxStatus {
+	t.Helper()
+	s, err := c.TxStatus(t.Context(), lastQuery)
+	if err != nil {
+		t.Fatalf("TxStatus after %q: %v", lastQuery, err)
+	}
+	return s
+}
+
+func TestAdapterTracksTransactions(t *testing.T) {
+	c := wrapped(t)
+	if c.Raw() != c.Driver() || !isDriverConn(c.Driver()) {
+		t.Errorf("Raw() = %T, want the driver's connection", c.Raw())
+	}
+	if err := c.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := txStatus(t, c, ""); s != dialects.TxIdle {
+		t.Fatalf("new connection: %v", s)
+	}
+	run(t, c, "BEGIN")
+	if s := txStatus(t, c, "BEGIN"); s != dialects.TxActive {
+		t.Fatalf("after BEGIN: %v", s)
+	}
+	run(t, c, "SELECT 1")
+	if s := txStatus(t, c, "SELECT 1"); s != dialects.TxActive {
+		t.Fatalf("after SELECT in a transaction: %v", s)
+	}
+	if err := c.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := txStatus(t, c, ""); s != dialects.TxIdle {
+		t.Fatalf("after Rollback: %v", s)
+	}
+	run(t, c, "SET autocommit = 0")
+	if s := txStatus(t, c, "SET autocommit = 0"); s != dialects.TxIdle || c.autocommit {
+		t.Fatalf("after SET autocommit = 0: %v, autocommit believed %v", s, c.autocommit)
+	}
+	if !c.ChangesSession("SET autocommit = 0") {
+		t.Error("SET autocommit did not change the session")
+	}
+	if err := c.ResetSession(t.Context()); !errors.Is(err, dialects.ErrUnsupported) {
+		t.Errorf("ResetSession of a wrapped connection = %v, want ErrUnsupported", err)
+	}
+	if err := c.CheckIdle(); err != nil {
+		t.Errorf("CheckIdle: %v", err)
+	}
+}
+
+func TestAdapterIgnoresOtherConns(t *testing.T) {
+	for _, dc := range []driver.Conn{nil, &fakeConn{}} {
+		if c, ok := adapt(dc); ok || c != nil {
+			t.Errorf("adapt(%T) = %v, %v", dc, c, ok)
+		}
+	}
+}
+
+// fakeConn is a driver.Conn of another driver.
+type fakeConn struct{}
+
+func (*fakeConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("fake") }
+func (*fakeConn) Close() error                        { return nil }
+func (*fakeConn) Begin() (driver.Tx, error)           { return nil, errors.New("fake") }
+
+// TestDSNConnResets checks that a connection opened from a DSN keeps its
+// session reset.
+func TestDSNConnResets(t *testing.T) {
+	tmpl, _, err := Dialect.Parse("mysql://" + serverDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tmpl.Open(t.Context(), tmpl.Credentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	run(t, c, "SET @pooldriver_x = 1")
+	if !c.(dialects.SessionTracker).ChangesSession("SET @pooldriver_x = 1") {
+		t.Error("SET @var did not change the session")
+	}
+	if err := c.ResetSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := c.Driver().(driver.QueryerContext).QueryContext(t.Context(), "SELECT @pooldriver_x IS NULL", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	if n, _ := v[0].(int64); n != 1 {
+		t.Errorf("@pooldriver_x survived the reset (IS NULL = %v)", v[0])
+	}
+}
+
+func TestChangesSession(t *testing.T) {
+	c := &conn{}
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"SELECT id FROM users WHERE id = ?", false},
+		{"INSERT INTO t (a) VALUES (?)", false},
+		{"SELECT 'SET @x = 1', `SET`", false},
+		{"UPDATE t SET a = 1", false},
+		{"SET @x = 1", true},
+		{"SET NAMES utf8mb4", true},
+		{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", true},
+		{"SELECT GET_LOCK('x', 1)", true},
+		{"SELECT RELEASE_ALL_LOCKS()", true},
+		{"SELECT IS_USED_LOCK('x')", false},
+		{"LOCK TABLES t WRITE", true},
+		{"CREATE TEMPORARY TABLE t (a int)", true},
+		{"SELECT a INTO @x FROM t", true},
+		{"/*!40101 SET NAMES utf8 */", true},
+		{"USE shop", true},
+		{"PREPARE s FROM 'SELECT 1'", true},
+		{"SELECT pg_advisory_lock(1)", false}, // not MySQL
+	} {
+		if got := c.ChangesSession(tc.query); got != tc.want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
