@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // conn is one physical ODBC connection. It is not safe for concurrent use;
@@ -24,7 +25,10 @@ type conn struct {
 	settings [][2]string // PostgreSQL: session settings made at connect time, replayed after DISCARD ALL
 }
 
-var _ dialects.Conn = (*conn)(nil)
+var (
+	_ dialects.Conn           = (*conn)(nil)
+	_ dialects.SessionTracker = (*conn)(nil)
+)
 
 // errBroken is returned by every method once the connection is lost.
 var errBroken = fmt.Errorf("pooldriver: odbc: the connection is lost: %w", driver.ErrBadConn)
@@ -63,6 +67,14 @@ func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatu
 		return dialects.TxActive, nil
 	}
 	return dialects.TxIdle, nil
+}
+
+// ChangesSession reports a statement that may have changed the session,
+// by the rules of the server the driver serves (see the package doc):
+// PostgreSQL's, MySQL's, or, for any other server, both together plus a few
+// of other databases'.
+func (c *conn) ChangesSession(query string) bool {
+	return sqllex.ChangesSession(query, c.d.server.flavor())
 }
 
 // note updates the belief after query ran (successfully or not), or marks

@@ -142,6 +142,16 @@
 //     opened.
 //   - generic: the connection is closed and a new one opened.
 //
+// The same happens to a connection whose session a statement changed, once
+// no task keeps it. The statement is read with the rules of the server the
+// driver serves, as the postgres and mysql dialects read theirs: SET (not
+// SET LOCAL on PostgreSQL), set_config(…, false), advisory locks and
+// GET_LOCK, temporary tables, PREPARE, LISTEN, USE, LOCK TABLES, user
+// variables, ...; for a generic server, the rules of both together, plus
+// SQLite's PRAGMA and ATTACH, SQL Server's #temporary tables and
+// application locks, and Oracle's ALTER SESSION. What the lexer cannot read
+// with certainty counts as a change.
+//
 // # Health
 //
 // Ping runs SELECT 1 on PostgreSQL and MariaDB/MySQL. For other servers no

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strings"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // server is the kind of database behind a driver, as far as the dialect
@@ -32,6 +34,18 @@ func (s server) String() string {
 		return "MariaDB/MySQL"
 	}
 	return "generic"
+}
+
+// flavor returns the SQL the lexer reads for the server: PostgreSQL's,
+// MySQL's, or for a generic server both, with the rules of both.
+func (s server) flavor() sqllex.Flavor {
+	switch s {
+	case postgres:
+		return sqllex.Postgres
+	case mysql:
+		return sqllex.MySQL
+	}
+	return sqllex.Any
 }
 
 // serverOf guesses the server from a driver's name or library path
