@@ -2,6 +2,7 @@ package pooldriver
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,22 +24,48 @@ var (
 	// acquires because the database keeps failing.
 	ErrCircuitOpen = errors.New("pooldriver: circuit open: the database is failing")
 
-	// ErrTaskEnded is returned by a statement, Commit or Rollback of a
-	// transaction that the end of its task already rolled back.
-	ErrTaskEnded = errors.New("pooldriver: the task ended and rolled the transaction back")
+	// ErrTaskEnded is returned by every statement run with a task's
+	// context after the task ended, and by Commit of a transaction whose
+	// task ended and rolled it back. Through database/sql, a task's
+	// statement or Commit usually fails first with the context's error
+	// (context.Canceled, since the task's context is cancelled when it
+	// ends; context.Cause of the task's context is ErrTaskEnded) or with
+	// sql.ErrTxDone for a *sql.Tx that database/sql already saw end.
+	ErrTaskEnded = errors.New("pooldriver: the task ended; its transactions were rolled back")
 
-	// ErrSessionBusy is returned by a statement of a session-mode task
-	// issued while the task's connection is busy with open rows outside a
-	// transaction: run on another connection, it would not see the session,
-	// so it is refused, as one busy connection would refuse it. Close the
-	// rows first.
-	ErrSessionBusy = errors.New("pooldriver: the session task's connection is busy with open rows; close them first")
+	// ErrSessionBusy is returned in a session-mode task by a statement that
+	// cannot run on the task's session without running inside a
+	// transaction of another statement of the task (a *sql.Tx open on it,
+	// or BeginTx while a transaction is open there), or while the session
+	// stays busy with open rows of another statement for half a second:
+	// on another connection it would not see the session. Finish the
+	// transaction or close the rows first.
+	ErrSessionBusy = errors.New("pooldriver: the session task's connection is busy (a transaction or open rows of another statement); finish it first")
+
+	// ErrConnBusy is returned by a statement of a task whose connection has
+	// a transaction open and stayed busy with open rows of another
+	// statement for half a second: waiting longer could wait forever (the
+	// rows may be read by the very goroutine asking), and another
+	// connection would be outside the transaction. Close the rows first.
+	// pgx says "conn busy" here, at once.
+	ErrConnBusy = errors.New("pooldriver: the task's connection is busy with open rows inside its transaction; close them first")
 
 	// ErrTaskConnBusy is returned by a statement that opened a transaction
-	// (a raw BEGIN) on another connection because the task's own was busy
-	// with open rows: the task cannot keep two connections, so that
-	// transaction was rolled back. Close the rows first.
-	ErrTaskConnBusy = errors.New("pooldriver: the task's connection was busy with open rows, so the transaction begun on another connection was rolled back; close the rows first")
+	// (a raw BEGIN) or changed the session on another connection because
+	// the task's own was busy with open rows: the task cannot keep two
+	// connections, so that transaction was rolled back (and the session is
+	// reset when the statement's hold ends). Close the rows first.
+	ErrTaskConnBusy = errors.New("pooldriver: the task's connection was busy with open rows, so what the statement began on another connection was undone; close the rows first")
+
+	// ErrConnLost is matched (errors.Is) by the error of every statement of
+	// a task or a hold (a *sql.Conn, a *sql.Tx) after the physical
+	// connection that carried its transaction or session was lost, until
+	// the task or the hold ends: running them on another connection would
+	// run them outside that transaction, or without that session. The
+	// original error stays reachable with errors.As. It never matches
+	// driver.ErrBadConn, so database/sql does not retry such a statement
+	// on another connection.
+	ErrConnLost = errors.New("pooldriver: the connection that held this transaction or session was lost")
 )
 
 // acquireError turns the pool's errors into pooldriver's.
@@ -73,4 +100,27 @@ func redact(err error, secret string) error {
 		return err
 	}
 	return &redactedError{err: err, secret: secret}
+}
+
+// lostError is ErrConnLost with its cause.
+type lostError struct{ cause error }
+
+func (e *lostError) Error() string { return ErrConnLost.Error() + ": " + e.cause.Error() }
+
+// Is matches ErrConnLost and whatever the cause matches, except
+// driver.ErrBadConn (see ErrConnLost).
+func (e *lostError) Is(target error) bool {
+	return target == ErrConnLost || target != driver.ErrBadConn && errors.Is(e.cause, target)
+}
+
+// As reaches the cause. lostError has no Unwrap on purpose: through it,
+// errors.Is would find driver.ErrBadConn.
+func (e *lostError) As(target any) bool { return errors.As(e.cause, target) }
+
+// lost wraps cause as a lostError, once.
+func lost(cause error) error {
+	if _, ok := cause.(*lostError); ok {
+		return cause
+	}
+	return &lostError{cause: cause}
 }

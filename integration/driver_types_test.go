@@ -194,19 +194,27 @@ func TestRawConnCopyFrom(t *testing.T) {
 		_, err = db.ExecContext(task, "COMMIT")
 		require.NoError(t, err)
 		assert.EqualValues(t, n, s.adminInt(t, "SELECT count(*) FROM "+table))
+		// pooldriver cannot see what the callback did to the session, so
+		// the transaction-mode task keeps the connection (as after a SET)
+		// until it ends, and it is reset before reuse.
+		assert.EqualValues(t, 1, c.Stats().Active)
+		resets := c.Stats().SessionResets
+		end()
 		assert.Zero(t, c.Stats().Active)
+		assert.Equal(t, resets+1, c.Stats().SessionResets)
 
-		// Without a transaction, RawConn takes a connection from the pool
-		// and gives it back.
+		// Without a task, RawConn uses the *sql.Conn's connection, taken
+		// from the pool by its first use and given back by its Close.
 		sc, err = db.Conn(context.Background())
 		require.NoError(t, err)
-		defer sc.Close()
 		require.NoError(t, sc.Raw(func(driverConn any) error {
 			return pooldriver.RawConn(context.Background(), driverConn, func(raw any) error {
 				_, err := raw.(*pgx.Conn).Exec(context.Background(), "SELECT 1")
 				return err
 			})
 		}))
+		assert.EqualValues(t, 1, c.Stats().Active, "the *sql.Conn holds its connection")
+		require.NoError(t, sc.Close())
 		assert.Zero(t, c.Stats().Active)
 	})
 }

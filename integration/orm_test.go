@@ -377,14 +377,15 @@ func TestORMGORM(t *testing.T) {
 			// Nothing pins the connection between statements.
 			assert.Equal(t, 0, e.c.Stats().Active, "transaction-mode task keeps a connection while nothing pins it")
 
-			// Inside a GORM transaction, statements run with the task's
-			// context on the plain *gorm.DB share the transaction's
-			// connection: they see its uncommitted rows. Statements
-			// outside the task don't.
+			// A GORM transaction is its own, as with the plain driver:
+			// statements run with the task's context on the plain
+			// *gorm.DB do not run inside it and do not see its
+			// uncommitted rows; the transaction's own statements do.
 			name := "txtask-shared"
 			err := tg.Transaction(func(tx *gorm.DB) error {
 				require.NoError(t, tx.Create(&ormWidget{Name: name}).Error)
-				assert.EqualValues(t, 1, countName(t, tg, name), "a task statement does not see its task's transaction")
+				assert.EqualValues(t, 1, countName(t, tx, name), "the transaction does not see its own row")
+				assert.Zero(t, countName(t, tg, name), "a statement outside the transaction ran inside it")
 				assert.Zero(t, countName(t, g.WithContext(ctx(t)), name), "uncommitted row seen outside the task")
 				assert.Equal(t, 1, e.c.Stats().Active)
 				return errORMRollback
@@ -478,7 +479,7 @@ func TestORMGORM(t *testing.T) {
 							return err
 						}
 						var n int64
-						if err := tg.Model(&ormWidget{}).Where("name LIKE ?", "conc-%").Count(&n).Error; err != nil {
+						if err := tx.Model(&ormWidget{}).Where("name LIKE ?", "conc-%").Count(&n).Error; err != nil {
 							return err
 						}
 						if n != 1 {

@@ -50,6 +50,9 @@ func (d *dialectConn) TxStatus(ctx context.Context, lastQuery string) (dialects.
 	d.c.enter()
 	defer d.c.exit()
 	d.c.srv.stats.txStatusCalls.Add(1)
+	if d.c.srv.takeTxStatusFailure() {
+		return dialects.TxIdle, ErrTxStatus
+	}
 	return d.c.TxStatus(), nil
 }
 
@@ -67,3 +70,12 @@ func (d *dialectConn) Ping(ctx context.Context) error { return d.c.Ping(ctx) }
 func (d *dialectConn) Raw() any { return d.c }
 
 func (d *dialectConn) Close() error { return d.c.Close() }
+
+var _ dialects.SessionTracker = (*dialectConn)(nil)
+
+// ChangesSession implements dialects.SessionTracker: SET and TEMP change the
+// session; a statement that does not parse might have.
+func (d *dialectConn) ChangesSession(query string) bool {
+	cmd, err := parse(query)
+	return err != nil || cmd.op == opSet || cmd.op == opTemp
+}

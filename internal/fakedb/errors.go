@@ -13,6 +13,10 @@ var (
 	// this is deliberately not driver.ErrBadConn.
 	ErrKilled = errors.New("fakedb: connection killed by server")
 
+	// ErrTxStatus: an injected failure of the dialect's TxStatus (see
+	// Server.FailTxStatus).
+	ErrTxStatus = errors.New("fakedb: reading the transaction state failed")
+
 	// ErrTxAborted: a statement other than COMMIT or ROLLBACK was issued
 	// inside a failed transaction.
 	ErrTxAborted = errors.New("fakedb: current transaction is aborted, commands ignored until end of transaction block")

@@ -50,6 +50,7 @@ type Server struct {
 	passwords    map[string]string  // user → password; empty: no check
 	conns        map[*Conn]struct{} // open conns
 	failConnects int                // connect attempts still to fail
+	failTxStatus int                // dialect TxStatus calls still to fail
 	failErr      error              // what they fail with
 	connectDelay time.Duration      // wait before every connect
 	nextID       int64              // last conn ID handed out
@@ -100,6 +101,26 @@ func (s *Server) FailConnects(n int, err error) {
 	s.mu.Lock()
 	s.failConnects, s.failErr = n, err
 	s.mu.Unlock()
+}
+
+// FailTxStatus makes the next n dialect TxStatus calls fail, as asking the
+// server for its transaction state fails when the statement's context ends
+// or the connection is killed at that moment.
+func (s *Server) FailTxStatus(n int) {
+	s.mu.Lock()
+	s.failTxStatus = n
+	s.mu.Unlock()
+}
+
+// takeTxStatusFailure consumes one injected TxStatus failure, if any.
+func (s *Server) takeTxStatusFailure() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failTxStatus > 0 {
+		s.failTxStatus--
+		return true
+	}
+	return false
 }
 
 // SetConnectDelay makes every connect attempt wait d first. The wait ends

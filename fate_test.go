@@ -1,0 +1,75 @@
+package pooldriver
+
+import "testing"
+
+// TestDecide: the fate of a physical connection for every state it can be
+// in when something lets go of it.
+func TestDecide(t *testing.T) {
+	tk := &task{}
+	cases := []struct {
+		name string
+		st   connState
+		mode Mode
+		want fate
+	}{
+		{"clean, unbound", connState{}, TransactionMode, fateRelease},
+		{"raw tx left open, unbound", connState{tx: txRaw}, TransactionMode, fateRollback},
+		{"BeginTx tx left open, unbound", connState{tx: txBegun}, TransactionMode, fateRollback},
+		{"dirty session, unbound", connState{session: sessionDirty}, TransactionMode, fateReset},
+		{"raw tx and dirty session, unbound", connState{tx: txRaw, session: sessionDirty}, TransactionMode, fateRollbackReset},
+		{"lost, unbound", connState{session: sessionLost}, TransactionMode, fateDestroy},
+		{"lost with a tx, unbound", connState{tx: txRaw, session: sessionLost}, TransactionMode, fateDestroy},
+		{"held", connState{holds: 1, tx: txRaw}, TransactionMode, fateInUse},
+		{"held and lost", connState{holds: 2, session: sessionLost}, TransactionMode, fateInUse},
+		{"rows open", connState{rows: 1}, TransactionMode, fateInUse},
+		{"transaction task, clean", connState{task: tk}, TransactionMode, fateRelease},
+		{"transaction task, raw tx", connState{task: tk, tx: txRaw}, TransactionMode, fateKeepForTask},
+		{"transaction task, dirty", connState{task: tk, session: sessionDirty}, TransactionMode, fateKeepForTask},
+		{"transaction task, lost", connState{task: tk, tx: txRaw, session: sessionLost}, TransactionMode, fateDestroy},
+		{"session task, clean", connState{task: tk}, SessionMode, fateKeepForTask},
+		{"session task, dirty", connState{task: tk, session: sessionDirty}, SessionMode, fateKeepForTask},
+		{"session task, raw tx", connState{task: tk, tx: txRaw}, SessionMode, fateKeepForTask},
+		{"session task, lost", connState{task: tk, session: sessionLost}, SessionMode, fateDestroy},
+		{"session task, held", connState{task: tk, holds: 1}, SessionMode, fateInUse},
+	}
+	for _, c := range cases {
+		if got := decide(c.st, c.mode); got != c.want {
+			t.Errorf("%s (%v, %v): %v, want %v", c.name, c.st, c.mode, got, c.want)
+		}
+	}
+}
+
+// TestDecideInvariants checks every combination of the state's values
+// against the rules that must hold whatever else is true.
+func TestDecideInvariants(t *testing.T) {
+	tk := &task{}
+	for _, tx := range []txState{txNone, txBegun, txRaw} {
+		for _, sess := range []sessionState{sessionClean, sessionDirty, sessionLost} {
+			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}} {
+				for _, bound := range []*task{nil, tk} {
+					for _, mode := range []Mode{TransactionMode, SessionMode} {
+						st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound}
+						f := decide(st, mode)
+						inUse := use.holds > 0 || use.rows > 0
+						switch {
+						case inUse && f != fateInUse:
+							t.Errorf("%v: %v while in use", st, f)
+						case !inUse && f == fateInUse:
+							t.Errorf("%v: in use while nothing uses it", st)
+						case !inUse && sess == sessionLost && f != fateDestroy:
+							t.Errorf("%v: a lost connection is not destroyed (%v)", st, f)
+						case f == fateKeepForTask && bound == nil:
+							t.Errorf("%v: kept for no task", st)
+						case f == fateRelease && (tx != txNone || sess != sessionClean):
+							t.Errorf("%v: released dirty", st)
+						case (f == fateReset || f == fateRollback) && sess == sessionDirty && tx != txNone:
+							t.Errorf("%v: %v leaves part of the state", st, f)
+						case !inUse && bound != nil && mode == SessionMode && sess != sessionLost && f != fateKeepForTask:
+							t.Errorf("%v: a session task's connection left its task (%v)", st, f)
+						}
+					}
+				}
+			}
+		}
+	}
+}

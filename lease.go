@@ -1,0 +1,327 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"time"
+)
+
+// A hold is database/sql's use of one logical conn: from the first
+// operation after database/sql handed the conn out until database/sql takes
+// it back, which it does by calling IsValid (or Close). The hold keeps the
+// physical connection of its first operation throughout, so a *sql.Conn is
+// one session and a *sql.Tx one transaction, as with the plain driver.
+//
+// Every operation (a statement, its rows, BeginTx, Commit, Prepare, Ping,
+// RawConn) runs the same protocol: start picks the physical connection (the
+// hold's, else the task's, else one from the pool) and takes its lock; the
+// operation runs on it; finish records what the operation left (the
+// transaction the server reports, a changed session, a lost connection),
+// binds the connection to a transaction-mode task that now needs it, maps
+// the error and unlocks. endHold lets go of the physical connection, whose
+// fate decide then settles.
+
+// opKind is what an operation does, for the few rules that differ.
+type opKind uint8
+
+const (
+	opStmt      opKind = iota // Exec, or a Query that failed before returning rows
+	opOpenRows                // a Query that returned rows: they keep the lock
+	opCloseRows               // the rows' Close: the statement is over now
+	opBegin                   // BeginTx
+	opEndTx                   // Commit or Rollback of a *sql.Tx
+	opPrepare                 // Prepare: no state change
+	opPing                    // Ping: no state change
+	opRaw                     // RawConn: anything may have happened
+)
+
+// lease is one operation's use of its hold's physical connection.
+type lease struct {
+	pc       *physConn
+	t        *task // the task of the operation's context, or nil
+	locked   bool  // the operation took pc's lock (false: its hold's open rows have it)
+	fresh    bool  // pc was new to the task or hold with this operation: it carried nothing before
+	separate bool  // on a pool connection because the task's own was busy with rows
+}
+
+// start begins an operation of kind k on l's hold.
+func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
+	if l.closed {
+		return lease{}, driver.ErrBadConn
+	}
+	if l.lost != nil {
+		return lease{}, l.lost
+	}
+	if x := l.tx; x != nil && x.endedByTask() {
+		return lease{}, ErrTaskEnded
+	}
+	le := lease{pc: l.pc, t: taskFrom(ctx)}
+	if le.t != nil && le.t.err != nil {
+		return lease{}, le.t.err
+	}
+	var deadline time.Time
+	for {
+		var err error
+		if le.pc == nil {
+			err = l.pick(ctx, k, &le)
+		} else if l.shared {
+			err = l.checkShared(le.pc)
+		}
+		if b, ok := err.(*busyError); ok {
+			err = b.wait(ctx, &deadline)
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return lease{}, err
+		}
+		break
+	}
+	if l.rows > 0 {
+		return le, nil // the hold's own rows hold the lock: the driver decides
+	}
+	if !le.pc.sem.tryLock() {
+		if err := le.pc.sem.lock(ctx); err != nil {
+			return lease{}, err
+		}
+	}
+	le.locked = true
+	return le, nil
+}
+
+// pick chooses the physical connection of a new hold: the task's, if its
+// context carries a task with one; otherwise one from the pool, bound to
+// the task at once in session mode. BeginTx in a transaction-mode task
+// always takes its own from the pool: a *sql.Tx never shares a connection
+// with another transaction.
+func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
+	t := le.t
+	for {
+		useTask := t != nil && !le.separate && !(k == opBegin && t.modeFor(l.c) == TransactionMode)
+		if useTask {
+			pc, err := t.lookup(l.c)
+			if err != nil {
+				return err
+			}
+			if pc != nil {
+				ok, err := l.share(pc, t, k, le)
+				if err != nil {
+					return err
+				}
+				if ok {
+					return nil
+				}
+				continue // unbound meanwhile, or busy: look again
+			}
+		}
+		pc, err := l.c.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		pc.st.holds = 1 // fresh from the pool: nobody else can reach it
+		if useTask && t.modeFor(l.c) == SessionMode {
+			pc.mu.Lock()
+			ok := t.bind(pc)
+			pc.mu.Unlock()
+			if !ok {
+				// Another goroutine of the task bound one first, or the
+				// task ended: let this one go and look again.
+				pc.letGo()
+				continue
+			}
+			l.shared = true
+		}
+		l.pc, le.pc, le.fresh = pc, pc, true
+		return nil
+	}
+}
+
+// share makes pc, bound to task t, the hold's connection, unless a rule
+// forbids it: it is taken by a *sql.Tx of the task, or busy with rows of
+// another statement (then a transaction-mode statement outside a
+// transaction goes to the pool instead: le.separate).
+func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	st := &pc.st
+	if st.task != t || st.session == sessionLost {
+		return false, nil
+	}
+	busy := st.rows > 0
+	switch {
+	case st.txOwner != nil:
+		return false, ErrSessionBusy
+	case k == opBegin && st.tx != txNone:
+		return false, ErrSessionBusy
+	case busy && st.tx != txNone:
+		return false, &busyError{pc: pc, err: ErrConnBusy}
+	case busy && t.modeFor(l.c) == SessionMode:
+		return false, &busyError{pc: pc, err: ErrSessionBusy}
+	case busy:
+		le.separate = true
+		return false, nil
+	}
+	st.holds++
+	l.pc, le.pc, l.shared = pc, pc, true
+	return true, nil
+}
+
+// checkShared applies share's rules to a later operation of a hold whose
+// connection other holds of its task may use too.
+func (l *conn) checkShared(pc *physConn) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	st := &pc.st
+	switch {
+	case st.session == sessionLost:
+		l.lost = lost(errors.New("pooldriver: the connection broke during another statement of the task"))
+		return l.lost
+	case l.rows > 0:
+		return nil
+	case st.txOwner != nil && st.txOwner.l != l:
+		return ErrSessionBusy
+	case st.rows > 0 && st.tx != txNone:
+		return &busyError{pc: pc, err: ErrConnBusy}
+	case st.rows > 0:
+		return &busyError{pc: pc, err: ErrSessionBusy}
+	}
+	return nil
+}
+
+// busyWait bounds how long a statement waits for rows that another
+// statement of its task holds open on the task's connection. Another
+// goroutine of the task reading a few rows closes them in time; the same
+// goroutine, reading them in a loop, never can: past busyWait the statement
+// fails with the busyError's error instead of hanging until its context
+// ends.
+const busyWait = 500 * time.Millisecond
+
+// busyError says that pc, which the statement must use, is busy with
+// another statement's open rows.
+type busyError struct {
+	pc  *physConn
+	err error
+}
+
+func (e *busyError) Error() string { return e.err.Error() }
+
+// wait waits until the rows are closed, at most until the deadline
+// (busyWait after the first wait of the statement) or ctx's end.
+func (e *busyError) wait(ctx context.Context, deadline *time.Time) error {
+	if deadline.IsZero() {
+		*deadline = time.Now().Add(busyWait)
+	}
+	wctx, cancel := context.WithDeadline(ctx, *deadline)
+	defer cancel()
+	if err := e.pc.sem.lock(wctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return e.err
+	}
+	e.pc.sem.unlock() // free now: look again, from the start
+	return nil
+}
+
+// finish ends an operation of kind k that ran query on le.pc and returned
+// err; it returns the error for the caller.
+func (l *conn) finish(ctx context.Context, le lease, k opKind, query string, err error) error {
+	pc := le.pc
+	switch k {
+	case opOpenRows:
+		pc.addRows(1)
+		l.rows++
+	case opCloseRows:
+		pc.addRows(-1)
+		l.rows--
+	}
+	// With a result set open, the driver is mid-protocol: it cannot be
+	// asked anything, and its Validator may say no (go-sql-driver/mysql
+	// does while its buffer holds unread rows). The rows' Close observes.
+	idle := l.rows == 0
+	var cause error
+	switch {
+	case err != nil && pc.broken(err):
+		cause = err
+	case idle && pc.validity != nil && !pc.validity.IsValid():
+		cause = errors.New("pooldriver: the driver reports the connection unusable")
+		if err != nil {
+			cause = err
+		}
+	case idle && (k == opStmt || k == opCloseRows || k == opRaw):
+		if oerr := pc.observe(ctx, query); oerr != nil {
+			// The statement ran, or may have: whatever it says, it
+			// fails, and is never retried elsewhere.
+			cause = oerr
+			if err == nil {
+				err = oerr
+			} else {
+				cause = err // the statement's own error says more
+			}
+			le.fresh = false
+		} else if k == opRaw {
+			pc.markDirty() // whatever the callback did, we could not see it
+		}
+	}
+	if cause != nil {
+		carried := pc.lose(cause, le.fresh)
+		l.lost = lost(cause)
+		if err != nil && (!le.fresh || carried || !errors.Is(err, driver.ErrBadConn)) {
+			err = l.lost
+		}
+		// Otherwise the hold's first statement found its fresh connection
+		// broken (database/sql may retry it on another, as it does with
+		// the plain driver), or the statement succeeded and only the
+		// hold's later ones fail.
+	} else if le.t != nil && !l.shared && le.t.modeFor(l.c) == TransactionMode && pc.keepsTaskState() {
+		if e := l.bindForTask(le); err == nil {
+			err = e
+		}
+	}
+	if l.rows == 0 && (le.locked || k == opCloseRows) {
+		pc.sem.unlock() // the last rows of the hold release the lock whoever took it
+	}
+	return err
+}
+
+// bindForTask binds the hold's connection to the transaction-mode task whose
+// statement just opened a raw transaction or changed the session on it, so
+// that the task's next statements run there. When the task already has
+// another connection (its own was busy with rows), the transaction is rolled
+// back at once and the caller told, rather than left to believe the next
+// statements join it. The caller holds pc's lock.
+func (l *conn) bindForTask(le lease) error {
+	pc, t := le.pc, le.t
+	if !le.separate {
+		pc.mu.Lock()
+		ok := t.bind(pc)
+		pc.mu.Unlock()
+		if ok {
+			l.shared = true
+			return nil
+		}
+		if _, err := t.lookup(l.c); err != nil {
+			return err // ended: the hold's end settles the connection
+		}
+	}
+	if pc.st.tx == txRaw {
+		pc.c.stats.autoRollbacks.Add(1)
+		if err := pc.rollback(); err != nil {
+			l.lost = lost(err)
+			return l.lost
+		}
+	}
+	return ErrTaskConnBusy
+}
+
+// endHold ends l's hold: database/sql took l back (IsValid) or closed it.
+func (l *conn) endHold() {
+	pc := l.pc
+	if pc == nil {
+		return
+	}
+	l.pc, l.shared, l.lost = nil, false, nil
+	pc.letGo()
+}
