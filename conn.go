@@ -7,16 +7,17 @@ import (
 )
 
 // conn is the logical connection pooldriver hands to database/sql. It costs
-// no I/O and holds no physical connection while idle: each operation finds
-// one (see acquire) and lets it go when nothing pins it (see finish).
+// no I/O and holds no physical connection between holds (see lease.go).
 //
 // database/sql serializes every call on a conn, including those of its rows,
-// statements and transaction, so its fields need no lock.
+// statements and transaction, and IsValid, so its fields need no lock.
 type conn struct {
 	c      *Connector
+	pc     *physConn // the hold's physical connection, or nil
+	shared bool      // pc is (or was) bound to a task: other holds may use it too
+	lost   error     // the hold lost pc: every later operation fails with this
 	tx     *tx       // open transaction begun with BeginTx
 	rows   int       // open result sets
-	rowsPC *physConn // the connection they are on
 	spare  *rows     // a closed rows wrapper, for the next query
 	closed bool
 }
@@ -41,26 +42,20 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-// ExecContext runs query on the physical connection the context and the
-// conn's state choose.
+// ExecContext runs query on the hold's physical connection.
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opStmt)
 	if err != nil {
 		return nil, err
 	}
 	res, err := le.pc.exec(ctx, query, args)
-	le.pc.checkErr(err)
-	le.pc.observe(ctx, query)
-	if ferr := l.finish(le); err == nil {
-		err = ferr
-	}
-	return res, lostSession(le, err)
+	return res, l.finish(ctx, le, opStmt, query, err)
 }
 
-// QueryContext runs query; the physical connection stays pinned to this conn
-// (and bound to the task, if any) until the rows are closed.
+// QueryContext runs query; the rows keep the physical connection's lock
+// until they are closed.
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opStmt)
 	if err != nil {
 		return nil, err
 	}
@@ -68,29 +63,21 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	return l.openRows(ctx, le, rows, query, err)
 }
 
-// openRows wraps the rows a query returned, or cleans up after its error.
+// openRows wraps the rows a query returned, or finishes the query that
+// failed.
 func (l *conn) openRows(ctx context.Context, le lease, rows driver.Rows, query string, err error) (driver.Rows, error) {
-	pc := le.pc
 	if err != nil {
-		pc.checkErr(err)
-		pc.observe(ctx, query)
-		l.finish(le)
-		return nil, lostSession(le, err)
+		return nil, l.finish(ctx, le, opStmt, query, err)
 	}
-	pc.mu.Lock()
-	pc.rows++
-	pc.mu.Unlock()
-	l.rows++
-	l.rowsPC = pc
-	r := newRows(l, pc, rows, query)
-	l.finish(le)
+	r := newRows(l, le, rows, query)
+	l.finish(ctx, le, opOpenRows, query, nil)
 	return r, nil
 }
 
-// BeginTx begins a transaction; its physical connection stays pinned to this
-// conn, and bound to the task if any, until Commit or Rollback.
+// BeginTx begins a transaction on the hold's physical connection, which
+// never has another transaction open (see pick).
 func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opBegin)
 	if err != nil {
 		return nil, err
 	}
@@ -104,26 +91,33 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		dtx, err = pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
 	}
 	if err != nil {
-		pc.checkErr(err)
-		pc.observe(ctx, "BEGIN")
-		l.finish(le)
-		return nil, lostSession(le, err)
+		return nil, l.finish(ctx, le, opBegin, "", err)
 	}
 	x := &tx{l: l, pc: pc, drv: dtx, task: le.t}
-	pc.mu.Lock()
-	pc.tx = x
-	pc.mu.Unlock()
+	pc.setTx(txBegun, x)
 	l.tx = x
-	l.finish(le)
-	return x, nil
+	if le.t != nil && !le.t.addTx(x) {
+		// The task ended meanwhile: its transaction must not outlive it.
+		x.claim(txEndedByTask)
+		pc.c.stats.autoRollbacks.Add(1)
+		if rerr := pc.rollback(x); rerr != nil {
+			err = rerr
+		}
+		l.tx = nil
+		if ferr := l.finish(ctx, le, opBegin, "", err); ferr != nil {
+			return nil, ferr
+		}
+		return nil, ErrTaskEnded
+	}
+	return x, l.finish(ctx, le, opBegin, "", nil)
 }
 
-// PrepareContext prepares query on a physical connection, which reports
-// syntax errors and the number of parameters now, as database/sql users
-// expect. The statement is prepared again on every other physical
+// PrepareContext prepares query on the hold's physical connection, which
+// reports syntax errors and the number of parameters now, as database/sql
+// users expect. The statement is prepared again on every other physical
 // connection it later runs on (and cached there).
 func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opPrepare)
 	if err != nil {
 		return nil, err
 	}
@@ -132,25 +126,21 @@ func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err == nil {
 		n = s.NumInput()
 	}
-	le.pc.checkErr(err)
-	l.finish(le)
-	if err != nil {
-		return nil, lostSession(le, err)
+	if err = l.finish(ctx, le, opPrepare, query, err); err != nil {
+		return nil, err
 	}
-	return &stmt{l: l, query: query, numInput: n}, nil
+	st := &stmt{l: l, query: query, numInput: n}
+	st.ranOn(le.pc)
+	return st, nil
 }
 
-// Ping checks a physical connection: the task's, or one from the pool
-// (opening one if none is idle).
+// Ping checks the hold's physical connection.
 func (l *conn) Ping(ctx context.Context) error {
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opPing)
 	if err != nil {
 		return err
 	}
-	err = le.pc.dc.Ping(ctx)
-	le.pc.checkErr(err)
-	l.finish(le)
-	return lostSession(le, err)
+	return l.finish(ctx, le, opPing, "", le.pc.dc.Ping(ctx))
 }
 
 // CheckNamedValue accepts every argument as it is: no physical connection is
@@ -160,7 +150,7 @@ func (l *conn) Ping(ctx context.Context) error {
 func (l *conn) CheckNamedValue(*driver.NamedValue) error { return nil }
 
 // ResetSession is database/sql's hook before it reuses this conn. A logical
-// conn has no session of its own to reset.
+// conn has no session of its own: the hold that ended settled it.
 func (l *conn) ResetSession(context.Context) error {
 	if l.closed {
 		return driver.ErrBadConn
@@ -168,10 +158,15 @@ func (l *conn) ResetSession(context.Context) error {
 	return nil
 }
 
-// IsValid reports whether database/sql may keep this conn.
-func (l *conn) IsValid() bool { return !l.closed }
+// IsValid is called by database/sql exactly when it takes the conn back:
+// the hold ends here.
+func (l *conn) IsValid() bool {
+	l.endHold()
+	return !l.closed
+}
 
-// Close closes the logical conn. A transaction it still has is rolled back.
+// Close closes the logical conn, ending its hold. A transaction it still
+// has is rolled back, never committed.
 func (l *conn) Close() error {
 	if l.closed {
 		return nil
@@ -180,6 +175,7 @@ func (l *conn) Close() error {
 		x.Rollback()
 	}
 	l.closed = true
+	l.endHold()
 	return nil
 }
 

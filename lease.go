@@ -261,6 +261,12 @@ func (l *conn) finish(ctx context.Context, le lease, k opKind, query string, err
 				cause = err // the statement's own error says more
 			}
 			le.fresh = false
+			if le.t != nil {
+				// It may have begun a transaction (a raw BEGIN) that is
+				// now gone: the task's next statements must not run
+				// without it.
+				le.t.markLost(l.c, pc, cause)
+			}
 		} else if k == opRaw {
 			pc.markDirty() // whatever the callback did, we could not see it
 		}
@@ -308,7 +314,7 @@ func (l *conn) bindForTask(le lease) error {
 	}
 	if pc.st.tx == txRaw {
 		pc.c.stats.autoRollbacks.Add(1)
-		if err := pc.rollback(); err != nil {
+		if err := pc.rollback(nil); err != nil {
 			l.lost = lost(err)
 			return l.lost
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
@@ -16,35 +17,50 @@ import (
 const maxCachedStmts = 128
 
 // physConn is one physical connection: a real driver connection owned by the
-// pool. Whoever runs anything on it holds sem, so no two statements ever run
-// on it at once.
+// pool, and the one owner of its state.
 type physConn struct {
 	c   *Connector
 	dc  dialects.Conn
 	drv driver.Conn
 	res *pool.Resource[*physConn] // set by whoever acquired it from the pool
 
-	// The optional interfaces of drv, resolved once.
+	// The optional interfaces of drv and dc, resolved once.
 	execer   driver.ExecerContext
 	queryer  driver.QueryerContext
 	preparer driver.ConnPrepareContext
 	beginner driver.ConnBeginTx
 	checker  driver.NamedValueChecker
 	validity driver.Validator
+	tracker  dialects.SessionTracker
+	staleErr dialects.StaleStatementDetector
 
-	sem connLock // held while something runs on drv, and by open rows
-
-	mu         sync.Mutex // protects the fields below; lock order: physConn.mu, then task.mu
-	task       *task      // the task it is bound to, or nil
-	tx         *tx        // the transaction begun with BeginTx, or nil
-	serverTx   bool       // the server reported a transaction open (a raw BEGIN, say)
-	rows       int        // open result sets; they hold sem
-	doomed     bool       // destroy it instead of reusing it when it is let go
-	needsReset bool       // its session-mode task ended: reset it before reuse
+	// Lock rules, for everything below:
+	//
+	//   - sem is held by whoever runs something on drv or dc: a statement
+	//     (from start to done), open result sets (until their Close), a
+	//     rollback or a reset. Statements on one physical conn never overlap.
+	//   - st is read and written under mu. Its tx, txOwner and rows fields
+	//     are written only by the holder of sem, which may therefore read
+	//     them without mu; session is written by the holder of sem too, and
+	//     by a task's cleanup that cannot get sem (which marks it lost), so
+	//     everyone reads it under mu; holds and task are written by anyone.
+	//   - A physConn fresh from the pool is reachable only by its taker
+	//     until it binds it to a task; until then the taker may touch st
+	//     without mu.
+	//   - Lock order: mu, then task.mu. Nothing waits for sem while holding
+	//     mu.
+	sem connLock
+	mu  sync.Mutex
+	st  connState
 
 	// Touched only by the holder of sem.
-	stmts  map[string]driver.Stmt
-	broken bool // the driver said it is unusable
+	stmts map[string]driver.Stmt
+
+	// Statements closed by their logical statements, to drop from stmts at
+	// the next chance; guarded by mu, counted in evictions so that the
+	// statement path needs no lock to learn there are none.
+	evict     []string
+	evictions atomic.Int32
 }
 
 func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
@@ -56,58 +72,83 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	pc.beginner, _ = drv.(driver.ConnBeginTx)
 	pc.checker, _ = drv.(driver.NamedValueChecker)
 	pc.validity, _ = drv.(driver.Validator)
+	pc.tracker, _ = dc.(dialects.SessionTracker)
+	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
 	return pc
 }
 
-// lock takes sem, waiting until ctx ends.
-func (pc *physConn) lock(ctx context.Context) error { return pc.sem.lock(ctx) }
-
-func (pc *physConn) tryLock() bool { return pc.sem.tryLock() }
-
-func (pc *physConn) unlock() { pc.sem.unlock() }
-
-// busyWithRowsOutsideTx reports whether result sets are open on pc while no
-// transaction is: a statement that waited for them could wait forever (the
-// goroutine reading them may be the one asking).
-func (pc *physConn) busyWithRowsOutsideTx() bool {
+// state returns a copy of pc's state.
+func (pc *physConn) state() connState {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.rows > 0 && pc.tx == nil && !pc.serverTx
+	return pc.st
 }
 
-// claimTxForTask marks the BeginTx transaction on pc as ended by task t, if
-// pc is bound to t: from then on only t's cleanup rolls it back.
-func (pc *physConn) claimTxForTask(t *task) {
+// setTx records the transaction now open on the server. The caller holds sem.
+func (pc *physConn) setTx(s txState, owner *tx) {
 	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.task == t && pc.tx != nil {
-		pc.tx.claim(txEndedByTask)
-	}
-}
-
-// rollbackClaimedTx rolls back the BeginTx transaction that the end of its
-// task claimed while the caller, the holder of sem, was using pc: the task's
-// cleanup could not take pc (it may have given up waiting, or pc broke and
-// was unbound meanwhile), so whoever lets pc go rolls it back. While result
-// sets are open it waits for their Close, which comes back here.
-func (pc *physConn) rollbackClaimedTx() {
-	x := pc.tx // the holder of sem may read tx and rows without mu
-	if x == nil || !x.endedByTask() || pc.rows > 0 {
-		return
-	}
-	pc.c.stats.autoRollbacks.Add(1)
-	err := pc.rollback(x.drv)
-	pc.mu.Lock()
-	pc.tx = nil
+	pc.st.tx, pc.st.txOwner = s, owner
 	pc.mu.Unlock()
-	pc.c.logWarn("rolled back the transaction of an ended task", err)
 }
 
-// boundTo reports whether pc is bound to t.
-func (pc *physConn) boundTo(t *task) bool {
+// keepsTaskState reports whether a raw transaction is open on pc or its
+// session changed: what a transaction-mode task keeps its connection for.
+// The caller holds sem.
+func (pc *physConn) keepsTaskState() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.task == t
+	return pc.st.tx == txRaw || pc.st.session == sessionDirty
+}
+
+// isLost reports whether pc is lost.
+func (pc *physConn) isLost() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.st.session == sessionLost
+}
+
+// markDirty records that the session changed. The caller holds sem.
+func (pc *physConn) markDirty() {
+	pc.mu.Lock()
+	if pc.st.session == sessionClean {
+		pc.st.session = sessionDirty
+	}
+	pc.mu.Unlock()
+}
+
+// lose records that the connection broke or its state is unknown, and
+// unbinds it from its task. If it carried something the task relied on (a
+// transaction, a changed session, or a session-mode session that was used
+// before: fresh says it was just made for the failing statement), the task
+// is told: its later statements on this Connector fail until it ends. It
+// reports whether the connection carried such state. The caller holds sem
+// (or is a task's cleanup that could not get it).
+func (pc *physConn) lose(cause error, fresh bool) (carried bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.st.session == sessionLost {
+		return false
+	}
+	carried = pc.st.tx != txNone || pc.st.session == sessionDirty
+	pc.st.session = sessionLost
+	if t := pc.st.task; t != nil {
+		if carried || !fresh && t.modeFor(pc.c) == SessionMode {
+			t.markLost(pc.c, pc, cause)
+			carried = true
+		} else {
+			t.unbind(pc.c, pc)
+		}
+		pc.st.task = nil
+	}
+	return carried
+}
+
+// addRows and dropRows count the result sets open on pc. The caller holds
+// sem (rows keep it while open).
+func (pc *physConn) addRows(n int) {
+	pc.mu.Lock()
+	pc.st.rows += n
+	pc.mu.Unlock()
 }
 
 // convert prepares arguments for drv the way database/sql would have: the
@@ -150,8 +191,11 @@ func argName(nv *driver.NamedValue) string {
 }
 
 // prepared returns drv's prepared statement for query, preparing it on this
-// connection the first time.
+// connection the first time. The caller holds sem.
 func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, error) {
+	if pc.evictions.Load() > 0 {
+		pc.dropEvicted()
+	}
 	if s, ok := pc.stmts[query]; ok {
 		return s, nil
 	}
@@ -179,7 +223,38 @@ func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, er
 	return s, nil
 }
 
-// closeStmts closes every cached prepared statement.
+// dropStmt closes and forgets the cached statement for query. The caller
+// holds sem.
+func (pc *physConn) dropStmt(query string) {
+	if s, ok := pc.stmts[query]; ok {
+		s.Close()
+		delete(pc.stmts, query)
+	}
+}
+
+// evictLater asks for the cached statement for query to be dropped at the
+// next chance (its logical statement was closed). Anyone may call it.
+func (pc *physConn) evictLater(query string) {
+	pc.mu.Lock()
+	pc.evict = append(pc.evict, query)
+	pc.evictions.Add(1)
+	pc.mu.Unlock()
+}
+
+// dropEvicted drops the statements evictLater asked for. The caller holds
+// sem.
+func (pc *physConn) dropEvicted() {
+	pc.mu.Lock()
+	qs := pc.evict
+	pc.evict = nil
+	pc.evictions.Store(0)
+	pc.mu.Unlock()
+	for _, q := range qs {
+		pc.dropStmt(q)
+	}
+}
+
+// closeStmts closes every cached prepared statement. The caller holds sem.
 func (pc *physConn) closeStmts() {
 	for q, s := range pc.stmts {
 		s.Close()
@@ -203,7 +278,7 @@ func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedV
 	if err != nil {
 		return nil, err
 	}
-	return stmtExec(ctx, s, args)
+	return pc.stmtExec(ctx, s, query, args)
 }
 
 // query runs a statement that returns rows.
@@ -222,95 +297,44 @@ func (pc *physConn) query(ctx context.Context, query string, args []driver.Named
 	if err != nil {
 		return nil, err
 	}
-	return stmtQuery(ctx, s, args)
+	return pc.stmtQuery(ctx, s, query, args)
 }
 
-// observe asks the dialect whether a transaction is open on the server after
-// query ran outside a BeginTx transaction.
-// The caller holds sem.
-func (pc *physConn) observe(ctx context.Context, query string) {
-	if pc.tx != nil || pc.broken {
-		return
-	}
-	st, err := pc.dc.TxStatus(ctx, query)
-	if err != nil {
-		// We no longer know the session's state: never reuse it.
-		pc.broken = true
-		return
-	}
-	if open := st != dialects.TxIdle; open != pc.serverTx {
-		pc.mu.Lock()
-		pc.serverTx = open
-		pc.mu.Unlock()
-	}
-}
-
-// checkErr marks pc broken when err, or the driver, says the connection is
-// no longer usable.
-func (pc *physConn) checkErr(err error) {
-	if err == nil {
-		return
-	}
-	if errors.Is(err, driver.ErrBadConn) || pc.validity != nil && !pc.validity.IsValid() {
-		pc.broken = true
-	}
-}
-
-// rollback ends the open transaction, of either kind, on a context detached
-// from the caller's (a cancelled context must not abort a cleanup) and
-// bounded by the cleanup timeout. drvTx is the driver's transaction object,
-// if the transaction was begun with BeginTx.
-func (pc *physConn) rollback(drvTx driver.Tx) error {
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
-	defer cancel()
-	err := pc.dc.Rollback(ctx)
-	if errors.Is(err, dialects.ErrUnsupported) {
-		if drvTx == nil {
-			return err
-		}
-		err = drvTx.Rollback()
-	}
-	pc.mu.Lock()
-	pc.serverTx = false
-	pc.mu.Unlock()
-	if err != nil {
-		pc.broken = true
-	}
-	return err
-}
-
-// resetSession returns the session to the state of a new connection.
-func (pc *physConn) resetSession() error {
-	pc.closeStmts()
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
-	defer cancel()
-	err := pc.dc.ResetSession(ctx)
-	if err != nil {
-		pc.broken = true
-	}
-	return err
-}
-
-func stmtExec(ctx context.Context, s driver.Stmt, args []driver.NamedValue) (driver.Result, error) {
+// stmtExec runs the cached prepared statement s of query. An error that
+// says the server no longer accepts it drops it from the cache, so that the
+// next run prepares it afresh.
+func (pc *physConn) stmtExec(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Result, error) {
+	var res driver.Result
+	var err error
 	if se, ok := s.(driver.StmtExecContext); ok {
-		return se.ExecContext(ctx, args)
+		res, err = se.ExecContext(ctx, args)
+	} else {
+		var vals []driver.Value
+		if vals, err = plainValues(args); err == nil {
+			res, err = s.Exec(vals) //nolint:staticcheck // the driver offers nothing newer
+		}
 	}
-	vals, err := plainValues(args)
-	if err != nil {
-		return nil, err
+	if err != nil && pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
+		pc.dropStmt(query)
 	}
-	return s.Exec(vals) //nolint:staticcheck // the driver offers nothing newer
+	return res, err
 }
 
-func stmtQuery(ctx context.Context, s driver.Stmt, args []driver.NamedValue) (driver.Rows, error) {
+func (pc *physConn) stmtQuery(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Rows, error) {
+	var rows driver.Rows
+	var err error
 	if sq, ok := s.(driver.StmtQueryContext); ok {
-		return sq.QueryContext(ctx, args)
+		rows, err = sq.QueryContext(ctx, args)
+	} else {
+		var vals []driver.Value
+		if vals, err = plainValues(args); err == nil {
+			rows, err = s.Query(vals) //nolint:staticcheck // the driver offers nothing newer
+		}
 	}
-	vals, err := plainValues(args)
-	if err != nil {
-		return nil, err
+	if err != nil && pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
+		pc.dropStmt(query)
 	}
-	return s.Query(vals) //nolint:staticcheck // the driver offers nothing newer
+	return rows, err
 }
 
 func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
@@ -322,4 +346,145 @@ func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
 		vals[i] = a.Value
 	}
 	return vals, nil
+}
+
+// broken reports whether err, or the driver, says the connection is no
+// longer usable. Only for a connection without open rows (see finish).
+func (pc *physConn) broken(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || pc.validity != nil && !pc.validity.IsValid()
+}
+
+// observe records what the statement query left on the session: the
+// transaction the server reports (unless a BeginTx transaction is open, whose
+// state is known) and whether the session changed. It returns an error when
+// the transaction state cannot be established; the caller then treats the
+// connection as lost. The caller holds sem.
+func (pc *physConn) observe(ctx context.Context, query string) error {
+	if pc.tracker != nil && pc.tracker.ChangesSession(query) {
+		pc.markDirty()
+	}
+	if pc.st.tx == txBegun {
+		return nil
+	}
+	status, err := pc.dc.TxStatus(ctx, query)
+	if err != nil {
+		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
+	}
+	if s := rawTx(status); s != pc.st.tx {
+		pc.setTx(s, nil)
+	}
+	return nil
+}
+
+func rawTx(s dialects.TxStatus) txState {
+	if s == dialects.TxIdle {
+		return txNone
+	}
+	return txRaw
+}
+
+// rollback ends the open transaction on a context detached from the
+// caller's (a cancelled context must not abort a cleanup) and bounded by the
+// cleanup timeout: owner's, through the driver's Tx, or else a raw one. The
+// caller holds sem. On failure the connection is lost.
+func (pc *physConn) rollback(owner *tx) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
+	defer cancel()
+	var err error
+	if owner != nil {
+		err = owner.drv.Rollback()
+	} else {
+		err = pc.dc.Rollback(ctx)
+	}
+	if err != nil {
+		pc.lose(err, false)
+		return err
+	}
+	pc.setTx(txNone, nil)
+	return nil
+}
+
+// resetSession returns the session to the state of a new connection. The
+// caller holds sem. On failure (or if the dialect cannot reset) the
+// connection is lost.
+func (pc *physConn) resetSession() error {
+	pc.closeStmts()
+	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
+	defer cancel()
+	if err := pc.dc.ResetSession(ctx); err != nil {
+		pc.lose(err, false)
+		return err
+	}
+	pc.mu.Lock()
+	pc.st.session = sessionClean
+	pc.mu.Unlock()
+	return nil
+}
+
+// letGo ends one hold (or a task's cleanup) on pc and, if that was the last
+// thing using it, applies decide's verdict: keep it for its task, or unbind
+// it, settle it (roll back, reset) and give it back to the pool, or destroy
+// it. The caller does not hold sem.
+func (pc *physConn) letGo() {
+	pc.mu.Lock()
+	pc.st.holds--
+	f := pc.decideLocked()
+	if f == fateInUse || f == fateKeepForTask {
+		pc.mu.Unlock()
+		return
+	}
+	if t := pc.st.task; t != nil {
+		t.unbind(pc.c, pc)
+		pc.st.task = nil
+	}
+	// A task ending now must not find its *sql.Tx here: settle rolls it
+	// back.
+	owner := pc.st.txOwner
+	pc.st.txOwner = nil
+	pc.mu.Unlock()
+	// Nothing reaches pc now: no hold, no rows, no task, no transaction
+	// owner, not in the pool.
+	pc.settle(f, owner)
+}
+
+// decideLocked is decide on pc's state and the mode of its task. The caller
+// holds mu.
+func (pc *physConn) decideLocked() fate {
+	mode := TransactionMode
+	if pc.st.task != nil {
+		mode = pc.st.task.modeFor(pc.c)
+	}
+	return decide(pc.st, mode)
+}
+
+// settle applies fate f to pc, which nobody else can reach, and hands it back
+// to the pool (or destroys it). owner is the *sql.Tx whose transaction is
+// open on it, if any.
+func (pc *physConn) settle(f fate, owner *tx) {
+	c := pc.c
+	pc.sem.lock(context.Background()) // free: nobody else can reach pc
+	if f == fateRollback || f == fateRollbackReset {
+		c.stats.autoRollbacks.Add(1)
+		if err := pc.rollback(owner); err != nil {
+			f = fateDestroy
+			c.logWarn("rollback of a transaction left open failed; the connection will be closed", err)
+		} else {
+			c.logWarn("rolled back a transaction left open", nil)
+		}
+	}
+	if f == fateReset || f == fateRollbackReset {
+		c.stats.sessionResets.Add(1)
+		if err := pc.resetSession(); err != nil {
+			f = fateDestroy
+			if !errors.Is(err, dialects.ErrUnsupported) {
+				c.logWarn("session reset failed; the connection will be closed", err)
+			}
+		}
+	}
+	pc.sem.unlock()
+	if f == fateDestroy {
+		pc.res.Destroy()
+		return
+	}
+	pc.res.Release()
 }

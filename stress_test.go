@@ -3,6 +3,7 @@ package pooldriver_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"maps"
@@ -34,7 +35,15 @@ import (
 // transaction left open, never more than 4 server connections, none left
 // after Close, no goroutine leaked, and the committed table holds exactly
 // the rows whose Commit (or autocommitted INSERT) reported success.
-func TestStressTasks(t *testing.T) {
+func TestStressTasks(t *testing.T) { runStress(t, false) }
+
+// TestStressTasksWithKills is TestStressTasks while the server kills every
+// connection every 5 to 50 ms: statements fail, but no committed write is
+// lost, none is committed that was not reported, and no statement runs in
+// another user's transaction or session.
+func TestStressTasksWithKills(t *testing.T) { runStress(t, true) }
+
+func runStress(t *testing.T, kills bool) {
 	checkNoGoroutineLeak(t)
 	srv := newServer(t)
 	db, c := newDB(t, srv, "pool_max_conns=4&pool_acquire_timeout=2s")
@@ -46,7 +55,7 @@ func TestStressTasks(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 
-	s := &stress{t: t, db: db, table: "stress", errs: map[string]int{}}
+	s := &stress{t: t, db: db, srv: srv, table: "stress", errs: map[string]int{}, kills: kills}
 	deadline := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	for g := range 32 {
@@ -54,6 +63,15 @@ func TestStressTasks(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(g)))
 			for time.Now().Before(deadline) {
 				s.step(rng)
+			}
+		})
+	}
+	if kills {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, 1<<20))
+			for time.Now().Before(deadline) {
+				time.Sleep(time.Duration(5+rng.IntN(46)) * time.Millisecond)
+				srv.KillAll()
 			}
 		})
 	}
@@ -80,7 +98,7 @@ func TestStressTasks(t *testing.T) {
 	if ss.MaxOpen > 4 {
 		t.Errorf("server saw %d connections open at once, pool_max_conns=4", ss.MaxOpen)
 	}
-	if ss.Commits == 0 || ss.Rollbacks == 0 {
+	if ss.Commits == 0 || ss.Rollbacks == 0 || s.ops[opConn] == 0 {
 		t.Errorf("the stress run committed %d and rolled back %d transactions; want both", ss.Commits, ss.Rollbacks)
 	}
 
@@ -99,7 +117,9 @@ func TestStressTasks(t *testing.T) {
 type stress struct {
 	t     *testing.T
 	db    *sql.DB
+	srv   *fakedb.Server
 	table string
+	kills bool         // the server kills connections meanwhile
 	next  atomic.Int64 // last value inserted; every INSERT writes a new one
 
 	mu        sync.Mutex // protects the fields below
@@ -119,10 +139,11 @@ const (
 	opPanicHandler
 	opEndTwice
 	opSession
+	opConn
 	numOps
 )
 
-var opNames = [numOps]string{"tx", "raw-tx", "rows", "autocommit", "shared", "cancel-mid-tx", "panic-handler", "end-twice", "session"}
+var opNames = [numOps]string{"tx", "raw-tx", "rows", "autocommit", "shared", "cancel-mid-tx", "panic-handler", "end-twice", "session", "sql-conn"}
 
 // allow is a set of errors a scenario makes legitimate.
 type allow []error
@@ -138,7 +159,11 @@ var (
 	// inside another's transaction, failing it; in session mode, a
 	// statement is refused while another goroutine's rows keep the
 	// session's connection busy.
-	sharedAllowed = allow{fakedb.ErrInTx, fakedb.ErrTxAborted, fakedb.ErrTxRolledBack, fakedb.ErrBusy, pooldriver.ErrSessionBusy}
+	sharedAllowed = allow{fakedb.ErrInTx, fakedb.ErrTxAborted, fakedb.ErrTxRolledBack, fakedb.ErrBusy, pooldriver.ErrSessionBusy, pooldriver.ErrConnBusy}
+
+	// The server kills connections: statements fail, a task or a
+	// *sql.Conn that lost its transaction or session fails until it ends.
+	killAllowed = allow{fakedb.ErrKilled, pooldriver.ErrConnLost, driver.ErrBadConn, sql.ErrConnDone}
 )
 
 // ok reports whether err is nil; a non-nil error outside base and the
@@ -147,7 +172,11 @@ func (s *stress) ok(what string, err error, allowed ...allow) bool {
 	if err == nil {
 		return true
 	}
-	for _, set := range append(allowed, baseAllowed) {
+	sets := append(allowed, baseAllowed)
+	if s.kills {
+		sets = append(sets, killAllowed)
+	}
+	for _, set := range sets {
 		for _, e := range set {
 			if errors.Is(err, e) {
 				s.mu.Lock()
@@ -244,6 +273,61 @@ func (s *stress) step(rng *rand.Rand) {
 		ctx, end := pooldriver.WithTask(parent, pooldriver.SessionMode)
 		defer end()
 		s.session(ctx, end, rng)
+	case opConn:
+		s.sqlConn(ctx, rng)
+	}
+}
+
+// sqlConn uses a *sql.Conn as a session, as migration tools do: every
+// statement on one server connection, its SET seen by its own statements
+// only, its raw transaction committed by COMMIT and rolled back by Close.
+func (s *stress) sqlConn(ctx context.Context, rng *rand.Rand) {
+	sc, err := s.db.Conn(ctx)
+	if !s.ok("Conn", err) {
+		return
+	}
+	defer sc.Close()
+	var id1, id2 int64
+	if err := sc.QueryRowContext(ctx, "CONNID").Scan(&id1); !s.ok("conn: CONNID", err, endAllowed) {
+		return
+	}
+	var v sql.NullString
+	if err := sc.QueryRowContext(ctx, "GET cv").Scan(&v); !s.ok("conn: GET", err, endAllowed) {
+		return
+	}
+	if v.Valid {
+		s.t.Errorf("conn: a *sql.Conn found cv=%q left by another user", v.String)
+	}
+	val := fmt.Sprint("c", s.next.Add(1))
+	if _, err := sc.ExecContext(ctx, "SET cv "+val); !s.ok("conn: SET", err, endAllowed) {
+		return
+	}
+	if _, err := sc.ExecContext(ctx, "BEGIN"); !s.ok("conn: BEGIN", err, endAllowed) {
+		return
+	}
+	x := s.next.Add(1)
+	if _, err := sc.ExecContext(ctx, "INSERT "+s.table+" ?", x); !s.ok("conn: INSERT", err, endAllowed) {
+		return
+	}
+	if err := sc.QueryRowContext(ctx, "CONNID").Scan(&id2); !s.ok("conn: CONNID", err, endAllowed) {
+		return
+	}
+	if id1 != id2 {
+		s.t.Errorf("conn: the *sql.Conn moved from connection %d to %d", id1, id2)
+	}
+	if err := sc.QueryRowContext(ctx, "GET cv").Scan(&v); s.ok("conn: GET", err, endAllowed) && v.String != val {
+		s.t.Errorf("conn: cv=%q, want %q", v.String, val)
+	}
+	switch rng.IntN(3) {
+	case 0:
+		if _, err := sc.ExecContext(ctx, "COMMIT"); s.ok("conn: COMMIT", err, endAllowed) {
+			s.commit(x)
+		}
+	case 1:
+		_, err := sc.ExecContext(ctx, "ROLLBACK")
+		s.ok("conn: ROLLBACK", err, endAllowed)
+	default:
+		// Close with the transaction open: rolled back, never committed.
 	}
 }
 
@@ -318,6 +402,11 @@ func (s *stress) autocommit(ctx context.Context) {
 	v := s.next.Add(1)
 	if _, err := s.db.ExecContext(ctx, "INSERT "+s.table+" ?", v); s.ok("autocommit INSERT", err) {
 		s.commit(v)
+		// Committed at once: it did not run inside another user's
+		// transaction.
+		if !slices.Contains(s.srv.Table(s.table), v) {
+			s.t.Errorf("autocommit INSERT %d returned but is not committed: it ran inside an open transaction", v)
+		}
 	}
 }
 
@@ -615,16 +704,16 @@ func head(s []int64) string {
 }
 
 // TestSessionResetWhenTxEndRacesTaskEnd: a session-mode task ends while its
-// transaction is being ended by database/sql (the rollback it starts when
-// the context is cancelled, or a Commit already queued for the connection).
-// Whoever lets the connection go last, its session must be reset before
-// another task gets it. (Before needsReset, endBinding left the connection
-// to tx.end, whose release skipped the reset.)
+// transaction is being ended by database/sql (a Commit racing the end, or
+// the rollback database/sql starts when the context is cancelled). Whoever
+// lets the connection go last, its session must be reset before another
+// task gets it, and a Commit reports exactly whether it committed.
 func TestSessionResetWhenTxEndRacesTaskEnd(t *testing.T) {
 	checkNoGoroutineLeak(t)
 	srv := newServer(t)
 	db, _ := newDB(t, srv, "pool_max_conns=1")
-	for i := range 20 {
+	var committed int
+	for i := range 200 {
 		commit := i%2 == 1
 		ctx, end := pooldriver.WithTask(context.Background(), pooldriver.SessionMode)
 		if _, err := db.ExecContext(ctx, "SET sv dirty"); err != nil {
@@ -634,35 +723,27 @@ func TestSessionResetWhenTxEndRacesTaskEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Rows inside the transaction, on a context the task's end does not
-		// cancel, hold the connection's lock: the task's end and the
-		// transaction's end both queue for it.
-		rows, err := db.QueryContext(context.WithoutCancel(ctx), "SELECT 5")
-		if err != nil {
+		if _, err := tx.Exec("INSERT raced ?", int64(i)); err != nil {
 			t.Fatal(err)
 		}
-		var committed chan error
-		if commit {
-			committed = make(chan error, 1)
-			go func() { committed <- tx.Commit() }()
-			waitFor(t, "Commit waiting for the connection", func() bool {
-				return blockedIn("(*tx).end", "(*physConn).lock") == 1
-			})
-		}
-		ended := make(chan struct{})
-		go func() { end(); close(ended) }()
-		waitFor(t, "the task's end waiting for the connection, database/sql's rollback done or waiting", func() bool {
-			return blockedIn("(*Connector).endBinding", "(*physConn).lock") == 1 &&
-				(commit || blockedIn("(*Tx).awaitDone", "") == blockedIn("(*Tx).awaitDone", "(*physConn).lock"))
-		})
-		rows.Close()
-		<-ended
-		if commit {
-			if err := <-committed; err != nil && !errors.Is(err, pooldriver.ErrTaskEnded) {
-				t.Fatalf("Commit racing the task's end: %v", err)
+		done := make(chan error, 1)
+		go func() {
+			if commit {
+				done <- tx.Commit()
+			} else {
+				done <- tx.Rollback()
 			}
-		} else {
-			tx.Rollback()
+		}()
+		if i%4 < 2 {
+			runtime.Gosched()
+		}
+		end()
+		err = <-done
+		if commit && err == nil {
+			committed++
+		}
+		if n := len(srv.Table("raced")); n != committed {
+			t.Fatalf("iteration %d (commit=%v, err=%v): %d rows committed, %d Commits returned nil", i, commit, err, n, committed)
 		}
 
 		var v sql.NullString
@@ -678,8 +759,6 @@ func TestSessionResetWhenTxEndRacesTaskEnd(t *testing.T) {
 	}
 }
 
-// blockedIn counts the goroutines whose stack contains both fn and inner
-// (inner "" matches any).
 func blockedIn(fn, inner string) int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]

@@ -1,0 +1,248 @@
+package pooldriver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// task is the unit of work a context carries. While it lasts, the physical
+// connection bound to it (one per Connector) serves every hold that starts
+// with the task's context; see Mode for how long a connection stays bound.
+// The task also owns the *sql.Tx transactions begun with its context: it
+// rolls back those still open when it ends.
+type task struct {
+	mode    Mode  // meaningful when hasMode
+	hasMode bool  // false: each Connector's default mode applies
+	err     error // a misuse found by WithTask, returned by every statement
+	cancel  context.CancelCauseFunc
+	stop    func() bool // stops the context.AfterFunc that ends the task
+	once    sync.Once
+
+	mu       sync.Mutex // protects the fields below
+	ended    bool
+	bindings []binding
+	txs      []*tx // open transactions begun with the task's context
+}
+
+// binding is the task's connection on one Connector, or the record that it
+// was lost.
+type binding struct {
+	c    *Connector
+	pc   *physConn // nil once lost
+	lost error     // why the connection was lost
+}
+
+type taskKey struct{}
+
+// WithTask starts a task: it returns a context carrying it and the function
+// that ends it. Every statement run with the context (through any *sql.DB
+// method, sql.Conn or ORM on a pooldriver Connector) uses the task's
+// physical connection while it is bound; see [Mode] for how long that is.
+// Without a mode the Connector's default (pool_mode) applies; give at most
+// one.
+//
+// The task ends when end is called or ctx is done, whichever comes first:
+// every transaction of the task (a raw BEGIN, or a *sql.Tx begun with the
+// task's context) is rolled back, the session is reset where needed, the
+// connections go back to the pool, and the task's context is cancelled with
+// the cause ErrTaskEnded (see context.Cause). end returns when that is done.
+// Calling end again does nothing.
+func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
+	t := &task{}
+	switch {
+	case len(mode) > 1:
+		t.err = fmt.Errorf("pooldriver: WithTask given %d modes; give at most one", len(mode))
+	case len(mode) == 1 && !mode[0].valid():
+		t.err = fmt.Errorf("pooldriver: WithTask: unknown mode %d", int(mode[0]))
+	case len(mode) == 1:
+		t.mode, t.hasMode = mode[0], true
+	}
+	ctx, t.cancel = context.WithCancelCause(ctx)
+	ctx = context.WithValue(ctx, taskKey{}, t)
+	t.stop = context.AfterFunc(ctx, t.end)
+	return ctx, t.end
+}
+
+// taskFrom returns the task ctx carries, or nil.
+func taskFrom(ctx context.Context) *task {
+	t, _ := ctx.Value(taskKey{}).(*task)
+	return t
+}
+
+// modeFor returns the task's mode on connector c.
+func (t *task) modeFor(c *Connector) Mode {
+	if t.hasMode {
+		return t.mode
+	}
+	return c.s.mode
+}
+
+// lookup returns the connection bound to t on c, or the error that every
+// statement of t on c now gets: t ended, or lost its connection there.
+func (t *task) lookup(c *Connector) (*physConn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return nil, ErrTaskEnded
+	}
+	for i := range t.bindings {
+		if b := &t.bindings[i]; b.c == c {
+			if b.lost != nil {
+				return nil, b.lost
+			}
+			return b.pc, nil
+		}
+	}
+	return nil, nil
+}
+
+// bind binds pc to t on pc's Connector. The caller holds pc.mu. It fails
+// when t ended or already has a connection (or a lost one) there.
+func (t *task) bind(pc *physConn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	for _, b := range t.bindings {
+		if b.c == pc.c {
+			return false
+		}
+	}
+	t.bindings = append(t.bindings, binding{c: pc.c, pc: pc})
+	pc.st.task = t
+	return true
+}
+
+// unbind forgets pc as t's connection on c, unless it was lost (the record
+// stays: the task's later statements must fail). The caller holds pc.mu.
+func (t *task) unbind(c *Connector, pc *physConn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, b := range t.bindings {
+		if b.c == c && b.pc == pc && b.lost == nil {
+			t.bindings = append(t.bindings[:i], t.bindings[i+1:]...)
+			return
+		}
+	}
+}
+
+// markLost records that t's connection on c, lostPC, was lost while it
+// carried a transaction or session of t's (or may have: its state after a
+// statement of t's is unknown). The caller holds lostPC's mu, if it has it.
+func (t *task) markLost(c *Connector, lostPC *physConn, cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := &lostError{cause: cause}
+	for i := range t.bindings {
+		if b := &t.bindings[i]; b.c == c {
+			if b.pc != nil && b.pc != lostPC {
+				return // the task still has its connection; another one was lost
+			}
+			b.pc, b.lost = nil, err
+			return
+		}
+	}
+	if !t.ended {
+		t.bindings = append(t.bindings, binding{c: c, lost: err})
+	}
+}
+
+// addTx records x, begun with t's context, for rollback at t's end. It
+// fails when t already ended.
+func (t *task) addTx(x *tx) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	t.txs = append(t.txs, x)
+	return true
+}
+
+// dropTx forgets x, which ended.
+func (t *task) dropTx(x *tx) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, y := range t.txs {
+		if y == x {
+			t.txs = append(t.txs[:i], t.txs[i+1:]...)
+			return
+		}
+	}
+}
+
+// end ends the task once; concurrent callers wait until it is done.
+func (t *task) end() {
+	t.once.Do(func() {
+		t.stop()
+		t.mu.Lock()
+		t.ended = true
+		bs, txs := t.bindings, t.txs
+		t.bindings, t.txs = nil, nil
+		t.mu.Unlock()
+		// Claim the open transactions before cancelling the context: the
+		// cancellation wakes database/sql, which would roll them back
+		// itself; this way the task does it, once, and counts it.
+		var claimed []*tx
+		for _, x := range txs {
+			if x.claim(txEndedByTask) {
+				claimed = append(claimed, x)
+			}
+		}
+		t.cancel(ErrTaskEnded)
+		for _, x := range claimed {
+			x.pc.cleanUp(t, x)
+		}
+		for _, b := range bs {
+			if b.pc != nil {
+				b.pc.cleanUp(t, nil)
+			}
+		}
+	})
+}
+
+// cleanUp is a task's end on pc: it rolls back x (a *sql.Tx of t's) or, for
+// pc bound to t, the raw transaction, unbinds pc (a session-mode session
+// is then reset before reuse) and lets go of it. It waits for pc's lock at
+// most the cleanup timeout: a connection still busy then (rows nobody
+// closes) is marked lost and destroyed when its last user lets go.
+func (pc *physConn) cleanUp(t *task, x *tx) {
+	pc.mu.Lock()
+	switch {
+	case x != nil && pc.st.txOwner != x:
+		// Its hold let go of pc meanwhile, and took the transaction along
+		// to roll it back (see letGo).
+		pc.mu.Unlock()
+		return
+	case x == nil && pc.st.task != t:
+		pc.mu.Unlock()
+		return
+	case x == nil:
+		pc.st.task = nil
+	}
+	pc.st.holds++
+	pc.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
+	err := pc.sem.lock(ctx)
+	cancel()
+	if err != nil {
+		pc.lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
+		pc.c.logWarn("connection still busy when its task ended; it will be closed", err)
+		pc.letGo()
+		return
+	}
+	if x == nil && t.modeFor(pc.c) == SessionMode {
+		pc.markDirty() // the task's session: reset it before reuse
+	}
+	if !pc.isLost() && (x != nil && pc.st.txOwner == x || x == nil && pc.st.tx == txRaw) {
+		pc.c.stats.autoRollbacks.Add(1)
+		if err := pc.rollback(x); err != nil {
+			pc.c.logWarn("rollback at the end of a task failed; the connection will be closed", err)
+		}
+	}
+	pc.sem.unlock()
+	pc.letGo()
+}
