@@ -43,12 +43,19 @@ var (
 )
 
 // CheckIdle looks, without a round trip, for the server having closed the
-// connection while it was idle (KILL, wait_timeout, a restart).
+// connection while it was idle (KILL, wait_timeout, a restart). Without the
+// socket (a connection of a wrapped connector, or with TLS, compression or
+// a custom network) it asks the driver's ResetSession, which in
+// go-sql-driver/mysql is that very check on the socket the driver keeps
+// (unless the DSN says checkConnLiveness=false) and resets nothing.
 func (c *conn) CheckIdle() error {
 	if c.broken {
 		return driver.ErrBadConn
 	}
 	if c.sock == nil {
+		if r, ok := c.dc.(driver.SessionResetter); ok {
+			return r.ResetSession(context.Background())
+		}
 		return nil
 	}
 	return dialects.CheckSocket(c.sock)

@@ -3,6 +3,7 @@ package mysql
 import (
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -115,6 +116,28 @@ func TestAdapterTracksTransactions(t *testing.T) {
 	}
 	if err := c.CheckIdle(); err != nil {
 		t.Errorf("CheckIdle: %v", err)
+	}
+}
+
+// TestAdapterSeesKilledIdleConn: a wrapped connection the server killed
+// while idle is found out before it is handed out, though the dialect has
+// no socket of its own to look at.
+func TestAdapterSeesKilledIdleConn(t *testing.T) {
+	c, admin := wrapped(t), wrapped(t)
+	rows, err := c.queryInts(t.Context(), "SELECT CONNECTION_ID()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckIdle(); err != nil {
+		t.Fatalf("CheckIdle before the kill: %v", err)
+	}
+	run(t, admin, fmt.Sprintf("KILL %d", rows[0]))
+	deadline := time.Now().Add(10 * time.Second)
+	for c.CheckIdle() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("CheckIdle does not see the killed connection")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
 	}
 }
 
