@@ -88,6 +88,17 @@ func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
 		}
 	}
 	le.locked = true
+	if l.shared {
+		// The checks above ran before the wait: another hold of the task
+		// may have begun a transaction on pc meanwhile.
+		if err := l.checkLocked(le.pc, k); err != nil {
+			le.pc.sem.unlock()
+			return lease{}, err
+		}
+	}
+	if le.pc.evictions.Load() > 0 {
+		le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
+	}
 	return le, nil
 }
 
@@ -206,6 +217,7 @@ type busyError struct {
 }
 
 func (e *busyError) Error() string { return e.err.Error() }
+func (e *busyError) Unwrap() error { return e.err }
 
 // wait waits until the rows are closed, at most until the deadline
 // (busyWait after the first wait of the statement) or ctx's end.
@@ -222,6 +234,25 @@ func (e *busyError) wait(ctx context.Context, deadline *time.Time) error {
 		return e.err
 	}
 	e.pc.sem.unlock() // free now: look again, from the start
+	return nil
+}
+
+// checkLocked is the part of checkShared that the holder of pc's lock must
+// repeat: no statement runs inside another hold's transaction, and BeginTx
+// never runs where a transaction is open.
+func (l *conn) checkLocked(pc *physConn, k opKind) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	st := &pc.st
+	switch {
+	case st.session == sessionLost:
+		l.lost = lost(errors.New("pooldriver: the connection broke during another statement of the task"))
+		return l.lost
+	case st.txOwner != nil && st.txOwner.l != l:
+		return ErrSessionBusy
+	case k == opBegin && st.tx != txNone:
+		return ErrSessionBusy
+	}
 	return nil
 }
 

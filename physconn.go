@@ -271,6 +271,7 @@ func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedV
 	if pc.execer != nil {
 		res, err := pc.execer.ExecContext(ctx, query, args)
 		if !errors.Is(err, driver.ErrSkip) {
+			pc.checkStale(query, err)
 			return res, err
 		}
 	}
@@ -290,6 +291,7 @@ func (pc *physConn) query(ctx context.Context, query string, args []driver.Named
 	if pc.queryer != nil {
 		rows, err := pc.queryer.QueryContext(ctx, query, args)
 		if !errors.Is(err, driver.ErrSkip) {
+			pc.checkStale(query, err)
 			return rows, err
 		}
 	}
@@ -314,9 +316,7 @@ func (pc *physConn) stmtExec(ctx context.Context, s driver.Stmt, query string, a
 			res, err = s.Exec(vals) //nolint:staticcheck // the driver offers nothing newer
 		}
 	}
-	if err != nil && pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
-		pc.dropStmt(query)
-	}
+	pc.checkStale(query, err)
 	return res, err
 }
 
@@ -331,10 +331,18 @@ func (pc *physConn) stmtQuery(ctx context.Context, s driver.Stmt, query string, 
 			rows, err = s.Query(vals) //nolint:staticcheck // the driver offers nothing newer
 		}
 	}
+	pc.checkStale(query, err)
+	return rows, err
+}
+
+// checkStale drops the cached statement for query when err says the server
+// no longer accepts it as prepared. Drivers that run a statement prepared
+// with the same text in place of the text itself (pgx's stdlib prepares
+// under the query text as its name) hit it on plain queries too.
+func (pc *physConn) checkStale(query string, err error) {
 	if err != nil && pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
 		pc.dropStmt(query)
 	}
-	return rows, err
 }
 
 func plainValues(args []driver.NamedValue) ([]driver.Value, error) {

@@ -16,6 +16,7 @@ type task struct {
 	hasMode bool  // false: each Connector's default mode applies
 	err     error // a misuse found by WithTask, returned by every statement
 	cancel  context.CancelCauseFunc
+	done    <-chan struct{} // the task's context's Done
 	stop    func() bool // stops the context.AfterFunc that ends the task
 	once    sync.Once
 
@@ -59,6 +60,7 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 		t.mode, t.hasMode = mode[0], true
 	}
 	ctx, t.cancel = context.WithCancelCause(ctx)
+	t.done = ctx.Done()
 	ctx = context.WithValue(ctx, taskKey{}, t)
 	t.stop = context.AfterFunc(ctx, t.end)
 	return ctx, t.end
@@ -68,6 +70,17 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 func taskFrom(ctx context.Context) *task {
 	t, _ := ctx.Value(taskKey{}).(*task)
 	return t
+}
+
+// ending reports whether the task's context is done: the task has ended or
+// is ending.
+func (t *task) ending() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // modeFor returns the task's mode on connector c.

@@ -18,7 +18,8 @@ const (
 
 var errTxDone = errors.New("pooldriver: transaction has already been committed or rolled back")
 
-// tx is a transaction begun with BeginTx on a logical conn.
+// tx is a transaction begun with BeginTx on a logical conn. It owns its
+// physical connection's transaction until it ends.
 type tx struct {
 	l     *conn
 	pc    *physConn
@@ -39,10 +40,9 @@ func (x *tx) Commit() error {
 	return x.end(true)
 }
 
-// Rollback rolls back on a context of its own: database/sql calls it when the
-// transaction's context is cancelled, and a cancelled context must not
-// abort the rollback. After the end of the task rolled the transaction back
-// it does nothing.
+// Rollback rolls back. database/sql calls it when the transaction's context
+// is cancelled; after the end of the task rolled the transaction back it
+// does nothing.
 func (x *tx) Rollback() error {
 	return x.end(false)
 }
@@ -61,33 +61,28 @@ func (x *tx) end(commit bool) error {
 		}
 		return errTxDone
 	}
+	if x.task != nil {
+		x.task.dropTx(x)
+	}
 	pc := x.pc
-	le := lease{pc: pc, pinned: true}
+	le := lease{pc: pc}
 	if l.rows == 0 {
-		pc.lock(context.Background())
+		pc.sem.lock(context.Background()) // held only by statements, which end
 		le.locked = true
 	}
 	var err error
-	query := "ROLLBACK"
 	if commit {
-		query = "COMMIT"
 		err = x.drv.Commit()
-		pc.checkErr(err)
 	} else {
-		err = pc.rollback(x.drv)
+		err = x.drv.Rollback()
 		if x.task != nil && x.task.ending() {
 			// database/sql rolls back because the task's context ended
-			// (its parent was cancelled): this is the task's rollback.
+			// (its parent was cancelled, say) before the task's own end
+			// claimed the transaction: this is the task's rollback.
 			pc.c.stats.autoRollbacks.Add(1)
 		}
 	}
-	pc.mu.Lock()
-	pc.tx = nil
-	pc.mu.Unlock()
+	pc.setTx(txNone, nil)
 	l.tx = nil
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
-	pc.observe(ctx, query)
-	cancel()
-	l.finish(le)
-	return lostSession(le, err)
+	return l.finish(context.Background(), le, opEndTx, "", err)
 }
