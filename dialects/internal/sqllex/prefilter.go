@@ -1,28 +1,35 @@
 package sqllex
 
+import "strings"
+
 // The quick scan that spares most statements the lexer: a text can only
 // change the session if it holds one of a few words (SET, TEMP, PREPARE,
 // a word with "lock" or "advisory" in it, ...) or bytes ('@', ":=", "/*!").
 // It looks at every run of ASCII word bytes, quoted or not: the lexer's
 // words and names are such runs or contain them, so the scan finds every
-// word a rule could act on.
+// word a rule could act on. Most keywords (SET, DO, LOCK, ...) count only
+// first in a statement; in a text without comments, such a word that
+// follows anything but white space since the start or a ';' cannot be
+// first in any reading of the text, so UPDATE t SET a = 1 needs no lexer.
 
 // trigger is a word without '_' that some rule of flavors f starts from.
 type trigger struct {
-	word string // lower case
-	f    Flavor
+	word  string // lower case
+	f     Flavor
+	start bool // every rule for it needs it first in its statement
 }
 
 var triggers = []trigger{
-	{"do", Postgres}, {"xa", MySQL},
-	{"set", Any}, {"use", MySQL | others},
-	{"load", Postgres}, {"hold", Postgres}, {"lock", MySQL}, {"temp", Any},
-	{"reset", Any}, {"flush", MySQL},
-	{"listen", Postgres}, {"unlock", MySQL}, {"backup", MySQL}, {"pragma", others}, {"attach", others}, {"detach", others},
-	{"prepare", Any}, {"discard", Postgres}, {"handler", MySQL}, {"session", others},
-	{"unlisten", Postgres},
-	{"temporary", Any},
-	{"deallocate", Any},
+	{"do", Postgres, true}, {"xa", MySQL, true},
+	{"set", Any, true}, {"use", MySQL | others, true},
+	{"load", Postgres, true}, {"hold", Postgres, false}, {"lock", MySQL, true}, {"temp", Any, false},
+	{"reset", Any, true}, {"flush", MySQL, true},
+	{"listen", Postgres, true}, {"unlock", MySQL, true}, {"backup", MySQL, true},
+	{"pragma", others, true}, {"attach", others, true}, {"detach", others, true},
+	{"prepare", Any, false}, {"discard", Postgres, true}, {"handler", MySQL, true}, {"session", others, false},
+	{"unlisten", Postgres, true},
+	{"temporary", Any, false},
+	{"deallocate", Any, true},
 }
 
 const (
@@ -75,6 +82,7 @@ func init() {
 // f acts on. It never allocates.
 func mayChangeSession(query string, f Flavor) bool {
 	t := &scanTables[f&Any]
+	comments := -1 // whether query has a comment: 0 or 1 once known
 	for i := 0; i < len(query); {
 		k := t.class[query[i]]
 		if k == 0 {
@@ -97,17 +105,53 @@ func mayChangeSession(query string, f Flavor) bool {
 			k |= c
 			j++
 		}
-		w := query[i:j]
+		w, start := query[i:j], i
 		i = j
 		if k&classUnderscore != 0 {
 			if len(w) >= 4 && triggerName(w, f) {
 				return true
 			}
-		} else if len(w) < len(t.first) && t.first[len(w)]&letterBit[w[0]] != 0 && triggerWord(w, f) {
+			continue
+		}
+		if len(w) >= len(t.first) || t.first[len(w)]&letterBit[w[0]] == 0 {
+			continue
+		}
+		found, startOnly := triggerWord(w, f)
+		if !found {
+			continue
+		}
+		if !startOnly || mayStartStatement(query, start) {
+			return true
+		}
+		// Words such as SET count only first in a statement: UPDATE t SET
+		// a = 1 needs no lexing. Only a comment could hide what comes
+		// before this one.
+		if comments < 0 {
+			comments = 0
+			if strings.Contains(query, "--") || strings.Contains(query, "*/") || strings.IndexByte(query, '#') >= 0 {
+				comments = 1
+			}
+		}
+		if comments == 1 {
 			return true
 		}
 	}
 	return false
+}
+
+// mayStartStatement reports whether the word at q[i] follows nothing but
+// white space since the start of q or a ';'.
+func mayStartStatement(q string, i int) bool {
+	for i--; i >= 0; i-- {
+		switch q[i] {
+		case ' ', '\t', '\n', '\r', '\f', '\v':
+		case ';':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // special looks at a special byte of the flavor: '@', '#', and the
@@ -123,14 +167,14 @@ func special(q string, i int) bool {
 }
 
 // triggerWord reports whether w, a run of ASCII word bytes without '_', is
-// a trigger word of f.
-func triggerWord(w string, f Flavor) bool {
+// a trigger word of f, and whether it counts only first in a statement.
+func triggerWord(w string, f Flavor) (found, startOnly bool) {
 	for _, t := range triggers {
 		if t.f&f != 0 && eqFold(w, t.word) {
-			return true
+			return true, t.start
 		}
 	}
-	return false
+	return false, false
 }
 
 // triggerName reports whether w, a run of ASCII word bytes with a '_',

@@ -38,6 +38,20 @@ var sessionCases = []struct {
 	{"SELECT email FROM t WHERE email = 'a@b.c'", false, false, false},
 	{"SELECT 1; SELECT 2;", false, false, false},
 
+	// Words that count only first in a statement.
+	{"UPDATE t SET a = 1;SET x.y = 1", true, true, true},
+	{"UPDATE t SET a = 1 -- x\nSET x.y = 1", false, false, false}, // one statement: SET after a comment, not after ';'
+	{"SELECT 1; -- x\nSET x.y = 1", true, true, true},
+	{"SELECT 1; /* x */ SET x.y = 1", true, true, true},
+	{"SELECT 1;/**/SET x.y = 1", true, true, true},
+	{"SELECT 1 # x\n;SET x.y = 1", true, true, true},
+	{"SELECT 1 # ;\nSET x.y = 1", true, false, true}, // PostgreSQL: # is no comment, the ';' ends the statement
+	{"INSERT INTO t SET a = 1, b = 'x'", false, false, false},
+	{"SELECT a FROM t WHERE x = 'do' LIMIT 1 OFFSET 2", false, false, false},
+	{"\n\t  RESET ALL", true, true, true},
+	{"SELECT 1;\n\tLOCK TABLES t WRITE", false, true, true},
+	{"DROP PREPARE s", false, true, true},
+
 	// PostgreSQL SET and RESET.
 	{"SET search_path = app", true, true, true},
 	{"set TIME ZONE 'UTC'", true, true, true},
@@ -134,16 +148,21 @@ var sessionCases = []struct {
 	{"SELECT $tag$ it's; SET x = 1 $tag$", false, true, true},            // MySQL: the quote runs on: cannot tell
 	{"SELECT $a$ $b$ SET $b$ $a$; SELECT 1", false, false, false},        // nested tags
 	{"SELECT $1, $2 FROM t; SELECT 'SET'", false, false, false},          // parameters are no tags
-	{"SELECT $$unterminated SET", true, false, true},                     // PostgreSQL cannot lex it
+	{"SELECT $$unterminated SET", false, false, false},                   // no SET can start a statement here
+	{"SELECT $$unterminated; SET", true, true, true},                     // PostgreSQL cannot lex it; MySQL sees a SET
 	{"SELECT 'C:\\'; SET x.y = 1", true, true, true},                     // the string ends at the second quote without escapes
 	{"SELECT 'a\\'; SET x.y = 1; --'", true, true, true},                 // either reading
 	{"SELECT E'a\\'; SET x.y = 1; --'", false, true, true},               // E'' escapes: one string
-	{"SELECT e'it\\'s', 'SET'", false, true, true},                       // MySQL: 'SET' stands in another string; cannot tell both ways
+	{"SELECT e'it\\'s', 'SET'", false, false, false},                     // no SET can start a statement here
+	{"SELECT e'it\\'s'; SET", true, true, true},                          // a bare SET
 	{"SELECT \"SET\" FROM t", false, false, false},                       // an identifier
 	{"SELECT 'a''b SET c'", false, false, false},                         // doubled quote
 	{"SELECT 1 /* /* */; SET x = 1 */", false, true, true},               // nested in PostgreSQL only
-	{"SELECT 1 /* unterminated SET", true, true, true},                   // cannot lex
-	{"SELECT 'unterminated SET", true, true, true},                       // cannot lex
+	{"SELECT 1 /* unterminated SET", false, false, false},                // no SET can start a statement here
+	{"SELECT 1 /* unterminated; SET x = 1", true, true, true},            // cannot lex
+	{"SELECT 'unterminated SET", false, false, false},                    // no SET can start a statement here
+	{"SELECT 'unterminated; SET", true, true, true},                      // cannot lex
+	{"SELECT 'unterminated GET_LOCK(1)", false, true, true},              // cannot lex
 	{"SELECT x$set FROM t", false, false, false},                         // one name
 	{"SELECT 1;\n\n  sEt  search_path=a", true, true, true},              // case and white space
 	{"select 1 ; ; ; reset all ;", true, true, true},                     // empty statements
@@ -183,8 +202,8 @@ var sessionCases = []struct {
 	{"SELECT /*!50000 1 */", false, true, true},
 	{"SELECT /*M!100000 1 */", false, true, true},
 	{"SELECT /*+ MAX_EXECUTION_TIME(1) */ a FROM t", false, false, false},
-	{"SELECT 'a\\'SET'", true, true, true},          // without escapes a quote is left open
-	{"SELECT 'a\\' SET @x = 1 '", true, true, true}, // likewise
+	{"SELECT 'a\\'SET'", false, false, false},        // no SET can start a statement here
+	{"SELECT 'a\\' SET @x = 1 '", false, true, true}, // MySQL: without escapes a quote is left open
 	{"SELECT `SET` FROM t", false, false, false},
 	{"SELECT \"a\\\"; SET @x = 1; \"", true, true, true}, // PostgreSQL: an identifier ends at the second quote
 	{"# c\nSELECT 1", false, false, false},
