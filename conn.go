@@ -15,6 +15,7 @@ type conn struct {
 	c      *Connector
 	pc     *physConn // the hold's physical connection, or nil
 	shared bool      // pc is (or was) bound to a task: other holds may use it too
+	taskTx bool      // a *sql.Tx of a task was begun in this hold: the task's end may reach pc
 	lost   error     // the hold lost pc: every later operation fails with this
 	tx     *tx       // open transaction begun with BeginTx
 	rows   int       // open result sets
@@ -94,6 +95,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		return nil, l.finish(ctx, le, opBegin, "", err)
 	}
 	x := &tx{l: l, pc: pc, drv: dtx, task: le.t}
+	l.taskTx = l.taskTx || le.t != nil
 	pc.setTx(txBegun, x)
 	l.tx = x
 	if le.t != nil && !le.t.addTx(x) {

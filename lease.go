@@ -359,6 +359,11 @@ func (l *conn) endHold() {
 	if pc == nil {
 		return
 	}
-	l.pc, l.shared, l.lost = nil, false, nil
+	alone := !l.shared && !l.taskTx
+	l.pc, l.shared, l.taskTx, l.lost = nil, false, false, nil
+	if alone {
+		pc.letGoAlone()
+		return
+	}
 	pc.letGo()
 }

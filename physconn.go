@@ -455,6 +455,20 @@ func (pc *physConn) letGo() {
 	pc.settle(f, owner)
 }
 
+// letGoAlone is letGo for a hold that had pc to itself throughout: never
+// bound to a task, no task's transaction on it. Nobody else can reach pc, so
+// it needs no lock.
+func (pc *physConn) letGoAlone() {
+	pc.st.holds--
+	f := decide(pc.st, TransactionMode)
+	if f == fateInUse {
+		return
+	}
+	owner := pc.st.txOwner
+	pc.st.txOwner = nil
+	pc.settle(f, owner)
+}
+
 // decideLocked is decide on pc's state and the mode of its task. The caller
 // holds mu.
 func (pc *physConn) decideLocked() fate {
@@ -470,6 +484,14 @@ func (pc *physConn) decideLocked() fate {
 // open on it, if any.
 func (pc *physConn) settle(f fate, owner *tx) {
 	c := pc.c
+	switch f {
+	case fateRelease:
+		pc.res.Release()
+		return
+	case fateDestroy:
+		pc.res.Destroy()
+		return
+	}
 	pc.sem.lock(context.Background()) // free: nobody else can reach pc
 	if f == fateRollback || f == fateRollbackReset {
 		c.stats.autoRollbacks.Add(1)
