@@ -19,6 +19,10 @@ import (
 // replaced instead of failing the caller's statement.
 const idlePingAfter = time.Second
 
+// idlePingTimeout caps that ping: a server that does not answer an empty
+// query within it is taken as unreachable for this connection.
+const idlePingTimeout = time.Second
+
 // Connector is a database/sql driver.Connector that pools physical
 // connections. Use it with sql.OpenDB; database/sql's DB.Close closes it.
 type Connector struct {
@@ -164,19 +168,22 @@ func (c *Connector) closePhys(pc *physConn) {
 	}
 }
 
-// checkIdle checks an idle connection before it is handed out: without a
-// round trip when the dialect can (a connection the server closed has an
-// error or end-of-file waiting on its socket), and with a ping when it sat
-// idle long.
-func (c *Connector) checkIdle(pc *physConn) bool {
+// checkIdle checks an idle connection before it is handed out, pre-warmed
+// ones included: without a round trip when the dialect can (a connection
+// the server closed has an error or end-of-file waiting on its socket), and
+// with a ping when it sat idle long. The ping is bounded by the caller's
+// context and by idlePingTimeout, so a black-holed server costs a caller at
+// most that, and a caller whose context ended gets its error at once (the
+// pool stops trying further idle connections for it).
+func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
+	pc := r.Value()
 	if ic, ok := pc.dc.(dialects.IdleChecker); ok && ic.CheckIdle() != nil {
 		return false
 	}
-	// A resource BeforeAcquire sees was acquired before, so pc.res is set.
-	if pc.res.IdleFor() < idlePingAfter {
+	if r.IdleFor() < idlePingAfter {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cleanupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
 	defer cancel()
 	return pc.dc.Ping(ctx) == nil
 }
@@ -191,10 +198,16 @@ func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 	return pc, nil
 }
 
+// logWarn logs msg at Warn, with err when there is one.
 func (c *Connector) logWarn(msg string, err error) {
-	if c.log != nil {
-		c.log.Warn("pooldriver: "+msg, "dsn", c.tmpl.String(), "error", err)
+	if c.log == nil {
+		return
 	}
+	if err == nil {
+		c.log.Warn("pooldriver: "+msg, "dsn", c.tmpl.String())
+		return
+	}
+	c.log.Warn("pooldriver: "+msg, "dsn", c.tmpl.String(), "error", err)
 }
 
 // Connect returns a logical connection: no I/O happens here (database/sql

@@ -17,23 +17,18 @@ import (
 //		})
 //	})
 //
-// The physical connection is chosen as for a statement (the transaction's,
-// the task's, or one from the pool) and held while f runs; f must not keep
-// raw after it returns.
+// The physical connection is the hold's (the *sql.Conn keeps it until it is
+// closed), chosen as for a statement, and locked while f runs; f must not
+// keep raw after it returns. pooldriver cannot see what f did to the
+// session, so it resets the session before anyone else uses the connection.
 func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 	l, ok := driverConn.(*conn)
 	if !ok {
 		return fmt.Errorf("pooldriver: RawConn: %T is not a pooldriver connection", driverConn)
 	}
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opRaw)
 	if err != nil {
 		return err
 	}
-	err = f(le.pc.dc.Raw())
-	le.pc.checkErr(err)
-	le.pc.observe(ctx, "")
-	if ferr := l.finish(le); err == nil {
-		err = ferr
-	}
-	return err
+	return l.finish(ctx, le, opRaw, "", f(le.pc.dc.Raw()))
 }

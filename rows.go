@@ -13,7 +13,7 @@ import (
 // interface is missing, so wrapping changes nothing.
 type rows struct {
 	l      *conn
-	pc     *physConn
+	le     lease // the query's lease: its lock is released by Close
 	drv    driver.Rows
 	query  string
 	closed bool
@@ -31,52 +31,34 @@ var (
 
 // newRows wraps drv, reusing the logical conn's spare wrapper if it has one:
 // database/sql never touches a driver's rows after closing them.
-func newRows(l *conn, pc *physConn, drv driver.Rows, query string) *rows {
+func newRows(l *conn, le lease, drv driver.Rows, query string) *rows {
 	r := l.spare
 	if r == nil {
 		r = new(rows)
 	}
 	l.spare = nil
-	*r = rows{l: l, pc: pc, drv: drv, query: query}
+	*r = rows{l: l, le: le, drv: drv, query: query}
 	return r
 }
 
 func (r *rows) Columns() []string { return r.drv.Columns() }
 
-func (r *rows) Next(dest []driver.Value) error {
-	err := r.drv.Next(dest)
-	if err != nil && err != io.EOF {
-		r.pc.checkErr(err)
-	}
-	return err
-}
+func (r *rows) Next(dest []driver.Value) error { return r.drv.Next(dest) }
 
-// Close closes the real rows and lets the physical connection go if nothing
-// else pins it.
+// Close closes the real rows and finishes the query: only now is the
+// statement over, so only now is its effect on the transaction and the
+// session recorded (with no deadline of ours: the dialects ask the server
+// only after statements that can change the state, which a query returning
+// rows seldom is).
 func (r *rows) Close() error {
 	if r.closed {
 		return nil
 	}
 	r.closed = true
 	err := r.drv.Close()
-	pc, l := r.pc, r.l
-	pc.checkErr(err)
-	pc.mu.Lock()
-	pc.rows--
-	pc.mu.Unlock()
-	l.rows--
-	if l.rows == 0 {
-		l.rowsPC = nil
-	}
-	// The statement is over only now: ask about the transaction state. No
-	// deadline of ours: the dialects ask the server only after statements
-	// that can change it, which a query returning rows seldom is, and a
-	// timer here would cost more than the rest of the query's overhead.
-	pc.observe(context.Background(), r.query)
+	l := r.l
+	err = l.finish(context.Background(), r.le, opCloseRows, r.query, err)
 	l.spareRows(r)
-	if ferr := l.finish(lease{pc: pc, locked: true}); err == nil {
-		err = ferr
-	}
 	return err
 }
 

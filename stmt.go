@@ -12,6 +12,7 @@ type stmt struct {
 	l        *conn
 	query    string
 	numInput int
+	on       []*physConn // the physical connections it was prepared on
 }
 
 var (
@@ -20,16 +21,33 @@ var (
 	_ driver.StmtQueryContext = (*stmt)(nil)
 )
 
-// Close does nothing: the prepared statements belong to the physical
-// connections' caches, which close them when they evict them, reset the
-// session or close.
-func (s *stmt) Close() error { return nil }
+// ranOn records that s is prepared on pc.
+func (s *stmt) ranOn(pc *physConn) {
+	for _, p := range s.on {
+		if p == pc {
+			return
+		}
+	}
+	s.on = append(s.on, pc)
+}
+
+// Close drops the statement from the caches of the physical connections it
+// was prepared on (at their next use: they may be busy now), which closes
+// it on the server, so that preparing the same text again prepares it
+// afresh (after DDL changed what it returns, say).
+func (s *stmt) Close() error {
+	for _, pc := range s.on {
+		pc.evictLater(s.query)
+	}
+	s.on = nil
+	return nil
+}
 
 func (s *stmt) NumInput() int { return s.numInput }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	l := s.l
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opStmt)
 	if err != nil {
 		return nil, err
 	}
@@ -37,21 +55,17 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	var res driver.Result
 	ds, err := pc.prepared(ctx, s.query)
 	if err == nil {
+		s.ranOn(pc)
 		if args, err = pc.convert(args); err == nil {
-			res, err = stmtExec(ctx, ds, args)
+			res, err = pc.stmtExec(ctx, ds, s.query, args)
 		}
 	}
-	pc.checkErr(err)
-	pc.observe(ctx, s.query)
-	if ferr := l.finish(le); err == nil {
-		err = ferr
-	}
-	return res, lostSession(le, err)
+	return res, l.finish(ctx, le, opStmt, s.query, err)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	l := s.l
-	le, err := l.acquire(ctx)
+	le, err := l.start(ctx, opStmt)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +73,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	var rows driver.Rows
 	ds, err := pc.prepared(ctx, s.query)
 	if err == nil {
+		s.ranOn(pc)
 		if args, err = pc.convert(args); err == nil {
-			rows, err = stmtQuery(ctx, ds, args)
+			rows, err = pc.stmtQuery(ctx, ds, s.query, args)
 		}
 	}
 	return l.openRows(ctx, le, rows, s.query, err)

@@ -328,19 +328,21 @@ func TestOneTaskManyGoroutines(t *testing.T) {
 	db, _ := newDB(t, srv, "pool_max_conns=4")
 	ctx, end := pooldriver.WithTask(context.Background())
 	defer end()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
+	if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	id := connID(t, ctx, tx)
+	var id int64
+	if err := db.QueryRowContext(ctx, "CONNID").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				// Inside the task's transaction: every goroutine's statement
-				// waits its turn on the one conn.
+				// Inside the task's raw transaction: every goroutine's
+				// statement waits its turn on the one conn.
 				if _, err := db.ExecContext(ctx, "INSERT many ?", int64(i)); err != nil {
 					t.Errorf("insert: %v", err)
 					return
@@ -354,7 +356,7 @@ func TestOneTaskManyGoroutines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := tx.Commit(); err != nil {
+	if _, err := db.ExecContext(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(srv.Table("many")); n != 160 {

@@ -31,11 +31,21 @@ func (p *Pool[T]) callFactory() (v T, err error) {
 func (p *Pool[T]) callCheck(f func(T) bool, v T) (ok bool) {
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("BeforeAcquire/BeforeRelease", x)
+			p.recovered("BeforeRelease", x)
 			ok = false
 		}
 	}()
 	return f(v)
+}
+
+func (p *Pool[T]) callBeforeAcquire(ctx context.Context, r *Resource[T]) (ok bool) {
+	defer func() {
+		if x := recover(); x != nil {
+			p.recovered("BeforeAcquire", x)
+			ok = false
+		}
+	}()
+	return p.cfg.BeforeAcquire(ctx, r)
 }
 
 func (p *Pool[T]) callHealthcheck(v T) (err error) {

@@ -31,9 +31,14 @@ type Config[T any] struct {
 	Healthcheck func(ctx context.Context, v T) error
 
 	// BeforeAcquire, if set, is called before an idle resource is handed
-	// out; false destroys it and Acquire tries the next one. It is not
-	// called for a resource the factory has just made.
-	BeforeAcquire func(v T) bool
+	// out, with the context of the Acquire (TryAcquire: a background
+	// context) so that a check bounded by it never outlasts the caller;
+	// false destroys the resource and Acquire tries the next one. It is
+	// called for every resource taken from idle, including those made by
+	// the pre-warm or the refill to Min that were never handed out, and not
+	// for one the factory has just made for the caller. r.IdleFor tells how
+	// long the resource sat idle.
+	BeforeAcquire func(ctx context.Context, r *Resource[T]) bool
 
 	// BeforeRelease, if set, is called by Release; false destroys the
 	// resource instead of returning it to the pool.

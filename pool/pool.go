@@ -83,12 +83,16 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		if err != nil {
 			return nil, err
 		}
-		if !fromIdle || p.cfg.BeforeAcquire == nil || p.callCheck(p.cfg.BeforeAcquire, r.value) {
+		if !fromIdle || p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(ctx, r) {
 			return r, nil
 		}
 		// It failed BeforeAcquire or expired: destroy it and try again,
-		// keeping our place at the head of the queue.
+		// keeping our place at the head of the queue, unless the caller
+		// gave up meanwhile (a check bounded by ctx fails then).
 		p.reject(r)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		front = true
 	}
 }
@@ -119,7 +123,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		r.acquiredAt = p.clock()
 		expired := p.expiredLocked(r, r.acquiredAt)
 		p.mu.Unlock()
-		if !expired && (p.cfg.BeforeAcquire == nil || p.callCheck(p.cfg.BeforeAcquire, r.value)) {
+		if !expired && (p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(context.Background(), r)) {
 			return r, true
 		}
 		p.reject(r)
@@ -151,8 +155,9 @@ func (p *Pool[T]) endTrialLocked(ended bool) {
 	}
 }
 
-// acquire gets a resource. fromIdle reports that it was idle and is not
-// expired: the caller still owes it the BeforeAcquire check. An idle
+// acquire gets a resource. fromIdle reports that it was idle (fresh from a
+// pre-warm included) and is not expired: the caller still owes it the
+// BeforeAcquire check. An idle
 // resource found expired comes back with fromIdle true and expired state, so
 // the caller rejects it.
 func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], fromIdle bool, err error) {
@@ -184,7 +189,9 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 				}
 			}
 			p.mu.Unlock()
-			return r, !fresh, nil
+			// A fresh resource (pre-warmed, or refilled to Min) sat
+			// idle too: the server may have closed it meanwhile.
+			return r, true, nil
 		}
 	}
 	w := &waiter[T]{ch: make(chan result[T], 1), trial: isTrial, start: p.clock()}

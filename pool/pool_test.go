@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -336,7 +337,7 @@ func TestBeforeReleaseAndBeforeAcquire(t *testing.T) {
 	var b backend
 	cfg := b.config()
 	cfg.BeforeRelease = func(it *item) bool { return !it.broken.Load() }
-	cfg.BeforeAcquire = func(it *item) bool { return it.checked.Add(1) < 3 }
+	cfg.BeforeAcquire = func(_ context.Context, r *Resource[*item]) bool { return r.Value().checked.Add(1) < 3 }
 	p := newPool(t, cfg)
 
 	r := mustAcquire(t, p)
@@ -523,3 +524,29 @@ func TestIdleFor(t *testing.T) {
 	}
 	r.Release()
 }
+
+// A resource made by the pre-warm sat idle before anyone took it: the
+// server may have closed it meanwhile, so it is checked like any other.
+func TestBeforeAcquireChecksPrewarmed(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Min = 1
+	var checks atomic.Int32
+	cfg.BeforeAcquire = func(ctx context.Context, r *Resource[*item]) bool {
+		checks.Add(1)
+		return ctx.Value(ctxMark{}) == "caller" // the caller's context reaches the check
+	}
+	p := newPool(t, cfg)
+	waitFor(t, "the pre-warm", func() bool { return p.IdleCount() == 1 })
+	ctx := context.WithValue(context.Background(), ctxMark{}, "caller")
+	r, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if checks.Load() != 1 {
+		t.Fatalf("pre-warmed resource handed out with %d checks, want 1", checks.Load())
+	}
+}
+
+type ctxMark struct{}

@@ -1,0 +1,127 @@
+package pooldriver
+
+import "fmt"
+
+// txState is what pooldriver knows of the transaction open on a physical
+// connection's server session.
+type txState uint8
+
+const (
+	txNone  txState = iota // no transaction open
+	txBegun                // begun with BeginTx: a *sql.Tx owns it
+	txRaw                  // begun by a statement (a raw BEGIN), as the server reports
+)
+
+func (s txState) String() string {
+	switch s {
+	case txNone:
+		return "none"
+	case txBegun:
+		return "begun"
+	case txRaw:
+		return "raw"
+	}
+	return fmt.Sprintf("txState(%d)", uint8(s))
+}
+
+// sessionState is what pooldriver knows of the rest of the session.
+type sessionState uint8
+
+const (
+	sessionClean sessionState = iota // as opened, or reset since
+	sessionDirty                     // a statement changed it (SET, a lock, a temporary table, ...): reset before reuse
+	sessionLost                      // the connection broke, or its state is unknown: destroy it
+)
+
+func (s sessionState) String() string {
+	switch s {
+	case sessionClean:
+		return "clean"
+	case sessionDirty:
+		return "dirty"
+	case sessionLost:
+		return "lost"
+	}
+	return fmt.Sprintf("sessionState(%d)", uint8(s))
+}
+
+// connState is the whole state of a physical connection, the input of
+// decide. See physConn for who may change it and under which lock.
+type connState struct {
+	tx      txState
+	session sessionState
+	rows    int   // open result sets; they hold the connection's lock
+	holds   int   // holds using it: database/sql's logical conns, or a task's cleanup
+	task    *task // the task it is bound to, or nil
+	txOwner *tx   // the *sql.Tx whose transaction is open on it, when tx is txBegun
+}
+
+func (s connState) String() string {
+	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t", s.tx, s.session, s.rows, s.holds, s.task != nil)
+}
+
+// fate is what happens to a physical connection when a hold or a task lets
+// go of it.
+type fate uint8
+
+const (
+	fateInUse         fate = iota // still held, or rows open: whoever lets go last decides
+	fateKeepForTask               // stays bound to its task, out of the pool
+	fateRelease                   // back to the pool as it is
+	fateRollback                  // roll the transaction back, then back to the pool
+	fateReset                     // reset the session, then back to the pool
+	fateRollbackReset             // both, in that order
+	fateDestroy                   // close it; the pool opens another when needed
+)
+
+func (f fate) String() string {
+	switch f {
+	case fateInUse:
+		return "in use"
+	case fateKeepForTask:
+		return "keep for task"
+	case fateRelease:
+		return "release"
+	case fateRollback:
+		return "rollback"
+	case fateReset:
+		return "reset"
+	case fateRollbackReset:
+		return "rollback+reset"
+	case fateDestroy:
+		return "destroy"
+	}
+	return fmt.Sprintf("fate(%d)", uint8(f))
+}
+
+// decide is the one place that decides a physical connection's fate when
+// something lets go of it. mode is the mode of the task it is bound to
+// (ignored when it is not bound). It has no side effects: the caller applies
+// the result (letGo).
+func decide(s connState, mode Mode) fate {
+	if s.holds > 0 || s.rows > 0 {
+		return fateInUse
+	}
+	if s.session == sessionLost {
+		return fateDestroy
+	}
+	if s.task != nil {
+		// A session-mode task keeps its connection to the end; a
+		// transaction-mode task keeps it while a raw transaction is open
+		// or once its session changed, so that the task's next statements
+		// still see them.
+		if mode == SessionMode || s.tx == txRaw || s.session == sessionDirty {
+			return fateKeepForTask
+		}
+	}
+	open := s.tx != txNone
+	switch {
+	case open && s.session == sessionDirty:
+		return fateRollbackReset
+	case open:
+		return fateRollback
+	case s.session == sessionDirty:
+		return fateReset
+	}
+	return fateRelease
+}
