@@ -68,11 +68,15 @@ func NewConnector(dsn string, opts ...Option) (*Connector, error) {
 	return newConnector(t, s, opts)
 }
 
-// Wrap pools the connections of any database/sql driver's connector
-// through the generic dialect: transactions begun with BeginTx are tracked
-// (a raw BEGIN is invisible to it), and a session is reset with the driver's
-// own ResetSession, or the connection replaced if it has none. WithCredentials
-// cannot be used: the wrapped connector logs in by itself.
+// Wrap pools the connections of any database/sql driver's connector. The
+// connections of pgx's stdlib and go-sql-driver/mysql get their dialect's
+// tracking (import the dialect package: dialects/postgres, dialects/mysql):
+// the transaction the server reports, session changes, a real session
+// reset. Any other driver's are tracked from the text of their statements
+// (a raw BEGIN, COMMIT, a SET, a lock, ...), conservatively: a connection
+// left in a raw transaction or with a changed session is replaced, not
+// reused. WithCredentials cannot be used: the wrapped connector logs in by
+// itself.
 func Wrap(c driver.Connector, opts ...Option) *Connector {
 	if c == nil {
 		return &Connector{err: errors.New("pooldriver: Wrap(nil): a driver.Connector is required")}

@@ -91,12 +91,12 @@ func (g *genericConn) ChangesSession(query string) bool {
 // pooldriver replaces the connection instead.
 func (g *genericConn) Rollback(context.Context) error { return ErrUnsupported }
 
-func (g *genericConn) ResetSession(ctx context.Context) error {
-	if r, ok := g.c.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return ErrUnsupported
-}
+// ResetSession cannot reset a driver it does not know: database/sql's
+// SessionResetter promises only what each driver makes of it (pgx's stdlib
+// and go-sql-driver/mysql merely check that the connection is alive), so a
+// session believed dirty is never handed on through it. pooldriver replaces
+// the connection instead.
+func (g *genericConn) ResetSession(context.Context) error { return ErrUnsupported }
 
 func (g *genericConn) Ping(ctx context.Context) error {
 	if p, ok := g.c.(driver.Pinger); ok {
