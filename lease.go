@@ -276,7 +276,9 @@ func (l *conn) finish(ctx context.Context, le lease, k opKind, query string, err
 	switch {
 	case err != nil && pc.broken(err):
 		cause = err
-	case idle && pc.validity != nil && !pc.validity.IsValid():
+	case idle && k == opCloseRows && pc.validity != nil && !pc.validity.IsValid():
+		// Rows report a broken connection from Next, which the driver's
+		// Close may not repeat.
 		cause = errors.New("pooldriver: the driver reports the connection unusable")
 		if err != nil {
 			cause = err
