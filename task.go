@@ -17,7 +17,7 @@ type task struct {
 	err     error // a misuse found by WithTask, returned by every statement
 	cancel  context.CancelCauseFunc
 	done    <-chan struct{} // the task's context's Done
-	stop    func() bool // stops the context.AfterFunc that ends the task
+	stop    func() bool     // stops the context.AfterFunc that ends the task
 	once    sync.Once
 
 	mu       sync.Mutex // protects the fields below
