@@ -25,20 +25,26 @@
 // pre-warmed to pool_min_conns, waited for in FIFO order, health-checked in
 // the background, expired by lifetime and idle time. Logical connections are
 // what database/sql sees: cheap, without I/O, holding no physical
-// connection while idle. Each statement finds a physical connection — the
-// one its transaction or open rows are on, the one bound to its task, or one
-// from the pool — and gives it back when nothing pins it.
+// connection while idle.
+//
+// database/sql's contract is kept: a logical connection keeps the physical
+// connection of its first statement until database/sql takes it back (a
+// hold: one db.Exec, a *sql.Conn until Close, a *sql.Tx until Commit or
+// Rollback), so a *sql.Tx is its own transaction and a *sql.Conn one
+// session. When a hold ends, a transaction left open is rolled back and a
+// changed session reset before anyone else gets the connection.
 //
 // # Tasks
 //
-// A context can carry a task ([WithTask], [Middleware]). While a task's
-// physical connection is pinned, every statement run with the task's context
-// runs on it, through any *sql.DB method: a raw BEGIN ... COMMIT across
-// separate db.ExecContext calls works. In [SessionMode] the task keeps its
-// connection until it ends, so session state (SET, temporary tables,
-// advisory locks) survives across calls. When a task ends, its open
-// transaction is rolled back and, in session mode, its session reset, before
-// the connection is reused.
+// A context can carry a task ([WithTask], [Middleware]). While a task keeps
+// its physical connection, every hold that starts with the task's context
+// runs on it, through any *sql.DB method: a raw BEGIN ... COMMIT, or a SET,
+// across separate db.ExecContext calls works. In [TransactionMode] the task
+// keeps it while a raw transaction is open or after its session changed; in
+// [SessionMode] until it ends. When a task ends, every transaction of the
+// task is rolled back and its session reset before the connection is
+// reused. A *sql.Tx begun with a task's context is still its own
+// transaction: the task's other statements do not run inside it.
 //
 // # DSN
 //

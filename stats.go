@@ -7,7 +7,7 @@ type Stats struct {
 	MaxConns int // pool_max_conns
 	Total    int // physical connections open or being opened
 	Idle     int // idle in the pool
-	Active   int // in use: running a statement, pinned, or bound to a task
+	Active   int // in use: held by a statement, *sql.Conn, *sql.Tx or open rows, or kept for a task
 	Waiting  int // operations waiting for a physical connection
 
 	Acquires        int64         // physical connections handed out
@@ -18,8 +18,8 @@ type Stats struct {
 	ConnectErrors   int64         // failed attempts to open one
 	Destroyed       int64         // physical connections closed
 	HealthFailures  int64         // closed because a ping failed
-	AutoRollbacks   int64         // transactions pooldriver rolled back: at task end, or left open outside a task
-	SessionResets   int64         // sessions reset at the end of a session-mode task
+	AutoRollbacks   int64         // transactions pooldriver rolled back: at task end, or left open when a hold ended
+	SessionResets   int64         // sessions reset before reuse: changed by a statement, or a session-mode task's
 }
 
 // Stats returns a snapshot of the Connector's state. It never contains

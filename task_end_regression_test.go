@@ -24,11 +24,12 @@ func eventually(d time.Duration, cond func() bool) bool {
 }
 
 // Regression: a BeginTx transaction whose statement is still running when
-// the task ends and outlives the cleanup timeout. endBinding gives up
-// (doomed, unbound); the transaction is claimed as ended by the task, so
-// database/sql's Rollback does nothing. The holder that lets the conn go
-// must roll it back (physConn.rollbackClaimedTx) and the doomed conn be
-// destroyed; it used to be kept forever, its transaction open.
+// the task ends and outlives the cleanup timeout. The task's cleanup gives
+// up (the connection is marked lost); the transaction is claimed as ended
+// by the task, so database/sql's Rollback does nothing. The hold that lets
+// the conn go last must have it destroyed (decide: lost), which ends the
+// transaction on the server; it used to be kept forever, its transaction
+// open.
 func TestTaskEndGivesUpWaitingLastHolderRollsBack(t *testing.T) {
 	srv := newServer(t)
 	c, err := pooldriver.NewConnector("fake://"+srv.Name()+"?pool_max_conns=2",
@@ -91,12 +92,10 @@ func (h hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (h hookConnector) Driver() driver.Driver { return h.base.Driver() }
 
-// Regression: task end claims the BeginTx transaction (pc bound to the
-// task), then an in-flight statement of that transaction fails with
-// ErrBadConn. finish unbinds the broken connection, so endBinding finds it
-// no longer the task's, and database/sql's Rollback finds the transaction
-// claimed: the holder letting it go must clear the transaction and destroy
-// the conn. It used to be kept forever.
+// Regression: task end claims the BeginTx transaction, then an in-flight
+// statement of that transaction fails with ErrBadConn, and database/sql's
+// Rollback finds the transaction claimed: the hold letting the conn go must
+// have it destroyed. It used to be kept forever.
 func TestTaskEndConnBrokenMidStatementIsDestroyed(t *testing.T) {
 	srv := newServer(t)
 	hook := make(chan struct{})

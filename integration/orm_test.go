@@ -582,12 +582,12 @@ func TestORMGORM(t *testing.T) {
 // ("transactions pooldriver rolled back: at task end"), which is how a
 // service finds code that abandons transactions.
 //
-// It fails now and then (a few in a hundred tasks go uncounted): the task's
-// end cancels the task's context before it rolls back (task.end in
-// binding.go calls t.cancel() before endBinding), which wakes database/sql's
-// Tx.awaitDone; when that goroutine's Rollback claims the transaction first
-// (tx.claim in tx.go), endBinding in pinning.go takes the "database/sql is
-// ending that transaction itself" branch and counts nothing.
+// It used to fail now and then (a few in a hundred tasks went uncounted):
+// the task's end cancelled the task's context before it rolled back, which
+// woke database/sql's Tx.awaitDone, and when that goroutine's Rollback
+// claimed the transaction first nothing counted it. Now the task claims its
+// transactions before cancelling, and a rollback by database/sql because
+// the task's context ended counts as the task's (tx.end).
 func TestORMGORMAbandonedTransactionsCounted(t *testing.T) {
 	forEachServer(t, func(t *testing.T, s server) {
 		e := openORM(t, s)
