@@ -62,7 +62,9 @@ func (c *drvConn) check(err error, ran bool) error {
 }
 
 // connectionLost reports whether an ODBC error says the connection is
-// gone: SQLSTATE class 08, or MariaDB/MySQL's "server has gone away" (2006),
+// gone: SQLSTATE class 08; PostgreSQL's 57P01-57P03 (the server terminated
+// the session: pg_terminate_backend, a shutdown, a crash), which psqlODBC
+// passes on as they are; or MariaDB/MySQL's "server has gone away" (2006),
 // "lost connection" (2013) and "connection was killed" (1927).
 func (c *drvConn) connectionLost(err error) bool {
 	var oe *odbc.Error
@@ -70,7 +72,7 @@ func (c *drvConn) connectionLost(err error) bool {
 		return false
 	}
 	for _, d := range oe.Diag {
-		if strings.HasPrefix(d.State, "08") {
+		if strings.HasPrefix(d.State, "08") || strings.HasPrefix(d.State, "57P0") {
 			return true
 		}
 		if c.server == mysql && (d.NativeError == 2006 || d.NativeError == 2013 || d.NativeError == 1927) {
