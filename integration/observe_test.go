@@ -231,18 +231,26 @@ func (tn *tenant) openTxsErr(ctx context.Context) (int64, error) {
 	if tn.s.name == "mysql" {
 		q = `SELECT count(*) FROM information_schema.INNODB_TRX x
 			JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id WHERE p.USER = ?`
-		// InnoDB serves INNODB_TRX from a cache that it refreshes only when
-		// nobody read it for 100ms: reads, by every test, are spaced out.
-		innodbTrxMu.Lock()
-		defer innodbTrxMu.Unlock()
-		if wait := time.Until(innodbTrxRead.Add(innodbTrxRefresh)); wait > 0 {
-			<-time.After(wait)
-		}
-		defer func() { innodbTrxRead = time.Now() }()
+		defer spaceInnodbTrxRead()()
 	}
 	var n int64
 	err := tn.s.adminDB().QueryRowContext(ctx, q, tn.name).Scan(&n)
 	return n, err
+}
+
+// spaceInnodbTrxRead waits until INNODB_TRX may be read afresh and returns
+// the function to call when the read is done. InnoDB serves INNODB_TRX from
+// a cache that it refreshes only when nobody read it for 100ms, so every
+// read of it, by every test (the ODBC ones too), goes through here.
+func spaceInnodbTrxRead() (done func()) {
+	innodbTrxMu.Lock()
+	if wait := time.Until(innodbTrxRead.Add(innodbTrxRefresh)); wait > 0 {
+		<-time.After(wait)
+	}
+	return func() {
+		innodbTrxRead = time.Now()
+		innodbTrxMu.Unlock()
+	}
 }
 
 // innodbTrxRefresh is more than the 100ms for which InnoDB keeps serving

@@ -279,6 +279,7 @@ func (tn *odbcTenant) openTxs(t *testing.T) int64 {
 	if tn.s.name == "postgres" {
 		return tn.s.adminInt(t, "SELECT count(*) FROM pg_stat_activity WHERE usename = ? AND xact_start IS NOT NULL", tn.user)
 	}
+	defer spaceInnodbTrxRead()()
 	return tn.s.adminInt(t, `SELECT count(*) FROM information_schema.INNODB_TRX x
 		JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id WHERE p.USER = ?`, tn.user)
 }

@@ -68,9 +68,9 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := mysql.ParseDSN(d.driverDSN)
+	cfg, err := parseDriverDSN(d.driverDSN)
 	if err != nil {
-		return nil, nil, &redactedError{msg: "pooldriver: mysql: invalid DSN: " + dialects.Scrub(err.Error(), passwordCandidates(d.driverDSN)...)}
+		return nil, nil, err
 	}
 	t := &template{cfg: cfg, charsets: d.charsets}
 	switch {
@@ -87,6 +87,94 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	}
 	t.redacted = scheme + redacted.FormatDSN()
 	return t, d.params, nil
+}
+
+// parseDriverDSN parses a go-sql-driver DSN without ever quoting its
+// password. The driver splits a DSN at its last '/' first, so a password
+// with a '/' in a DSN without "/dbname" lands in another field, and the
+// driver's error (or a later String) would show part of it. So the DSN is
+// first parsed with everything that could be the password (from the first
+// ':' to the last '@' before the parameters) replaced: an error then names
+// the real mistake ("missing the slash ..."), and can quote nothing of the
+// password. A DSN whose database name holds an '@' fails that reading; it
+// is accepted if the narrower one (the password ends at the '@' that starts
+// the address, "@tcp(" or "@/") parses and the driver reads that very
+// password from the real DSN.
+func parseDriverDSN(dsn string) (*mysql.Config, error) {
+	lastAt := strings.LastIndexByte(dsn, '@')
+	colon := -1
+	if lastAt >= 0 {
+		colon = strings.IndexByte(dsn[:lastAt], ':')
+	}
+	if colon < 0 {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return nil, invalidDSN(err, passwordCandidates(dsn)...)
+		}
+		return cfg, nil
+	}
+	redact := func(at int) string { return dsn[:colon+1] + "xxxxx" + dsn[at:] }
+	head := dsn[:paramsStart(dsn)]
+	if wideAt := strings.LastIndexByte(head, '@'); wideAt > colon {
+		if _, err := mysql.ParseDSN(redact(wideAt)); err == nil {
+			cfg, err := mysql.ParseDSN(dsn)
+			if err != nil {
+				return nil, errPasswordApart
+			}
+			return cfg, nil
+		}
+	}
+	if at := addressAt(head); at > colon {
+		if _, err := mysql.ParseDSN(redact(at)); err == nil {
+			if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd == dsn[colon+1:at] {
+				return cfg, nil
+			}
+		}
+	}
+	// Malformed: word the error from the widest reading of the password,
+	// which hides the most.
+	if _, err := mysql.ParseDSN(redact(lastAt)); err != nil {
+		return nil, invalidDSN(err, dsn[colon+1:lastAt])
+	}
+	return nil, errPasswordApart
+}
+
+var errPasswordApart = &redactedError{msg: "pooldriver: mysql: invalid DSN: the password cannot be told apart from the rest of the DSN (escape it, or give it with WithCredentials)"}
+
+// invalidDSN words a driver's parse error, scrubbed of secrets.
+func invalidDSN(err error, secrets ...string) error {
+	return &redactedError{msg: "pooldriver: mysql: invalid DSN: " + dialects.Scrub(strings.TrimPrefix(err.Error(), "invalid DSN: "), secrets...)}
+}
+
+// paramsStart returns where the parameters of a go-sql-driver DSN start:
+// at the first '?' after the last '/', as the driver reads it; len(dsn)
+// without any.
+func paramsStart(dsn string) int {
+	slash := strings.LastIndexByte(dsn, '/')
+	if slash < 0 {
+		return len(dsn)
+	}
+	if q := strings.IndexByte(dsn[slash:], '?'); q >= 0 {
+		return slash + q
+	}
+	return len(dsn)
+}
+
+// addressAt returns the last '@' of s that starts an address part: a
+// network name followed by '(' ("@tcp(host)"), or '/' ("@/db",
+// "@tcp/db"); -1 if none does.
+func addressAt(s string) int {
+	for at := strings.LastIndexByte(s, '@'); at >= 0; at = strings.LastIndexByte(s[:at], '@') {
+		rest := s[at+1:]
+		i := 0
+		for i < len(rest) && (rest[i] >= 'a' && rest[i] <= 'z' || rest[i] >= 'A' && rest[i] <= 'Z' || rest[i] >= '0' && rest[i] <= '9') {
+			i++
+		}
+		if i < len(rest) && (rest[i] == '(' || rest[i] == '/') {
+			return at
+		}
+	}
+	return -1
 }
 
 // template is immutable once built: Open clones cfg before changing it.

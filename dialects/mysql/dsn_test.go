@@ -167,26 +167,97 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add("tcp(db)/x?y=hunter22", "p@ss/w:rd?x")
+	// A '/' in the password of a DSN without "/dbname": the driver splits
+	// at the last '/', and its error used to quote the password's start.
+	f.Add("tcp(127.0.0.1:3306)", "se/cret")
+	f.Add("tcp(127.0.0.1:3306)?pool_max_conns=3", "sec/ret99")
+	f.Add("tcp(127.0.0.1:3306", "s/ecret")
+	f.Add("tcp(127.0.0.1:3306)", "secret/")
 	f.Fuzz(func(t *testing.T, rest, password string) {
-		if len(password) < 4 {
+		if len(password) < 4 || len(password) > 64 {
 			return
 		}
 		dsn := "mysql://app:" + password + "@" + rest
-		if strings.Contains(strings.ToLower("mysql://app:xxxxx@"+rest), strings.ToLower(password)) {
-			return // the password also occurs outside its place
+		// What may show: the DSN without its password, and whatever
+		// parsing it says (an error message's own words).
+		redacted := "mysql://app:xxxxx@" + rest
+		if ref, _, err := Dialect.Parse(redacted); err != nil {
+			redacted += " " + err.Error()
+		} else {
+			redacted += " " + ref.String()
 		}
 		tp, _, err := Dialect.Parse(dsn)
 		if err != nil {
-			if strings.Contains(err.Error(), password) {
-				t.Fatalf("Parse(%q) error shows the password: %v", dsn, err)
+			if p := leakedPart(err.Error(), password, redacted); p != "" {
+				t.Fatalf("Parse(%q) error shows %q of the password: %v", dsn, p, err)
 			}
 			return
 		}
 		if tp.Credentials().Password != password {
 			return // rest changed what the password is
 		}
-		if s := tp.String(); strings.Contains(s, password) {
-			t.Fatalf("Parse(%q).String() = %q shows the password", dsn, s)
+		if p := leakedPart(tp.String(), password, redacted); p != "" {
+			t.Fatalf("Parse(%q).String() = %q shows %q of the password", dsn, tp.String(), p)
 		}
 	})
+}
+
+// leakedPart returns a piece of password, 4 bytes or longer, that out
+// shows although the DSN without its password does not hold it, or "".
+func leakedPart(out, password, redacted string) string {
+	const minLen = 4
+	// ASCII only: strings.ToLower would turn invalid UTF-8 into U+FFFD.
+	lower := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				b[i] = c + 'a' - 'A'
+			}
+		}
+		return string(b)
+	}
+	out, redacted = lower(out), lower(redacted)
+	pw := lower(password)
+	for i := 0; i+minLen <= len(pw); i++ {
+		p := pw[i : i+minLen]
+		if strings.Contains(out, p) && !strings.Contains(redacted, p) && !strings.Contains("pooldriver: mysql: invalid dsn: xxxxx", p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestParseHidesPasswordOfMalformedDSN: a '/' in the password of a DSN
+// without "/dbname" made the driver read part of the password as the
+// network, and quote it in its error.
+func TestParseHidesPasswordOfMalformedDSN(t *testing.T) {
+	for _, c := range []struct{ dsn, secret string }{
+		{"mysql://root:se/cret@tcp(127.0.0.1:3306)", "se/cret"},
+		{"mysql://root:sec/ret@tcp(127.0.0.1:3306)?pool_max_conns=3", "sec/ret"},
+		{"mysql://root:s/ecret@tcp(127.0.0.1:3306", "s/ecret"},
+		{"mysql://root:secret/@tcp(127.0.0.1:3306)", "secret/"},
+	} {
+		_, _, err := Dialect.Parse(c.dsn)
+		if err == nil {
+			t.Errorf("Parse(%q) accepted a DSN without /dbname", c.dsn)
+			continue
+		}
+		if p := leakedPart(err.Error(), c.secret, "mysql://root:xxxxx@tcp(127.0.0.1:3306) pooldriver: mysql: invalid dsn"); p != "" {
+			t.Errorf("Parse(%q): the error shows %q of the password: %v", c.dsn, p, err)
+		}
+		if !strings.Contains(err.Error(), "missing the slash") {
+			t.Errorf("Parse(%q): %v; want the driver's real complaint (missing the slash)", c.dsn, err)
+		}
+	}
+	// An '@' in the database name or a parameter still parses.
+	for _, dsn := range []string{"mysql://u:pw@tcp(h:3306)/d@b", "mysql://u:p/w@tcp(h:3306)/db?x=a@b"} {
+		tp, _, err := Dialect.Parse(dsn)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", dsn, err)
+			continue
+		}
+		if pw := tp.Credentials().Password; pw != "pw" && pw != "p/w" {
+			t.Errorf("Parse(%q): password %q", dsn, pw)
+		}
+	}
 }
