@@ -194,7 +194,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 			return r, true, nil
 		}
 	}
-	w := &waiter[T]{ch: make(chan result[T], 1), trial: isTrial, start: p.clock()}
+	w := &waiter[T]{ch: make(chan result[T], 1), ctx: ctx, trial: isTrial, start: p.clock()}
 	if front {
 		p.waiters.pushFront(w)
 	} else {
@@ -291,9 +291,18 @@ func (p *Pool[T]) handOutLocked(r *Resource[T]) {
 	p.stats.acquires++
 }
 
-// putLocked gives a healthy resource to the oldest waiter, or makes it idle.
+// putLocked gives a healthy resource to the oldest waiter that still waits,
+// or makes it idle. A waiter whose context ended is told so and passed
+// over: handing it the resource would only wake it to hand the resource on
+// again, and under a storm of cancellations the oldest waiters are the
+// likeliest to have given up.
 func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
-	if w := p.waiters.popFront(); w != nil {
+	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
+		if err := w.ctx.Err(); err != nil {
+			p.stats.canceled++
+			w.ch <- result[T]{err: err} // it waits for this: it left the queue
+			continue
+		}
 		p.handOutLocked(r)
 		r.trial = w.trial
 		r.fresh = false

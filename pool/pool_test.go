@@ -550,3 +550,60 @@ func TestBeforeAcquireChecksPrewarmed(t *testing.T) {
 }
 
 type ctxMark struct{}
+
+// endedCtx is a context whose Err reports an end that its Done channel
+// never signals, so that the waiter using it is still queued when the pool
+// next hands out a resource.
+type endedCtx struct {
+	context.Context
+	ended atomic.Bool
+}
+
+func (c *endedCtx) Err() error {
+	if c.ended.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestReleasePassesOverEndedWaiters: a resource is handed to the oldest
+// waiter that still waits; one whose context ended is told so at once
+// instead of being woken with a resource it can only hand on.
+func TestReleasePassesOverEndedWaiters(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+
+	stale := &endedCtx{Context: context.Background()}
+	staleErr := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(stale)
+		staleErr <- err
+	}()
+	waitFor(t, "the first waiter queued", func() bool { return p.Stats().Waiting == 1 })
+	live := make(chan *Resource[*item], 1)
+	go func() {
+		r, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		live <- r
+	}()
+	waitFor(t, "the second waiter queued", func() bool { return p.Stats().Waiting == 2 })
+
+	stale.ended.Store(true)
+	r.Release()
+	if err := <-staleErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the ended waiter got %v, want context.Canceled", err)
+	}
+	got := <-live
+	if got == nil {
+		t.Fatal("the live waiter got nothing")
+	}
+	got.Release()
+	if s := p.Stats(); s.Acquires != 2 {
+		t.Fatalf("acquires %d, want 2 (the ended waiter's does not count)", s.Acquires)
+	}
+}

@@ -1,6 +1,9 @@
 package pool
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // result is what a waiter is handed: a resource or an error.
 type result[T any] struct {
@@ -11,7 +14,8 @@ type result[T any] struct {
 // waiter is one Acquire waiting for a resource. Its fields are guarded by
 // the pool's mu.
 type waiter[T any] struct {
-	ch         chan result[T] // buffered (1): handing over never blocks
+	ch         chan result[T]  // buffered (1): handing over never blocks
+	ctx        context.Context // the Acquire's: a resource is not handed to one that ended
 	prev, next *waiter[T]
 	queued     bool          // in the pool's wait list
 	creating   bool          // a factory call was started on its behalf
