@@ -144,6 +144,11 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 // open is the pool's factory: a new physical connection, logged in with the
 // template's credentials or those WithCredentials returns now.
 func (c *Connector) open(ctx context.Context) (*physConn, error) {
+	if c.s.connectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.s.connectTimeout)
+		defer cancel()
+	}
 	creds := c.tmpl.Credentials()
 	secret := creds.Password
 	if c.s.credentials != nil {

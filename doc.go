@@ -53,6 +53,7 @@
 // followed by a go-sql-driver DSN (dialects/mysql), odbc:// followed by an
 // ODBC connection string (dialects/odbc). pooldriver's own settings are the
 // query parameters pool_max_conns, pool_min_conns, pool_acquire_timeout,
+// pool_connect_timeout,
 // pool_health_check_period, pool_max_conn_lifetime, pool_max_conn_idle_time
 // and pool_mode; they are removed before the DSN reaches the real driver, and
 // the [Option] functions override them.

@@ -567,3 +567,39 @@ func TestWrapGenericDialect(t *testing.T) {
 }
 
 func fmtAny(v any) string { return strings.TrimSpace(strings.ReplaceAll(sprint(v), "\n", " ")) }
+
+// TestConnectTimeout: pool_connect_timeout bounds a connection attempt to a
+// server that does not answer, so the caller gets an error in bounded time
+// and the pool's slot is free again; WithConnectTimeout overrides it.
+func TestConnectTimeout(t *testing.T) {
+	srv := newServer(t)
+	srv.SetConnectDelay(time.Minute)
+	db, c := newDB(t, srv, "pool_max_conns=1&pool_connect_timeout=50ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := db.ExecContext(ctx, "PING")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("statement against a server that does not answer: %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("it took %v", d)
+	}
+	if s := c.Stats(); s.ConnectErrors == 0 || s.Total != 0 {
+		t.Fatalf("stats %+v: want the failed attempt counted and its slot free", s)
+	}
+	srv.SetConnectDelay(0)
+	if _, err := db.ExecContext(ctx, "PING"); err != nil {
+		t.Fatalf("after the server answers again: %v", err)
+	}
+
+	bad := []string{"pool_connect_timeout=-1s", "pool_connect_timeout=soon"}
+	for _, p := range bad {
+		if _, err := pooldriver.NewConnector("fake://" + srv.Name() + "?" + p); err == nil || !strings.Contains(err.Error(), "pool_connect_timeout") {
+			t.Errorf("%s: %v, want an error naming pool_connect_timeout", p, err)
+		}
+	}
+	if _, err := pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithConnectTimeout(-time.Second)); err == nil || !strings.Contains(err.Error(), "WithConnectTimeout") {
+		t.Errorf("WithConnectTimeout(-1s): %v", err)
+	}
+}

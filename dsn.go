@@ -20,10 +20,11 @@ const (
 	paramMaxConnLifetime   = "pool_max_conn_lifetime"
 	paramMaxConnIdleTime   = "pool_max_conn_idle_time"
 	paramMode              = "pool_mode"
+	paramConnectTimeout    = "pool_connect_timeout"
 )
 
 var knownParams = []string{
-	paramAcquireTimeout, paramHealthCheckPeriod, paramMaxConnIdleTime, paramMaxConnLifetime,
+	paramAcquireTimeout, paramConnectTimeout, paramHealthCheckPeriod, paramMaxConnIdleTime, paramMaxConnLifetime,
 	paramMaxConns, paramMinConns, paramMode,
 }
 
@@ -67,6 +68,8 @@ func applyParams(s *settings, params map[string]string) error {
 			s.minConns, err = parseInt(k, v, 0)
 		case paramAcquireTimeout:
 			s.acquireTimeout, err = parseDuration(k, v)
+		case paramConnectTimeout:
+			s.connectTimeout, err = parseDuration(k, v)
 		case paramHealthCheckPeriod:
 			s.healthCheckPeriod, err = parseDuration(k, v)
 		case paramMaxConnLifetime:

@@ -18,6 +18,7 @@ const (
 	DefaultMaxConnLifetime   = time.Hour
 	DefaultMaxConnIdleTime   = 30 * time.Minute
 	DefaultCleanupTimeout    = 5 * time.Second
+	DefaultConnectTimeout    = 10 * time.Second
 )
 
 // settings are a Connector's pool settings: the DSN's pool_* parameters with
@@ -30,6 +31,7 @@ type settings struct {
 	maxConnLifetime   time.Duration
 	maxConnIdleTime   time.Duration
 	cleanupTimeout    time.Duration
+	connectTimeout    time.Duration
 	mode              Mode
 	credentials       func(ctx context.Context) (user, password string, err error)
 	logger            *slog.Logger
@@ -45,6 +47,7 @@ func defaultSettings() settings {
 		maxConnLifetime:   DefaultMaxConnLifetime,
 		maxConnIdleTime:   DefaultMaxConnIdleTime,
 		cleanupTimeout:    DefaultCleanupTimeout,
+		connectTimeout:    DefaultConnectTimeout,
 		mode:              TransactionMode,
 	}
 }
@@ -82,6 +85,17 @@ func WithMinConns(n int) Option {
 // (pool_acquire_timeout); 0 leaves only the caller's context.
 func WithAcquireTimeout(d time.Duration) Option {
 	return durationOption("WithAcquireTimeout", d, func(s *settings) { s.acquireTimeout = d })
+}
+
+// WithConnectTimeout bounds each attempt to open a physical connection
+// (pool_connect_timeout; default DefaultConnectTimeout), on top of the
+// driver's own connect_timeout or timeout: a server that does not answer
+// (a network black hole) then frees the pool's slot in bounded time
+// instead of holding it forever. 0: only the driver's own limit. The
+// attempt still outlives the caller that started it and gave up: the next
+// waiter gets the connection.
+func WithConnectTimeout(d time.Duration) Option {
+	return durationOption("WithConnectTimeout", d, func(s *settings) { s.connectTimeout = d })
 }
 
 // WithHealthCheckPeriod sets how often idle connections are checked,
