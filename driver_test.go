@@ -441,9 +441,10 @@ func TestCircuitBreakerStrategy(t *testing.T) {
 	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithCircuitBreaker(st))
 	srv.FailConnects(2, errors.New("server down"))
 	for i := 0; i < 2; i++ {
-		if _, err := db.Exec("INSERT t 1"); err == nil || errors.Is(err, pooldriver.ErrCircuitOpen) {
+		if _, err := db.Exec("INSERT t 1"); err == nil || errors.Is(err, pooldriver.ErrCircuitOpen) || errors.Is(err, pool.ErrBackoff) {
 			t.Fatalf("attempt %d: %v, want the connect error", i, err)
 		}
+		time.Sleep(150 * time.Millisecond) // past the back-off: the next statement dials
 	}
 	if _, err := db.Exec("INSERT t 1"); !errors.Is(err, pooldriver.ErrCircuitOpen) {
 		t.Fatalf("after 2 failed connects: %v, want ErrCircuitOpen", err)
@@ -589,6 +590,10 @@ func TestConnectTimeout(t *testing.T) {
 		t.Fatalf("stats %+v: want the failed attempt counted and its slot free", s)
 	}
 	srv.SetConnectDelay(0)
+	if _, err := db.ExecContext(ctx, "PING"); !errors.Is(err, pool.ErrBackoff) {
+		t.Fatalf("right after the failed attempt: %v, want pool.ErrBackoff (no new attempt yet)", err)
+	}
+	time.Sleep(150 * time.Millisecond) // past the back-off
 	if _, err := db.ExecContext(ctx, "PING"); err != nil {
 		t.Fatalf("after the server answers again: %v", err)
 	}

@@ -24,6 +24,13 @@ var (
 	// acquires because the database keeps failing.
 	ErrCircuitOpen = errors.New("pooldriver: circuit open: the database is failing")
 
+	// ErrBackoff is matched by the error of a statement that needed a new
+	// physical connection right after attempts to open one failed: the
+	// pool waits (50 ms after the first failure, doubling up to 2 s, with
+	// jitter) before it dials again, and says so at once meanwhile instead
+	// of dialling for every caller. The error wraps the last connect error.
+	ErrBackoff = pool.ErrBackoff
+
 	// ErrTaskEnded is returned by every statement run with a task's
 	// context after the task ended, and by Commit of a transaction whose
 	// task ended and rolled it back. Through database/sql, a task's

@@ -261,6 +261,7 @@ func TestCredentialRotation(t *testing.T) {
 		assert.NotContains(t, fmt.Sprintf("%+v %s", st, c), pwA)
 
 		current.Store(&pwB)
+		time.Sleep(150 * time.Millisecond) // the pool waits this long after a failed connect
 		_, err = db.ExecContext(ctx(t), "SELECT 1")
 		require.NoError(t, err)
 		assert.EqualValues(t, 4, calls.Load())

@@ -112,6 +112,7 @@ func TestThresholdStrategy(t *testing.T) {
 		}
 		cfg := b.config()
 		cfg.Strategy = st
+		cfg.NoBackoff = true // every acquire tries the factory
 		p, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)

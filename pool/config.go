@@ -75,6 +75,17 @@ type Config[T any] struct {
 	// Strategy, if set, drives the circuit breaker from the start; see
 	// [Pool.SetStrategy].
 	Strategy Strategy
+
+	// BackoffMin and BackoffMax space factory calls after failures: after
+	// the n-th failure in a row no factory call starts for a random time
+	// between half and all of BackoffMin·2^(n-1), capped at BackoffMax;
+	// a success ends it. Meanwhile an Acquire that would need a new
+	// resource fails at once with ErrBackoff (wrapping the last factory
+	// error) instead of calling the factory again, and one that can wait
+	// for a resource in use (the pool is at Max) waits. Defaults
+	// DefaultBackoffMin and DefaultBackoffMax; NoBackoff turns it off.
+	BackoffMin, BackoffMax time.Duration
+	NoBackoff              bool
 }
 
 // validate checks c and fills in defaults.
@@ -103,6 +114,8 @@ func (c *Config[T]) validate() error {
 		{"HealthcheckTimeout", c.HealthcheckTimeout},
 		{"MaxLifetime", c.MaxLifetime},
 		{"MaxIdleTime", c.MaxIdleTime},
+		{"BackoffMin", c.BackoffMin},
+		{"BackoffMax", c.BackoffMax},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("pool: Config.%s = %v, must not be negative", d.name, d.v)
@@ -110,6 +123,18 @@ func (c *Config[T]) validate() error {
 	}
 	if c.HealthcheckTimeout == 0 {
 		c.HealthcheckTimeout = DefaultHealthcheckTimeout
+	}
+	if c.BackoffMin == 0 {
+		c.BackoffMin = DefaultBackoffMin
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = DefaultBackoffMax
+	}
+	if c.BackoffMax < c.BackoffMin {
+		return fmt.Errorf("pool: Config.BackoffMax = %v is less than Config.BackoffMin = %v", c.BackoffMax, c.BackoffMin)
+	}
+	if c.NoBackoff {
+		c.BackoffMin, c.BackoffMax = 0, 0
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ type backend struct {
 	made          atomic.Int64
 	destroyed     atomic.Int64
 	failNext      atomic.Int64  // factory calls to fail
+	calls         atomic.Int64  // factory calls
 	block         chan struct{} // non-nil: the factory waits for it
 	mu            sync.Mutex
 	destroyedIDs  []int64
@@ -32,6 +33,7 @@ type item struct {
 var errFactory = errors.New("backend down")
 
 func (b *backend) factory(ctx context.Context) (*item, error) {
+	b.calls.Add(1)
 	if b.block != nil {
 		select {
 		case <-b.block:

@@ -37,6 +37,7 @@ type Pool[T any] struct {
 	state    State
 	trial    bool // Recovering: the one trial acquire is under way
 	strategy Strategy
+	backoff  backoff
 	stats    counters
 }
 
@@ -194,7 +195,17 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 			return r, true, nil
 		}
 	}
-	w := &waiter[T]{ch: make(chan result[T], 1), ctx: ctx, trial: isTrial, start: p.clock()}
+	now := p.clock()
+	if p.total < p.cfg.Max && p.waiters.len() == 0 && p.backoff.active(now) {
+		// It would need a new resource, and the factory just failed:
+		// say so now rather than wait out the back-off.
+		p.stats.backoffRejects++
+		p.endTrialLocked(isTrial)
+		err := p.backoff.err()
+		p.mu.Unlock()
+		return nil, false, err
+	}
+	w := &waiter[T]{ch: make(chan result[T], 1), ctx: ctx, trial: isTrial, start: now}
 	if front {
 		p.waiters.pushFront(w)
 	} else {
@@ -386,10 +397,19 @@ func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 // startFactoriesLocked starts a factory call for each waiter that has none,
 // as far as Max allows.
 func (p *Pool[T]) startFactoriesLocked() {
+	backingOff := p.backoff.active(p.clock())
 	for !p.closed && p.total < p.cfg.Max {
 		w := p.waiters.firstWithoutFactory()
 		if w == nil {
 			return
+		}
+		if backingOff {
+			// It would get a factory call of its own, which is not
+			// allowed yet: tell it now, as a failed call would.
+			p.waiters.remove(w)
+			p.stats.backoffRejects++
+			w.ch <- result[T]{err: p.backoff.err()} // it waits for this: it left the queue
+			continue
 		}
 		p.startFactoryLocked(w)
 	}
@@ -397,6 +417,9 @@ func (p *Pool[T]) startFactoriesLocked() {
 
 // fillToMinLocked starts factory calls until Min resources exist.
 func (p *Pool[T]) fillToMinLocked() {
+	if p.backoff.active(p.clock()) {
+		return // the healthcheck tries again later
+	}
 	for !p.closed && p.total < p.cfg.Min {
 		p.startFactoryLocked(nil)
 	}
@@ -427,6 +450,7 @@ func (p *Pool[T]) create(owner *waiter[T]) {
 	if err != nil {
 		p.total--
 		p.stats.createErrors++
+		p.backoff.failed(now, err, p.cfg.BackoffMin, p.cfg.BackoffMax)
 		strategy := p.strategy
 		tell := owner != nil && owner.queued
 		if tell {
@@ -445,6 +469,7 @@ func (p *Pool[T]) create(owner *waiter[T]) {
 		return
 	}
 	p.stats.created++
+	p.backoff.succeeded()
 	if p.closed {
 		p.mu.Unlock()
 		p.destruct(v)
@@ -538,6 +563,7 @@ func (p *Pool[T]) Stats() Stats {
 		ReleaseRejects:      c.releaseRejects,
 		CallbackPanics:      c.panics,
 		Misuses:             p.misuses.Load(),
+		BackoffRejects:      c.backoffRejects,
 	}
 }
 

@@ -28,12 +28,13 @@ type Stats struct {
 	ReleaseRejects      int64         // of which by BeforeRelease or BeforeAcquire saying no
 	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
 	Misuses             int64         // Release or Destroy of a handle not held
+	BackoffRejects      int64         // acquires failed at once with ErrBackoff
 }
 
 // counters are the cumulative part of Stats, guarded by Pool.mu.
 type counters struct {
 	acquires, waits, canceled, timeouts, circuitRejects   int64
 	created, createErrors, destroyed, expired, hcFailures int64
-	releaseRejects, panics, misuses                       int64
+	releaseRejects, panics, misuses, backoffRejects       int64
 	waitDuration                                          time.Duration
 }
