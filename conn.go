@@ -101,9 +101,10 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if le.t != nil && !le.t.addTx(x) {
 		// The task ended meanwhile: its transaction must not outlive it.
 		x.claim(txEndedByTask)
-		pc.c.stats.autoRollbacks.Add(1)
 		if rerr := pc.rollback(x); rerr != nil {
 			err = rerr
+		} else {
+			pc.c.stats.autoRollbacks.Add(1)
 		}
 		l.tx = nil
 		if ferr := l.finish(ctx, le, opBegin, "", err); ferr != nil {

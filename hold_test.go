@@ -365,3 +365,108 @@ func TestTaskEndedThroughDatabaseSQL(t *testing.T) {
 		t.Fatalf("%d rows committed", n)
 	}
 }
+
+// TestTaskEndUndoesRawTxUnderHeldConn: a *sql.Conn whose raw transaction
+// was the task's (begun with the task's context) must not go on, after
+// the task's end rolled that transaction back, running statements that
+// would autocommit.
+func TestTaskEndUndoesRawTxUnderHeldConn(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "pool_max_conns=2")
+	bg := context.Background()
+	sc, err := db.Conn(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, end := pooldriver.WithTask(bg)
+	for _, q := range []string{"BEGIN", "INSERT v 1"} {
+		if _, err := sc.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	end()
+	for _, q := range []string{"INSERT v 2", "COMMIT"} {
+		if _, err := sc.ExecContext(bg, q); !errors.Is(err, pooldriver.ErrConnLost) {
+			t.Fatalf("%s after the task's end: %v, want ErrConnLost", q, err)
+		}
+	}
+	sc.Close()
+	if got := srv.Table("v"); len(got) != 0 {
+		t.Fatalf("committed %v", got)
+	}
+}
+
+// TestSQLConnKeepsItsOwnTxUnderATaskContext: a *sql.Conn with its own raw
+// transaction, used with the context of a task that has another
+// connection, stays its own session: nothing rolls its transaction back.
+func TestSQLConnKeepsItsOwnTxUnderATaskContext(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "pool_max_conns=3")
+	bg := context.Background()
+	ctx, end := pooldriver.WithTask(bg)
+	defer end()
+	mustExecCtx(t, ctx, db, "SET a b") // the task now has a connection
+	sc, err := db.Conn(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	for _, q := range []string{"BEGIN", "INSERT q 1"} {
+		if _, err := sc.ExecContext(bg, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := sc.ExecContext(ctx, "INSERT q 2"); err != nil {
+		t.Fatalf("a statement with the task's context on the *sql.Conn: %v", err)
+	}
+	if _, err := sc.ExecContext(bg, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Table("q"); len(got) != 2 {
+		t.Fatalf("committed %v, want [1 2]", got)
+	}
+}
+
+// TestSessionChangeInsideTxDoesNotBindIt: a SET inside a transaction-mode
+// task's *sql.Tx does not make the task's other statements wait for the
+// transaction (they run elsewhere, as with plain database/sql).
+func TestSessionChangeInsideTxDoesNotBindIt(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "pool_max_conns=3")
+	ctx, end := pooldriver.WithTask(context.Background())
+	defer end()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SET a b"); err != nil {
+		t.Fatalf("SET in the transaction: %v", err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT z 1"); err != nil {
+		t.Fatalf("a task statement beside the transaction: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDirtyTaskSessionNotBypassed: in a transaction-mode task whose session
+// changed, a statement that finds the task's connection busy with rows
+// does not run silently on a connection without that session.
+func TestDirtyTaskSessionNotBypassed(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "pool_max_conns=3")
+	ctx, end := pooldriver.WithTask(context.Background())
+	defer end()
+	mustExecCtx(t, ctx, db, "SET sv mine")
+	rows, err := db.QueryContext(ctx, "SELECT 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var v sql.NullString
+	err = db.QueryRowContext(ctx, "GET sv").Scan(&v)
+	if !errors.Is(err, pooldriver.ErrSessionBusy) {
+		t.Fatalf("GET with the task's session busy: %v (%v), want ErrSessionBusy", v, err)
+	}
+}

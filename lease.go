@@ -43,6 +43,36 @@ type lease struct {
 	locked   bool  // the operation took pc's lock (false: its hold's open rows have it)
 	fresh    bool  // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool  // on a pool connection because the task's own was busy with rows
+	hadState bool  // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
+}
+
+// lock takes pc's lock for an operation of l. A connection other holds of
+// the task share may be busy with their rows, which may never be closed
+// while this goroutine waits (the reader may be waiting for it): that is a
+// busyError, with its bounded wait, not an unbounded wait for the lock.
+func (l *conn) lock(ctx context.Context, pc *physConn) error {
+	if pc.sem.tryLock() {
+		return nil
+	}
+	if !l.shared {
+		return pc.sem.lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
+	}
+	for {
+		if err := l.checkShared(pc); err != nil {
+			return err
+		}
+		// A statement of another hold runs: wait for it, but look again
+		// now and then, in case it left rows open.
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := pc.sem.lock(wctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 }
 
 // start begins an operation of kind k on l's hold.
@@ -68,6 +98,12 @@ func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
 		} else if l.shared {
 			err = l.checkShared(le.pc)
 		}
+		if err == nil {
+			if l.rows > 0 {
+				return le, nil // the hold's own rows hold the lock: the driver decides
+			}
+			err = l.lock(ctx, le.pc)
+		}
 		if b, ok := err.(*busyError); ok {
 			err = b.wait(ctx, &deadline)
 			if err == nil {
@@ -79,22 +115,13 @@ func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
 		}
 		break
 	}
-	if l.rows > 0 {
-		return le, nil // the hold's own rows hold the lock: the driver decides
-	}
-	if !le.pc.sem.tryLock() {
-		if err := le.pc.sem.lock(ctx); err != nil {
-			return lease{}, err
-		}
-	}
 	le.locked = true
-	if l.shared {
-		// The checks above ran before the wait: another hold of the task
-		// may have begun a transaction on pc meanwhile.
-		if err := l.checkLocked(le.pc, k); err != nil {
-			le.pc.sem.unlock()
-			return lease{}, err
-		}
+	if err := l.checkLocked(le.pc, k); err != nil {
+		le.pc.sem.unlock()
+		return lease{}, err
+	}
+	if le.t != nil && !l.shared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
+		le.hadState = le.pc.keepsTaskState()
 	}
 	if le.pc.evictions.Load() > 0 {
 		le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
@@ -168,7 +195,9 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 		return false, ErrSessionBusy
 	case busy && st.tx != txNone:
 		return false, &busyError{pc: pc, err: ErrConnBusy}
-	case busy && t.modeFor(l.c) == SessionMode:
+	case busy && (t.modeFor(l.c) == SessionMode || st.session == sessionDirty):
+		// Another connection would not have the task's session (its SET,
+		// its temporary table): refuse rather than run without it.
 		return false, &busyError{pc: pc, err: ErrSessionBusy}
 	case busy:
 		le.separate = true
@@ -187,7 +216,7 @@ func (l *conn) checkShared(pc *physConn) error {
 	st := &pc.st
 	switch {
 	case st.session == sessionLost:
-		l.lost = lost(errors.New("pooldriver: the connection broke during another statement of the task"))
+		l.lost = lost(errLostShared)
 		return l.lost
 	case l.rows > 0:
 		return nil
@@ -237,16 +266,27 @@ func (e *busyError) wait(ctx context.Context, deadline *time.Time) error {
 	return nil
 }
 
-// checkLocked is the part of checkShared that the holder of pc's lock must
-// repeat: no statement runs inside another hold's transaction, and BeginTx
-// never runs where a transaction is open.
+var errLostShared = errors.New("pooldriver: the connection broke during another statement of the task, or the task ended and undid its transaction or session")
+
+// checkLocked is what the holder of pc's lock must check before it runs
+// anything, because it may have changed while the operation waited: a
+// statement of a *sql.Tx whose task's end claimed it fails (it would run
+// after the task's rollback, outside the transaction); and, on a shared
+// connection, no statement runs inside another hold's transaction and
+// BeginTx never runs where a transaction is open.
 func (l *conn) checkLocked(pc *physConn, k opKind) error {
+	if x := l.tx; x != nil && x.endedByTask() {
+		return ErrTaskEnded
+	}
+	if !l.shared {
+		return nil
+	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	st := &pc.st
 	switch {
 	case st.session == sessionLost:
-		l.lost = lost(errors.New("pooldriver: the connection broke during another statement of the task"))
+		l.lost = lost(errLostShared)
 		return l.lost
 	case st.txOwner != nil && st.txOwner.l != l:
 		return ErrSessionBusy
@@ -314,7 +354,7 @@ func (l *conn) finish(ctx context.Context, le lease, k opKind, query string, err
 		// broken (database/sql may retry it on another, as it does with
 		// the plain driver), or the statement succeeded and only the
 		// hold's later ones fail.
-	} else if le.t != nil && !l.shared && le.t.modeFor(l.c) == TransactionMode && pc.keepsTaskState() {
+	} else if le.t != nil && !l.shared && !le.hadState && l.tx == nil && le.t.modeFor(l.c) == TransactionMode && pc.keepsTaskState() {
 		if e := l.bindForTask(le); err == nil {
 			err = e
 		}
@@ -346,11 +386,11 @@ func (l *conn) bindForTask(le lease) error {
 		}
 	}
 	if pc.st.tx == txRaw {
-		pc.c.stats.autoRollbacks.Add(1)
 		if err := pc.rollback(nil); err != nil {
 			l.lost = lost(err)
 			return l.lost
 		}
+		pc.c.stats.autoRollbacks.Add(1)
 	}
 	return ErrTaskConnBusy
 }

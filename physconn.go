@@ -46,7 +46,9 @@ type physConn struct {
 	//     everyone reads it under mu; holds and task are written by anyone.
 	//   - A physConn fresh from the pool is reachable only by its taker
 	//     until it binds it to a task; until then the taker may touch st
-	//     without mu.
+	//     without mu. (A task that ended may keep a stale pointer to it,
+	//     through which it only reads st.task and st.txOwner under mu;
+	//     the taker writes those only when they are set.)
 	//   - Lock order: mu, then task.mu. Nothing waits for sem while holding
 	//     mu.
 	sem connLock
@@ -98,6 +100,13 @@ func (pc *physConn) keepsTaskState() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	return pc.st.tx == txRaw || pc.st.session == sessionDirty
+}
+
+// heldByOthers reports whether holds other than the caller's use pc.
+func (pc *physConn) heldByOthers() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.st.holds > 1
 }
 
 // isLost reports whether pc is lost.
@@ -399,7 +408,9 @@ func (pc *physConn) rollback(owner *tx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
 	defer cancel()
 	var err error
-	if owner != nil {
+	if rb, ok := pc.dc.(dialects.BeginTxRollbacker); ok && owner != nil {
+		err = rb.RollbackBeginTx(ctx)
+	} else if owner != nil {
 		err = owner.drv.Rollback()
 	} else {
 		err = pc.dc.Rollback(ctx)
@@ -465,7 +476,12 @@ func (pc *physConn) letGoAlone() {
 		return
 	}
 	owner := pc.st.txOwner
-	pc.st.txOwner = nil
+	if owner != nil {
+		// Written only when set: a task that ended may still hold a stale
+		// pointer to pc and read txOwner under mu (cleanUp); a transaction
+		// begun outside any task cannot be one of its.
+		pc.st.txOwner = nil
+	}
 	pc.settle(f, owner)
 }
 
@@ -494,21 +510,22 @@ func (pc *physConn) settle(f fate, owner *tx) {
 	}
 	pc.sem.lock(context.Background()) // free: nobody else can reach pc
 	if f == fateRollback || f == fateRollbackReset {
-		c.stats.autoRollbacks.Add(1)
 		if err := pc.rollback(owner); err != nil {
-			f = fateDestroy
+			f = fateDestroy // closing it ends the transaction on the server
 			c.logWarn("rollback of a transaction left open failed; the connection will be closed", err)
 		} else {
+			c.stats.autoRollbacks.Add(1)
 			c.logWarn("rolled back a transaction left open", nil)
 		}
 	}
 	if f == fateReset || f == fateRollbackReset {
-		c.stats.sessionResets.Add(1)
 		if err := pc.resetSession(); err != nil {
-			f = fateDestroy
+			f = fateDestroy // a new connection has a clean session
 			if !errors.Is(err, dialects.ErrUnsupported) {
 				c.logWarn("session reset failed; the connection will be closed", err)
 			}
+		} else {
+			c.stats.sessionResets.Add(1)
 		}
 	}
 	pc.sem.unlock()

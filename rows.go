@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"io"
 	"reflect"
+	"time"
 )
 
 // rows wraps the real driver's rows. It pins its physical connection (and
@@ -17,6 +18,7 @@ type rows struct {
 	drv    driver.Rows
 	query  string
 	closed bool
+	cctx   lazyTimeout // the context of what Close asks the server
 }
 
 var (
@@ -47,9 +49,9 @@ func (r *rows) Next(dest []driver.Value) error { return r.drv.Next(dest) }
 
 // Close closes the real rows and finishes the query: only now is the
 // statement over, so only now is its effect on the transaction and the
-// session recorded (with no deadline of ours: the dialects ask the server
-// only after statements that can change the state, which a query returning
-// rows seldom is).
+// session recorded, under the cleanup timeout (the dialects seldom ask the
+// server anything after a query that returns rows, so the timer is made
+// only if one does).
 func (r *rows) Close() error {
 	if r.closed {
 		return nil
@@ -57,9 +59,41 @@ func (r *rows) Close() error {
 	r.closed = true
 	err := r.drv.Close()
 	l := r.l
-	err = l.finish(context.Background(), r.le, opCloseRows, r.query, err)
+	r.cctx = lazyTimeout{d: l.c.s.cleanupTimeout}
+	err = l.finish(&r.cctx, r.le, opCloseRows, r.query, err)
+	r.cctx.release()
 	l.spareRows(r)
 	return err
+}
+
+// lazyTimeout is a context that ends d after its first use: its timer is
+// made only if somebody asks for its Done channel, Err or Deadline. Not
+// safe for concurrent first use from several goroutines; the statement
+// path uses it from one.
+type lazyTimeout struct {
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (c *lazyTimeout) get() context.Context {
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithTimeout(context.Background(), c.d)
+	}
+	return c.ctx
+}
+
+func (c *lazyTimeout) Deadline() (time.Time, bool) { return c.get().Deadline() }
+func (c *lazyTimeout) Done() <-chan struct{}       { return c.get().Done() }
+func (c *lazyTimeout) Err() error                  { return c.get().Err() }
+func (c *lazyTimeout) Value(key any) any           { return nil }
+
+// release stops the timer, if one was made.
+func (c *lazyTimeout) release() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	*c = lazyTimeout{}
 }
 
 func (r *rows) HasNextResultSet() bool {

@@ -250,11 +250,21 @@ func (pc *physConn) cleanUp(t *task, x *tx) {
 	if x == nil && t.modeFor(pc.c) == SessionMode {
 		pc.markDirty() // the task's session: reset it before reuse
 	}
+	undone := false // the task's raw transaction, which other holds may be inside
 	if !pc.isLost() && (x != nil && pc.st.txOwner == x || x == nil && pc.st.tx == txRaw) {
-		pc.c.stats.autoRollbacks.Add(1)
+		undone = x == nil
 		if err := pc.rollback(x); err != nil {
 			pc.c.logWarn("rollback at the end of a task failed; the connection will be closed", err)
+		} else {
+			pc.c.stats.autoRollbacks.Add(1)
 		}
+	}
+	if undone && pc.heldByOthers() {
+		// A *sql.Conn of the task still holds pc: its next statements
+		// would run outside the transaction just rolled back, and
+		// autocommit. They fail instead, and pc is closed when the last of
+		// them lets go.
+		pc.lose(ErrTaskEnded, false)
 	}
 	pc.sem.unlock()
 	pc.letGo()

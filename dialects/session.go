@@ -1,6 +1,7 @@
 package dialects
 
 import (
+	"context"
 	"database/sql/driver"
 	"sync"
 )
@@ -63,4 +64,15 @@ func adapt(dc driver.Conn) (Conn, bool) {
 		}
 	}
 	return nil, false
+}
+
+// BeginTxRollbacker is implemented by a Conn that can end a transaction
+// begun with the driver's BeginTx by a ROLLBACK of its own, under a context
+// of pooldriver's choosing. pooldriver uses it when it ends such a
+// transaction itself (a task ended, or a hold let go of it still open):
+// pgx's Tx.Rollback runs under the context BeginTx was given, which is
+// cancelled by then (and a failed rollback costs the connection), and
+// go-sql-driver's takes no context at all, so its wait is unbounded.
+type BeginTxRollbacker interface {
+	RollbackBeginTx(ctx context.Context) error
 }

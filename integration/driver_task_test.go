@@ -234,3 +234,32 @@ func TestTaskEndRollsBack(t *testing.T) {
 		assert.LessOrEqual(t, tn.conns(t), 2)
 	})
 }
+
+// TestTaskEndKeepsTheTxConnection: the end of a task rolls its open
+// *sql.Tx back on a context of its own and keeps the connection. pgx's
+// Tx.Rollback would run under the task's context, cancelled by then, and
+// fail, which cost the connection every time.
+func TestTaskEndKeepsTheTxConnection(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		db, c := tn.open(t, "pool_max_conns=2")
+		table := s.table(t, "txkeep", "id int")
+		warmUp(t, db, 1)
+		before := c.Stats()
+		for i := range 5 {
+			task, end := pooldriver.WithTask(ctx(t))
+			tx, err := db.BeginTx(task, nil)
+			require.NoError(t, err)
+			_, err = tx.ExecContext(task, "INSERT INTO "+table+" VALUES ("+s.placeholder(1)+")", i)
+			require.NoError(t, err)
+			end()
+			waitFor(t, "the connection back in the pool", func() bool { return c.Stats().Active == 0 })
+		}
+		after := c.Stats()
+		assert.Equal(t, before.Destroyed, after.Destroyed, "connections closed by the task ends")
+		assert.Equal(t, before.AutoRollbacks+5, after.AutoRollbacks)
+		assert.Zero(t, s.adminInt(t, "SELECT count(*) FROM "+table))
+	})
+}

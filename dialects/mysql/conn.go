@@ -389,3 +389,7 @@ func (c *conn) Ping(ctx context.Context) error {
 
 // Close closes the connection.
 func (c *conn) Close() error { return c.dc.Close() }
+
+// RollbackBeginTx ends a transaction begun with the driver's BeginTx by a
+// raw ROLLBACK under ctx (see dialects.BeginTxRollbacker).
+func (c *conn) RollbackBeginTx(ctx context.Context) error { return c.Rollback(ctx) }
