@@ -258,7 +258,13 @@ func TestODBCSessionMode(t *testing.T) {
 		_, err = db.ExecContext(ctx(t), "SELECT * FROM "+temp)
 		assert.Error(t, err, "temporary table survived the task")
 		st := c.Stats()
-		assert.EqualValues(t, 1, st.SessionResets)
+		if s.name == "postgres" {
+			assert.EqualValues(t, 1, st.SessionResets)
+		} else {
+			// MariaDB Connector/ODBC cannot reset: the connection is
+			// replaced, and SessionResets counts only resets done.
+			assert.Zero(t, st.SessionResets)
+		}
 		if s.name == "postgres" {
 			assert.Equal(t, id, odbcBackendID(t, db, ctx(t), s), "reset, not replaced")
 			assert.Zero(t, st.Destroyed)
@@ -552,7 +558,7 @@ func TestODBCGenericDriver(t *testing.T) {
 		id := odbcBackendID(t, db, sess, s)
 		end()
 		assert.NotEqual(t, id, odbcBackendID(t, db, ctx(t), s), "a generic session is replaced, not reset")
-		assert.EqualValues(t, 1, c.Stats().SessionResets)
+		assert.Zero(t, c.Stats().SessionResets, "SessionResets counts only resets done")
 		require.NoError(t, db.PingContext(ctx(t)))
 	})
 }
