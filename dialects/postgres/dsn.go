@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -33,11 +34,19 @@ func split(dsn string) (splitDSN, error) {
 	return splitKeywordValue(dsn)
 }
 
+var errTwoAts = errors.New("pooldriver: postgres: invalid DSN: more than one '@' before the host; percent-encode an '@' in the user name or password as %40")
+
 func splitURL(prefix, rest string) (splitDSN, error) {
 	d := splitDSN{params: map[string]string{}}
 	var user, redactedUser string
 	// As in pgx and libpq: the first '@' before any '/' ends the user info.
 	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		if j := strings.IndexAny(rest[i+1:], "@/"); j >= 0 && rest[i+1+j] == '@' {
+			// A second '@' before the host: an unescaped '@' in the user
+			// name or password, which pgx would take for part of the host
+			// and quote in its errors.
+			return splitDSN{}, errTwoAts
+		}
 		u, pass, hasPass := strings.Cut(rest[:i], ":")
 		user, redactedUser = rest[:i+1], u+"@"
 		if hasPass && pass != "" {

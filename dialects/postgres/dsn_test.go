@@ -209,6 +209,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(tc.dsn, "hunter22", false)
 	}
 	f.Add("db/shop?password=x&pool_max_conns=1", `p@ss/w:rd?x`, true)
+	f.Add("127.0.0.1:5432/db", "sec@ret9", true)
 	f.Add("host=h x=", `a\ 'b`, false)
 	f.Fuzz(func(t *testing.T, rest, password string, asURL bool) {
 		if len(password) < 4 || strings.ContainsRune(password, 0) {
@@ -227,10 +228,21 @@ func FuzzParse(f *testing.F) {
 			return // the password also occurs outside its place
 		}
 		t.Setenv("PGPASSWORD", "")
+		// What may show: the DSN without its password, and whatever
+		// parsing that says (an error message's own words).
+		allowed := skeleton
+		if ref, _, err := Dialect.Parse(skeleton); err != nil {
+			allowed += " " + err.Error()
+		} else {
+			allowed += " " + ref.String()
+		}
 		tp, _, err := Dialect.Parse(dsn)
 		if err != nil {
 			if strings.Contains(err.Error(), password) || len(escaped) >= 4 && strings.Contains(err.Error(), escaped) {
 				t.Fatalf("Parse(%q) error shows the password: %v", dsn, err)
+			}
+			if p := leakedPiece(err.Error(), password, allowed); p != "" {
+				t.Fatalf("Parse(%q) error shows %q of the password: %v", dsn, p, err)
 			}
 			return
 		}
@@ -239,6 +251,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if s := tp.String(); strings.Contains(s, password) || strings.Contains(s, escaped) {
 			t.Fatalf("Parse(%q).String() = %q shows the password", dsn, s)
+		}
+		if p := leakedPiece(tp.String(), password, allowed); p != "" {
+			t.Fatalf("Parse(%q).String() = %q shows %q of the password", dsn, tp.String(), p)
 		}
 	})
 }
@@ -254,4 +269,61 @@ func percentEncode(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// leakedPiece returns a 4-byte piece of password that out shows although
+// allowed (the DSN without its password, and what parsing that says) does
+// not, or "". Letters compare without case (ASCII only).
+func leakedPiece(out, password, allowed string) string {
+	lower := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				b[i] = c + 'a' - 'A'
+			}
+		}
+		return string(b)
+	}
+	out, allowed, pw := lower(out), lower(allowed), lower(password)
+	for i := 0; i+4 <= len(pw); i++ {
+		if p := pw[i : i+4]; strings.Contains(out, p) && !strings.Contains(allowed, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestParseUnescapedPasswordDoesNotShow: a password written in a URL
+// without percent-encoding, with the characters that split a URL, is not
+// quoted by the error or String(), whatever pgx makes of the DSN.
+func TestParseUnescapedPasswordDoesNotShow(t *testing.T) {
+	t.Setenv("PGPASSWORD", "")
+	for _, pw := range []string{"se/cret9", "s?ecret9", "se#cret9", "sec@ret9", "s/e:c@r?t#9"} {
+		for _, dsn := range []string{
+			"postgres://app:" + pw + "@127.0.0.1:5432",
+			"postgres://app:" + pw + "@127.0.0.1:5432/db?sslmode=disable",
+			"postgres://app:" + pw + "@h1:5432,h2:5433/db",
+		} {
+			skeleton := strings.Replace(dsn, pw, "xxxxx", 1)
+			allowed := skeleton
+			if ref, _, err := Dialect.Parse(skeleton); err != nil {
+				allowed += " " + err.Error()
+			} else {
+				allowed += " " + ref.String()
+			}
+			tp, _, err := Dialect.Parse(dsn)
+			out := ""
+			if err != nil {
+				out = err.Error()
+			} else {
+				out = tp.String()
+			}
+			if p := leakedPiece(out, pw, allowed); p != "" {
+				t.Errorf("Parse(%q) shows %q of the password: %s", dsn, p, out)
+			}
+			if pw == "sec@ret9" && (err == nil || !strings.Contains(err.Error(), "%40")) {
+				t.Errorf("Parse(%q): %v; want the error saying to percent-encode '@'", dsn, err)
+			}
+		}
+	}
 }
