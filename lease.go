@@ -50,7 +50,7 @@ type lease struct {
 // the task share may be busy with their rows, which may never be closed
 // while this goroutine waits (the reader may be waiting for it): that is a
 // busyError, with its bounded wait, not an unbounded wait for the lock.
-func (l *conn) lock(ctx context.Context, pc *physConn) error {
+func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 	if pc.sem.tryLock() {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (l *conn) lock(ctx context.Context, pc *physConn) error {
 		return pc.sem.lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
 	}
 	for {
-		if err := l.checkShared(pc); err != nil {
+		if err := l.checkShared(pc, k); err != nil {
 			return err
 		}
 		// A statement of another hold runs: wait for it, but look again
@@ -96,13 +96,13 @@ func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
 		if le.pc == nil {
 			err = l.pick(ctx, k, &le)
 		} else if l.shared {
-			err = l.checkShared(le.pc)
+			err = l.checkShared(le.pc, k)
 		}
 		if err == nil {
 			if l.rows > 0 {
 				return le, nil // the hold's own rows hold the lock: the driver decides
 			}
-			err = l.lock(ctx, le.pc)
+			err = l.lock(ctx, le.pc, k)
 		}
 		if b, ok := err.(*busyError); ok {
 			err = b.wait(ctx, &deadline)
@@ -210,22 +210,37 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 
 // checkShared applies share's rules to a later operation of a hold whose
 // connection other holds of its task may use too.
-func (l *conn) checkShared(pc *physConn) error {
+func (l *conn) checkShared(pc *physConn, k opKind) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	st := &pc.st
+	if err := l.conflictLocked(st, k); err != nil {
+		return err
+	}
 	switch {
-	case st.session == sessionLost:
-		l.lost = lost(errLostShared)
-		return l.lost
 	case l.rows > 0:
 		return nil
-	case st.txOwner != nil && st.txOwner.l != l:
-		return ErrSessionBusy
 	case st.rows > 0 && st.tx != txNone:
 		return &busyError{pc: pc, err: ErrConnBusy}
 	case st.rows > 0:
 		return &busyError{pc: pc, err: ErrSessionBusy}
+	}
+	return nil
+}
+
+// conflictLocked is what no operation on a shared connection may meet,
+// checked before the wait for its lock and again after: the connection
+// lost, another hold's transaction on it, or (for BeginTx) any transaction
+// open on it. The caller holds pc.mu.
+func (l *conn) conflictLocked(st *connState, k opKind) error {
+	switch {
+	case st.session == sessionLost:
+		l.lost = lost(errLostShared)
+		return l.lost
+	case st.txOwner != nil && st.txOwner.l != l:
+		return ErrSessionBusy
+	case k == opBegin && st.tx != txNone:
+		return ErrSessionBusy
 	}
 	return nil
 }
@@ -283,17 +298,7 @@ func (l *conn) checkLocked(pc *physConn, k opKind) error {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	st := &pc.st
-	switch {
-	case st.session == sessionLost:
-		l.lost = lost(errLostShared)
-		return l.lost
-	case st.txOwner != nil && st.txOwner.l != l:
-		return ErrSessionBusy
-	case k == opBegin && st.tx != txNone:
-		return ErrSessionBusy
-	}
-	return nil
+	return l.conflictLocked(&pc.st, k)
 }
 
 // finish ends an operation of kind k that ran query on le.pc and returned

@@ -35,21 +35,7 @@ func SkipLine(s string, i int) int {
 // PostgreSQL's E'...' strings), which is why backslash reports seeing one:
 // where such text ends depends on server settings.
 func SkipQuoted(s string, i int) (end int, backslash bool) {
-	q := s[i]
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			if q != '`' {
-				backslash = true
-				j++
-			}
-		case q:
-			if j+1 < len(s) && s[j+1] == q {
-				j++
-				continue
-			}
-			return j + 1, backslash
-		}
-	}
-	return -1, backslash
+	escapes := s[i] != '`'
+	end, backslash = skipString(s, i, escapes)
+	return end, backslash && escapes
 }
