@@ -103,27 +103,9 @@ func openODBCSubject(t *testing.T, s odbcServer, mode pooldriver.Mode, maxConns 
 }
 
 // closeAndCheck closes the *sql.DB; then the server must see none of its
-// sessions left. Any that are left are killed, so that they cannot hold
-// locks that would block the cleanup's DROP TABLE.
+// sessions left.
 func (sub *odbcSubject) closeAndCheck(t *testing.T) {
-	_ = sub.DB.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ids := sub.tn.backends(t)
-		if len(ids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%d server connections left open after Close", len(ids))
-			for _, id := range ids {
-				sub.tn.kill(t, id)
-			}
-			return
-		}
-		<-tick.C
-	}
+	closeAndDrain(t, sub.DB, sub.tn.backends, sub.tn.kill)
 }
 
 // table creates a table that is dropped when the test ends, after the
@@ -229,13 +211,19 @@ func checkODBCLost(t *testing.T, err error, what string) {
 // means its row is there. In session mode the second may be refused with
 // ErrSessionBusy.
 func TestContractODBCTxsOfOneTask(t *testing.T) {
+	odbcInBothModes(t, contractODBCTxsOfOneTask)
+}
+
+// odbcInBothModes runs scenario on every ODBC server, in both pool modes,
+// all in parallel.
+func odbcInBothModes(t *testing.T, scenario func(t *testing.T, db *odbcSubject)) {
 	t.Parallel()
 	forEachODBCServer(t, func(t *testing.T, s odbcServer) {
 		t.Parallel()
 		for _, mode := range bothModes {
 			t.Run(mode.String(), func(t *testing.T) {
 				t.Parallel()
-				contractODBCTxsOfOneTask(t, openODBCSubject(t, s, mode, 10))
+				scenario(t, openODBCSubject(t, s, mode, 10))
 			})
 		}
 	})
@@ -300,16 +288,7 @@ func contractODBCTxsOfOneTask(t *testing.T, db *odbcSubject) {
 // across its statements, and a raw transaction left open on it is rolled
 // back when it is closed.
 func TestContractODBCConnIsOneSession(t *testing.T) {
-	t.Parallel()
-	forEachODBCServer(t, func(t *testing.T, s odbcServer) {
-		t.Parallel()
-		for _, mode := range bothModes {
-			t.Run(mode.String(), func(t *testing.T) {
-				t.Parallel()
-				contractODBCConnIsOneSession(t, openODBCSubject(t, s, mode, 10))
-			})
-		}
-	})
+	odbcInBothModes(t, contractODBCConnIsOneSession)
 }
 
 func contractODBCConnIsOneSession(t *testing.T, db *odbcSubject) {

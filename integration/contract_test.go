@@ -123,22 +123,28 @@ func openSubject(t *testing.T, s server, f flavour, o dbOpts) *subject {
 }
 
 // closeAndCheck closes the *sql.DB; then the server must see none of its
-// connections left. Any that are left are killed, so that they cannot hold
-// locks that would block the cleanup's DROP TABLE.
+// connections left.
 func (sub *subject) closeAndCheck(t *testing.T) {
-	_ = sub.DB.Close()
+	closeAndDrain(t, sub.DB, sub.tn.backends, sub.tn.kill)
+}
+
+// closeAndDrain closes db, then waits until the server lists none of its
+// sessions (backends). Any still there after 15 s are an error, and killed,
+// so that they cannot hold locks that would block the cleanup's DROP TABLE.
+func closeAndDrain(t *testing.T, db *sql.DB, backends func(*testing.T) []int64, kill func(*testing.T, int64)) {
+	_ = db.Close()
 	deadline := time.Now().Add(15 * time.Second)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		ids := sub.tn.backends(t)
+		ids := backends(t)
 		if len(ids) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Errorf("%d server connections left open after Close", len(ids))
 			for _, id := range ids {
-				sub.tn.kill(t, id)
+				kill(t, id)
 			}
 			return
 		}
@@ -218,13 +224,19 @@ var bothModes = []pooldriver.Mode{pooldriver.TransactionMode, pooldriver.Session
 // ErrSessionBusy (DESIGN.md, "Two kinds of connection"), and then commits
 // nothing it should not.
 func TestContractTxsOfOneTask(t *testing.T) {
+	inBothModes(t, contractTxsOfOneTask)
+}
+
+// inBothModes runs scenario on every server, in both pool modes, through
+// every flavour, all in parallel.
+func inBothModes(t *testing.T, scenario func(t *testing.T, s server, db *subject)) {
 	t.Parallel()
 	forEachServer(t, func(t *testing.T, s server) {
 		t.Parallel()
 		for _, mode := range bothModes {
 			t.Run(mode.String(), func(t *testing.T) {
 				t.Parallel()
-				forEachFlavour(t, s, allFlavours, dbOpts{mode: mode}, contractTxsOfOneTask)
+				forEachFlavour(t, s, allFlavours, dbOpts{mode: mode}, scenario)
 			})
 		}
 	})
@@ -287,16 +299,7 @@ func contractTxsOfOneTask(t *testing.T, s server, db *subject) {
 // is released on it, SET and temporary tables live across its statements,
 // and a raw transaction left open on it is rolled back when it is closed.
 func TestContractConnIsOneSession(t *testing.T) {
-	t.Parallel()
-	forEachServer(t, func(t *testing.T, s server) {
-		t.Parallel()
-		for _, mode := range bothModes {
-			t.Run(mode.String(), func(t *testing.T) {
-				t.Parallel()
-				forEachFlavour(t, s, allFlavours, dbOpts{mode: mode}, contractConnIsOneSession)
-			})
-		}
-	})
+	inBothModes(t, contractConnIsOneSession)
 }
 
 func contractConnIsOneSession(t *testing.T, s server, db *subject) {
