@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/secrettest"
 )
 
 // dsnCases feeds the parse test and the fuzz corpus.
@@ -188,7 +189,7 @@ func FuzzParse(f *testing.F) {
 		}
 		tp, _, err := Dialect.Parse(dsn)
 		if err != nil {
-			if p := leakedPart(err.Error(), password, redacted); p != "" {
+			if p := secrettest.LeakedPiece(err.Error(), password, redacted); p != "" {
 				t.Fatalf("Parse(%q) error shows %q of the password: %v", dsn, p, err)
 			}
 			return
@@ -196,35 +197,10 @@ func FuzzParse(f *testing.F) {
 		if tp.Credentials().Password != password {
 			return // rest changed what the password is
 		}
-		if p := leakedPart(tp.String(), password, redacted); p != "" {
+		if p := secrettest.LeakedPiece(tp.String(), password, redacted); p != "" {
 			t.Fatalf("Parse(%q).String() = %q shows %q of the password", dsn, tp.String(), p)
 		}
 	})
-}
-
-// leakedPart returns a piece of password, 4 bytes or longer, that out
-// shows although the DSN without its password does not hold it, or "".
-func leakedPart(out, password, redacted string) string {
-	const minLen = 4
-	// ASCII only: strings.ToLower would turn invalid UTF-8 into U+FFFD.
-	lower := func(s string) string {
-		b := []byte(s)
-		for i, c := range b {
-			if 'A' <= c && c <= 'Z' {
-				b[i] = c + 'a' - 'A'
-			}
-		}
-		return string(b)
-	}
-	out, redacted = lower(out), lower(redacted)
-	pw := lower(password)
-	for i := 0; i+minLen <= len(pw); i++ {
-		p := pw[i : i+minLen]
-		if strings.Contains(out, p) && !strings.Contains(redacted, p) && !strings.Contains("pooldriver: mysql: invalid dsn: xxxxx", p) {
-			return p
-		}
-	}
-	return ""
 }
 
 // TestParseHidesPasswordOfMalformedDSN: a '/' in the password of a DSN
@@ -242,7 +218,7 @@ func TestParseHidesPasswordOfMalformedDSN(t *testing.T) {
 			t.Errorf("Parse(%q) accepted a DSN without /dbname", c.dsn)
 			continue
 		}
-		if p := leakedPart(err.Error(), c.secret, "mysql://root:xxxxx@tcp(127.0.0.1:3306) pooldriver: mysql: invalid dsn"); p != "" {
+		if p := secrettest.LeakedPiece(err.Error(), c.secret, "mysql://root:xxxxx@tcp(127.0.0.1:3306) pooldriver: mysql: invalid dsn"); p != "" {
 			t.Errorf("Parse(%q): the error shows %q of the password: %v", c.dsn, p, err)
 		}
 		if !strings.Contains(err.Error(), "missing the slash") {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/secrettest"
 )
 
 // dsnCases feeds the parse test, the redaction test and the fuzz corpus.
@@ -241,7 +242,7 @@ func FuzzParse(f *testing.F) {
 			if strings.Contains(err.Error(), password) || len(escaped) >= 4 && strings.Contains(err.Error(), escaped) {
 				t.Fatalf("Parse(%q) error shows the password: %v", dsn, err)
 			}
-			if p := leakedPiece(err.Error(), password, allowed); p != "" {
+			if p := secrettest.LeakedPiece(err.Error(), password, allowed); p != "" {
 				t.Fatalf("Parse(%q) error shows %q of the password: %v", dsn, p, err)
 			}
 			return
@@ -252,7 +253,7 @@ func FuzzParse(f *testing.F) {
 		if s := tp.String(); strings.Contains(s, password) || strings.Contains(s, escaped) {
 			t.Fatalf("Parse(%q).String() = %q shows the password", dsn, s)
 		}
-		if p := leakedPiece(tp.String(), password, allowed); p != "" {
+		if p := secrettest.LeakedPiece(tp.String(), password, allowed); p != "" {
 			t.Fatalf("Parse(%q).String() = %q shows %q of the password", dsn, tp.String(), p)
 		}
 	})
@@ -269,28 +270,6 @@ func percentEncode(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// leakedPiece returns a 4-byte piece of password that out shows although
-// allowed (the DSN without its password, and what parsing that says) does
-// not, or "". Letters compare without case (ASCII only).
-func leakedPiece(out, password, allowed string) string {
-	lower := func(s string) string {
-		b := []byte(s)
-		for i, c := range b {
-			if 'A' <= c && c <= 'Z' {
-				b[i] = c + 'a' - 'A'
-			}
-		}
-		return string(b)
-	}
-	out, allowed, pw := lower(out), lower(allowed), lower(password)
-	for i := 0; i+4 <= len(pw); i++ {
-		if p := pw[i : i+4]; strings.Contains(out, p) && !strings.Contains(allowed, p) {
-			return p
-		}
-	}
-	return ""
 }
 
 // TestParseUnescapedPasswordDoesNotShow: a password written in a URL
@@ -318,7 +297,7 @@ func TestParseUnescapedPasswordDoesNotShow(t *testing.T) {
 			} else {
 				out = tp.String()
 			}
-			if p := leakedPiece(out, pw, allowed); p != "" {
+			if p := secrettest.LeakedPiece(out, pw, allowed); p != "" {
 				t.Errorf("Parse(%q) shows %q of the password: %s", dsn, p, out)
 			}
 			if pw == "sec@ret9" && (err == nil || !strings.Contains(err.Error(), "%40")) {
