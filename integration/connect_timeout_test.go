@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
@@ -70,6 +73,25 @@ func TestConnectTimeoutBlackHole(t *testing.T) {
 			require.True(t, errors.Is(err, context.DeadlineExceeded), "%s: attempt %d: %v", c, i, err)
 			require.Less(t, time.Since(start), 5*time.Second, "%s: attempt %d", c, i)
 		}
+		require.NoError(t, db.Close())
+	}
+
+	// The plain drivers, with the same DSNs and no connect timeout of
+	// their own, give up only with the caller's context: the same error
+	// class, later.
+	for _, open := range []func() (*sql.DB, error){
+		func() (*sql.DB, error) {
+			return sql.Open("pgx", "postgres://postgres@"+host+":"+port+"/test?sslmode=disable")
+		},
+		func() (*sql.DB, error) { return sql.Open("mysql", "root@tcp("+addr+")/test") },
+	} {
+		db, err := open()
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err = db.PingContext(ctx)
+		cancel()
+		require.Error(t, err)
+		require.True(t, errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout"), "plain: %v", err)
 		require.NoError(t, db.Close())
 	}
 }
