@@ -8,9 +8,11 @@
 //     Config.Min resources pre-warmed in the background after [New].
 //   - A bound: never more than Config.Max resources exist at once, counting
 //     idle ones, ones in use and ones being created.
-//   - Fairness: waiters are served strictly first come, first served; a
-//     released resource goes straight to the oldest waiter and no newcomer
-//     overtakes a waiter.
+//   - Fairness: waiters are served first come, first served; a released
+//     resource goes straight to the oldest waiter and no newcomer overtakes
+//     a waiter. One exception: a waiter whose deadline is too near to make
+//     use of a resource (less than 4 average holds left) is passed over
+//     while one with time waits (see nextWaiterLocked).
 //   - Robustness: a factory call in flight is not aborted because the caller
 //     that started it gave up; a waiter that gives up never loses a resource
 //     handed to it at the same instant; a panicking callback never wedges the

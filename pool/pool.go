@@ -38,6 +38,7 @@ type Pool[T any] struct {
 	trial    bool // Recovering: the one trial acquire is under way
 	strategy Strategy
 	backoff  backoff
+	holds    holdTime
 	stats    counters
 }
 
@@ -70,7 +71,7 @@ func (p *Pool[T]) goBackground(f func()) {
 }
 
 // Acquire returns an idle resource, a new one, or waits for one in FIFO
-// order. It fails with the context's error when ctx ends first, with
+// order (a waiter out of time is passed over: see nextWaiterLocked). It fails with the context's error when ctx ends first, with
 // ErrTimeout when Config.AcquireTimeout passes, with ErrClosed on a closed
 // pool, with ErrCircuitOpen while the circuit breaker rejects, and with the
 // factory's error (wrapped) when the factory call made for it fails.
@@ -205,7 +206,10 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		p.mu.Unlock()
 		return nil, false, err
 	}
-	w := &waiter[T]{ch: make(chan result[T], 1), ctx: ctx, trial: isTrial, start: now}
+	w := &waiter[T]{ch: make(chan result[T], 1), ctx: ctx, trial: isTrial, start: now, deadline: noDeadline}
+	if d, ok := ctx.Deadline(); ok {
+		w.deadline = d.Sub(p.epoch)
+	}
 	if front {
 		p.waiters.pushFront(w)
 	} else {
@@ -302,13 +306,14 @@ func (p *Pool[T]) handOutLocked(r *Resource[T]) {
 	p.stats.acquires++
 }
 
-// putLocked gives a healthy resource to the oldest waiter that still waits,
-// or makes it idle. A waiter whose context ended is told so and passed
-// over: handing it the resource would only wake it to hand the resource on
-// again, and under a storm of cancellations the oldest waiters are the
-// likeliest to have given up.
+// putLocked gives a healthy resource to the waiter nextWaiterLocked picks
+// (the oldest that can still use it), or makes it idle. A waiter whose
+// context ended is told so and passed over: handing it the resource would
+// only wake it to hand the resource on again, and under a storm of
+// cancellations the oldest waiters are the likeliest to have given up.
 func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
-	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
+	for w := p.nextWaiterLocked(now); w != nil; w = p.nextWaiterLocked(now) {
+		p.waiters.remove(w)
 		if err := w.ctx.Err(); err != nil {
 			p.stats.canceled++
 			w.ch <- result[T]{err: err} // it waits for this: it left the queue
@@ -367,6 +372,9 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	p.acquired--
 	p.endTrialLocked(r.trial)
 	r.trial = false
+	if r.acquiredAt >= 0 {
+		p.holds.observe(now - r.acquiredAt)
+	}
 	r.idleSince = now
 	p.putLocked(r, now)
 	p.mu.Unlock()
@@ -436,8 +444,8 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T]) {
 	p.goBackground(func() { p.create(owner) })
 }
 
-// create runs the factory. The new resource goes to the oldest waiter (not
-// necessarily owner: FIFO wins) or to idle; an error goes to owner if it
+// create runs the factory. The new resource goes to the next waiter in turn
+// (not necessarily owner: FIFO wins) or to idle; an error goes to owner if it
 // still waits.
 func (p *Pool[T]) create(owner *waiter[T]) {
 	v, err := p.callFactory()

@@ -115,6 +115,9 @@ func TestNeverMoreThanMax(t *testing.T) {
 		t.Fatalf("%d resources existed at once, Max is 4", m)
 	}
 	overlap.Range(func(k, _ any) bool { t.Errorf("resource %v handed to two holders", k); return true })
+	// A factory call started for a waiter that a release served first may
+	// still be under way: its resource goes idle when it ends.
+	waitFor(t, "factory calls in flight", func() bool { return p.Stats().Creating == 0 })
 	s := p.Stats()
 	if s.Active != 0 || s.Total != s.Idle {
 		t.Fatalf("after the load: %+v", s)

@@ -62,7 +62,8 @@ func (r *Resource[T]) IdleFor() time.Duration {
 	return 0
 }
 
-// Release returns the resource to the pool, or straight to the oldest waiter.
+// Release returns the resource to the pool, or straight to the next waiter
+// in turn.
 // If Config.BeforeRelease says no, or the pool is closed, or the resource
 // has outlived Config.MaxLifetime, it is destroyed instead.
 func (r *Resource[T]) Release() {

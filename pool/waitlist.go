@@ -2,8 +2,12 @@ package pool
 
 import (
 	"context"
+	"math"
 	"time"
 )
+
+// noDeadline is the deadline of a waiter whose context has none.
+const noDeadline = time.Duration(math.MaxInt64)
 
 // result is what a waiter is handed: a resource or an error.
 type result[T any] struct {
@@ -21,6 +25,7 @@ type waiter[T any] struct {
 	creating   bool          // a factory call was started on its behalf
 	trial      bool          // the circuit breaker's trial acquire
 	start      time.Duration // when it started waiting, on the pool's clock
+	deadline   time.Duration // its context's deadline on the pool's clock, or noDeadline
 }
 
 // waitList is a FIFO of waiters: an intrusive doubly linked list, so that a
@@ -92,4 +97,50 @@ func (l *waitList[T]) firstWithoutFactory() *waiter[T] {
 		}
 	}
 	return nil
+}
+
+// holdTime is a moving average of how long a resource is held, from hand-out
+// to release: the time a waiter must have left to make use of one.
+type holdTime struct{ avg time.Duration }
+
+// maxHoldSample caps one hold's weight in the average: a session held for
+// minutes says nothing about the next statement's. It also bounds how far
+// from FIFO the pool goes: a waiter with more than useMargin×maxHoldSample
+// left is always served in its turn.
+const maxHoldSample = 250 * time.Millisecond
+
+// observe adds one hold to the average (weight 1/8: it follows a change of
+// load within tens of holds and smooths single outliers).
+func (h *holdTime) observe(d time.Duration) {
+	h.avg += (min(d, maxHoldSample) - h.avg) / 8
+}
+
+// useMargin is how many average holds a waiter must have left to be served
+// in its turn. A hold's length varies (a statement, then the rows read);
+// four times the average covers most of them.
+const useMargin = 4
+
+// nextWaiterLocked picks who gets a resource that is being released: the
+// oldest waiter whose context has ended (to be told so), else the oldest
+// waiter with time left to use it (FIFO), else — every waiter is about to
+// give up — the one with the most time left.
+//
+// "Time left to use it" is useMargin times the average hold. Strict FIFO would hand
+// each resource to the waiter with the least time left: under overload with
+// deadlines (a cancellation storm) the oldest waiter has nearly given up, its
+// statement is cancelled mid-flight, and a cancelled statement can cost the
+// connection itself (pgx closes it). A waiter with no deadline is never
+// passed over.
+func (p *Pool[T]) nextWaiterLocked(now time.Duration) *waiter[T] {
+	margin := useMargin * p.holds.avg
+	var best *waiter[T]
+	for w := p.waiters.head; w != nil; w = w.next {
+		if w.deadline-now >= margin || w.ctx.Err() != nil {
+			return w
+		}
+		if best == nil || w.deadline > best.deadline {
+			best = w
+		}
+	}
+	return best
 }

@@ -1,0 +1,133 @@
+package pool
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestNextWaiter: the resource goes to the oldest waiter whose context ended
+// (to tell it), else the oldest with time left to use it, else the one with
+// the most time left; a waiter without a deadline is never passed over.
+func TestNextWaiter(t *testing.T) {
+	const hold = time.Millisecond // margin: useMargin ms
+	const now = time.Second
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	type w struct {
+		left  time.Duration // time to its deadline; -1: none
+		ended bool
+	}
+	for _, tc := range []struct {
+		name    string
+		waiters []w
+		want    int // index, -1: nil
+	}{
+		{"empty", nil, -1},
+		{"no deadline is served first", []w{{left: -1}, {left: time.Hour}}, 0},
+		{"FIFO among usable", []w{{left: time.Second}, {left: time.Hour}}, 0},
+		{"too little time left is passed over", []w{{left: 2 * hold}, {left: time.Second}}, 1},
+		{"no deadline after one passed over", []w{{left: hold}, {left: -1}}, 1},
+		{"ended is told first", []w{{left: hold}, {ended: true, left: -1}, {left: time.Second}}, 1},
+		{"usable before a later ended one", []w{{left: time.Second}, {ended: true, left: -1}}, 0},
+		{"none usable: most time left", []w{{left: hold}, {left: 3 * hold}, {left: 2 * hold}}, 1},
+		{"past deadline, none usable", []w{{left: -hold}, {left: -2 * hold}}, 0},
+		{"exactly the margin is usable", []w{{left: useMargin * hold}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Pool[int]{}
+			p.holds.avg = hold
+			var ws []*waiter[int]
+			for _, spec := range tc.waiters {
+				x := &waiter[int]{ctx: context.Background(), deadline: noDeadline}
+				if spec.left != -1 {
+					x.deadline = now + spec.left
+				}
+				if spec.ended {
+					x.ctx = ended
+				}
+				p.waiters.pushBack(x)
+				ws = append(ws, x)
+			}
+			got := p.nextWaiterLocked(now)
+			if tc.want == -1 {
+				if got != nil {
+					t.Fatalf("got a waiter, want none")
+				}
+				return
+			}
+			if got != ws[tc.want] {
+				for i, x := range ws {
+					if x == got {
+						t.Fatalf("got waiter %d, want %d", i, tc.want)
+					}
+				}
+				t.Fatalf("got %v, want waiter %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHoldTimeIgnoresLongHolds: one long hold (a session kept for minutes)
+// moves the average by at most maxHoldSample/8.
+func TestHoldTimeIgnoresLongHolds(t *testing.T) {
+	var h holdTime
+	for range 50 {
+		h.observe(time.Millisecond)
+	}
+	h.observe(10 * time.Minute)
+	if limit := time.Millisecond + maxHoldSample/8; h.avg > limit {
+		t.Fatalf("average %v after one long hold, want ≤ %v", h.avg, limit)
+	}
+}
+
+// TestReleasePassesOverWaiterOutOfTime: through Acquire and Release, a
+// waiter whose deadline is nearer than the margin waits while a later one
+// with time is served; it is served once nobody else waits.
+func TestReleasePassesOverWaiterOutOfTime(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	p.mu.Lock()
+	p.holds.avg = time.Minute // margin: useMargin minutes
+	p.mu.Unlock()
+
+	type got struct {
+		r   *Resource[*item]
+		err error
+	}
+	acquire := func(ctx context.Context) chan got {
+		ch := make(chan got, 1)
+		go func() {
+			r, err := p.Acquire(ctx)
+			ch <- got{r, err}
+		}()
+		return ch
+	}
+	short, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := acquire(short)
+	waitFor(t, "the short waiter queued", func() bool { return p.Stats().Waiting == 1 })
+	second := acquire(context.Background())
+	waitFor(t, "the second waiter queued", func() bool { return p.Stats().Waiting == 2 })
+
+	r.Release()
+	g := <-second
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	select {
+	case g := <-first:
+		t.Fatalf("the waiter out of time was served first (%v)", g.err)
+	default:
+	}
+	g.r.Release()
+	if g := <-first; g.err != nil || g.r == nil {
+		t.Fatalf("the waiter out of time, alone: %v", g.err)
+	} else {
+		g.r.Release()
+	}
+}
