@@ -56,6 +56,19 @@ func (t genericTemplate) Open(ctx context.Context, _ Credentials) (Conn, error) 
 type genericConn struct {
 	c    driver.Conn
 	inTx bool // a raw transaction is believed open, from the statements' text
+
+	// The facts of the last text asked about: pooldriver asks
+	// ChangesSession and TxStatus of each statement in turn.
+	last      string
+	lastFacts sqllex.Facts
+}
+
+// facts returns the lexer's facts of query.
+func (g *genericConn) facts(query string) sqllex.Facts {
+	if query != g.last {
+		g.last, g.lastFacts = query, sqllex.Of(query, sqllex.Any)
+	}
+	return g.lastFacts
 }
 
 var (
@@ -68,7 +81,7 @@ func (g *genericConn) Driver() driver.Conn { return g.c }
 // TxStatus follows the raw transaction from lastQuery's text; see Wrap.
 // An empty lastQuery (no statement text) leaves the belief as it was.
 func (g *genericConn) TxStatus(_ context.Context, lastQuery string) (TxStatus, error) {
-	switch sqllex.TxEffectOf(lastQuery, sqllex.Any) {
+	switch g.facts(lastQuery).Tx {
 	case sqllex.TxBegins, sqllex.TxUnknown:
 		g.inTx = true
 	case sqllex.TxEnds:
@@ -83,7 +96,7 @@ func (g *genericConn) TxStatus(_ context.Context, lastQuery string) (TxStatus, e
 // ChangesSession applies the PostgreSQL and MySQL rules together, and a
 // few of other databases'; see Wrap.
 func (g *genericConn) ChangesSession(query string) bool {
-	return sqllex.ChangesSession(query, sqllex.Any)
+	return g.facts(query).ChangesSession
 }
 
 // Rollback is unsupported: the statement that rolls back differs between

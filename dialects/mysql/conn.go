@@ -91,7 +91,7 @@ func wrapConn(t *template, dc driver.Conn, sock net.Conn) (*conn, bool) {
 // sqllex.ChangesSession), read with MySQL's quoting and comments, and
 // either backslash setting when a string holds a backslash.
 func (c *conn) ChangesSession(query string) bool {
-	return sqllex.ChangesSession(query, sqllex.MySQL)
+	return sqllex.Of(query, sqllex.MySQL).ChangesSession
 }
 
 // Driver returns the go-sql-driver/mysql connection.
@@ -107,7 +107,7 @@ func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatu
 	if c.broken {
 		return dialects.TxIdle, errBroken
 	}
-	if lastQuery != "" && (!c.autocommit || mayChangeTx(lastQuery)) {
+	if lastQuery != "" && (!c.autocommit || txMemo.Get(lastQuery)) {
 		c.known = false
 	}
 	if !c.known {

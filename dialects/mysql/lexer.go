@@ -15,6 +15,10 @@ var plainKeywords = map[string]bool{
 	"HELP": true, "DO": true, "USE": true,
 }
 
+// txMemo remembers mayChangeTx for the texts seen recently: it is asked of
+// every statement.
+var txMemo = sqllex.NewMemo(mayChangeTx)
+
 // mayChangeTx reports whether the statements in query can open, end or
 // implicitly commit a transaction, or change autocommit, when autocommit is
 // on: true unless every statement starts with a plain keyword (SELECT,

@@ -74,7 +74,7 @@ func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatu
 // PostgreSQL's, MySQL's, or, for any other server, both together plus a few
 // of other databases'.
 func (c *conn) ChangesSession(query string) bool {
-	return sqllex.ChangesSession(query, c.d.server.flavor())
+	return sqllex.Of(query, c.d.server.flavor()).ChangesSession
 }
 
 // note updates the belief after query ran (successfully or not), or marks

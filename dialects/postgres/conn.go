@@ -72,7 +72,7 @@ func adapt(dc driver.Conn) (dialects.Conn, bool) {
 // when SET LOCAL values revert: the statement that ends it is asked about
 // too.
 func (c *conn) ChangesSession(query string) bool {
-	if sqllex.ChangesSession(query, sqllex.Postgres) {
+	if sqllex.Of(query, sqllex.Postgres).ChangesSession {
 		return true
 	}
 	pc := c.pgx().PgConn()

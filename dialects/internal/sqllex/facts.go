@@ -1,0 +1,25 @@
+package sqllex
+
+// Facts are what the lexer tells of a text of statements: whether it may
+// change the session (ChangesSession) and what it does to the transaction
+// (TxEffectOf).
+type Facts struct {
+	ChangesSession bool
+	Tx             TxEffect
+}
+
+// Of returns the Facts of query read as flavor f, remembered for the texts
+// seen recently (see Memo): the statement path asks them of every
+// statement.
+func Of(query string, f Flavor) Facts {
+	return factsMemos[f&Any].Get(query)
+}
+
+var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
+	for f := range m {
+		m[f] = NewMemo(func(q string) Facts {
+			return Facts{ChangesSession: ChangesSession(q, Flavor(f)), Tx: TxEffectOf(q, Flavor(f))}
+		})
+	}
+	return m
+}()
