@@ -39,7 +39,11 @@ type Pool[T any] struct {
 	strategy Strategy
 	backoff  backoff
 	holds    holdTime
-	stats    counters
+	// timeouts fails the waiters whose Config.AcquireTimeout passed (see
+	// expireWaiters): one timer for the pool rather than one per wait.
+	timeouts      *time.Timer
+	timeoutsArmed bool
+	stats         counters
 }
 
 // New validates cfg, applies its defaults and returns a pool. Min resources
@@ -216,6 +220,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		p.waiters.pushBack(w)
 	}
 	p.stats.waits++
+	p.armTimeoutsLocked()
 	p.startFactoriesLocked()
 	p.mu.Unlock()
 	r, err = p.wait(ctx, w, isTrial)
@@ -232,15 +237,9 @@ func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 // passes. A resource handed to a waiter was just released or created or
 // checked, never idle: it needs no further check.
 func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resource[T], error) {
-	var timeout <-chan time.Time
-	if p.cfg.AcquireTimeout > 0 {
-		t := time.NewTimer(p.cfg.AcquireTimeout)
-		defer t.Stop()
-		timeout = t.C
-	}
 	var giveUp error
 	select {
-	case res := <-w.ch:
+	case res := <-w.ch: // a resource, an error, or the acquire timeout (expireWaiters)
 		if res.err != nil && isTrial {
 			p.mu.Lock()
 			p.endTrialLocked(true)
@@ -249,18 +248,12 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 		return res.r, res.err
 	case <-ctx.Done():
 		giveUp = ctx.Err()
-	case <-timeout:
-		giveUp = timeoutError{}
 	}
 
 	p.mu.Lock()
 	if w.queued {
 		p.waiters.remove(w)
-		if giveUp == (timeoutError{}) {
-			p.stats.timeouts++
-		} else {
-			p.stats.canceled++
-		}
+		p.stats.canceled++
 		if isTrial {
 			p.endTrialLocked(true)
 		}
@@ -505,6 +498,9 @@ func (p *Pool[T]) Close() {
 		return
 	}
 	p.closed = true
+	if p.timeouts != nil {
+		p.timeouts.Stop()
+	}
 	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
 		w.ch <- result[T]{err: ErrClosed}
 	}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -129,5 +130,55 @@ func TestReleasePassesOverWaiterOutOfTime(t *testing.T) {
 		t.Fatalf("the waiter out of time, alone: %v", g.err)
 	} else {
 		g.r.Release()
+	}
+}
+
+// TestEachWaiterTimesOutOnItsOwnClock: with one timer for the pool, each
+// waiter still waits its whole AcquireTimeout (not less because an older
+// one's timeout fired) and then fails, and the timer serves later waits
+// after it has gone quiet.
+func TestEachWaiterTimesOutOnItsOwnClock(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	cfg.AcquireTimeout = 300 * time.Millisecond
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	defer r.Release()
+
+	type outcome struct {
+		waited time.Duration
+		err    error
+	}
+	start := func() chan outcome {
+		ch := make(chan outcome, 1)
+		go func() {
+			t0 := time.Now()
+			_, err := p.Acquire(context.Background())
+			ch <- outcome{time.Since(t0), err}
+		}()
+		return ch
+	}
+	first := start()
+	waitFor(t, "the first waiter queued", func() bool { return p.Stats().Waiting == 1 })
+	time.Sleep(cfg.AcquireTimeout / 2)
+	second := start()
+	waitFor(t, "the second waiter queued", func() bool { return p.Stats().Waiting == 2 })
+	for i, ch := range []chan outcome{first, second} {
+		o := <-ch
+		if !errors.Is(o.err, ErrTimeout) {
+			t.Fatalf("waiter %d: %v, want ErrTimeout", i, o.err)
+		}
+		if o.waited < cfg.AcquireTimeout {
+			t.Fatalf("waiter %d timed out after %v, before its AcquireTimeout %v", i, o.waited, cfg.AcquireTimeout)
+		}
+	}
+	if s := p.Stats(); s.Timeouts != 2 || s.Waiting != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+	// The timer is re-armed for a later wait after it has gone quiet.
+	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("a later wait: %v, want ErrTimeout", err)
 	}
 }
