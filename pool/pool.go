@@ -43,6 +43,7 @@ type Pool[T any] struct {
 	// expireWaiters): one timer for the pool rather than one per wait.
 	timeouts      *time.Timer
 	timeoutsArmed bool
+	waiterCache   sync.Pool // of *waiter[T]: see freeWaiter
 	stats         counters
 }
 
@@ -210,7 +211,8 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		p.mu.Unlock()
 		return nil, false, err
 	}
-	w := &waiter[T]{ch: make(chan result[T], 1), ctx: ctx, trial: isTrial, start: now, deadline: noDeadline}
+	w := p.newWaiter()
+	w.ctx, w.trial, w.start, w.deadline = ctx, isTrial, now, noDeadline
 	if d, ok := ctx.Deadline(); ok {
 		w.deadline = d.Sub(p.epoch)
 	}
@@ -224,6 +226,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 	p.startFactoriesLocked()
 	p.mu.Unlock()
 	r, err = p.wait(ctx, w, isTrial)
+	p.freeWaiter(w)
 	return r, false, err
 }
 

@@ -22,6 +22,7 @@ type waiter[T any] struct {
 	ctx        context.Context // the Acquire's: a resource is not handed to one that ended
 	prev, next *waiter[T]
 	queued     bool          // in the pool's wait list
+	reusable   bool          // it left the list with no factory call started on its behalf
 	creating   bool          // a factory call was started on its behalf
 	trial      bool          // the circuit breaker's trial acquire
 	start      time.Duration // when it started waiting, on the pool's clock
@@ -77,6 +78,10 @@ func (l *waitList[T]) remove(w *waiter[T]) {
 	}
 	w.prev, w.next = nil, nil
 	w.queued = false
+	// A factory call started on its behalf still refers to it (create
+	// clears creating, and tells it of a failure if it still waits): it
+	// must not be reused for another Acquire meanwhile.
+	w.reusable = !w.creating
 	l.n--
 }
 
@@ -190,4 +195,27 @@ func (p *Pool[T]) expireWaiters() {
 		p.timeoutsArmed = true
 		p.timeouts.Reset(oldest + p.cfg.AcquireTimeout - now)
 	}
+}
+
+// newWaiter returns a waiter for one Acquire: a reused one, or a new one.
+// A wait on the hand-off path (every acquire, once goroutines outnumber
+// resources) then allocates nothing.
+func (p *Pool[T]) newWaiter() *waiter[T] {
+	if w, ok := p.waiterCache.Get().(*waiter[T]); ok {
+		return w
+	}
+	return &waiter[T]{ch: make(chan result[T], 1)}
+}
+
+// freeWaiter keeps w, whose wait is over, for a later Acquire if nothing
+// can refer to it any more: every waiter leaves the list through remove,
+// and is then sent exactly one result, which its wait received, so its
+// channel is empty; only a factory call started on its behalf may still
+// refer to it (see remove).
+func (p *Pool[T]) freeWaiter(w *waiter[T]) {
+	if !w.reusable || w.queued {
+		return
+	}
+	*w = waiter[T]{ch: w.ch}
+	p.waiterCache.Put(w)
 }
