@@ -68,6 +68,17 @@ type Config[T any] struct {
 	// it is next idle. 0: unlimited.
 	MaxLifetime time.Duration
 
+	// MaxLifetimeJitter adds to each resource's MaxLifetime a random
+	// duration in [0, MaxLifetimeJitter), drawn when it is created, so that
+	// resources created together (the pre-warm to Min) do not all expire
+	// together. 0: none.
+	MaxLifetimeJitter time.Duration
+
+	// MinIdle resources are kept idle, as far as Max allows: the pre-warm
+	// and the healthcheck create resources while fewer are idle (or being
+	// created). Default 0.
+	MinIdle int
+
 	// MaxIdleTime destroys a resource that has been idle this long. 0:
 	// unlimited.
 	MaxIdleTime time.Duration
@@ -105,6 +116,9 @@ func (c *Config[T]) validate() error {
 	if c.Min > c.Max {
 		return fmt.Errorf("pool: Config.Min = %d is greater than Config.Max = %d", c.Min, c.Max)
 	}
+	if c.MinIdle < 0 || c.MinIdle > c.Max {
+		return fmt.Errorf("pool: Config.MinIdle = %d, must be between 0 and Config.Max = %d", c.MinIdle, c.Max)
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -113,6 +127,7 @@ func (c *Config[T]) validate() error {
 		{"HealthcheckInterval", c.HealthcheckInterval},
 		{"HealthcheckTimeout", c.HealthcheckTimeout},
 		{"MaxLifetime", c.MaxLifetime},
+		{"MaxLifetimeJitter", c.MaxLifetimeJitter},
 		{"MaxIdleTime", c.MaxIdleTime},
 		{"BackoffMin", c.BackoffMin},
 		{"BackoffMax", c.BackoffMax},

@@ -338,7 +338,7 @@ func (p *Pool[T]) reject(r *Resource[T]) {
 }
 
 func (p *Pool[T]) expiredLocked(r *Resource[T], now time.Duration) bool {
-	return p.cfg.MaxLifetime > 0 && now-r.created >= p.cfg.MaxLifetime ||
+	return r.lifetime > 0 && now-r.created >= r.lifetime ||
 		p.cfg.MaxIdleTime > 0 && now-r.idleSince >= p.cfg.MaxIdleTime
 }
 
@@ -351,7 +351,7 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	now := p.clock()
 	p.mu.Lock()
 	strategy := p.strategy
-	if !ok || p.closed || p.cfg.MaxLifetime > 0 && now-r.created >= p.cfg.MaxLifetime {
+	if !ok || p.closed || r.lifetime > 0 && now-r.created >= r.lifetime {
 		if !ok {
 			p.stats.releaseRejects++
 		} else if !p.closed {
@@ -419,12 +419,13 @@ func (p *Pool[T]) startFactoriesLocked() {
 	}
 }
 
-// fillToMinLocked starts factory calls until Min resources exist.
+// fillToMinLocked starts factory calls until Min resources exist and MinIdle
+// are idle or being created.
 func (p *Pool[T]) fillToMinLocked() {
 	if p.backoff.active(p.clock()) {
 		return // the healthcheck tries again later
 	}
-	for !p.closed && p.total < p.cfg.Min {
+	for !p.closed && p.total < p.cfg.Max && (p.total < p.cfg.Min || p.idle.Len()+p.creating < p.cfg.MinIdle) {
 		p.startFactoryLocked(nil)
 	}
 }
@@ -483,7 +484,7 @@ func (p *Pool[T]) create(owner *waiter[T]) {
 		p.mu.Unlock()
 		return
 	}
-	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true}
+	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime()}
 	p.putLocked(r, now)
 	p.mu.Unlock()
 }

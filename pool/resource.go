@@ -31,6 +31,7 @@ type Resource[T any] struct {
 
 	// Guarded by pool.mu.
 	created    time.Duration // on the pool's clock
+	lifetime   time.Duration // MaxLifetime plus this resource's jitter; 0: unlimited
 	idleSince  time.Duration
 	acquiredAt time.Duration // when last taken from idle, if the clock was read then; else -1
 	fresh      bool          // made by the factory and not yet handed out
