@@ -61,6 +61,16 @@ type Template interface {
 	Open(ctx context.Context, c Credentials) (Conn, error)
 }
 
+// ConfigurableTemplate is a Template that lets a hook shape the driver's
+// configuration of each new connection: Open, with before called first on
+// that connection's own copy of the configuration (credentials filled in).
+// config is the dialect's driver configuration: *pgx.ConnConfig for
+// postgres. An error of before fails the attempt.
+type ConfigurableTemplate interface {
+	Template
+	OpenConfigured(ctx context.Context, c Credentials, before func(ctx context.Context, config any) error) (Conn, error)
+}
+
 // TxStatus is what the server says about the transaction state of a session.
 type TxStatus int
 

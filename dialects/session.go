@@ -21,6 +21,16 @@ type SessionTracker interface {
 	ChangesSession(query string) bool
 }
 
+// SessionBaseline is implemented by a Conn whose SessionTracker compares
+// the session with the state it had when the connection opened (PostgreSQL's
+// reported parameters) or caches what it knows of it (MySQL's transaction
+// state). MarkBaseline takes the session as it is now for that state, and
+// forgets what it cached: pooldriver calls it after its AfterConnect hook ran
+// statements of its own on the raw connection.
+type SessionBaseline interface {
+	MarkBaseline()
+}
+
 // StaleStatementDetector is implemented by a Conn that can tell that an
 // error returned by a prepared statement means the server no longer accepts
 // that statement as prepared (PostgreSQL: "cached plan must not change

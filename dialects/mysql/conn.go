@@ -37,9 +37,10 @@ type conn struct {
 }
 
 var (
-	_ dialects.Conn           = (*conn)(nil)
-	_ dialects.IdleChecker    = (*conn)(nil)
-	_ dialects.SessionTracker = (*conn)(nil)
+	_ dialects.Conn            = (*conn)(nil)
+	_ dialects.IdleChecker     = (*conn)(nil)
+	_ dialects.SessionTracker  = (*conn)(nil)
+	_ dialects.SessionBaseline = (*conn)(nil)
 )
 
 // CheckIdle looks, without a round trip, for the server having closed the
@@ -120,6 +121,11 @@ func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatu
 	}
 	return dialects.TxIdle, nil
 }
+
+// MarkBaseline forgets the cached transaction state: statements ran on the
+// driver connection behind the conn's back (see dialects.SessionBaseline),
+// so the next TxStatus asks the server.
+func (c *conn) MarkBaseline() { c.known = false }
 
 var errBroken = fmt.Errorf("pooldriver: mysql: connection lost its protocol state: %w", driver.ErrBadConn)
 

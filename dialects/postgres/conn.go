@@ -30,6 +30,7 @@ var (
 	_ dialects.IdleChecker            = (*conn)(nil)
 	_ dialects.SessionTracker         = (*conn)(nil)
 	_ dialects.StaleStatementDetector = (*conn)(nil)
+	_ dialects.SessionBaseline        = (*conn)(nil)
 )
 
 // reportedParams are the session settings the server reports whenever they
@@ -45,10 +46,7 @@ var reportedParams = [...]string{
 
 func newConn(sc *stdlib.Conn) *conn {
 	c := &conn{sc: sc}
-	pc := sc.Conn().PgConn()
-	for i, k := range reportedParams {
-		c.reported[i] = pc.ParameterStatus(k)
-	}
+	c.MarkBaseline()
 	return c
 }
 

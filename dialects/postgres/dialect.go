@@ -50,7 +50,7 @@ type template struct {
 	redacted string
 }
 
-var _ dialects.Template = (*template)(nil)
+var _ dialects.ConfigurableTemplate = (*template)(nil)
 
 func (t *template) Credentials() dialects.Credentials {
 	return dialects.Credentials{User: t.cfg.User, Password: t.cfg.Password}
@@ -59,12 +59,23 @@ func (t *template) Credentials() dialects.Credentials {
 func (t *template) String() string { return t.redacted }
 
 func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
+	return t.OpenConfigured(ctx, c, nil)
+}
+
+// OpenConfigured is Open with before given the connection's own
+// *pgx.ConnConfig first (see dialects.ConfigurableTemplate).
+func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, before func(context.Context, any) error) (dialects.Conn, error) {
 	cfg := t.cfg.Copy()
 	cfg.User = c.User
 	cfg.Password = c.Password
+	if before != nil {
+		if err := before(ctx, cfg); err != nil {
+			return nil, &redactedError{msg: dialects.Scrub(err.Error(), cfg.Password, c.Password, t.cfg.Password), cause: err}
+		}
+	}
 	dc, err := stdlib.GetConnector(*cfg).Connect(ctx)
 	if err != nil {
-		return nil, connectError(err, c.Password, t.cfg.Password)
+		return nil, connectError(err, cfg.Password, c.Password, t.cfg.Password)
 	}
 	sc, ok := dc.(*stdlib.Conn)
 	if !ok {
