@@ -30,10 +30,15 @@ type Connector struct {
 	err  error // a configuration error, reported by Connect (see New)
 	s    settings
 	pool *pool.Pool[*physConn]
-	log  *slog.Logger
+	log  *slog.Logger // nil: nothing is logged
+
+	gen          atomic.Int64  // bumped by Reset; connections of an older one are closed
+	leaks        *leakDetector // nil unless leak detection is on
+	dialFailures atomic.Int64  // failed connects in a row
+	closing      atomic.Bool
 
 	stats struct {
-		autoRollbacks, sessionResets atomic.Int64
+		autoRollbacks, sessionResets, leaks atomic.Int64
 	}
 }
 
@@ -119,22 +124,33 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	c := &Connector{tmpl: t, s: s, log: s.logger}
+	if err := s.hooks.check(t); err != nil {
+		return nil, err
+	}
+	c := &Connector{tmpl: t, s: s, log: newLogger(&s, t.String())}
+	if s.leakThreshold > 0 {
+		c.leaks = newLeakDetector(c, s.leakThreshold)
+	}
 	p, err := pool.New(pool.Config[*physConn]{
 		Factory:             c.open,
 		Destructor:          c.closePhys,
-		Healthcheck:         func(ctx context.Context, pc *physConn) error { return pc.dc.Ping(ctx) },
+		Healthcheck:         c.healthcheck,
 		BeforeAcquire:       c.checkIdle,
 		Min:                 s.minConns,
+		MinIdle:             s.minIdleConns,
 		Max:                 s.maxConns,
 		AcquireTimeout:      s.acquireTimeout,
 		HealthcheckInterval: s.healthCheckPeriod,
 		HealthcheckTimeout:  s.cleanupTimeout,
 		MaxLifetime:         s.maxConnLifetime,
+		MaxLifetimeJitter:   s.jitter(),
 		MaxIdleTime:         s.maxConnIdleTime,
 		Strategy:            s.breaker,
 	})
 	if err != nil {
+		if c.leaks != nil {
+			c.leaks.stop()
+		}
 		return nil, fmt.Errorf("pooldriver: %w", err)
 	}
 	c.pool = p
@@ -142,13 +158,36 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 }
 
 // open is the pool's factory: a new physical connection, logged in with the
-// template's credentials or those WithCredentials returns now.
+// template's credentials or those WithCredentials returns now, and prepared
+// by the AfterConnect hook. One opened while Reset ran is opened again.
 func (c *Connector) open(ctx context.Context) (*physConn, error) {
 	if c.s.connectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.s.connectTimeout)
 		defer cancel()
 	}
+	for {
+		gen := c.gen.Load()
+		pc, err := c.dial(ctx)
+		if err != nil {
+			c.connectFailed(err)
+			return nil, err
+		}
+		c.connected()
+		pc.gen = gen
+		if !c.stale(pc) {
+			if c.leaks != nil {
+				c.leaks.add(pc)
+			}
+			return pc, nil
+		}
+		pc.closeReason = closeResetAll
+		c.closePhys(pc)
+	}
+}
+
+// dial opens one physical connection.
+func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 	creds := c.tmpl.Credentials()
 	secret := creds.Password
 	if c.s.credentials != nil {
@@ -158,23 +197,41 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 		}
 		creds = dialects.Credentials{User: u, Password: p}
 	}
-	dc, err := c.tmpl.Open(ctx, creds)
+	dc, err := c.openConfigured(ctx, creds)
+	if err == nil {
+		if err = c.prepareSession(ctx, dc); err != nil {
+			_ = dc.Close()
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("pooldriver: connect to %s: %w", c.tmpl.String(), err)
 		return nil, redact(redact(err, creds.Password), secret)
 	}
-	if c.log != nil {
-		c.log.Debug("pooldriver: connection opened", "dsn", c.tmpl.String(), "user", creds.User)
-	}
+	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
 	return newPhysConn(c, dc), nil
 }
 
+// closePhys is the pool's destructor.
 func (c *Connector) closePhys(pc *physConn) {
-	pc.closeStmts()
-	err := pc.dc.Close()
-	if c.log != nil {
-		c.log.Debug("pooldriver: connection closed", "dsn", c.tmpl.String(), "error", err)
+	if c.leaks != nil {
+		c.leaks.remove(pc)
 	}
+	c.beforeClose(pc)
+	pc.closeStmts()
+	c.logClosed(pc, pc.dc.Close())
+}
+
+// healthcheck is the pool's check of an idle connection.
+func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
+	if c.stale(pc) {
+		pc.closeReason = closeResetAll
+		return errStale
+	}
+	if err := pc.dc.Ping(ctx); err != nil {
+		pc.closeReason = closePing
+		return err
+	}
+	return nil
 }
 
 // checkIdle checks an idle connection before it is handed out, pre-warmed
@@ -186,7 +243,12 @@ func (c *Connector) closePhys(pc *physConn) {
 // pool stops trying further idle connections for it).
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
 	pc := r.Value()
+	if c.stale(pc) {
+		pc.closeReason = closeResetAll
+		return false
+	}
 	if ic, ok := pc.dc.(dialects.IdleChecker); ok && ic.CheckIdle() != nil {
+		pc.closeReason = closeIdleCheck
 		return false
 	}
 	if r.IdleFor() < idlePingAfter {
@@ -194,29 +256,33 @@ func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
 	defer cancel()
-	return pc.dc.Ping(ctx) == nil
+	if pc.dc.Ping(ctx) != nil {
+		pc.closeReason = closeIdleCheck
+		return false
+	}
+	return true
 }
+
+var errStale = errors.New("pooldriver: opened before Connector.Reset")
 
 func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 	r, err := c.pool.Acquire(ctx)
 	if err != nil {
-		return nil, acquireError(err)
+		return nil, c.acquireError(err)
 	}
 	pc := r.Value()
 	pc.res = r
+	if c.s.hooks.beforeAcquire != nil {
+		if err := c.beforeAcquire(ctx, pc); err != nil {
+			pc.closeReason = closeHook
+			r.Destroy()
+			return nil, err
+		}
+	}
+	if c.leaks != nil {
+		c.leaks.taken(pc)
+	}
 	return pc, nil
-}
-
-// logWarn logs msg at Warn, with err when there is one.
-func (c *Connector) logWarn(msg string, err error) {
-	if c.log == nil {
-		return
-	}
-	if err == nil {
-		c.log.Warn("pooldriver: "+msg, "dsn", c.tmpl.String())
-		return
-	}
-	c.log.Warn("pooldriver: "+msg, "dsn", c.tmpl.String(), "error", err)
 }
 
 // Connect returns a logical connection: no I/O happens here (database/sql
@@ -236,7 +302,11 @@ func (c *Connector) Driver() driver.Driver { return Driver{} }
 // DB.Close calls it.
 func (c *Connector) Close() error {
 	if c.pool != nil {
+		c.closing.Store(true)
 		c.pool.Close()
+	}
+	if c.leaks != nil {
+		c.leaks.stop()
 	}
 	return nil
 }

@@ -374,6 +374,17 @@ func TestBadOptions(t *testing.T) {
 		{pooldriver.WithMode(7), "WithMode(7)"},
 		{pooldriver.WithCredentials(nil), "WithCredentials(nil)"},
 		{pooldriver.WithMinConns(11), "pool_min_conns/WithMinConns (11) is greater than pool_max_conns/WithMaxConns (10)"},
+		{pooldriver.WithMinIdleConns(-1), "WithMinIdleConns(-1)"},
+		{pooldriver.WithMinIdleConns(11), "pool_min_idle_conns/WithMinIdleConns (11) is greater than pool_max_conns/WithMaxConns (10)"},
+		{pooldriver.WithMaxConnLifetimeJitter(-time.Second), "WithMaxConnLifetimeJitter(-1s)"},
+		{pooldriver.WithLeakDetection(-time.Second), "WithLeakDetection(-1s)"},
+		{pooldriver.WithPoolName(""), "WithPoolName"},
+		{pooldriver.WithAfterConnect(nil), "WithAfterConnect(nil)"},
+		{pooldriver.WithBeforeAcquire(nil), "WithBeforeAcquire(nil)"},
+		{pooldriver.WithAfterRelease(nil), "WithAfterRelease(nil)"},
+		{pooldriver.WithBeforeClose(nil), "WithBeforeClose(nil)"},
+		{pooldriver.WithBeforeConnect(nil), "WithBeforeConnect(nil)"},
+		{pooldriver.WithBeforeConnect(func(context.Context, any) error { return nil }), "WithBeforeConnect: this connector has no driver configuration"},
 	}
 	for _, tc := range cases {
 		_, err := pooldriver.NewConnector(dsn, tc.opt)
@@ -410,6 +421,18 @@ func TestAcquireTimeoutThroughDatabaseSQL(t *testing.T) {
 	_, err := db.Exec("INSERT t 1")
 	if !errors.Is(err, pooldriver.ErrAcquireTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want ErrAcquireTimeout", err)
+	}
+	// The error tells the pool's state, as HikariCP's does.
+	var te *pooldriver.AcquireTimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("%v (%T) is no *AcquireTimeoutError", err, err)
+	}
+	want := pooldriver.AcquireTimeoutError{Timeout: 50 * time.Millisecond, Total: 1, InUse: 1, Idle: 0, Waiting: 0, Max: 1}
+	if *te != want {
+		t.Fatalf("pool state %+v, want %+v", *te, want)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "total=1, in use=1, idle=0, waiting=0, max=1") {
+		t.Fatalf("message %q does not tell the pool's state", msg)
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("timed out after %v, before pool_acquire_timeout", d)

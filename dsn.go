@@ -21,11 +21,15 @@ const (
 	paramMaxConnIdleTime   = "pool_max_conn_idle_time"
 	paramMode              = "pool_mode"
 	paramConnectTimeout    = "pool_connect_timeout"
+	paramLifetimeJitter    = "pool_max_conn_lifetime_jitter"
+	paramMinIdleConns      = "pool_min_idle_conns"
+	paramLeakThreshold     = "pool_leak_detection_threshold"
+	paramName              = "pool_name"
 )
 
 var knownParams = []string{
-	paramAcquireTimeout, paramConnectTimeout, paramHealthCheckPeriod, paramMaxConnIdleTime, paramMaxConnLifetime,
-	paramMaxConns, paramMinConns, paramMode,
+	paramAcquireTimeout, paramConnectTimeout, paramHealthCheckPeriod, paramLeakThreshold, paramMaxConnIdleTime,
+	paramMaxConnLifetime, paramLifetimeJitter, paramMaxConns, paramMinConns, paramMinIdleConns, paramMode, paramName,
 }
 
 // parseDSN finds the DSN's dialect and lets it split the DSN into a
@@ -76,6 +80,17 @@ func applyParams(s *settings, params map[string]string) error {
 			s.maxConnLifetime, err = parseDuration(k, v)
 		case paramMaxConnIdleTime:
 			s.maxConnIdleTime, err = parseDuration(k, v)
+		case paramLifetimeJitter:
+			s.lifetimeJitter, err = parseDuration(k, v)
+		case paramMinIdleConns:
+			s.minIdleConns, err = parseInt(k, v, 0)
+		case paramLeakThreshold:
+			s.leakThreshold, err = parseDuration(k, v)
+		case paramName:
+			if v == "" {
+				err = fmt.Errorf("pooldriver: %s is empty", k)
+			}
+			s.poolName = v
 		case paramMode:
 			s.mode, err = ParseMode(v)
 			if err != nil {
@@ -117,6 +132,9 @@ func parseDuration(name, v string) (time.Duration, error) {
 func (s *settings) validate() error {
 	if s.minConns > s.maxConns {
 		return fmt.Errorf("pooldriver: pool_min_conns/WithMinConns (%d) is greater than pool_max_conns/WithMaxConns (%d)", s.minConns, s.maxConns)
+	}
+	if s.minIdleConns > s.maxConns {
+		return fmt.Errorf("pooldriver: pool_min_idle_conns/WithMinIdleConns (%d) is greater than pool_max_conns/WithMaxConns (%d)", s.minIdleConns, s.maxConns)
 	}
 	return nil
 }

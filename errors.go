@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pooldriver/pooldriver/pool"
 )
 
 var (
-	// ErrAcquireTimeout is returned when no physical connection became
-	// available within pool_acquire_timeout. It also matches
-	// context.DeadlineExceeded.
+	// ErrAcquireTimeout is matched by the error of a statement for which
+	// no physical connection became available within
+	// pool_acquire_timeout: an *AcquireTimeoutError, which tells the
+	// pool's state and also matches context.DeadlineExceeded.
 	ErrAcquireTimeout = errors.New("pooldriver: timed out waiting for a connection")
 
 	// ErrClosed is returned by every operation after the Connector (or the
@@ -75,11 +77,38 @@ var (
 	ErrConnLost = errors.New("pooldriver: the connection that held this transaction or session was lost")
 )
 
+// AcquireTimeoutError is the error of a statement that waited
+// pool_acquire_timeout for a physical connection in vain. It matches
+// ErrAcquireTimeout and context.DeadlineExceeded (errors.Is), and tells
+// the pool's state when it gave up (errors.As), as HikariCP's "total=10,
+// active=10, idle=0, waiting=33" does.
+type AcquireTimeoutError struct {
+	Timeout time.Duration // pool_acquire_timeout
+	Total   int           // physical connections open or being opened
+	InUse   int           // taken from the pool
+	Idle    int           // idle in the pool (just taken, or being checked)
+	Waiting int           // other statements still waiting
+	Max     int           // pool_max_conns
+}
+
+func (e *AcquireTimeoutError) Error() string {
+	return fmt.Sprintf("%s after %v (pool: total=%d, in use=%d, idle=%d, waiting=%d, max=%d): %v",
+		ErrAcquireTimeout.Error(), e.Timeout, e.Total, e.InUse, e.Idle, e.Waiting, e.Max, context.DeadlineExceeded)
+}
+
+// Is matches ErrAcquireTimeout and context.DeadlineExceeded.
+func (e *AcquireTimeoutError) Is(target error) bool {
+	return target == ErrAcquireTimeout || target == context.DeadlineExceeded
+}
+
 // acquireError turns the pool's errors into pooldriver's.
-func acquireError(err error) error {
+func (c *Connector) acquireError(err error) error {
 	switch {
 	case errors.Is(err, pool.ErrTimeout):
-		return fmt.Errorf("%w (%w)", ErrAcquireTimeout, context.DeadlineExceeded)
+		st := c.pool.Stats()
+		e := &AcquireTimeoutError{Timeout: c.s.acquireTimeout, Total: st.Total, InUse: st.Active, Idle: st.Idle, Waiting: st.Waiting, Max: st.Max}
+		c.logWarn("timed out waiting for a connection", nil, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
+		return e
 	case errors.Is(err, pool.ErrClosed):
 		return ErrClosed
 	case errors.Is(err, pool.ErrCircuitOpen):

@@ -41,6 +41,12 @@ var dsnCases = []dsnCase{
 	},
 	{name: "transaction mode, app kept", dsn: "fake://u@srv?app=web&pool_mode=transaction&pool_max_conns=1", maxConns: 1, str: "fake://u@srv?app=web"},
 	{name: "min equals max", dsn: "fake://srv?pool_max_conns=2&pool_min_conns=2", maxConns: 2, str: "fake://srv"},
+	{
+		name: "pgxpool names",
+		dsn: "fake://srv?pool_max_conns=4&pool_min_idle_conns=2&pool_max_conn_lifetime_jitter=5m" +
+			"&pool_leak_detection_threshold=30s&pool_name=orders",
+		maxConns: 4, str: "fake://srv",
+	},
 	{name: "zero durations", dsn: "fake://srv?pool_acquire_timeout=0s&pool_max_conn_lifetime=0&pool_max_conn_idle_time=0", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
 
 	// Bad pool parameters.
@@ -57,6 +63,11 @@ var dsnCases = []dsnCase{
 	{name: "unparsable duration", dsn: "fake://srv?pool_max_conn_idle_time=soon", errHas: []string{"pool_max_conn_idle_time", `"soon"`}},
 	{name: "unknown mode", dsn: "fake://srv?pool_mode=statement", errHas: []string{"pool_mode", `"statement"`}},
 	{name: "unknown pool parameter", dsn: "fake://srv?pool_size=3", errHas: []string{"pool_size"}},
+	{name: "pgxpool's ping timeout", dsn: "fake://srv?pool_ping_timeout=1s", errHas: []string{"unknown parameter pool_ping_timeout"}},
+	{name: "min idle greater than max", dsn: "fake://srv?pool_max_conns=2&pool_min_idle_conns=3", errHas: []string{"pool_min_idle_conns", "3", "pool_max_conns", "2"}},
+	{name: "negative jitter", dsn: "fake://srv?pool_max_conn_lifetime_jitter=-1s", errHas: []string{"pool_max_conn_lifetime_jitter", `"-1s"`}},
+	{name: "negative leak threshold", dsn: "fake://srv?pool_leak_detection_threshold=-1s", errHas: []string{"pool_leak_detection_threshold", `"-1s"`}},
+	{name: "empty pool name", dsn: "fake://srv?pool_name=", errHas: []string{"pool_name"}},
 	{name: "bad value with a password", dsn: "fake://u:" + secret + "@srv?pool_max_conns=0", errHas: []string{"pool_max_conns", `"0"`}},
 
 	// Bad DSNs.

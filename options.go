@@ -21,6 +21,10 @@ const (
 	DefaultConnectTimeout    = 10 * time.Second
 )
 
+// defaultJitter stands for the default lifetime jitter, a tenth of the
+// lifetime, until the settings are used.
+const defaultJitter = -1
+
 // settings are a Connector's pool settings: the DSN's pool_* parameters with
 // the options applied over them.
 type settings struct {
@@ -29,7 +33,12 @@ type settings struct {
 	acquireTimeout    time.Duration
 	healthCheckPeriod time.Duration
 	maxConnLifetime   time.Duration
+	lifetimeJitter    time.Duration // defaultJitter: a tenth of maxConnLifetime
 	maxConnIdleTime   time.Duration
+	minIdleConns      int
+	leakThreshold     time.Duration
+	poolName          string
+	hooks             hooks
 	cleanupTimeout    time.Duration
 	connectTimeout    time.Duration
 	mode              Mode
@@ -45,6 +54,7 @@ func defaultSettings() settings {
 		acquireTimeout:    DefaultAcquireTimeout,
 		healthCheckPeriod: DefaultHealthCheckPeriod,
 		maxConnLifetime:   DefaultMaxConnLifetime,
+		lifetimeJitter:    defaultJitter,
 		maxConnIdleTime:   DefaultMaxConnIdleTime,
 		cleanupTimeout:    DefaultCleanupTimeout,
 		connectTimeout:    DefaultConnectTimeout,
@@ -72,13 +82,7 @@ func WithMaxConns(n int) Option {
 // WithMinConns sets the number of physical connections kept open and created
 // in the background after start (pool_min_conns); 0 ≤ n ≤ max conns.
 func WithMinConns(n int) Option {
-	return func(s *settings) error {
-		if n < 0 {
-			return fmt.Errorf("pooldriver: WithMinConns(%d): must not be negative", n)
-		}
-		s.minConns = n
-		return nil
-	}
+	return countOption("WithMinConns", n, func(s *settings) { s.minConns = n })
 }
 
 // WithAcquireTimeout bounds the wait for a physical connection
@@ -109,6 +113,30 @@ func WithHealthCheckPeriod(d time.Duration) Option {
 // opened, once it is idle (pool_max_conn_lifetime); 0: unlimited.
 func WithMaxConnLifetime(d time.Duration) Option {
 	return durationOption("WithMaxConnLifetime", d, func(s *settings) { s.maxConnLifetime = d })
+}
+
+// WithMaxConnLifetimeJitter adds to each physical connection's lifetime a
+// random duration below d, drawn when it is opened
+// (pool_max_conn_lifetime_jitter), so that connections opened together
+// (pool_min_conns) are not all closed and reopened together. Default: a
+// tenth of the lifetime; 0: none.
+func WithMaxConnLifetimeJitter(d time.Duration) Option {
+	return durationOption("WithMaxConnLifetimeJitter", d, func(s *settings) { s.lifetimeJitter = d })
+}
+
+// WithMinIdleConns keeps n physical connections idle, ready for the next
+// statements, as far as pool_max_conns allows (pool_min_idle_conns): the
+// healthcheck opens more while fewer are idle. Default 0.
+func WithMinIdleConns(n int) Option {
+	return countOption("WithMinIdleConns", n, func(s *settings) { s.minIdleConns = n })
+}
+
+// jitter returns the lifetime jitter to use.
+func (s *settings) jitter() time.Duration {
+	if s.lifetimeJitter == defaultJitter {
+		return s.maxConnLifetime / 10
+	}
+	return s.lifetimeJitter
 }
 
 // WithMaxConnIdleTime closes a physical connection idle this long
@@ -157,8 +185,11 @@ func WithCredentials(f func(ctx context.Context) (user, password string, err err
 }
 
 // WithLogger sets where the Connector reports what it does on its own:
-// connections opened and closed (debug), automatic rollbacks and failed
-// resets (warn). No password is ever logged. Default: nothing is logged.
+// connections opened, closed (with the reason) and reset (debug); automatic
+// rollbacks, failed rollbacks and resets, repeated connect failures,
+// acquire timeouts and leaks (warn). Every line carries the attribute
+// "pool" (WithPoolName). No password is ever logged. Default: nothing is
+// logged.
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) error {
 		s.logger = l
@@ -178,6 +209,16 @@ func WithCircuitBreaker(s pool.Strategy) Option {
 			return fmt.Errorf("pooldriver: WithCircuitBreaker(nil): a strategy is required")
 		}
 		st.breaker = s
+		return nil
+	}
+}
+
+func countOption(name string, n int, set func(*settings)) Option {
+	return func(s *settings) error {
+		if n < 0 {
+			return fmt.Errorf("pooldriver: %s(%d): must not be negative", name, n)
+		}
+		set(s)
 		return nil
 	}
 }

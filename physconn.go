@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
@@ -23,6 +24,11 @@ type physConn struct {
 	dc  dialects.Conn
 	drv driver.Conn
 	res *pool.Resource[*physConn] // set by whoever acquired it from the pool
+	gen int64                     // the Connector's Reset generation when opened
+	// Set by whoever destroys it, read by the destructor (log.go).
+	born        time.Time
+	closeReason string
+	leak        leakMark // leak.go
 
 	// The optional interfaces of drv and dc, resolved once.
 	execer   driver.ExecerContext
@@ -67,7 +73,7 @@ type physConn struct {
 
 func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
-	pc := &physConn{c: c, dc: dc, drv: drv, sem: newConnLock()}
+	pc := &physConn{c: c, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
 	pc.preparer, _ = drv.(driver.ConnPrepareContext)
@@ -430,7 +436,11 @@ func (pc *physConn) resetSession() error {
 	pc.closeStmts()
 	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
 	defer cancel()
-	if err := pc.dc.ResetSession(ctx); err != nil {
+	err := pc.dc.ResetSession(ctx)
+	if err == nil {
+		err = pc.c.prepareSession(ctx, pc.dc)
+	}
+	if err != nil {
 		pc.lose(err, false)
 		return err
 	}
@@ -500,11 +510,20 @@ func (pc *physConn) decideLocked() fate {
 // open on it, if any.
 func (pc *physConn) settle(f fate, owner *tx) {
 	c := pc.c
+	if c.leaks != nil {
+		c.leaks.returned(pc)
+	}
+	if c.stale(pc) {
+		pc.closeReason, f = closeResetAll, fateDestroy // closing it ends what it carried
+	}
 	switch f {
 	case fateRelease:
-		pc.res.Release()
+		pc.release()
 		return
 	case fateDestroy:
+		if pc.closeReason == "" {
+			pc.closeReason = closeLost
+		}
 		pc.res.Destroy()
 		return
 	}
@@ -512,6 +531,7 @@ func (pc *physConn) settle(f fate, owner *tx) {
 	if f == fateRollback || f == fateRollbackReset {
 		if err := pc.rollback(owner); err != nil {
 			f = fateDestroy // closing it ends the transaction on the server
+			pc.closeReason = closeRollback
 			c.logWarn("rollback of a transaction left open failed; the connection will be closed", err)
 		} else {
 			c.stats.autoRollbacks.Add(1)
@@ -521,15 +541,28 @@ func (pc *physConn) settle(f fate, owner *tx) {
 	if f == fateReset || f == fateRollbackReset {
 		if err := pc.resetSession(); err != nil {
 			f = fateDestroy // a new connection has a clean session
+			pc.closeReason = closeReset
 			if !errors.Is(err, dialects.ErrUnsupported) {
 				c.logWarn("session reset failed; the connection will be closed", err)
 			}
 		} else {
 			c.stats.sessionResets.Add(1)
+			c.logDebug("session reset")
 		}
 	}
 	pc.sem.unlock()
 	if f == fateDestroy {
+		pc.res.Destroy()
+		return
+	}
+	pc.release()
+}
+
+// release hands pc, settled, back to the pool, unless the AfterRelease hook
+// says no.
+func (pc *physConn) release() {
+	if pc.c.s.hooks.afterRelease != nil && !pc.c.afterRelease(pc) {
+		pc.closeReason = closeReject
 		pc.res.Destroy()
 		return
 	}

@@ -20,6 +20,7 @@ type Stats struct {
 	HealthFailures  int64         // closed because a ping failed
 	AutoRollbacks   int64         // transactions pooldriver rolled back: at task end, or left open when a hold ended
 	SessionResets   int64         // sessions reset before reuse: changed by a statement, or a session-mode task's
+	Leaks           int64         // connections kept out of the pool past the leak detection threshold, each counted once
 }
 
 // Stats returns a snapshot of the Connector's state. It never contains
@@ -45,5 +46,6 @@ func (c *Connector) Stats() Stats {
 		HealthFailures:  p.HealthcheckFailures,
 		AutoRollbacks:   c.stats.autoRollbacks.Load(),
 		SessionResets:   c.stats.sessionResets.Load(),
+		Leaks:           c.stats.leaks.Load(),
 	}
 }

@@ -257,6 +257,7 @@ func (pc *physConn) cleanUp(t *task, x *tx) {
 			pc.c.logWarn("rollback at the end of a task failed; the connection will be closed", err)
 		} else {
 			pc.c.stats.autoRollbacks.Add(1)
+			pc.c.logWarn("rolled back a transaction still open when its task ended", nil)
 		}
 	}
 	if undone && pc.heldByOthers() {

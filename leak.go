@@ -1,0 +1,178 @@
+package pooldriver
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Leak detection (HikariCP's leakDetectionThreshold): a physical connection
+// kept out of the pool longer than the threshold, by a hold (a *sql.Conn, a
+// *sql.Tx, rows nobody closes) or by a task, is logged once at WARN with
+// the stack of the code that took it, and counted in Stats.Leaks. Off by
+// default; when off, nothing of it runs. When on, each acquire records the
+// time and the caller's program counters (no allocation, no symbols); one
+// background goroutine looks for connections out too long.
+
+// WithLeakDetection turns leak detection on (pool_leak_detection_threshold):
+// a physical connection kept out of the pool longer than threshold is
+// reported once; 0 turns it off. Report times are precise to a quarter of
+// the threshold (at most a second).
+func WithLeakDetection(threshold time.Duration) Option {
+	return durationOption("WithLeakDetection", threshold, func(s *settings) { s.leakThreshold = threshold })
+}
+
+// leakStackDepth bounds the frames recorded per acquire.
+const leakStackDepth = 32
+
+// leakMark is a physical connection's record for the leak detector.
+type leakMark struct {
+	takenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
+
+	mu       sync.Mutex // protects the fields below
+	reported bool       // this acquisition was reported
+	n        int
+	pcs      [leakStackDepth]uintptr
+}
+
+// leakDetector watches the physical connections of one Connector.
+type leakDetector struct {
+	c         *Connector
+	threshold time.Duration
+	epoch     time.Time
+	done      chan struct{}
+	wg        sync.WaitGroup
+
+	mu    sync.Mutex // protects conns
+	conns map[*physConn]struct{}
+}
+
+func newLeakDetector(c *Connector, threshold time.Duration) *leakDetector {
+	d := &leakDetector{c: c, threshold: threshold, epoch: time.Now(), done: make(chan struct{}), conns: map[*physConn]struct{}{}}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.run()
+	}()
+	return d
+}
+
+// stop ends the background goroutine and waits for it.
+func (d *leakDetector) stop() {
+	select {
+	case <-d.done:
+	default:
+		close(d.done)
+	}
+	d.wg.Wait()
+}
+
+func (d *leakDetector) add(pc *physConn) {
+	d.mu.Lock()
+	d.conns[pc] = struct{}{}
+	d.mu.Unlock()
+}
+
+func (d *leakDetector) remove(pc *physConn) {
+	d.mu.Lock()
+	delete(d.conns, pc)
+	d.mu.Unlock()
+}
+
+// taken records that pc left the pool, and who took it.
+func (d *leakDetector) taken(pc *physConn) {
+	m := &pc.leak
+	m.mu.Lock()
+	m.n = runtime.Callers(3, m.pcs[:]) // from the caller of Connector.acquire
+	m.reported = false
+	m.mu.Unlock()
+	m.takenAt.Store(int64(time.Since(d.epoch)) + 1)
+}
+
+// returned records that pc is going back to the pool (or being closed).
+func (d *leakDetector) returned(pc *physConn) {
+	m := &pc.leak
+	at := m.takenAt.Swap(0)
+	m.mu.Lock()
+	reported := m.reported
+	m.reported = false
+	m.mu.Unlock()
+	if reported && at > 0 {
+		held := time.Since(d.epoch) - time.Duration(at-1)
+		d.c.logAt(slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
+	}
+}
+
+func (d *leakDetector) run() {
+	period := min(max(d.threshold/4, time.Millisecond), time.Second)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	var conns []*physConn
+	for {
+		select {
+		case <-d.done:
+			return
+		case <-t.C:
+		}
+		conns = conns[:0]
+		d.mu.Lock()
+		for pc := range d.conns {
+			conns = append(conns, pc)
+		}
+		d.mu.Unlock()
+		now := time.Since(d.epoch)
+		for _, pc := range conns {
+			d.check(pc, now)
+		}
+	}
+}
+
+// check reports pc if it has been out of the pool longer than the
+// threshold and was not reported yet.
+func (d *leakDetector) check(pc *physConn, now time.Duration) {
+	m := &pc.leak
+	at := m.takenAt.Load()
+	if at == 0 || now-time.Duration(at-1) < d.threshold {
+		return
+	}
+	m.mu.Lock()
+	if m.reported || m.takenAt.Load() != at {
+		m.mu.Unlock()
+		return
+	}
+	m.reported = true
+	var pcs [leakStackDepth]uintptr
+	n := copy(pcs[:], m.pcs[:m.n])
+	m.mu.Unlock()
+	d.c.stats.leaks.Add(1)
+	d.c.logWarn("connection held longer than the leak detection threshold; it was taken by", nil,
+		"held", (now - time.Duration(at-1)).Round(time.Millisecond), "threshold", d.threshold, "stack", formatStack(pcs[:n]))
+}
+
+// formatStack formats the frames of pcs, leaving out pooldriver's own and
+// database/sql's at the top: the first line is the code that took the
+// connection.
+func formatStack(pcs []uintptr) string {
+	var b strings.Builder
+	frames := runtime.CallersFrames(pcs)
+	top := true
+	for {
+		f, more := frames.Next()
+		if top && (strings.HasPrefix(f.Function, "github.com/pooldriver/pooldriver.") || strings.HasPrefix(f.Function, "database/sql.")) {
+			if !more {
+				break
+			}
+			continue
+		}
+		top = false
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			break
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,98 @@
+package pooldriver_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// TestLeakDetection: a *sql.Conn, then a session task, that keep their
+// physical connection past the threshold are each reported once, at WARN,
+// with the stack of the code that took it, and counted; when they let go,
+// one INFO line says so. Quick holds are not reported.
+func TestLeakDetection(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	srv := newServer(t)
+	h, logger := newCapture()
+	const threshold = 40 * time.Millisecond
+	db, c := newDB(t, srv, "pool_leak_detection_threshold="+threshold.String(), pooldriver.WithLogger(logger))
+	ctx := context.Background()
+
+	for range 20 { // quick holds
+		if _, err := db.Exec("INSERT t 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT t 2"); err != nil { // takes the physical connection
+		t.Fatal(err)
+	}
+	waitFor(t, "the leak reported", func() bool { return c.Stats().Leaks == 1 })
+	leaks := h.with("leak detection threshold")
+	if len(leaks) != 1 || leaks[0].level != slog.LevelWarn {
+		t.Fatalf("leak lines: %v", leaks)
+	}
+	stack := leaks[0].attrs["stack"].String()
+	if first, _, _ := strings.Cut(stack, "\n"); !strings.HasSuffix(first, ".TestLeakDetection") {
+		t.Fatalf("the stack does not start at the code that took the connection:\n%s", stack)
+	}
+	if !strings.Contains(stack, "leak_test.go:") {
+		t.Fatalf("the stack has no file and line:\n%s", stack)
+	}
+	if held := leaks[0].attrs["held"].Duration(); held < threshold {
+		t.Fatalf("held %v, below the threshold", held)
+	}
+
+	// Once only, however long it stays out.
+	time.Sleep(5 * threshold)
+	if n := c.Stats().Leaks; n != 1 || len(h.with("leak detection threshold")) != 1 {
+		t.Fatalf("reported %d times", n)
+	}
+	conn.Close()
+	if back := h.with("reported as leaked came back"); len(back) != 1 || back[0].attrs["held"].Duration() < 6*threshold {
+		t.Fatalf("return lines: %v", back)
+	}
+
+	// A task keeps its connection: reported too, from its first statement.
+	tctx, end := pooldriver.WithTask(ctx, pooldriver.SessionMode)
+	if _, err := db.ExecContext(tctx, "SET x 1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the task's leak reported", func() bool { return c.Stats().Leaks == 2 })
+	end()
+	if _, err := db.Exec("INSERT t 3"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * threshold)
+	if n := c.Stats().Leaks; n != 2 {
+		t.Fatalf("%d leaks, want 2", n)
+	}
+	checkLines(t, h, "fake://"+srv.Name())
+}
+
+// TestLeakDetectionOff: nothing is reported without a threshold.
+func TestLeakDetectionOff(t *testing.T) {
+	srv := newServer(t)
+	h, logger := newCapture()
+	db, c := newDB(t, srv, "", pooldriver.WithLogger(logger), pooldriver.WithLeakDetection(0))
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c.Stats().Leaks != 0 || len(h.with("leak")) != 0 {
+		t.Fatal("a leak reported with leak detection off")
+	}
+}

@@ -1,0 +1,119 @@
+package pooldriver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// What the Connector logs, when WithLogger gave it a logger. Every line
+// carries the attribute "pool" (WithPoolName); none carries a password.
+//
+//	DEBUG connection opened, connection closed (with the reason), session reset
+//	INFO  connected again after failed attempts; a connection reported as leaked came back
+//	WARN  transactions rolled back by pooldriver, failed rollbacks and resets,
+//	      connect failures in a row (the 2nd, 4th, 8th, ...), acquire timeouts,
+//	      leaks (leak.go)
+
+// WithPoolName names the Connector's pool: the attribute "pool" of every
+// log line (pool_name in the DSN). Default: the DSN without its password.
+func WithPoolName(name string) Option {
+	return func(s *settings) error {
+		if name == "" {
+			return errors.New("pooldriver: WithPoolName(\"\"): a name is required")
+		}
+		s.poolName = name
+		return nil
+	}
+}
+
+// newLogger returns the Connector's logger, with the pool name on every
+// line, or nil when nothing is logged.
+func newLogger(s *settings, dsn string) *slog.Logger {
+	if s.logger == nil {
+		return nil
+	}
+	name := s.poolName
+	if name == "" {
+		name = dsn
+	}
+	return s.logger.With("pool", name)
+}
+
+// logAt logs msg at level with err, when there is one, and args.
+func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) {
+	if c.log == nil || !c.log.Enabled(context.Background(), level) {
+		return
+	}
+	if err != nil {
+		args = append(args, "error", err)
+	}
+	c.log.Log(context.Background(), level, "pooldriver: "+msg, args...)
+}
+
+func (c *Connector) logWarn(msg string, err error, args ...any) {
+	c.logAt(slog.LevelWarn, msg, err, args...)
+}
+
+func (c *Connector) logDebug(msg string, args ...any) {
+	c.logAt(slog.LevelDebug, msg, nil, args...)
+}
+
+// connectFailed counts a failed attempt to open a physical connection and
+// logs it: the first at DEBUG (the pool retries), then WARN at the 2nd,
+// 4th, 8th, ... in a row, so that a database down for long is reported
+// without a line per attempt.
+func (c *Connector) connectFailed(err error) {
+	n := c.dialFailures.Add(1)
+	if n == 1 {
+		c.logAt(slog.LevelDebug, "connect failed", err)
+		return
+	}
+	if n&(n-1) == 0 {
+		c.logWarn("connect failed repeatedly", err, "failures_in_a_row", n)
+	}
+}
+
+// connected ends a run of failed attempts.
+func (c *Connector) connected() {
+	if n := c.dialFailures.Swap(0); n > 1 {
+		c.logAt(slog.LevelInfo, "connected again", nil, "failures_before", n)
+	}
+}
+
+// Why a physical connection was closed, for the DEBUG line that says so.
+const (
+	closeLost      = "broken or in an unknown state"
+	closeRollback  = "rollback failed"
+	closeReset     = "session reset failed"
+	closeReject    = "WithAfterRelease said no"
+	closeResetAll  = "Connector.Reset"
+	closeHook      = "a hook failed"
+	closeIdleCheck = "found closed or not answering when taken from idle"
+	closePing      = "healthcheck ping failed"
+	closeConnector = "connector closed"
+	closeExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
+)
+
+// closeReason says why pc is being closed: what pooldriver recorded, else
+// what the pool does by itself.
+func (c *Connector) closeReason(pc *physConn) string {
+	switch {
+	case pc.closeReason != "":
+		return pc.closeReason
+	case c.stale(pc):
+		return closeResetAll
+	case c.closing.Load():
+		return closeConnector
+	}
+	return closeExpired
+}
+
+// logClosed logs the close of pc.
+func (c *Connector) logClosed(pc *physConn, err error) {
+	if c.log == nil {
+		return
+	}
+	c.logAt(slog.LevelDebug, "connection closed", err, "reason", c.closeReason(pc), "age", time.Since(pc.born).Round(time.Millisecond))
+}
