@@ -156,6 +156,10 @@ func TestAcquireTimeout(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, pooldriver.ErrAcquireTimeout)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var te *pooldriver.AcquireTimeoutError
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, pooldriver.AcquireTimeoutError{Timeout: timeout, Total: 1, InUse: 1, Idle: 0, Waiting: 0, Max: 1}, *te)
+		assert.Contains(t, err.Error(), "total=1, in use=1, idle=0, waiting=0, max=1")
 		assert.GreaterOrEqual(t, elapsed, timeout)
 		assert.Less(t, elapsed, timeout+5*time.Second)
 		st := c.Stats()

@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// Operating a pool against the real servers: leak detection, Reset,
+// pgxpool's parameters, the pool's state in an acquire timeout.
+
+// logLines is a slog.Handler that keeps every line's message and
+// attributes as text.
+type logLines struct {
+	mu    *sync.Mutex
+	lines *[]string
+	attrs string
+}
+
+func newLogLines() (*logLines, *slog.Logger) {
+	h := &logLines{mu: new(sync.Mutex), lines: new([]string)}
+	return h, slog.New(h)
+}
+
+func (h *logLines) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logLines) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s%s", r.Level, r.Message, h.attrs)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	h.mu.Lock()
+	*h.lines = append(*h.lines, b.String())
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *logLines) WithAttrs(as []slog.Attr) slog.Handler {
+	attrs := h.attrs
+	for _, a := range as {
+		attrs += fmt.Sprintf(" %s=%v", a.Key, a.Value)
+	}
+	return &logLines{mu: h.mu, lines: h.lines, attrs: attrs}
+}
+
+func (h *logLines) WithGroup(string) slog.Handler { return h }
+
+// with returns the lines that contain s.
+func (h *logLines) with(s string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, l := range *h.lines {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestLeakDetection: a *sql.Conn that keeps its server connection past
+// pool_leak_detection_threshold is reported once, at WARN, with the stack
+// of this test's line that took it, and counted; quick statements are not.
+func TestLeakDetection(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		h, logger := newLogLines()
+		db, c := tn.open(t, "pool_leak_detection_threshold=200ms&pool_name=leaky", pooldriver.WithLogger(logger))
+		for range 10 {
+			_, err := db.ExecContext(ctx(t), "SELECT 1")
+			require.NoError(t, err)
+		}
+		sc, err := db.Conn(ctx(t))
+		require.NoError(t, err)
+		_, err = sc.ExecContext(ctx(t), "SELECT 1") // this line takes the connection
+		require.NoError(t, err)
+		waitFor(t, "the leak reported", func() bool { return c.Stats().Leaks == 1 })
+		time.Sleep(500 * time.Millisecond)
+		assert.EqualValues(t, 1, c.Stats().Leaks, "reported more than once")
+		lines := h.with("leak detection threshold")
+		require.Len(t, lines, 1)
+		assert.True(t, strings.HasPrefix(lines[0], "WARN "), lines[0])
+		assert.Contains(t, lines[0], "pool=leaky")
+		assert.Contains(t, lines[0], "stack=github.com/pooldriver/pooldriver/integration.TestLeakDetection")
+		assert.Contains(t, lines[0], "operations_test.go:")
+		require.NoError(t, sc.Close())
+		assert.Len(t, h.with("reported as leaked came back"), 1)
+	})
+}
+
+// TestConnectorReset: Reset closes the idle server connections at once and
+// the busy one when its *sql.Tx ends, without interrupting it: the
+// transaction and a statement running meanwhile finish normally; then
+// every statement runs on a server connection opened after Reset.
+func TestConnectorReset(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		db, c := tn.open(t, "pool_max_conns=4&pool_min_conns=3")
+		tn.waitConns(t, 3)
+		old := tn.backends(t)
+		table := s.table(t, "reset", "id int")
+
+		tx, err := db.BeginTx(ctx(t), nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (1)")
+		require.NoError(t, err)
+		sleeping := make(chan error, 1)
+		go func() { // a statement running through Reset
+			_, err := db.ExecContext(context.Background(), fmt.Sprintf(s.sleep, 1))
+			sleeping <- err
+		}()
+		waitFor(t, "the sleep running", func() bool { return tn.running(t, "SLEEP") != 0 || tn.running(t, "sleep") != 0 })
+
+		c.Reset()
+		// The one idle connection closed, a new one to refill
+		// pool_min_conns beside the two busy ones.
+		waitFor(t, "the idle connection replaced", func() bool {
+			ids := tn.backends(t)
+			return len(ids) == 3 && countIn(ids, old) == 2
+		})
+		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (2)")
+		require.NoError(t, err, "the transaction was interrupted")
+		require.NoError(t, tx.Commit())
+		require.NoError(t, <-sleeping, "the running statement was interrupted")
+		assert.EqualValues(t, 2, s.adminInt(t, "SELECT count(*) FROM "+table))
+
+		waitFor(t, "every connection from before Reset closed", func() bool { return countIn(tn.backends(t), old) == 0 })
+		for range 20 {
+			assert.NotContains(t, old, backendID(t, db, ctx(t), s))
+		}
+		assert.EqualValues(t, 3, c.Stats().Destroyed)
+	})
+}
+
+// countIn returns how many of ids are in set.
+func countIn(ids, set []int64) int {
+	n := 0
+	for _, id := range ids {
+		if contains(set, id) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPgxpoolParameters: a DSN with pgxpool's pool_min_idle_conns and
+// pool_max_conn_lifetime_jitter works: the pool keeps that many server
+// connections idle, opening more while some are in use.
+func TestPgxpoolParameters(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		db, _ := tn.open(t, "pool_max_conns=4&pool_min_idle_conns=2&pool_max_conn_lifetime_jitter=1m&pool_health_check_period=20ms")
+		tn.waitConns(t, 2)
+		sc, err := db.Conn(ctx(t))
+		require.NoError(t, err)
+		require.NoError(t, sc.PingContext(ctx(t)))
+		tn.waitConns(t, 3) // one in use, two idle
+		require.NoError(t, sc.Close())
+		time.Sleep(100 * time.Millisecond)
+		assert.Equal(t, 3, tn.conns(t), "more than pool_min_idle_conns opened")
+	})
+}
