@@ -43,8 +43,10 @@ func dirtySession(t *testing.T, db *sql.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	if _, err := conn.ExecContext(context.Background(), "SET x 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
