@@ -40,7 +40,9 @@ func WithBeforeConnect(f func(ctx context.Context, config any) error) Option {
 // session back the state of a new connection, which undoes what f set):
 // register types (pgx's TypeMap), set what every session starts with
 // (HikariCP's connectionInitSql). What f leaves in the session is what
-// pooldriver resets to; f must not leave a transaction open. An error
+// pooldriver resets to; f must not leave a transaction open. A reset does
+// not undo what lives in the driver (pgx's TypeMap): f may skip it when it
+// is there already, sparing a round trip per reset. An error
 // closes the connection unused: on a new one, the statement that needed it
 // fails with the error (errors.Is reaches it); after a reset, the
 // connection is closed instead of reused.
