@@ -2,6 +2,7 @@ package pooldriver_test
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"strings"
 	"testing"
@@ -94,5 +95,31 @@ func TestLeakDetectionOff(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if c.Stats().Leaks != 0 || len(h.with("leak")) != 0 {
 		t.Fatal("a leak reported with leak detection off")
+	}
+}
+
+// BenchmarkLeakDetection is BenchmarkExec's pooldriver loop with leak
+// detection off and on: on, each acquire records the time and the
+// caller's program counters.
+func BenchmarkLeakDetection(b *testing.B) {
+	for _, threshold := range []time.Duration{0, time.Minute} {
+		b.Run("threshold="+threshold.String(), func(b *testing.B) {
+			c := pooldriver.Wrap(newServer(b).Connector(), pooldriver.WithMaxConns(benchConns), pooldriver.WithLeakDetection(threshold))
+			if err := c.Err(); err != nil {
+				b.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			defer db.Close()
+			ctx := context.Background()
+			if _, err := db.ExecContext(ctx, "ECHO ?", int64(42)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := db.ExecContext(ctx, "ECHO ?", int64(42)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
