@@ -25,7 +25,8 @@ type physConn struct {
 	drv driver.Conn
 	res *pool.Resource[*physConn] // set by whoever acquired it from the pool
 	gen int64                     // the Connector's Reset generation when opened
-	// Set by whoever destroys it, read by the destructor (log.go).
+	// For the log line that says it closed (log.go): closeReason is set
+	// by whoever destroys it, before the pool's destructor reads it.
 	born        time.Time
 	closeReason string
 	leak        leakMark // leak.go
