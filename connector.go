@@ -124,6 +124,10 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	t, err := behindPooler(t, s.serverPooling)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.hooks.check(t); err != nil {
 		return nil, err
 	}
@@ -155,6 +159,18 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	}
 	c.pool = p
 	return c, nil
+}
+
+// behindPooler lets t's dialect adapt to the pooler pool_server_pooling
+// names (or check for one), if it knows how.
+func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Template, error) {
+	if pt, ok := t.(dialects.PoolerTemplate); ok {
+		return pt.BehindPooler(p)
+	}
+	if p == dialects.ServerPoolingSession || p == dialects.ServerPoolingTransaction {
+		return nil, fmt.Errorf("pooldriver: %s=%s: this dialect does not support a pooler in front of the server (only PostgreSQL's does)", paramServerPooling, p)
+	}
+	return t, nil
 }
 
 // open is the pool's factory: a new physical connection, logged in with the

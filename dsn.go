@@ -25,11 +25,13 @@ const (
 	paramMinIdleConns      = "pool_min_idle_conns"
 	paramLeakThreshold     = "pool_leak_detection_threshold"
 	paramName              = "pool_name"
+	paramServerPooling     = "pool_server_pooling"
 )
 
 var knownParams = []string{
 	paramAcquireTimeout, paramConnectTimeout, paramHealthCheckPeriod, paramLeakThreshold, paramMaxConnIdleTime,
 	paramMaxConnLifetime, paramLifetimeJitter, paramMaxConns, paramMinConns, paramMinIdleConns, paramMode, paramName,
+	paramServerPooling,
 }
 
 // parseDSN finds the DSN's dialect and lets it split the DSN into a
@@ -96,6 +98,11 @@ func applyParams(s *settings, params map[string]string) error {
 			if err != nil {
 				err = fmt.Errorf("pooldriver: %s=%q: %w", k, v, err)
 			}
+		case paramServerPooling:
+			s.serverPooling, err = dialects.ParseServerPooling(v)
+			if err != nil {
+				err = fmt.Errorf("pooldriver: %s=%q: %w", k, v, err)
+			}
 		default:
 			err = fmt.Errorf("pooldriver: unknown parameter %s (known: %s)", k, strings.Join(knownParams, ", "))
 		}
@@ -132,6 +139,9 @@ func parseDuration(name, v string) (time.Duration, error) {
 func (s *settings) validate() error {
 	if s.minConns > s.maxConns {
 		return fmt.Errorf("pooldriver: pool_min_conns/WithMinConns (%d) is greater than pool_max_conns/WithMaxConns (%d)", s.minConns, s.maxConns)
+	}
+	if s.serverPooling == dialects.ServerPoolingTransaction && s.mode == SessionMode {
+		return fmt.Errorf("pooldriver: pool_mode=session (or WithMode(SessionMode)) together with pool_server_pooling=transaction: %w", ErrNoServerSession)
 	}
 	if s.minIdleConns > s.maxConns {
 		return fmt.Errorf("pooldriver: pool_min_idle_conns/WithMinIdleConns (%d) is greater than pool_max_conns/WithMaxConns (%d)", s.minIdleConns, s.maxConns)

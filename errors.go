@@ -66,6 +66,15 @@ var (
 	// reset when the statement's hold ends). Close the rows first.
 	ErrTaskConnBusy = errors.New("pooldriver: the task's connection was busy with open rows, so what the statement began on another connection was undone; close the rows first")
 
+	// ErrNoServerSession is returned, at once and without running the
+	// statement, by a statement of a session-mode task on a Connector whose
+	// DSN says the server is behind a transaction pooler
+	// (pool_server_pooling=transaction): the pooler hands each transaction
+	// to any server session, so the task's SET, temporary table or advisory
+	// lock would land in a session its next statement may not see. The
+	// Connector itself refuses pool_mode=session there.
+	ErrNoServerSession = errors.New("pooldriver: a session-mode task cannot keep a server session behind a transaction pooler (pool_server_pooling=transaction)")
+
 	// ErrConnLost is matched (errors.Is) by the error of every statement of
 	// a task or a hold (a *sql.Conn, a *sql.Tx) after the physical
 	// connection that carried its transaction or session was lost, until

@@ -40,6 +40,7 @@ var dsnCases = []dsnCase{
 		maxConns: 7, str: "fake://u:xxxxx@srv",
 	},
 	{name: "transaction mode, app kept", dsn: "fake://u@srv?app=web&pool_mode=transaction&pool_max_conns=1", maxConns: 1, str: "fake://u@srv?app=web"},
+	{name: "no server pooling", dsn: "fake://srv?pool_server_pooling=none", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
 	{name: "min equals max", dsn: "fake://srv?pool_max_conns=2&pool_min_conns=2", maxConns: 2, str: "fake://srv"},
 	{
 		name: "pgxpool names",
@@ -68,6 +69,9 @@ var dsnCases = []dsnCase{
 	{name: "negative jitter", dsn: "fake://srv?pool_max_conn_lifetime_jitter=-1s", errHas: []string{"pool_max_conn_lifetime_jitter", `"-1s"`}},
 	{name: "negative leak threshold", dsn: "fake://srv?pool_leak_detection_threshold=-1s", errHas: []string{"pool_leak_detection_threshold", `"-1s"`}},
 	{name: "empty pool name", dsn: "fake://srv?pool_name=", errHas: []string{"pool_name"}},
+	{name: "unknown server pooling", dsn: "fake://srv?pool_server_pooling=statement", errHas: []string{"pool_server_pooling", `"statement"`}},
+	{name: "server pooling the dialect cannot do", dsn: "fake://srv?pool_server_pooling=transaction", errHas: []string{"pool_server_pooling=transaction", "dialect"}},
+	{name: "session tasks behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_mode=session", errHas: []string{"pool_mode=session", "pool_server_pooling=transaction"}},
 	{name: "bad value with a password", dsn: "fake://u:" + secret + "@srv?pool_max_conns=0", errHas: []string{"pool_max_conns", `"0"`}},
 
 	// Bad DSNs.

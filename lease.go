@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // A hold is database/sql's use of one logical conn: from the first
@@ -153,6 +155,9 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 				}
 				continue // unbound meanwhile, or busy: look again
 			}
+		}
+		if useTask && t.modeFor(l.c) == SessionMode && l.c.s.serverPooling == dialects.ServerPoolingTransaction {
+			return ErrNoServerSession
 		}
 		pc, err := l.c.acquire(ctx)
 		if err != nil {

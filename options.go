@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -42,6 +43,7 @@ type settings struct {
 	cleanupTimeout    time.Duration
 	connectTimeout    time.Duration
 	mode              Mode
+	serverPooling     dialects.ServerPooling
 	credentials       func(ctx context.Context) (user, password string, err error)
 	logger            *slog.Logger
 	breaker           pool.Strategy

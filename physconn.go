@@ -77,7 +77,14 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	pc := &physConn{c: c, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
-	pc.preparer, _ = drv.(driver.ConnPrepareContext)
+	// A dialect that prepares statements its own way (PostgreSQL behind a
+	// transaction pooler: unnamed on the server) says so by implementing
+	// ConnPrepareContext itself.
+	if p, ok := dc.(driver.ConnPrepareContext); ok {
+		pc.preparer = p
+	} else {
+		pc.preparer, _ = drv.(driver.ConnPrepareContext)
+	}
 	pc.beginner, _ = drv.(driver.ConnBeginTx)
 	pc.checker, _ = drv.(driver.NamedValueChecker)
 	pc.validity, _ = drv.(driver.Validator)

@@ -23,6 +23,10 @@ type conn struct {
 	// parameters when the connection opened (which a session reset
 	// restores), in the order of reportedParams.
 	reported [len(reportedParams)]string
+
+	// unnamed: PrepareContext prepares nothing by name on the server (see
+	// pooler.go).
+	unnamed bool
 }
 
 var (
@@ -31,6 +35,7 @@ var (
 	_ dialects.SessionTracker         = (*conn)(nil)
 	_ dialects.StaleStatementDetector = (*conn)(nil)
 	_ dialects.SessionBaseline        = (*conn)(nil)
+	_ driver.ConnPrepareContext       = (*conn)(nil)
 )
 
 // reportedParams are the session settings the server reports whenever they

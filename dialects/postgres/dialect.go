@@ -41,16 +41,23 @@ func (pgDialect) Parse(dsn string) (dialects.Template, map[string]string, error)
 	if err != nil {
 		return nil, nil, parseError(err, d.secrets)
 	}
-	return &template{cfg: cfg, redacted: d.redacted}, d.params, nil
+	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode}, d.params, nil
 }
 
-// template is immutable once built: Open copies cfg before changing it.
+// template is immutable once built: Open copies cfg before changing it, and
+// BehindPooler returns a changed copy.
 type template struct {
-	cfg      *pgx.ConnConfig
-	redacted string
+	cfg         *pgx.ConnConfig
+	redacted    string
+	execModeSet bool // the DSN sets default_query_exec_mode
+
+	checkPooler bool // refuse a pooler found at the address (pool_server_pooling unset)
+	unnamed     bool // prepare statements unnamed (behind a transaction pooler)
 }
 
 var _ dialects.ConfigurableTemplate = (*template)(nil)
+
+var _ dialects.PoolerTemplate = (*template)(nil)
 
 func (t *template) Credentials() dialects.Credentials {
 	return dialects.Credentials{User: t.cfg.User, Password: t.cfg.Password}
@@ -82,7 +89,15 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 		_ = dc.Close()
 		return nil, fmt.Errorf("pooldriver: postgres: pgx stdlib returned %T, want *stdlib.Conn", dc)
 	}
-	return newConn(sc), nil
+	if t.checkPooler {
+		if err := checkNoPooler(ctx, sc.Conn().PgConn()); err != nil {
+			_ = sc.Close()
+			return nil, err
+		}
+	}
+	pc := newConn(sc)
+	pc.unnamed = t.unnamed
+	return pc, nil
 }
 
 // redactedError carries a message from which every password has been

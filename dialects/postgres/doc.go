@@ -42,6 +42,22 @@
 // 26000) is dropped from pooldriver's statement cache, so the next attempt
 // prepares it afresh.
 //
+// # Behind PgBouncer
+//
+// The DSN parameter pool_server_pooling says what sits in front of the
+// server. pool_server_pooling=transaction (PgBouncer pool_mode=transaction
+// or statement) makes pgx's default exec mode cache_describe, which parses
+// with the unnamed statement and executes in one round trip, and prepares
+// pooldriver's own statements (a *sql.Stmt, re-prepared on every physical
+// connection it runs on) unnamed: nothing the server must remember by name
+// outlives a transaction, so db.Prepare works where plain pgx fails. A
+// default_query_exec_mode of cache_statement or describe_exec in the same DSN
+// is an error; exec, simple_protocol and cache_describe are kept.
+// pool_server_pooling=session (pool_mode=session) and =none change nothing.
+// Without the parameter every new connection checks that it reached the
+// server itself (the backend id announced at login is the session's own)
+// and is refused with [ErrPoolerFound] when a pooler answered.
+//
 // # Wrap
 //
 // Importing this package also teaches pooldriver.Wrap to recognize pgx's

@@ -13,9 +13,13 @@ type splitDSN struct {
 	redacted  string            // driverDSN with every password replaced
 	params    map[string]string // the pool_* parameters, decoded
 	secrets   []string          // the passwords as written and decoded, longest first, to scrub from errors
+	execMode  bool              // default_query_exec_mode is set
 }
 
 const mask = "xxxxx"
+
+// execModeKey is pgx's parameter for the default query exec mode.
+const execModeKey = "default_query_exec_mode"
 
 // isSecretKey reports whether a parameter holds a password.
 func isSecretKey(k string) bool { return k == "password" || k == "sslpassword" }
@@ -73,6 +77,7 @@ func splitURL(prefix, rest string) (splitDSN, error) {
 				kept = append(kept, pair)
 				keptRedacted = append(keptRedacted, rawKey+"="+mask)
 			default:
+				d.execMode = d.execMode || keyOK && key == execModeKey
 				kept = append(kept, pair)
 				keptRedacted = append(keptRedacted, pair)
 			}
@@ -166,6 +171,7 @@ func splitKeywordValue(s string) (splitDSN, error) {
 			kept = append(kept, text)
 			keptRedacted = append(keptRedacted, s[p.start:p.valueStart]+mask)
 		default:
+			d.execMode = d.execMode || p.key == execModeKey
 			kept = append(kept, text)
 			keptRedacted = append(keptRedacted, text)
 		}

@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// ErrPoolerFound is matched by the error of a connection attempt that
+// reached a connection pooler (PgBouncer, or any proxy that hands out its
+// own backend keys) while the DSN does not say one is there
+// (pool_server_pooling unset). Behind a transaction pooler pgx's default
+// statement cache fails at run time with "prepared statement ... does not
+// exist"; this error says so at connect time instead.
+var ErrPoolerFound = errors.New("pooldriver: postgres: a connection pooler (such as PgBouncer) answers at this address; " +
+	"add pool_server_pooling=transaction to the DSN (PgBouncer pool_mode=transaction or statement) " +
+	"or pool_server_pooling=session (pool_mode=session); pool_server_pooling=none skips this check")
+
+// BehindPooler adapts the template to the pooler pool_server_pooling names.
+//
+//   - unset: every new connection checks that it talks to the server
+//     itself: the backend process id the server announced at login must be
+//     the one pg_backend_pid() reports. A pooler announces an id of its own
+//     (PgBouncer a random one), so a difference means a pooler, and the
+//     connection is refused with ErrPoolerFound. One round trip per new
+//     connection; a server that cannot answer is not refused.
+//   - none, session: nothing changes and nothing is checked. A session
+//     pooler keeps one server session per client connection, so named
+//     prepared statements and pgx's statement cache work.
+//   - transaction: pgx's default exec mode becomes cache_describe (parse and
+//     execute in one round trip with the unnamed statement; only the
+//     description is cached, client-side), and pooldriver's own prepared
+//     statements (a *sql.Stmt) are prepared unnamed, so the server never has
+//     to remember a name across transactions. A default_query_exec_mode
+//     set in the DSN that names a statement on the server or describes and
+//     executes in separate round trips (cache_statement, describe_exec) is
+//     an error; exec, simple_protocol and cache_describe are kept.
+func (t *template) BehindPooler(p dialects.ServerPooling) (dialects.Template, error) {
+	n := *t
+	switch p {
+	case dialects.ServerPoolingUnset:
+		n.checkPooler = true
+	case dialects.ServerPoolingTransaction:
+		n.cfg = t.cfg.Copy()
+		switch m := t.cfg.DefaultQueryExecMode; {
+		case !t.execModeSet:
+			n.cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		case m == pgx.QueryExecModeCacheStatement || m == pgx.QueryExecModeDescribeExec:
+			return nil, fmt.Errorf("pooldriver: postgres: %s=%s cannot work with pool_server_pooling=transaction: "+
+				"it needs a statement to outlive a transaction on the server; drop it (pooldriver then uses cache_describe) or use cache_describe, exec or simple_protocol",
+				execModeKey, execModeName(m))
+		}
+		n.unnamed = true
+	}
+	return &n, nil
+}
+
+// execModeName returns m as default_query_exec_mode spells it.
+func execModeName(m pgx.QueryExecMode) string {
+	return strings.ReplaceAll(m.String(), " ", "_")
+}
+
+// checkNoPooler returns ErrPoolerFound when the session behind pc is not
+// the one whose process id the login announced.
+func checkNoPooler(ctx context.Context, pc *pgconn.PgConn) error {
+	announced := pc.PID()
+	if announced == 0 {
+		return nil // no BackendKeyData: cannot tell
+	}
+	res := pc.ExecParams(ctx, "SELECT pg_backend_pid()", nil, nil, nil, nil).Read()
+	if res.Err != nil || len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return nil // not PostgreSQL's function: cannot tell
+	}
+	pid, err := strconv.ParseUint(string(res.Rows[0][0]), 10, 32)
+	if err != nil || uint32(pid) == announced {
+		return nil
+	}
+	return fmt.Errorf("%w (the login announced backend %d, the session is backend %d)", ErrPoolerFound, announced, pid)
+}
+
+// PrepareContext prepares query as pgx's stdlib does (a named statement,
+// cached by pgx under its text), or, behind a transaction pooler, as the
+// unnamed statement: the server checks it and describes its parameters
+// now, and each execution parses it again in the same round trip (pgx's
+// cache_describe), so no name must survive from one transaction to the next.
+func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if !c.unnamed {
+		return c.sc.PrepareContext(ctx, query)
+	}
+	pc := c.pgx().PgConn()
+	if pc.IsClosed() {
+		return nil, driver.ErrBadConn
+	}
+	sd, err := pc.Prepare(ctx, "", query, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &unnamedStmt{sc: c.sc, query: query, numInput: len(sd.ParamOIDs)}, nil
+}
+
+// unnamedStmt is a statement prepared unnamed: it runs its text on the
+// connection with the connection's exec mode.
+type unnamedStmt struct {
+	sc       *stdlib.Conn
+	query    string
+	numInput int
+}
+
+var (
+	_ driver.StmtExecContext  = (*unnamedStmt)(nil)
+	_ driver.StmtQueryContext = (*unnamedStmt)(nil)
+)
+
+func (s *unnamedStmt) Close() error  { return nil }
+func (s *unnamedStmt) NumInput() int { return s.numInput }
+
+func (s *unnamedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return s.sc.ExecContext(ctx, s.query, args)
+}
+
+func (s *unnamedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.sc.QueryContext(ctx, s.query, args)
+}
+
+// Exec and Query are never called: pooldriver (and database/sql) use the
+// Context variants.
+func (s *unnamedStmt) Exec([]driver.Value) (driver.Result, error) { return nil, errNoContext }
+func (s *unnamedStmt) Query([]driver.Value) (driver.Rows, error)  { return nil, errNoContext }
+
+var errNoContext = errors.New("pooldriver: postgres: use ExecContext or QueryContext")
