@@ -62,6 +62,9 @@ type config struct {
 	only       *regexp.Regexp
 	pgDSN      string
 	myDSN      string
+
+	instances    bool   // run the many-instances cell only (instances.go)
+	pgbouncerIni string // its PgBouncer config file
 }
 
 func main() {
@@ -82,6 +85,8 @@ func main() {
 	flag.BoolVar(&cfg.exhaust, "exhaust", true, "run database/sql at its defaults at 256 goroutines, which exhausts the server's connection limit for a few seconds (other clients of the server are refused meanwhile)")
 	flag.StringVar(&cfg.pgDSN, "postgres", bench.PostgresDSN(), "PostgreSQL DSN (default: $POOLDRIVER_POSTGRES_DSN or the local server); empty to skip")
 	flag.StringVar(&cfg.myDSN, "mysql", bench.MySQLDSN(), "MySQL DSN in pooldriver's form, mysql://user@tcp(host:port)/db (default: $POOLDRIVER_MYSQL_DSN or the local server); empty to skip")
+	flag.BoolVar(&cfg.instances, "instances", false, "run only the many-instances cell: 4 pooldriver instances × pool 10, straight to PostgreSQL and through a PgBouncer this starts (writes instances.md, instances.json)")
+	flag.StringVar(&cfg.pgbouncerIni, "pgbouncer-ini", "../integration/testdata/pgbouncer.ini", "PgBouncer config file of -instances")
 	flag.Parse()
 	if *quick {
 		cfg.rounds, cfg.cellDur, cfg.warmup = 1, time.Second, 200*time.Millisecond
@@ -105,7 +110,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg); err != nil {
+	runner := run
+	if cfg.instances {
+		runner = runInstances
+	}
+	if err := runner(ctx, cfg); err != nil {
 		log.Print(err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
