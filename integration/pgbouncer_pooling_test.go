@@ -316,30 +316,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 			require.ErrorIs(t, err, pooldriver.ErrNoServerSession)
 		})
 
-		t.Run("GORM", func(t *testing.T) {
-			e := &ormEnv{s: s, c: conn, db: db}
-			g := openGORM(t, e, unique("pgb")+"_")
-			tbl := tableOf(t, g)
-			t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + tbl) })
-			require.NoError(t, g.AutoMigrate(&ormWidget{}))
-			gormCRUD(t, g.WithContext(ctx(t)), "plain")
-			p := g.Session(&gorm.Session{PrepareStmt: true})
-			gormCRUD(t, p.WithContext(ctx(t)), "prep")
-			tc, end := pooldriver.WithTask(ctx(t))
-			gormCRUD(t, p.WithContext(tc), "prep-task")
-			end()
-		})
-
-		t.Run("sqlx", func(t *testing.T) {
-			x := sqlx.NewDb(db, "pgx")
-			tbl := unique("pgb_sqlx")
-			x.MustExec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, qty INT NOT NULL)")
-			t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + tbl) })
-			sqlxCRUD(t, x, ctx(t), false, tbl, 0)
-			tc, end := pooldriver.WithTask(ctx(t))
-			sqlxCRUD(t, x, tc, true, tbl, 10)
-			end()
-		})
+		t.Run("GORM and sqlx", func(t *testing.T) { ormsThrough(t, s, db, conn, pooldriver.TransactionMode) })
 
 		assert.Zero(t, openTxs(t))
 		sc, err := b.serverConns(ctx(t), bouncerTx)
@@ -447,6 +424,31 @@ func TestPgBouncerFourInstances(t *testing.T) {
 	})
 }
 
+// ormsThrough runs GORM's (with and without PrepareStmt) and sqlx's CRUD
+// and transactions on db, outside a task and in a task of mode.
+func ormsThrough(t *testing.T, s server, db *sql.DB, c *pooldriver.Connector, mode pooldriver.Mode) {
+	direct := openPlainPgx(t, s.dsn, 1)
+	g := openGORM(t, &ormEnv{s: s, c: c, db: db}, unique("pgb")+"_")
+	tbl := tableOf(t, g)
+	t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + tbl) })
+	require.NoError(t, g.AutoMigrate(&ormWidget{}))
+	gormCRUD(t, g.WithContext(ctx(t)), "plain")
+	p := g.Session(&gorm.Session{PrepareStmt: true})
+	gormCRUD(t, p.WithContext(ctx(t)), "prep")
+	tc, end := pooldriver.WithTask(ctx(t), mode)
+	gormCRUD(t, p.WithContext(tc), "prep-task")
+	end()
+
+	x := sqlx.NewDb(db, "pgx")
+	xt := unique("pgb_sqlx")
+	x.MustExec("CREATE TABLE " + xt + " (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, qty INT NOT NULL)")
+	t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + xt) })
+	sqlxCRUD(t, x, ctx(t), false, xt, 0)
+	tc, end = pooldriver.WithTask(ctx(t), mode)
+	sqlxCRUD(t, x, tc, true, xt, 10)
+	end()
+}
+
 func txInsert(c context.Context, db *sql.DB, table string, id, inst int) error {
 	tx, err := db.BeginTx(c, nil)
 	if err != nil {
@@ -485,15 +487,15 @@ func rawTaskInsert(c context.Context, db *sql.DB, table string, id, inst int) er
 }
 
 // TestPgBouncerSessionPooling: behind session pooling, session-mode tasks
-// keep their session (SET, temporary table, advisory lock) across calls and
-// leave nothing behind for the next task, and named prepared statements
-// work, as they do for plain pgx on a *sql.Conn.
+// keep their session (SET, temporary table) across calls and leave nothing
+// behind for the next task, as plain pgx keeps it on a *sql.Conn; GORM,
+// sqlx and named prepared statements work.
 func TestPgBouncerSessionPooling(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		// A session pool gives each client connection a server connection
 		// of its own: room for both clients' 4.
 		b := startPgBouncer(t, s, 8)
-		db, _ := openPooled(t, b.dsn(bouncerSession, "pool_server_pooling=session", "pool_max_conns=4"))
+		db, conn := openPooled(t, b.dsn(bouncerSession, "pool_server_pooling=session", "pool_max_conns=4"))
 		plain := openPlainPgx(t, b.dsn(bouncerSession), 4)
 
 		session := func(t *testing.T, r runner, c context.Context) {
@@ -539,6 +541,7 @@ func TestPgBouncerSessionPooling(t *testing.T) {
 				}
 			}
 		})
+		t.Run("GORM and sqlx", func(t *testing.T) { ormsThrough(t, s, db, conn, pooldriver.SessionMode) })
 		t.Run("prepared statements", func(t *testing.T) {
 			c := ctx(t)
 			n, first := queryRowLoad(c, db, true)
