@@ -257,9 +257,8 @@ func startPgBouncer(cfg config, s bench.Server) (addr string, stop func(), err e
 		err = os.WriteFile(filepath.Join(dir, "userlist.txt"), fmt.Appendf(nil, "%q %q\n", pc.User, pc.Password), 0o644)
 	}
 	var args []string
-	if err == nil && os.Geteuid() == 0 { // PgBouncer refuses to run as root
+	if os.Geteuid() == 0 { // PgBouncer refuses to run as root; it reads its files before it switches
 		args = append(args, "-u", "nobody")
-		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
