@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/dialects/odbc/connstr"
 )
 
 // The shared behaviours of pooldriver through the ODBC dialect.
@@ -522,8 +524,21 @@ func TestODBCGenericDriver(t *testing.T) {
 		t.Cleanup(func() { tn.drop(t) })
 		// psqlODBC needs this for raw transactions (see the package doc);
 		// a generic driver gets the DSN as written.
-		dsn := "odbc://Driver=" + lib + ";Server=127.0.0.1;Port=5432;Database=test;UseServerSidePrepare=0"
-		c, err := pooldriver.NewConnector(dsn+";pool_max_conns=1", pooldriver.WithCredentials(func(context.Context) (string, string, error) {
+		// The server's address from its DSN; the driver and the user are
+		// the test's.
+		attrs, err := connstr.Parse(strings.TrimPrefix(s.dsn, "odbc://"))
+		require.NoError(t, err)
+		generic := []connstr.Attr{{Key: "Driver", Value: lib}}
+		for _, a := range attrs {
+			switch strings.ToLower(a.Key) {
+			case "server", "port", "database":
+				generic = append(generic, a)
+			}
+		}
+		cs, err := connstr.Build(append(generic, connstr.Attr{Key: "UseServerSidePrepare", Value: "0"}))
+		require.NoError(t, err)
+		dsn := "odbc://" + cs
+		c, err := pooldriver.NewConnector(dsn+"pool_max_conns=1", pooldriver.WithCredentials(func(context.Context) (string, string, error) {
 			return tn.user, tn.password, nil
 		}))
 		require.NoError(t, err)
