@@ -65,8 +65,9 @@ var odbcExamples = map[string]string{
 }
 
 // forEachODBCServer runs f against every ODBC server, as a subtest named
-// after it. A server whose DSN variable is unset is skipped, unless
-// CI=true, where that is a failure.
+// after it. A server whose DSN variable is unset, and for which TestMain
+// started no container, is skipped, unless CI=true, where that is a
+// failure.
 func forEachODBCServer(t *testing.T, f func(t *testing.T, s odbcServer)) {
 	t.Helper()
 	forODBCServers(t, "", f)
@@ -82,6 +83,9 @@ func forODBCServers(t *testing.T, only string, f func(t *testing.T, s odbcServer
 		}
 		t.Run(s.name, func(t *testing.T) {
 			s.dsn = os.Getenv(s.env)
+			if s.dsn == "" {
+				s.dsn = dsns[s.env] // the container standing in for the server, if any
+			}
 			if s.dsn == "" {
 				msg := fmt.Sprintf("%s is not set; to run against a server: %s='%s' go test -tags odbc ./...", s.env, s.env, odbcExamples[s.env])
 				if os.Getenv("CI") == "true" {

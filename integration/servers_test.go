@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	_ "github.com/pooldriver/pooldriver/dialects/mysql"
@@ -91,39 +89,14 @@ var examples = map[string]string{
 }
 
 // dsns holds each server's DSN by variable name: the variable's value, or
-// the address of a container TestMain started because it was unset.
+// the address of a container TestMain started because it was unset (and,
+// for the same server through ODBC, the container's ODBC DSN).
 var dsns = map[string]string{}
 
-// image describes the container that stands in for a server whose variable
-// is unset.
-type image struct {
-	ref  string
-	port string
-	env  map[string]string
-	dsn  func(hostPort string) string
-}
-
-var images = map[string]image{
-	"POOLDRIVER_POSTGRES_DSN": {
-		ref: "postgres:15", port: "5432/tcp",
-		env: map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "POSTGRES_DB": "test"},
-		dsn: func(hp string) string { return "postgres://postgres@" + hp + "/test?sslmode=disable" },
-	},
-	"POOLDRIVER_MYSQL_DSN": {
-		ref: "mariadb:10.11", port: "3306/tcp",
-		env: map[string]string{"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD": "1", "MARIADB_DATABASE": "test"},
-		dsn: func(hp string) string { return "mysql://root@tcp(" + hp + ")/test" },
-	},
-}
-
-// dockerCheckTimeout bounds the search for a Docker engine, so that a
-// machine without one does not wait for it.
-const dockerCheckTimeout = 1500 * time.Millisecond
-
 // TestMain finds the servers: DSNs from the environment; otherwise, when a
-// Docker engine answers, containers started here and removed at the end;
-// otherwise one line saying how to point the tests at a server, and every
-// server test skips (fails under CI=true).
+// Docker engine answers, containers started here and removed at the end
+// (containers_test.go); otherwise one line saying how to point the tests at
+// a server, and every server test skips (fails under CI=true).
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -154,84 +127,15 @@ func runTests(m *testing.M) int {
 			stop, err := startContainers(missing)
 			defer stop()
 			if err != nil {
+				// Docker answered: the run was meant to use it.
 				fmt.Fprintf(os.Stderr, "integration: starting containers: %v\n", err)
-				if os.Getenv("CI") == "true" {
-					return 1
-				}
+				return 1
 			}
 		}
 	}
 	code := m.Run()
 	closeAdmins()
 	return code
-}
-
-// dockerAnswers asks testcontainers whether a Docker engine is reachable,
-// giving up after timeout (its client may otherwise wait on a dead host).
-func dockerAnswers(timeout time.Duration) error {
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil { // testcontainers panics on some setups
-				done <- fmt.Errorf("%v", r)
-			}
-		}()
-		p, err := testcontainers.NewDockerProvider()
-		if err != nil {
-			done <- err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		done <- p.Health(ctx) // closes p
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(timeout):
-		return fmt.Errorf("no answer within %v", timeout)
-	}
-}
-
-// startContainers starts a container for each of envs and records its DSN
-// once the server accepts connections. stop removes them.
-func startContainers(envs []string) (stop func(), err error) {
-	var started []testcontainers.Container
-	stop = func() {
-		for _, c := range started {
-			if err := testcontainers.TerminateContainer(c); err != nil {
-				fmt.Fprintf(os.Stderr, "integration: removing a container: %v\n", err)
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for _, env := range envs {
-		img := images[env]
-		c, err := testcontainers.Run(ctx, img.ref,
-			testcontainers.WithEnv(img.env),
-			testcontainers.WithExposedPorts(img.port),
-			// The images' first-start servers do not listen on TCP, so an
-			// open port means the real server.
-			testcontainers.WithWaitStrategy(wait.ForListeningPort(img.port).WithStartupTimeout(3*time.Minute)),
-		)
-		if c != nil {
-			started = append(started, c)
-		}
-		if err != nil {
-			return stop, fmt.Errorf("%s: %w", img.ref, err)
-		}
-		hp, err := c.PortEndpoint(ctx, img.port, "")
-		if err != nil {
-			return stop, fmt.Errorf("%s: %w", img.ref, err)
-		}
-		dsn := img.dsn(hp)
-		if err := pingUntilReady(ctx, dsn); err != nil {
-			return stop, fmt.Errorf("%s: %w", img.ref, err)
-		}
-		dsns[env] = dsn
-	}
-	return stop, nil
 }
 
 // pingUntilReady opens a connection to dsn until one answers a ping or ctx
