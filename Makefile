@@ -60,6 +60,13 @@ test-odbc:
 test-integration:
 	cd integration && $(GO) test $(GOFLAGS_TEST) $(ODBC_TAGS) ./...
 
+# The integration tests with every server in a container that testcontainers
+# starts from local images built from Debian's packages, none from the
+# environment (the DSNs set above are unset): integration/docker/test.sh.
+.PHONY: test-docker
+test-docker:
+	GO="$(GO)" GOFLAGS_TEST="$(GOFLAGS_TEST)" GOTAGS="$(ODBC_TAGS)" bash integration/docker/test.sh
+
 # Benchmarks: pooldriver side by side with the alternatives, in one run.
 BENCHTIME ?= 1s
 bench:
