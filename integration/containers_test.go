@@ -12,11 +12,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
@@ -64,13 +66,48 @@ var containers = map[string]container{
 	},
 }
 
-// Every container carries containerLabel, and runLabel set to
-// POOLDRIVER_TEST_RUN (make test-docker checks by it that none is left) or
-// to this process's id.
+// The labels of every container: containerLabel; runLabel, the value of
+// POOLDRIVER_TEST_RUN (make test-docker checks by it that none is left);
+// and the host and process that started it, by which a later run removes
+// the containers of a process that died without removing them.
 const (
 	containerLabel = "pooldriver.test"
 	runLabel       = "pooldriver.test.run"
+	hostLabel      = "pooldriver.test.host"
+	pidLabel       = "pooldriver.test.pid"
 )
+
+// removeOrphans removes the containers that runs on this host left behind
+// because their process died first (a panicking test, -timeout, SIGKILL):
+// without Ryuk, testcontainers' reaper, nothing else would.
+func removeOrphans(ctx context.Context) {
+	host, _ := os.Hostname()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return // the containers then fail to start, and say why
+	}
+	defer cli.Close()
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", containerLabel).Add("label", hostLabel+"="+host)})
+	if err != nil {
+		return
+	}
+	for _, c := range list.Items {
+		pid, err := strconv.Atoi(c.Labels[pidLabel])
+		if err != nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue // not ours to judge, or its process lives
+		}
+		_, err = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		fmt.Fprintf(os.Stderr, "integration: removing container %.12s (%s), left by process %d: %v\n", c.ID, c.Image, pid, errOrDone(err))
+	}
+}
+
+func errOrDone(err error) any {
+	if err != nil {
+		return err
+	}
+	return "done"
+}
 
 // dockerCheckTimeout bounds the search for a Docker engine, so that a
 // machine without one does not wait for it.
@@ -171,12 +208,16 @@ func startContainers(envs []string) (stop func(), err error) {
 		cs.stop()
 	}
 
-	run := os.Getenv("POOLDRIVER_TEST_RUN")
-	if run == "" {
-		run = fmt.Sprintf("pid-%d", os.Getpid())
+	host, _ := os.Hostname()
+	labels := map[string]string{
+		containerLabel: "integration",
+		runLabel:       os.Getenv("POOLDRIVER_TEST_RUN"),
+		hostLabel:      host,
+		pidLabel:       strconv.Itoa(os.Getpid()),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	removeOrphans(ctx)
 	var (
 		mu   sync.Mutex // protects errs and dsns while starting
 		errs []error
@@ -186,7 +227,7 @@ func startContainers(envs []string) (stop func(), err error) {
 		all.Add(1)
 		go func() {
 			defer all.Done()
-			got, err := startContainer(ctx, cs, env, run)
+			got, err := startContainer(ctx, cs, env, labels)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -205,7 +246,7 @@ func startContainers(envs []string) (stop func(), err error) {
 
 // startContainer starts one container and returns its server's DSN and ODBC
 // DSN once the server answers a ping.
-func startContainer(ctx context.Context, cs *containerSet, env, run string) ([2]string, error) {
+func startContainer(ctx context.Context, cs *containerSet, env string, labels map[string]string) ([2]string, error) {
 	def := containers[env]
 	ref := os.Getenv(def.imageEnv)
 	if ref == "" {
@@ -214,7 +255,7 @@ func startContainer(ctx context.Context, cs *containerSet, env, run string) ([2]
 	c, err := testcontainers.Run(ctx, ref,
 		testcontainers.WithEnv(def.env),
 		testcontainers.WithExposedPorts(def.port),
-		testcontainers.WithLabels(map[string]string{containerLabel: "integration", runLabel: run}),
+		testcontainers.WithLabels(labels),
 		testcontainers.WithWaitStrategy(wait.ForAll(
 			wait.ForLog(def.ready).AsRegexp(),
 			wait.ForListeningPort(def.port),
