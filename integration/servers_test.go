@@ -129,6 +129,7 @@ func runTests(m *testing.M) int {
 			if err != nil {
 				// Docker answered: the run was meant to use it.
 				fmt.Fprintf(os.Stderr, "integration: starting containers: %v\n", err)
+				fmt.Fprintln(os.Stderr, "integration: with no image registry, make test-docker builds the images and turns Ryuk off (README.md, Testing)")
 				return 1
 			}
 		}
