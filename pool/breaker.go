@@ -2,26 +2,37 @@ package pool
 
 import (
 	"fmt"
-	"sync"
 	"time"
 )
 
-// State is the circuit breaker's state.
+// State is the circuit breaker's state. In every state an idle resource is
+// handed out: the breaker only decides whether the pool may create new
+// resources, and what a caller that would need one gets instead.
 type State int32
 
 const (
 	// Active: the pool works normally.
 	Active State = iota
-	// Inactive: the circuit is open; Acquire and TryAcquire fail at once
-	// with ErrCircuitOpen.
+	// Inactive: the circuit is open because the backend looks unreachable.
+	// No factory call starts. An Acquire that finds no idle resource and
+	// would need a new one fails at once with ErrCircuitOpen (wrapping the
+	// last factory error); one that can wait for a resource in use (the
+	// pool is at Max) waits, as it would while Active.
 	Inactive
-	// Recovering: one trial acquire at a time is let through (others fail
-	// with ErrCircuitOpen) until the strategy, or the user, activates or
-	// deactivates the pool.
+	// Recovering: one trial factory call at a time is let through; its
+	// outcome, told to the strategy, decides the next state. Meanwhile a
+	// caller that would need another new resource is treated as in
+	// Limited.
 	Recovering
+	// Limited: the backend is at its own connection limit. No factory call
+	// starts; callers are served from the resources in existence: an
+	// Acquire that finds none idle waits for one in use, bounded by its
+	// context, and fails at once with ErrCircuitOpen only when none is in
+	// use or being created, so that none can come back.
+	Limited
 )
 
-// String returns "active", "inactive" or "recovering".
+// String returns "active", "inactive", "recovering" or "limited".
 func (s State) String() string {
 	switch s {
 	case Active:
@@ -30,6 +41,8 @@ func (s State) String() string {
 		return "inactive"
 	case Recovering:
 		return "recovering"
+	case Limited:
+		return "limited"
 	}
 	return fmt.Sprintf("State(%d)", int32(s))
 }
@@ -41,17 +54,68 @@ type Breaker interface {
 	Activate()
 	Deactivate()
 	Recover()
+	Limit()
 }
 
-// Strategy drives the circuit breaker. The pool calls ReportSuccess when a
-// resource is released and passes BeforeRelease, and ReportFailure when the
-// factory fails or a release fails BeforeRelease. Calls come from the
-// goroutines doing those things, concurrently, never with the pool's lock
-// held, so a strategy may call the Breaker's methods.
-type Strategy interface {
-	ReportSuccess(b Breaker)
-	ReportFailure(b Breaker, err error)
+// Event is what the pool tells its [Strategy].
+type Event int
+
+const (
+	// EventCreated: the factory made a resource.
+	EventCreated Event = iota
+	// EventCreateFailed: the factory failed, and Config.AtLimit did not
+	// say that the backend is full: it is unreachable or refusing.
+	EventCreateFailed
+	// EventAtLimit: the factory failed and Config.AtLimit says the backend
+	// has no room for another connection.
+	EventAtLimit
+	// EventCheckFailed: an idle resource failed BeforeAcquire (for a caller
+	// whose context had not ended) or the background Healthcheck.
+	EventCheckFailed
+	// EventReleased: a resource came back and passed BeforeRelease.
+	EventReleased
+	// EventReleaseFailed: a resource failed BeforeRelease.
+	EventReleaseFailed
+)
+
+// String names the event, for logs.
+func (e Event) String() string {
+	switch e {
+	case EventCreated:
+		return "created"
+	case EventCreateFailed:
+		return "create failed"
+	case EventAtLimit:
+		return "at limit"
+	case EventCheckFailed:
+		return "check failed"
+	case EventReleased:
+		return "released"
+	case EventReleaseFailed:
+		return "release failed"
+	case eventCoolDownEnded:
+		return "cool-down ended"
+	}
+	return fmt.Sprintf("Event(%d)", int(e))
 }
+
+// Strategy drives the circuit breaker. The pool calls Report after every
+// factory call, failed idle check and release, with the error when there is
+// one. Calls come from the goroutines doing those things, concurrently,
+// never with the pool's lock held, so a strategy may call the Breaker's
+// methods. Report runs on every Release: it must be cheap for
+// EventReleased.
+type Strategy interface {
+	Report(b Breaker, ev Event, err error)
+}
+
+// Manual is a [Strategy] that ignores every event: the breaker changes state
+// only when driven by hand.
+var Manual Strategy = manual{}
+
+type manual struct{}
+
+func (manual) Report(Breaker, Event, error) {}
 
 var _ Breaker = (*Pool[int])(nil)
 
@@ -65,26 +129,34 @@ func (p *Pool[T]) State() State {
 // Activate closes the circuit: the pool works normally.
 func (p *Pool[T]) Activate() { p.setState(Active) }
 
-// Deactivate opens the circuit: every waiter fails with ErrCircuitOpen, and so
-// does every Acquire until Recover or Activate.
+// Deactivate opens the circuit: the backend is unreachable (see [Inactive]).
 func (p *Pool[T]) Deactivate() { p.setState(Inactive) }
 
-// Recover lets one trial acquire at a time through.
+// Recover lets one trial factory call through (see [Recovering]).
 func (p *Pool[T]) Recover() { p.setState(Recovering) }
 
+// Limit stops creating resources: the backend is full (see [Limited]).
+func (p *Pool[T]) Limit() { p.setState(Limited) }
+
 func (p *Pool[T]) setState(s State) {
+	p.notifyMu.Lock() // state changes reach OnStateChange in their order
+	defer p.notifyMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+	from := p.state
+	if p.closed || from == s {
+		p.mu.Unlock()
 		return
 	}
 	p.state = s
 	p.trial = false
-	if s == Inactive {
-		for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
-			p.stats.circuitRejects++
-			w.ch <- result[T]{err: ErrCircuitOpen}
-		}
+	p.stats.stateChanges++
+	cause := p.lastFailure
+	// Waiters that need a new resource learn what the new state means
+	// for them: a factory call, a wait, or an error.
+	p.startFactoriesLocked()
+	p.mu.Unlock()
+	if p.cfg.OnStateChange != nil {
+		p.callOnStateChange(from, s, cause)
 	}
 }
 
@@ -95,56 +167,55 @@ func (p *Pool[T]) SetStrategy(s Strategy) {
 	p.strategy = s
 }
 
-// ThresholdStrategy is a ready [Strategy]: after Failures consecutive
-// failures it deactivates the pool; after CoolDown it lets the pool recover;
-// the first success activates it again, and a failure while recovering
-// deactivates it for another CoolDown.
-type ThresholdStrategy struct {
-	failures int
-	coolDown time.Duration
-
-	mu          sync.Mutex // protects the fields below
-	consecutive int
-	timer       *time.Timer
+// dialAllowedLocked reports whether a factory call may start now: always
+// while Active (unless backing off), once at a time while Recovering.
+func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
+	switch p.state {
+	case Active:
+		return !p.backoff.active(now)
+	case Recovering:
+		return !p.trial && !p.backoff.active(now)
+	}
+	return false
 }
 
-// NewThresholdStrategy returns a ThresholdStrategy. failures must be at least
-// 1 and coolDown positive.
-func NewThresholdStrategy(failures int, coolDown time.Duration) (*ThresholdStrategy, error) {
-	if failures < 1 {
-		return nil, fmt.Errorf("pool: ThresholdStrategy failures = %d, must be at least 1", failures)
+// noRoomLocked decides for a caller that found no idle resource, while the
+// pool has room for a new one, when no factory call may start for it: nil
+// to wait for a resource in use or being created, or the error to fail it
+// with at once (counted).
+func (p *Pool[T]) noRoomLocked(now time.Duration) error {
+	if p.state == Active {
+		p.stats.backoffRejects++
+		return p.backoff.err()
 	}
-	if coolDown <= 0 {
-		return nil, fmt.Errorf("pool: ThresholdStrategy cool-down = %v, must be positive", coolDown)
+	if p.state != Inactive && p.acquired+p.creating > 0 {
+		return nil // one will come back or be made
 	}
-	return &ThresholdStrategy{failures: failures, coolDown: coolDown}, nil
+	if p.backoff.active(now) && p.state == Recovering {
+		p.stats.backoffRejects++
+		return p.backoff.err()
+	}
+	p.stats.circuitRejects++
+	return &circuitError{state: p.state, cause: p.lastFailure}
 }
 
-// ReportSuccess resets the failure count and activates a pool that is not
-// active.
-func (s *ThresholdStrategy) ReportSuccess(b Breaker) {
-	s.mu.Lock()
-	s.consecutive = 0
-	s.mu.Unlock()
-	if b.State() != Active {
-		b.Activate()
-	}
+// circuitError is ErrCircuitOpen with why the circuit is open and the last
+// factory error.
+type circuitError struct {
+	state State
+	cause error
 }
 
-// ReportFailure counts a failure and opens the circuit when the threshold is
-// reached, or at once when the pool was recovering.
-func (s *ThresholdStrategy) ReportFailure(b Breaker, _ error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.consecutive++
-	st := b.State()
-	if st == Recovering || st == Active && s.consecutive >= s.failures {
-		b.Deactivate()
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		// The timer's goroutine exists only while it fires; Recover on a
-		// closed pool does nothing.
-		s.timer = time.AfterFunc(s.coolDown, b.Recover)
+func (e *circuitError) Error() string {
+	why := "the backend looks unreachable"
+	if e.state != Inactive {
+		why = "the backend is at its connection limit and no resource is in use"
 	}
+	if e.cause == nil {
+		return fmt.Sprintf("%v (%s: %s)", ErrCircuitOpen, e.state, why)
+	}
+	return fmt.Sprintf("%v (%s: %s; the last failure: %v)", ErrCircuitOpen, e.state, why, e.cause)
 }
+
+func (e *circuitError) Is(target error) bool { return target == ErrCircuitOpen }
+func (e *circuitError) Unwrap() error        { return e.cause }

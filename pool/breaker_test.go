@@ -3,18 +3,418 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-func TestManualBreaker(t *testing.T) {
-	var b backend
-	p := newPool(t, b.config())
-	if p.State() != Active {
-		t.Fatalf("new pool is %v", p.State())
+var allStates = []State{Active, Inactive, Recovering, Limited}
+
+// setState puts p in s by hand.
+func setState(p *Pool[*item], s State) {
+	switch s {
+	case Active:
+		p.Activate()
+	case Inactive:
+		p.Deactivate()
+	case Recovering:
+		p.Recover()
+	case Limited:
+		p.Limit()
 	}
+}
+
+// TestTransitionTable: the default strategy's table, every state × event,
+// with the threshold of unreachable signals reached or not.
+func TestTransitionTable(t *testing.T) {
+	A, I, R, L := Active, Inactive, Recovering, Limited
+	events := []Event{EventCreated, EventCreateFailed, EventAtLimit, EventCheckFailed, EventReleased, EventReleaseFailed, eventCoolDownEnded}
+	// want[state][event] for (not tripped, tripped).
+	want := map[State][7][2]State{
+		A: {{A, A}, {A, I}, {L, L}, {A, A}, {A, A}, {A, A}, {A, A}},
+		I: {{A, A}, {I, I}, {L, L}, {I, I}, {I, I}, {I, I}, {R, R}},
+		R: {{A, A}, {I, I}, {L, L}, {R, R}, {R, R}, {R, R}, {R, R}},
+		L: {{A, A}, {L, I}, {L, L}, {L, L}, {L, L}, {L, L}, {R, R}},
+	}
+	for _, st := range allStates {
+		for i, ev := range events {
+			for k, tripped := range []bool{false, true} {
+				if got := transition(st, ev, tripped); got != want[st][i][k] {
+					t.Errorf("%v + %v (tripped %v) → %v, want %v", st, ev, tripped, got, want[st][i][k])
+				}
+			}
+		}
+	}
+	// The count of unreachable signals in a row.
+	counts := map[Event]int{EventCreated: 0, EventAtLimit: 0, EventCreateFailed: 4, EventCheckFailed: 4,
+		EventReleased: 3, EventReleaseFailed: 3, eventCoolDownEnded: 3}
+	for ev, n := range counts {
+		if got := countSignal(3, ev); got != n {
+			t.Errorf("countSignal(3, %v) = %d, want %d", ev, got, n)
+		}
+	}
+}
+
+// TestStrategyStateByEvent drives a real pool into every state and makes
+// every event happen for real (a dial in flight finishing, an idle resource
+// failing its check, a release), then checks the state the default
+// strategy leaves it in, and that an opened or limited circuit recovers
+// after the cool-down.
+func TestStrategyStateByEvent(t *testing.T) {
+	A, I, R, L := Active, Inactive, Recovering, Limited
+	events := []Event{EventCreated, EventCreateFailed, EventAtLimit, EventCheckFailed, EventReleased, EventReleaseFailed}
+	want := map[State][6]State{ // with a threshold of 1
+		A: {A, I, L, A, A, A},
+		I: {A, I, L, I, I, I},
+		R: {A, I, L, R, R, R},
+		L: {A, I, L, L, L, L},
+	}
+	const coolDown = 5 * time.Second
+	for _, st := range allStates {
+		for i, ev := range events {
+			t.Run(fmt.Sprintf("%v/%v", st, ev), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := backend{block: make(chan struct{})}
+					cfg := b.config()
+					cfg.NoBackoff = true
+					cfg.AtLimit = atLimit
+					cfg.BeforeAcquire = func(_ context.Context, r *Resource[*item]) bool { return !r.Value().broken.Load() }
+					cfg.BeforeRelease = func(it *item) bool { return !it.broken.Load() }
+					strategy, err := NewThresholdStrategy(1, coolDown)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg.Strategy = strategy
+					p, err := New(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer p.Close()
+					makeEvent(t, p, &b, st, ev)
+					synctest.Wait()
+					if got := p.State(); got != want[st][i] {
+						t.Fatalf("%v + %v → %v, want %v", st, ev, got, want[st][i])
+					}
+					if got := p.State(); (got == Inactive || got == Limited) && st != got {
+						// The strategy changed it: its timer runs.
+						time.Sleep(coolDown)
+						synctest.Wait()
+						if p.State() != Recovering {
+							t.Fatalf("after the cool-down: %v", p.State())
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// makeEvent puts p, Active, in st by hand and makes ev happen for real.
+// The backend's factory waits for a token on b.block.
+func makeEvent(t *testing.T, p *Pool[*item], b *backend, st State, ev Event) {
+	ctx := context.Background()
+	switch ev {
+	case EventCreated, EventCreateFailed, EventAtLimit:
+		// A dial starts while Active and ends in st.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if r, err := p.Acquire(ctx); err == nil {
+				r.Release()
+			}
+		}()
+		synctest.Wait()
+		setState(p, st)
+		switch ev {
+		case EventCreateFailed:
+			b.failNext.Store(1)
+		case EventAtLimit:
+			b.fullNext.Store(1)
+		}
+		b.block <- struct{}{}
+		<-done
+	case EventCheckFailed:
+		go func() { b.block <- struct{}{} }()
+		r := mustAcquire(t, p)
+		synctest.Wait() // the strategy has heard of the dial
+		r.Release()
+		setState(p, st)
+		r.Value().broken.Store(true)
+		if _, ok := p.TryAcquire(); ok {
+			t.Fatal("a broken idle resource was handed out")
+		}
+	case EventReleased, EventReleaseFailed:
+		go func() { b.block <- struct{}{} }()
+		r := mustAcquire(t, p)
+		synctest.Wait() // the strategy has heard of the dial
+		setState(p, st)
+		r.Value().broken.Store(ev == EventReleaseFailed)
+		r.Release()
+	}
+}
+
+// TestBreakerAdmission: what a caller gets in each state, by what the pool
+// holds: an idle resource is handed out in every state; a caller that
+// needs a new one dials (Active, the Recovering trial), fails at once
+// (Inactive, and Limited with nothing in use), or waits for one in use
+// (Limited); at Max everyone waits.
+func TestBreakerAdmission(t *testing.T) {
+	type outcome int
+	const (
+		idle  outcome = iota // handed the idle resource, no factory call
+		dials                // a factory call made for it
+		fails                // ErrCircuitOpen at once
+		waits                // waits, and gets the resource released
+	)
+	cases := []struct {
+		name   string
+		max    int
+		inUse  int  // resources acquired by someone else first
+		idle   bool // plus one idle
+		expect map[State]outcome
+	}{
+		{"one idle", 3, 1, true, map[State]outcome{Active: idle, Inactive: idle, Recovering: idle, Limited: idle}},
+		{"none", 3, 0, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: fails}},
+		{"one in use", 3, 1, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: waits}},
+		{"all in use", 2, 2, false, map[State]outcome{Active: waits, Inactive: waits, Recovering: waits, Limited: waits}},
+	}
+	for _, c := range cases {
+		for _, st := range allStates {
+			t.Run(c.name+"/"+st.String(), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var b backend
+					cfg := b.config()
+					cfg.Max = c.max
+					p, err := New(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer p.Close()
+					var held []*Resource[*item]
+					for range c.inUse {
+						held = append(held, mustAcquire(t, p))
+					}
+					if c.idle {
+						mustAcquire(t, p).Release()
+					}
+					setState(p, st)
+					calls := b.calls.Load()
+					got := make(chan error, 1)
+					var r *Resource[*item]
+					go func() {
+						var err error
+						r, err = p.Acquire(context.Background())
+						got <- err
+					}()
+					synctest.Wait()
+					want := c.expect[st]
+					if want == waits {
+						select {
+						case err := <-got:
+							t.Fatalf("did not wait: %v", err)
+						default:
+						}
+						held[0].Release()
+						held = held[1:]
+					}
+					err = <-got
+					switch {
+					case want == fails:
+						if !errors.Is(err, ErrCircuitOpen) || b.calls.Load() != calls {
+							t.Fatalf("got %v after %d factory calls, want ErrCircuitOpen and none", err, b.calls.Load()-calls)
+						}
+					case err != nil:
+						t.Fatalf("got %v, want a resource", err)
+					case want == dials && b.calls.Load() != calls+1, want != dials && b.calls.Load() != calls:
+						t.Fatalf("%d factory calls for outcome %d", b.calls.Load()-calls, want)
+					}
+					if r != nil {
+						r.Release()
+					}
+					for _, h := range held {
+						h.Release()
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestRecoveringOneTrial: while the trial dial is under way, a second
+// caller that needs a new resource waits for it instead of dialling too.
+func TestRecoveringOneTrial(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := backend{block: make(chan struct{})}
+		p, err := New(b.config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		p.Recover()
+		got := make(chan *Resource[*item], 2)
+		for range 2 {
+			go func() {
+				r, err := p.Acquire(context.Background())
+				if err != nil {
+					t.Error(err)
+				}
+				got <- r
+			}()
+		}
+		synctest.Wait()
+		if n := b.calls.Load(); n != 1 {
+			t.Fatalf("%d factory calls while Recovering, want the one trial", n)
+		}
+		b.block <- struct{}{}
+		first := <-got
+		first.Release() // to the second caller
+		second := <-got
+		second.Release()
+		if b.calls.Load() != 1 {
+			t.Fatalf("%d factory calls", b.calls.Load())
+		}
+	})
+}
+
+// TestAtLimitCallerWaits: a dial that fails because the backend is full
+// does not fail its caller while a resource in use can serve it; with none
+// in use, the caller gets the backend's error, and later callers
+// ErrCircuitOpen until the trial after the cool-down.
+func TestAtLimitCallerWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.AtLimit = atLimit
+		var mu sync.Mutex
+		var changes []string
+		cfg.OnStateChange = func(from, to State, cause error) {
+			mu.Lock()
+			changes = append(changes, fmt.Sprintf("%v→%v (%v)", from, to, cause))
+			mu.Unlock()
+		}
+		strategy, err := NewThresholdStrategy(5, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Strategy = strategy
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		held := mustAcquire(t, p)
+		b.fullNext.Store(1)
+		got := make(chan error, 1)
+		var r *Resource[*item]
+		go func() {
+			var err error
+			r, err = p.Acquire(context.Background())
+			got <- err
+		}()
+		synctest.Wait()
+		if p.State() != Limited {
+			t.Fatalf("after a dial at the limit: %v", p.State())
+		}
+		select {
+		case err := <-got:
+			t.Fatalf("the caller was not kept waiting: %v", err)
+		default:
+		}
+		held.Release()
+		if err := <-got; err != nil || r == nil {
+			t.Fatalf("the caller was not served the released resource: %v", err)
+		}
+		r.Destroy() // now none is in use: nothing can come back
+		calls := b.calls.Load()
+		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, errFull) {
+			t.Fatalf("Limited with none in use: %v, want ErrCircuitOpen wrapping the backend's error", err)
+		}
+		if b.calls.Load() != calls {
+			t.Fatal("dialled while Limited")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		r, err = p.Acquire(context.Background()) // the trial
+		if err != nil {
+			t.Fatalf("trial: %v", err)
+		}
+		r.Destroy()
+		synctest.Wait()
+		// With nothing in use, the caller whose dial hit the limit gets
+		// the backend's error.
+		b.fullNext.Store(1)
+		r, err = p.Acquire(context.Background())
+		if r != nil {
+			r.Release()
+		}
+		if !errors.Is(err, errFull) || errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("a dial at the limit with none in use: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{"active→limited (pool: factory: backend full)", "limited→recovering (pool: factory: backend full)",
+			"recovering→active (<nil>)", "active→limited (pool: factory: backend full)"}
+		if fmt.Sprint(changes) != fmt.Sprint(want) {
+			t.Fatalf("state changes %q, want %q", changes, want)
+		}
+		if s := p.Stats(); s.StateChanges != 4 || s.CircuitRejects != 1 {
+			t.Fatalf("stats: %+v", s)
+		}
+	})
+}
+
+// TestThresholdCounts: failed dials in a row open the circuit at the
+// threshold; failed checks of idle resources count but never open it by
+// themselves; an answer from the backend (a dial, even one refused at its
+// limit) starts the count again.
+func TestThresholdCounts(t *testing.T) {
+	if _, err := NewThresholdStrategy(0, time.Second); err == nil {
+		t.Fatal("0 failures accepted")
+	}
+	if _, err := NewThresholdStrategy(1, 0); err == nil {
+		t.Fatal("0 cool-down accepted")
+	}
+	var b Pool[*item] // a Breaker that is never used as a pool
+	s, err := NewThresholdStrategy(3, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		ev   Event
+		want State
+	}{
+		{EventCreateFailed, Active}, {EventCheckFailed, Active}, {EventCheckFailed, Active}, {EventCheckFailed, Active},
+		{EventCreated, Active}, {EventCreateFailed, Active}, {EventCreateFailed, Active}, {EventReleased, Active},
+		{EventReleaseFailed, Active}, {EventCreateFailed, Inactive}, {EventCreateFailed, Inactive},
+	}
+	for i, st := range steps {
+		s.Report(&b, st.ev, nil)
+		if got := b.State(); got != st.want {
+			t.Fatalf("step %d (%v): %v, want %v", i, st.ev, got, st.want)
+		}
+	}
+	s.Report(&b, EventAtLimit, nil) // the backend answers: the count starts again
+	b.Activate()
+	for range 2 {
+		s.Report(&b, EventCreateFailed, nil)
+	}
+	if b.State() != Active {
+		t.Fatalf("two failures after an answer: %v", b.State())
+	}
+	s.mu.Lock()
+	s.timer.Stop()
+	s.mu.Unlock()
+}
+
+// TestManualStrategyAndRecovering: driven by hand, a Recovering pool lets
+// one trial dial through and stays Recovering until told otherwise.
+func TestManualStrategyAndRecovering(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Strategy = Manual
+	p := newPool(t, cfg)
 	p.Deactivate()
 	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("Acquire while inactive: %v", err)
@@ -23,136 +423,12 @@ func TestManualBreaker(t *testing.T) {
 		t.Fatal("TryAcquire while inactive succeeded")
 	}
 	p.Recover()
-	trial := mustAcquire(t, p)
-	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) {
-		t.Fatalf("second acquire during a trial: %v", err)
+	mustAcquire(t, p).Release()
+	if p.State() != Recovering {
+		t.Fatalf("Manual: %v", p.State())
 	}
-	trial.Release() // no strategy: the trial ends, another may start
-	trial = mustAcquire(t, p)
-	trial.Release()
 	p.Activate()
-	a, b2 := mustAcquire(t, p), mustAcquire(t, p)
-	a.Release()
-	b2.Release()
-	if s := p.Stats(); s.CircuitRejects != 3 {
-		t.Fatalf("CircuitRejects = %d, want 3", s.CircuitRejects)
+	if s := p.Stats(); s.CircuitRejects != 1 || s.StateChanges != 3 {
+		t.Fatalf("stats: %+v", s)
 	}
-}
-
-func TestDeactivateWakesWaiters(t *testing.T) {
-	var b backend
-	cfg := b.config()
-	cfg.Max = 1
-	p := newPool(t, cfg)
-	r := mustAcquire(t, p)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.Acquire(context.Background())
-		errc <- err
-	}()
-	waitFor(t, "waiter", func() bool { return p.Stats().Waiting == 1 })
-	p.Deactivate()
-	if err := <-errc; !errors.Is(err, ErrCircuitOpen) {
-		t.Fatalf("waiter: %v", err)
-	}
-	r.Release()
-}
-
-type recordingStrategy struct {
-	mu                 sync.Mutex
-	successes, failure int
-	errs               []error
-}
-
-func (s *recordingStrategy) ReportSuccess(Breaker) { s.mu.Lock(); s.successes++; s.mu.Unlock() }
-func (s *recordingStrategy) ReportFailure(_ Breaker, err error) {
-	s.mu.Lock()
-	s.failure++
-	s.errs = append(s.errs, err)
-	s.mu.Unlock()
-}
-
-func TestStrategyIsToldWhatHappened(t *testing.T) {
-	var b backend
-	cfg := b.config()
-	cfg.BeforeRelease = func(it *item) bool { return !it.broken.Load() }
-	p := newPool(t, cfg)
-	var s recordingStrategy
-	p.SetStrategy(&s)
-	r := mustAcquire(t, p)
-	r.Release()
-	r = mustAcquire(t, p)
-	r.Value().broken.Store(true)
-	r.Release()
-	r = mustAcquire(t, p)
-	r.Destroy() // an explicit Destroy is not reported
-	b.failNext.Store(1)
-	if _, err := p.Acquire(context.Background()); err == nil {
-		t.Fatal("factory failure not reported to the caller")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.successes != 1 || s.failure != 2 || !errors.Is(s.errs[1], errFactory) {
-		t.Fatalf("successes %d failures %d errs %v", s.successes, s.failure, s.errs)
-	}
-}
-
-func TestThresholdStrategy(t *testing.T) {
-	if _, err := NewThresholdStrategy(0, time.Second); err == nil {
-		t.Fatal("0 failures accepted")
-	}
-	if _, err := NewThresholdStrategy(1, 0); err == nil {
-		t.Fatal("0 cool-down accepted")
-	}
-	synctest.Test(t, func(t *testing.T) {
-		var b backend
-		st, err := NewThresholdStrategy(3, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := b.config()
-		cfg.Strategy = st
-		cfg.NoBackoff = true // every acquire tries the factory
-		p, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-
-		b.failNext.Store(3)
-		for i := 0; i < 3; i++ {
-			if _, err := p.Acquire(context.Background()); !errors.Is(err, errFactory) {
-				t.Fatalf("attempt %d: %v", i, err)
-			}
-		}
-		if p.State() != Inactive {
-			t.Fatalf("after 3 failures: %v", p.State())
-		}
-		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) {
-			t.Fatalf("while open: %v", err)
-		}
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		if p.State() != Recovering {
-			t.Fatalf("after the cool-down: %v", p.State())
-		}
-		// A failed trial opens the circuit again at once.
-		b.failNext.Store(1)
-		if _, err := p.Acquire(context.Background()); !errors.Is(err, errFactory) {
-			t.Fatalf("trial: %v", err)
-		}
-		if p.State() != Inactive {
-			t.Fatalf("after a failed trial: %v", p.State())
-		}
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		r, err := p.Acquire(context.Background())
-		if err != nil {
-			t.Fatalf("trial after the second cool-down: %v", err)
-		}
-		r.Release()
-		if p.State() != Active {
-			t.Fatalf("after a good trial: %v", p.State())
-		}
-	})
 }

@@ -71,16 +71,38 @@ func (p *Pool[T]) destruct(v T) {
 	p.cfg.Destructor(v)
 }
 
-// report tells the strategy how an operation went: err == nil is a success.
-func (p *Pool[T]) report(s Strategy, err error) {
+// report tells the strategy what happened.
+func (p *Pool[T]) report(s Strategy, ev Event, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			p.recovered("Strategy", x)
 		}
 	}()
-	if err == nil {
-		s.ReportSuccess(p)
-	} else {
-		s.ReportFailure(p, err)
+	s.Report(p, ev, err)
+}
+
+// createEvent classifies a factory error with Config.AtLimit.
+func (p *Pool[T]) createEvent(err error) (ev Event) {
+	if p.cfg.AtLimit == nil {
+		return EventCreateFailed
 	}
+	defer func() {
+		if x := recover(); x != nil {
+			p.recovered("AtLimit", x)
+			ev = EventCreateFailed
+		}
+	}()
+	if p.cfg.AtLimit(err) {
+		return EventAtLimit
+	}
+	return EventCreateFailed
+}
+
+func (p *Pool[T]) callOnStateChange(from, to State, cause error) {
+	defer func() {
+		if x := recover(); x != nil {
+			p.recovered("OnStateChange", x)
+		}
+	}()
+	p.cfg.OnStateChange(from, to, cause)
 }

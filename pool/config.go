@@ -87,6 +87,19 @@ type Config[T any] struct {
 	// [Pool.SetStrategy].
 	Strategy Strategy
 
+	// AtLimit, if set, tells whether a factory error means that the
+	// backend refused a new resource because it is at its own limit (it is
+	// up, and full): the strategy hears EventAtLimit instead of
+	// EventCreateFailed, and while the pool is Limited the caller that
+	// needed the resource waits for one in use instead of getting the
+	// error. The pool knows nothing of what the errors mean; its user does.
+	AtLimit func(err error) bool
+
+	// OnStateChange, if set, is called after every change of the circuit
+	// breaker's state, in order, with the last factory error (nil if
+	// none): to log it, say. It must not change the state itself.
+	OnStateChange func(from, to State, cause error)
+
 	// BackoffMin and BackoffMax space factory calls after failures: after
 	// the n-th failure in a row no factory call starts for a random time
 	// between half and all of BackoffMin·2^(n-1), capped at BackoffMax;

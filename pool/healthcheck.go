@@ -74,6 +74,9 @@ func (p *Pool[T]) checkIdle(r *Resource[T]) {
 		r.state.Store(stateDestroyed)
 		p.mu.Unlock()
 		p.destroy(r, true)
+		if err != nil {
+			p.reportCheckFailed()
+		}
 		return
 	}
 	if p.waiters.len() > 0 {

@@ -17,6 +17,7 @@ type backend struct {
 	made          atomic.Int64
 	destroyed     atomic.Int64
 	failNext      atomic.Int64  // factory calls to fail
+	fullNext      atomic.Int64  // factory calls to fail with errFull, after failNext
 	calls         atomic.Int64  // factory calls
 	block         chan struct{} // non-nil: the factory waits for it
 	mu            sync.Mutex
@@ -30,7 +31,12 @@ type item struct {
 	checked atomic.Int64
 }
 
-var errFactory = errors.New("backend down")
+var (
+	errFactory = errors.New("backend down")
+	errFull    = errors.New("backend full") // what atLimit recognizes
+)
+
+func atLimit(err error) bool { return errors.Is(err, errFull) }
 
 func (b *backend) factory(ctx context.Context) (*item, error) {
 	b.calls.Add(1)
@@ -45,6 +51,10 @@ func (b *backend) factory(ctx context.Context) (*item, error) {
 		return nil, errFactory
 	}
 	b.failNext.Store(0)
+	if b.fullNext.Add(-1) >= 0 {
+		return nil, errFull
+	}
+	b.fullNext.Store(0)
 	n := b.live.Add(1)
 	for {
 		m := b.maxLive.Load()

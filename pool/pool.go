@@ -27,18 +27,21 @@ type Pool[T any] struct {
 	// only (time.Now also reads the wall clock).
 	epoch time.Time
 
-	mu       sync.Mutex              // protects every field below; never held while calling user code
-	idle     ring.Ring[*Resource[T]] // the back is the most recently released
-	waiters  waitList[T]
-	total    int // idle + acquired + creating + checking
-	acquired int
-	creating int
-	closed   bool
-	state    State
-	trial    bool // Recovering: the one trial acquire is under way
-	strategy Strategy
-	backoff  backoff
-	holds    holdTime
+	notifyMu sync.Mutex // serializes state changes with their OnStateChange; taken before mu
+
+	mu          sync.Mutex              // protects every field below; never held while calling user code
+	idle        ring.Ring[*Resource[T]] // the back is the most recently released
+	waiters     waitList[T]
+	total       int // idle + acquired + creating + checking
+	acquired    int
+	creating    int
+	closed      bool
+	state       State
+	trial       bool // Recovering: the one trial factory call is under way
+	strategy    Strategy
+	backoff     backoff
+	lastFailure error // the last factory error, for ErrCircuitOpen
+	holds       holdTime
 	// timeouts fails the waiters whose Config.AcquireTimeout passed (see
 	// expireWaiters): one timer for the pool rather than one per wait.
 	timeouts      *time.Timer
@@ -100,6 +103,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		p.reportCheckFailed()
 		front = true
 	}
 }
@@ -110,7 +114,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 	for {
 		p.mu.Lock()
-		if p.closed || !p.admitLocked() {
+		if p.closed {
 			p.mu.Unlock()
 			return nil, false
 		}
@@ -119,8 +123,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 			r, ok = p.idle.PopBack()
 		}
 		if !ok {
-			p.endTrialLocked(true)
-			if p.waiters.len() == 0 && p.total < p.cfg.Max {
+			if p.waiters.len() == 0 && p.total < p.cfg.Max && p.dialAllowedLocked(p.clock()) {
 				p.startFactoryLocked(nil)
 			}
 			p.mu.Unlock()
@@ -130,35 +133,15 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		r.acquiredAt = p.clock()
 		expired := p.expiredLocked(r, r.acquiredAt)
 		p.mu.Unlock()
-		if !expired && (p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(context.Background(), r)) {
+		if expired {
+			p.reject(r)
+			continue
+		}
+		if p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(context.Background(), r) {
 			return r, true
 		}
 		p.reject(r)
-	}
-}
-
-// admitLocked applies the circuit breaker to one acquire attempt. In
-// Recovering it admits one trial at a time, marking it in p.trial.
-func (p *Pool[T]) admitLocked() bool {
-	switch p.state {
-	case Inactive:
-		p.stats.circuitRejects++
-		return false
-	case Recovering:
-		if p.trial {
-			p.stats.circuitRejects++
-			return false
-		}
-		p.trial = true
-	}
-	return true
-}
-
-// endTrialLocked clears the trial mark when ended is true: the attempt that
-// held it is over (it failed, or its resource came back).
-func (p *Pool[T]) endTrialLocked(ended bool) {
-	if ended && p.state == Recovering {
-		p.trial = false
+		p.reportCheckFailed()
 	}
 }
 
@@ -173,16 +156,9 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		p.mu.Unlock()
 		return nil, false, ErrClosed
 	}
-	wasTrial := p.trial
-	if !p.admitLocked() {
-		p.mu.Unlock()
-		return nil, false, ErrCircuitOpen
-	}
-	isTrial := p.trial && !wasTrial
 	if front || p.waiters.len() == 0 {
 		if r, ok := p.idle.PopBack(); ok {
 			p.handOutLocked(r)
-			r.trial = isTrial
 			fresh := r.fresh
 			r.fresh = false
 			r.acquiredAt = -1
@@ -202,17 +178,17 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		}
 	}
 	now := p.clock()
-	if p.total < p.cfg.Max && p.waiters.len() == 0 && p.backoff.active(now) {
-		// It would need a new resource, and the factory just failed:
-		// say so now rather than wait out the back-off.
-		p.stats.backoffRejects++
-		p.endTrialLocked(isTrial)
-		err := p.backoff.err()
-		p.mu.Unlock()
-		return nil, false, err
+	if p.total < p.cfg.Max && p.waiters.len() == 0 && !p.dialAllowedLocked(now) {
+		// It would need a new resource, which may not be created now
+		// (the factory just failed, or the circuit breaker says no):
+		// say so now, unless it can wait for one in use.
+		if err := p.noRoomLocked(now); err != nil {
+			p.mu.Unlock()
+			return nil, false, err
+		}
 	}
 	w := p.newWaiter()
-	w.ctx, w.trial, w.start, w.deadline = ctx, isTrial, now, noDeadline
+	w.ctx, w.start, w.deadline = ctx, now, noDeadline
 	if d, ok := ctx.Deadline(); ok {
 		w.deadline = d.Sub(p.epoch)
 	}
@@ -225,7 +201,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 	p.armTimeoutsLocked()
 	p.startFactoriesLocked()
 	p.mu.Unlock()
-	r, err = p.wait(ctx, w, isTrial)
+	r, err = p.wait(ctx, w)
 	p.freeWaiter(w)
 	return r, false, err
 }
@@ -239,15 +215,10 @@ func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 // wait blocks until w is handed a result, ctx ends or the acquire timeout
 // passes. A resource handed to a waiter was just released or created or
 // checked, never idle: it needs no further check.
-func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resource[T], error) {
+func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) {
 	var giveUp error
 	select {
 	case res := <-w.ch: // a resource, an error, or the acquire timeout (expireWaiters)
-		if res.err != nil && isTrial {
-			p.mu.Lock()
-			p.endTrialLocked(true)
-			p.mu.Unlock()
-		}
 		return res.r, res.err
 	case <-ctx.Done():
 		giveUp = ctx.Err()
@@ -257,9 +228,6 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 	if w.queued {
 		p.waiters.remove(w)
 		p.stats.canceled++
-		if isTrial {
-			p.endTrialLocked(true)
-		}
 		p.mu.Unlock()
 		return nil, giveUp
 	}
@@ -272,10 +240,6 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 		p.mu.Lock()
 		p.stats.acquires--
 		p.stats.canceled++
-		if isTrial {
-			p.endTrialLocked(true)
-		}
-		res.r.trial = false
 		if p.closed {
 			p.mu.Unlock()
 			res.r.state.Store(stateDestroyed)
@@ -286,11 +250,6 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T], isTrial bool) (*Resour
 		p.putLocked(res.r, p.clock())
 		p.mu.Unlock()
 		return nil, giveUp
-	}
-	if isTrial {
-		p.mu.Lock()
-		p.endTrialLocked(true)
-		p.mu.Unlock()
 	}
 	return nil, res.err
 }
@@ -316,7 +275,6 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
 			continue
 		}
 		p.handOutLocked(r)
-		r.trial = w.trial
 		r.fresh = false
 		r.acquiredAt = now
 		p.stats.waitDuration += now - w.start
@@ -361,13 +319,11 @@ func (p *Pool[T]) release(r *Resource[T]) {
 		r.state.Store(stateDestroyed)
 		p.destroy(r, false)
 		if !ok && strategy != nil {
-			p.report(strategy, errBeforeRelease)
+			p.report(strategy, EventReleaseFailed, errBeforeRelease)
 		}
 		return
 	}
 	p.acquired--
-	p.endTrialLocked(r.trial)
-	r.trial = false
 	if r.acquiredAt >= 0 {
 		p.holds.observe(now - r.acquiredAt)
 	}
@@ -375,7 +331,7 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	p.putLocked(r, now)
 	p.mu.Unlock()
 	if strategy != nil {
-		p.report(strategy, nil)
+		p.report(strategy, EventReleased, nil)
 	}
 }
 
@@ -391,28 +347,29 @@ func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 	if !idle {
 		p.acquired--
 	}
-	p.endTrialLocked(r.trial)
-	r.trial = false
 	p.stats.destroyed++
 	p.startFactoriesLocked()
 	p.mu.Unlock()
 }
 
 // startFactoriesLocked starts a factory call for each waiter that has none,
-// as far as Max allows.
+// as far as Max allows. When no factory call may start (back-off, circuit
+// breaker), such a waiter is told at once, as a failed call would tell it,
+// unless it can wait for a resource in use.
 func (p *Pool[T]) startFactoriesLocked() {
-	backingOff := p.backoff.active(p.clock())
+	now := p.clock()
 	for !p.closed && p.total < p.cfg.Max {
 		w := p.waiters.firstWithoutFactory()
 		if w == nil {
 			return
 		}
-		if backingOff {
-			// It would get a factory call of its own, which is not
-			// allowed yet: tell it now, as a failed call would.
+		if !p.dialAllowedLocked(now) {
+			err := p.noRoomLocked(now)
+			if err == nil {
+				return // it, and those behind it, wait for a resource in use
+			}
 			p.waiters.remove(w)
-			p.stats.backoffRejects++
-			w.ch <- result[T]{err: p.backoff.err()} // it waits for this: it left the queue
+			w.ch <- result[T]{err: err} // it waits for this: it left the queue
 			continue
 		}
 		p.startFactoryLocked(w)
@@ -422,59 +379,50 @@ func (p *Pool[T]) startFactoriesLocked() {
 // fillToMinLocked starts factory calls until Min resources exist and MinIdle
 // are idle or being created.
 func (p *Pool[T]) fillToMinLocked() {
-	if p.backoff.active(p.clock()) {
-		return // the healthcheck tries again later
-	}
-	for !p.closed && p.total < p.cfg.Max && (p.total < p.cfg.Min || p.idle.Len()+p.creating < p.cfg.MinIdle) {
-		p.startFactoryLocked(nil)
+	now := p.clock()
+	for !p.closed && p.total < p.cfg.Max && (p.total < p.cfg.Min || p.idle.Len()+p.creating < p.cfg.MinIdle) && p.dialAllowedLocked(now) {
+		p.startFactoryLocked(nil) // else the healthcheck tries again later
 	}
 }
 
 // startFactoryLocked reserves a slot and calls the factory in the
-// background on behalf of owner (nil: for the pool itself).
+// background on behalf of owner (nil: for the pool itself). While
+// Recovering, the call is the circuit breaker's trial.
 func (p *Pool[T]) startFactoryLocked(owner *waiter[T]) {
 	if owner != nil {
 		owner.creating = true
 	}
+	trial := p.state == Recovering
+	if trial {
+		p.trial = true
+	}
 	p.total++
 	p.creating++
-	p.goBackground(func() { p.create(owner) })
+	p.goBackground(func() { p.create(owner, trial) })
 }
 
 // create runs the factory. The new resource goes to the next waiter in turn
 // (not necessarily owner: FIFO wins) or to idle; an error goes to owner if it
 // still waits.
-func (p *Pool[T]) create(owner *waiter[T]) {
+func (p *Pool[T]) create(owner *waiter[T], trial bool) {
 	v, err := p.callFactory()
+	if err != nil {
+		p.createFailed(owner, trial, err)
+		return
+	}
 	now := p.clock()
 	p.mu.Lock()
 	p.creating--
 	if owner != nil {
 		owner.creating = false
 	}
-	if err != nil {
-		p.total--
-		p.stats.createErrors++
-		p.backoff.failed(now, err, p.cfg.BackoffMin, p.cfg.BackoffMax)
-		strategy := p.strategy
-		tell := owner != nil && owner.queued
-		if tell {
-			p.waiters.remove(owner)
-		}
-		p.startFactoriesLocked()
-		p.mu.Unlock()
-		// The strategy hears of the failure before the caller does, so
-		// that a caller seeing the error sees the breaker's reaction too.
-		if strategy != nil {
-			p.report(strategy, err)
-		}
-		if tell {
-			owner.ch <- result[T]{err: err} // it waits for this: it left the queue
-		}
-		return
+	if trial {
+		p.trial = false
 	}
 	p.stats.created++
 	p.backoff.succeeded()
+	p.lastFailure = nil
+	strategy := p.strategy
 	if p.closed {
 		p.mu.Unlock()
 		p.destruct(v)
@@ -487,7 +435,62 @@ func (p *Pool[T]) create(owner *waiter[T]) {
 	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime()}
 	p.putLocked(r, now)
 	p.mu.Unlock()
+	if strategy != nil {
+		p.report(strategy, EventCreated, nil)
+	}
 }
+
+// createFailed handles a failed factory call. The strategy hears of it
+// before the caller does, so that the caller meets the breaker's reaction:
+// at the backend's connection limit, the caller waits for a resource in
+// use instead of getting the error.
+func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
+	ev := p.createEvent(err)
+	now := p.clock()
+	p.mu.Lock()
+	p.creating--
+	p.total--
+	if trial {
+		p.trial = false
+	}
+	p.stats.createErrors++
+	p.backoff.failed(now, err, p.cfg.BackoffMin, p.cfg.BackoffMax)
+	p.lastFailure = err
+	strategy := p.strategy
+	p.mu.Unlock()
+	if strategy != nil {
+		p.report(strategy, ev, err)
+	}
+	p.mu.Lock()
+	if owner != nil {
+		owner.creating = false // kept until now: nobody dials for it twice
+	}
+	tell := owner != nil && owner.queued
+	if tell && ev == EventAtLimit && p.state != Active && p.state != Inactive && p.acquired+p.creating > 0 {
+		tell = false // it waits, first in line for a resource in use
+	}
+	if tell {
+		p.waiters.remove(owner)
+	}
+	p.startFactoriesLocked()
+	p.mu.Unlock()
+	if tell {
+		owner.ch <- result[T]{err: err} // it waits for this: it left the queue
+	}
+}
+
+// reportCheckFailed tells the strategy that an idle resource failed its
+// check.
+func (p *Pool[T]) reportCheckFailed() {
+	p.mu.Lock()
+	strategy := p.strategy
+	p.mu.Unlock()
+	if strategy != nil {
+		p.report(strategy, EventCheckFailed, errCheckFailed)
+	}
+}
+
+var errCheckFailed = fmt.Errorf("pool: an idle resource failed its check")
 
 // Close closes the pool: every waiter fails with ErrClosed, idle resources
 // are destroyed, resources in use are destroyed when they are released,
@@ -572,6 +575,7 @@ func (p *Pool[T]) Stats() Stats {
 		CallbackPanics:      c.panics,
 		Misuses:             p.misuses.Load(),
 		BackoffRejects:      c.backoffRejects,
+		StateChanges:        c.stateChanges,
 	}
 }
 

@@ -35,7 +35,6 @@ type Resource[T any] struct {
 	idleSince  time.Duration
 	acquiredAt time.Duration // when last taken from idle, if the clock was read then; else -1
 	fresh      bool          // made by the factory and not yet handed out
-	trial      bool          // the circuit breaker's trial acquire
 }
 
 // Value returns the pooled value.

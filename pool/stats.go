@@ -29,6 +29,7 @@ type Stats struct {
 	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
 	Misuses             int64         // Release or Destroy of a handle not held
 	BackoffRejects      int64         // acquires failed at once with ErrBackoff
+	StateChanges        int64         // changes of State
 }
 
 // counters are the cumulative part of Stats, guarded by Pool.mu.
@@ -36,5 +37,6 @@ type counters struct {
 	acquires, waits, canceled, timeouts, circuitRejects   int64
 	created, createErrors, destroyed, expired, hcFailures int64
 	releaseRejects, panics, misuses, backoffRejects       int64
+	stateChanges                                          int64
 	waitDuration                                          time.Duration
 }

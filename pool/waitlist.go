@@ -24,7 +24,6 @@ type waiter[T any] struct {
 	queued     bool          // in the pool's wait list
 	reusable   bool          // it left the list with no factory call started on its behalf
 	creating   bool          // a factory call was started on its behalf
-	trial      bool          // the circuit breaker's trial acquire
 	start      time.Duration // when it started waiting, on the pool's clock
 	deadline   time.Duration // its context's deadline on the pool's clock, or noDeadline
 }

@@ -1,0 +1,125 @@
+package pool
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ThresholdStrategy is the ready [Strategy]. It tells three kinds of trouble
+// apart:
+//
+//   - the backend is unreachable or refusing: after Failures failed factory
+//     calls in a row it opens the circuit (Inactive). A failed check of an
+//     idle resource counts towards the threshold but never opens the circuit
+//     by itself: a connection the backend closed while idle (a killed
+//     session, an idle timeout) says nothing about the next one, and the
+//     factory call that replaces it decides;
+//   - the backend is at its own connection limit (EventAtLimit): it stops
+//     creating at once (Limited) and the pool serves its callers from the
+//     resources it has;
+//   - errors of the work done with a resource (EventReleased,
+//     EventReleaseFailed): they never move the breaker.
+//
+// CoolDown after opening or limiting it lets one trial factory call through
+// (Recovering); a resource created activates the pool again, a failed trial
+// opens or limits it again for another CoolDown.
+type ThresholdStrategy struct {
+	failures int
+	coolDown time.Duration
+
+	mu          sync.Mutex // protects the fields below
+	consecutive int        // unreachable signals in a row
+	timer       *time.Timer
+	armed       uint64 // bumped by every state change the strategy makes: a stale timer does nothing
+}
+
+// NewThresholdStrategy returns a ThresholdStrategy. failures must be at least
+// 1 and coolDown positive.
+func NewThresholdStrategy(failures int, coolDown time.Duration) (*ThresholdStrategy, error) {
+	if failures < 1 {
+		return nil, fmt.Errorf("pool: ThresholdStrategy failures = %d, must be at least 1", failures)
+	}
+	if coolDown <= 0 {
+		return nil, fmt.Errorf("pool: ThresholdStrategy cool-down = %v, must be positive", coolDown)
+	}
+	return &ThresholdStrategy{failures: failures, coolDown: coolDown}, nil
+}
+
+// eventCoolDownEnded is the strategy's own event: its timer fired.
+const eventCoolDownEnded Event = -1
+
+// Report moves the breaker as the table in [ThresholdStrategy] says.
+func (s *ThresholdStrategy) Report(b Breaker, ev Event, _ error) {
+	if ev == EventReleased || ev == EventReleaseFailed {
+		return // the hot path: nothing to do
+	}
+	s.step(b, ev, 0)
+}
+
+func (s *ThresholdStrategy) step(b Breaker, ev Event, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ev == eventCoolDownEnded && gen != s.armed {
+		return // the state changed since this timer was set
+	}
+	st := b.State()
+	s.consecutive = countSignal(s.consecutive, ev)
+	next := transition(st, ev, s.consecutive >= s.failures)
+	if next == st {
+		return
+	}
+	s.armed++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if next == Inactive || next == Limited {
+		gen := s.armed
+		// The timer's goroutine exists only while it fires; a change on a
+		// closed pool does nothing.
+		s.timer = time.AfterFunc(s.coolDown, func() { s.step(b, eventCoolDownEnded, gen) })
+	}
+	switch next {
+	case Active:
+		b.Activate()
+	case Inactive:
+		b.Deactivate()
+	case Recovering:
+		b.Recover()
+	case Limited:
+		b.Limit()
+	}
+}
+
+// countSignal returns the count of unreachable signals in a row after ev.
+func countSignal(n int, ev Event) int {
+	switch ev {
+	case EventCreated, EventAtLimit: // the backend answered
+		return 0
+	case EventCreateFailed, EventCheckFailed:
+		return n + 1
+	}
+	return n
+}
+
+// transition is the strategy's table: the state after ev in st, where
+// tripped tells that the unreachable signals in a row reached the
+// threshold.
+func transition(st State, ev Event, tripped bool) State {
+	switch ev {
+	case EventCreated:
+		return Active
+	case EventAtLimit:
+		return Limited
+	case EventCreateFailed:
+		if st == Recovering || tripped {
+			return Inactive
+		}
+	case eventCoolDownEnded:
+		if st == Inactive || st == Limited {
+			return Recovering
+		}
+	}
+	return st
+}
