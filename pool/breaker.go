@@ -116,6 +116,7 @@ var Manual Strategy = manual{}
 type manual struct{}
 
 func (manual) Report(Breaker, Event, error) {}
+func (manual) ignoresReleases()             {}
 
 var _ Breaker = (*Pool[int])(nil)
 
@@ -164,8 +165,19 @@ func (p *Pool[T]) setState(s State) {
 func (p *Pool[T]) SetStrategy(s Strategy) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.strategy = s
+	p.setStrategyLocked(s)
 }
+
+func (p *Pool[T]) setStrategyLocked(s Strategy) {
+	p.strategy = s
+	_, quiet := s.(ignoresReleases)
+	p.onRelease = s != nil && !quiet
+}
+
+// ignoresReleases is implemented by this package's strategies, which do
+// nothing on EventReleased and EventReleaseFailed: the pool then spares
+// every Release the call.
+type ignoresReleases interface{ ignoresReleases() }
 
 // dialAllowedLocked reports whether a factory call may start now: always
 // while Active (unless backing off), once at a time while Recovering.

@@ -39,6 +39,7 @@ type Pool[T any] struct {
 	state       State
 	trial       bool // Recovering: the one trial factory call is under way
 	strategy    Strategy
+	onRelease   bool // the strategy wants to hear of releases (see ignoresReleases)
 	backoff     backoff
 	lastFailure error // the last factory error, for ErrCircuitOpen
 	holds       holdTime
@@ -56,7 +57,8 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	p := &Pool[T]{cfg: cfg, strategy: cfg.Strategy, epoch: time.Now()}
+	p := &Pool[T]{cfg: cfg, epoch: time.Now()}
+	p.setStrategyLocked(cfg.Strategy)
 	p.bgCtx, p.bgCancel = context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.fillToMinLocked()
@@ -309,6 +311,9 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	now := p.clock()
 	p.mu.Lock()
 	strategy := p.strategy
+	if !p.onRelease {
+		strategy = nil
+	}
 	if !ok || p.closed || r.lifetime > 0 && now-r.created >= r.lifetime {
 		if !ok {
 			p.stats.releaseRejects++

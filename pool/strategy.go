@@ -46,13 +46,15 @@ func NewThresholdStrategy(failures int, coolDown time.Duration) (*ThresholdStrat
 	return &ThresholdStrategy{failures: failures, coolDown: coolDown}, nil
 }
 
+func (*ThresholdStrategy) ignoresReleases() {}
+
 // eventCoolDownEnded is the strategy's own event: its timer fired.
 const eventCoolDownEnded Event = -1
 
 // Report moves the breaker as the table in [ThresholdStrategy] says.
 func (s *ThresholdStrategy) Report(b Breaker, ev Event, _ error) {
 	if ev == EventReleased || ev == EventReleaseFailed {
-		return // the hot path: nothing to do
+		return // never sent by the pool (ignoresReleases); a user may
 	}
 	s.step(b, ev, 0)
 }
