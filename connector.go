@@ -131,6 +131,17 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	if err := s.hooks.check(t); err != nil {
 		return nil, err
 	}
+	if s.breaker == nil {
+		st, err := pool.NewThresholdStrategy(DefaultBreakerFailures, DefaultBreakerCoolDown)
+		if err != nil {
+			return nil, fmt.Errorf("pooldriver: %w", err)
+		}
+		s.breaker = st
+	}
+	var atLimit func(error) bool
+	if d, ok := t.(dialects.ConnLimitDetector); ok {
+		atLimit = d.AtConnLimit
+	}
 	c := &Connector{tmpl: t, s: s, log: newLogger(&s, t.String())}
 	if s.leakThreshold > 0 {
 		c.leaks = newLeakDetector(c, s.leakThreshold)
@@ -150,6 +161,8 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 		MaxLifetimeJitter:   s.jitter(),
 		MaxIdleTime:         s.maxConnIdleTime,
 		Strategy:            s.breaker,
+		AtLimit:             atLimit,
+		OnStateChange:       c.logBreaker,
 	})
 	if err != nil {
 		if c.leaks != nil {

@@ -487,6 +487,60 @@ func TestCircuitBreakerStrategy(t *testing.T) {
 	}
 }
 
+// TestDefaultBreakerLogsAndCounts: without WithCircuitBreaker the default
+// strategy opens the circuit after 5 failed connects in a row, and its state
+// changes are logged through WithLogger and counted in Stats; a statement
+// then fails at once with ErrCircuitOpen wrapping the last connect error,
+// while an idle connection is still handed out.
+func TestDefaultBreakerLogsAndCounts(t *testing.T) {
+	srv := newServer(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithLogger(log))
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.PingContext(context.Background()); err != nil { // one physical connection, kept
+		t.Fatal(err)
+	}
+	down := errors.New("server down")
+	srv.FailConnects(5, down)
+	// Each statement dials (or is told of the back-off) and fails with
+	// the connect error, until the fifth failed dial opens the circuit.
+	waitFor(t, "the circuit open", func() bool {
+		if _, err := db.Exec("INSERT t 1"); !errors.Is(err, down) {
+			t.Fatalf("got %v, want the connect error", err)
+		}
+		return c.Breaker().State() == pool.Inactive
+	})
+	if s := c.Stats(); s.ConnectErrors != 5 {
+		t.Fatalf("the circuit opened after %d failed connects, want 5", s.ConnectErrors)
+	}
+	start := time.Now()
+	_, err = db.Exec("INSERT t 1")
+	if !errors.Is(err, pooldriver.ErrCircuitOpen) || !errors.Is(err, down) {
+		t.Fatalf("while open: %v, want ErrCircuitOpen wrapping the connect error", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Logf("failing at once took %v", d)
+	}
+	if err := conn.Close(); err != nil { // its physical connection goes idle
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatalf("an idle connection was refused while open: %v", err)
+	}
+	s := c.Stats()
+	if s.BreakerState != pool.Inactive || s.BreakerChanges != 1 || s.CircuitRejects < 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"pooldriver: circuit breaker\"") || !strings.Contains(logs.String(), "from=active to=inactive") ||
+		!strings.Contains(logs.String(), "server down") {
+		t.Fatalf("log: %s", logs.String())
+	}
+}
+
 func TestOpenAndRegisteredDriver(t *testing.T) {
 	srv := newServer(t)
 	dsn := "fake://" + srv.Name() + "?pool_max_conns=2"

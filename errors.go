@@ -22,8 +22,11 @@ var (
 	// *sql.DB over it) was closed.
 	ErrClosed = errors.New("pooldriver: connector closed")
 
-	// ErrCircuitOpen is returned while the circuit breaker refuses new
-	// acquires because the database keeps failing.
+	// ErrCircuitOpen is matched by the error of a statement that needed a
+	// new physical connection while the circuit breaker allows none: the
+	// database is unreachable, or at its connection limit with none of the
+	// pool's connections in use to wait for. The error wraps the last
+	// connect error. See WithCircuitBreaker.
 	ErrCircuitOpen = errors.New("pooldriver: circuit open: the database is failing")
 
 	// ErrBackoff is matched by the error of a statement that needed a new
@@ -121,7 +124,7 @@ func (c *Connector) acquireError(err error) error {
 	case errors.Is(err, pool.ErrClosed):
 		return ErrClosed
 	case errors.Is(err, pool.ErrCircuitOpen):
-		return ErrCircuitOpen
+		return fmt.Errorf("%w: %w", ErrCircuitOpen, err)
 	}
 	return err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // What the Connector logs, when WithLogger gave it a logger. Every line
@@ -50,6 +52,17 @@ func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) 
 		args = append(args, "error", err)
 	}
 	c.log.Log(context.Background(), level, "pooldriver: "+msg, args...)
+}
+
+// logBreaker logs a change of the circuit breaker's state: at Warn when it
+// leaves Active, at Info when it comes back. cause, the last connect error,
+// holds no password (open redacts it).
+func (c *Connector) logBreaker(from, to pool.State, cause error) {
+	level := slog.LevelWarn
+	if to == pool.Active {
+		level, cause = slog.LevelInfo, nil
+	}
+	c.logAt(level, "circuit breaker", cause, "from", from.String(), "to", to.String())
 }
 
 func (c *Connector) logWarn(msg string, err error, args ...any) {

@@ -20,6 +20,12 @@ const (
 	DefaultMaxConnIdleTime   = 30 * time.Minute
 	DefaultCleanupTimeout    = 5 * time.Second
 	DefaultConnectTimeout    = 10 * time.Second
+
+	// The default circuit breaker (see WithCircuitBreaker): opened after
+	// DefaultBreakerFailures failed connection attempts in a row, tried
+	// again after DefaultBreakerCoolDown.
+	DefaultBreakerFailures = 5
+	DefaultBreakerCoolDown = time.Second
 )
 
 // defaultJitter stands for the default lifetime jitter, a tenth of the
@@ -199,12 +205,19 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithCircuitBreaker drives the pool's circuit breaker with s: for example
-// pool.NewThresholdStrategy(5, 10*time.Second) opens the circuit after 5
-// connection failures in a row (statements then fail at once with
-// ErrCircuitOpen instead of each waiting for a dial to fail), lets one trial
-// through after 10s, and closes it again on the first success. Default: no
-// strategy; the breaker stays closed unless driven by hand (Connector.Breaker).
+// WithCircuitBreaker drives the pool's circuit breaker with s. The default
+// is pool.NewThresholdStrategy(DefaultBreakerFailures,
+// DefaultBreakerCoolDown), which tells apart a server that is unreachable
+// or refusing (failed or timed-out connection attempts, failed pings of idle
+// connections: after 5 in a row, statements that need a new connection fail
+// at once with ErrCircuitOpen instead of each waiting for a dial to fail), a
+// server at its connection limit (PostgreSQL SQLSTATE 53300, MySQL
+// 1040/1203/1226: at once, no more connections are opened and statements
+// wait for one of the pool's, within their context), and errors of
+// statements (never counted). An idle connection is handed out in every
+// state. After the cool-down one trial connection is opened; a success
+// closes the circuit. pool.Manual leaves the breaker to be driven by hand
+// (Connector.Breaker). Changes are logged (WithLogger) and counted in Stats.
 func WithCircuitBreaker(s pool.Strategy) Option {
 	return func(st *settings) error {
 		if s == nil {

@@ -1,6 +1,10 @@
 package pooldriver
 
-import "time"
+import (
+	"time"
+
+	"github.com/pooldriver/pooldriver/pool"
+)
 
 // Stats is a snapshot of a Connector's physical connections and counters.
 type Stats struct {
@@ -18,6 +22,10 @@ type Stats struct {
 	ConnectErrors   int64         // failed attempts to open one
 	Destroyed       int64         // physical connections closed
 	HealthFailures  int64         // closed because a ping failed
+	BackoffRejects  int64         // statements failed at once with ErrBackoff
+	CircuitRejects  int64         // statements failed at once with ErrCircuitOpen
+	BreakerState    pool.State    // the circuit breaker's state now
+	BreakerChanges  int64         // changes of the circuit breaker's state
 	AutoRollbacks   int64         // transactions pooldriver rolled back: at task end, or left open when a hold ended
 	SessionResets   int64         // sessions reset before reuse: changed by a statement, or a session-mode task's
 	Leaks           int64         // connections kept out of the pool past the leak detection threshold, each counted once
@@ -44,6 +52,10 @@ func (c *Connector) Stats() Stats {
 		ConnectErrors:   p.CreateErrors,
 		Destroyed:       p.Destroyed,
 		HealthFailures:  p.HealthcheckFailures,
+		BackoffRejects:  p.BackoffRejects,
+		CircuitRejects:  p.CircuitRejects,
+		BreakerState:    p.State,
+		BreakerChanges:  p.StateChanges,
 		AutoRollbacks:   c.stats.autoRollbacks.Load(),
 		SessionResets:   c.stats.sessionResets.Load(),
 		Leaks:           c.stats.leaks.Load(),

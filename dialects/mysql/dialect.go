@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"net"
 	"reflect"
@@ -22,6 +23,7 @@ func init() {
 		panic(err)
 	}
 	dialects.RegisterConnAdapter(adapt)
+	dialects.RegisterConnLimitDetector(atConnLimit)
 }
 
 // driverPkgPath is the import path of go-sql-driver/mysql as this binary
@@ -185,7 +187,10 @@ type template struct {
 	noRawReset string // why ResetSession cannot reach the socket, or ""
 }
 
-var _ dialects.Template = (*template)(nil)
+var (
+	_ dialects.Template          = (*template)(nil)
+	_ dialects.ConnLimitDetector = (*template)(nil)
+)
 
 func (t *template) Credentials() dialects.Credentials {
 	return dialects.Credentials{User: t.cfg.User, Password: t.cfg.Passwd}
@@ -246,3 +251,21 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.cause }
+
+// AtConnLimit reports the server's refusal of a connection for want of room:
+// 1040 (ER_CON_COUNT_ERROR, max_connections), 1203
+// (ER_TOO_MANY_USER_CONNECTIONS) and 1226 (ER_USER_LIMIT_REACHED,
+// max_user_connections).
+func (t *template) AtConnLimit(err error) bool { return atConnLimit(err) }
+
+func atConnLimit(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1040, 1203, 1226:
+		return true
+	}
+	return false
+}

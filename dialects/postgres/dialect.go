@@ -23,6 +23,7 @@ func init() {
 		panic(err)
 	}
 	dialects.RegisterConnAdapter(adapt)
+	dialects.RegisterConnLimitDetector(atConnLimit)
 }
 
 type pgDialect struct{}
@@ -55,7 +56,10 @@ type template struct {
 	unnamed     bool // prepare statements unnamed (behind a transaction pooler)
 }
 
-var _ dialects.ConfigurableTemplate = (*template)(nil)
+var (
+	_ dialects.ConfigurableTemplate = (*template)(nil)
+	_ dialects.ConnLimitDetector    = (*template)(nil)
+)
 
 var _ dialects.PoolerTemplate = (*template)(nil)
 
@@ -157,4 +161,14 @@ func connectError(err error, passwords ...string) error {
 	}
 	sort.Slice(passwords, func(i, j int) bool { return len(passwords[i]) > len(passwords[j]) })
 	return &redactedError{msg: "pooldriver: postgres: " + dialects.Scrub(err.Error(), passwords...), cause: cause}
+}
+
+// AtConnLimit reports the server's refusal of a connection for want of room:
+// SQLSTATE 53300, too_many_connections (max_connections, a role's or a
+// database's CONNECTION LIMIT).
+func (t *template) AtConnLimit(err error) bool { return atConnLimit(err) }
+
+func atConnLimit(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53300"
 }
