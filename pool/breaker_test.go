@@ -82,16 +82,7 @@ func TestStrategyStateByEvent(t *testing.T) {
 					cfg.AtLimit = atLimit
 					cfg.BeforeAcquire = func(_ context.Context, r *Resource[*item]) bool { return !r.Value().broken.Load() }
 					cfg.BeforeRelease = func(it *item) bool { return !it.broken.Load() }
-					strategy, err := NewThresholdStrategy(1, coolDown)
-					if err != nil {
-						t.Fatal(err)
-					}
-					cfg.Strategy = strategy
-					p, err := New(cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer p.Close()
+					p := newStrategyPool(t, cfg, 1, coolDown)
 					makeEvent(t, p, &b, st, ev)
 					synctest.Wait()
 					if got := p.State(); got != want[st][i] {
@@ -109,6 +100,28 @@ func TestStrategyStateByEvent(t *testing.T) {
 			})
 		}
 	}
+}
+
+// newStrategyPool returns a pool driven by a ThresholdStrategy, closed when
+// the test (or its synctest bubble) ends.
+func newStrategyPool(t *testing.T, cfg Config[*item], failures int, coolDown time.Duration) *Pool[*item] {
+	strategy, err := NewThresholdStrategy(failures, coolDown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Strategy = strategy
+	return newPool(t, cfg)
+}
+
+// acquireAsync runs Acquire in a goroutine; its outcome arrives on the
+// channel.
+func acquireAsync(p *Pool[*item]) <-chan result[*item] {
+	got := make(chan result[*item], 1)
+	go func() {
+		r, err := p.Acquire(context.Background())
+		got <- result[*item]{r: r, err: err}
+	}()
+	return got
 }
 
 // makeEvent puts p, Active, in st by hand and makes ev happen for real.
@@ -201,25 +214,20 @@ func TestBreakerAdmission(t *testing.T) {
 					}
 					setState(p, st)
 					calls := b.calls.Load()
-					got := make(chan error, 1)
-					var r *Resource[*item]
-					go func() {
-						var err error
-						r, err = p.Acquire(context.Background())
-						got <- err
-					}()
+					got := acquireAsync(p)
 					synctest.Wait()
 					want := c.expect[st]
 					if want == waits {
 						select {
-						case err := <-got:
-							t.Fatalf("did not wait: %v", err)
+						case res := <-got:
+							t.Fatalf("did not wait: %v", res.err)
 						default:
 						}
 						held[0].Release()
 						held = held[1:]
 					}
-					err = <-got
+					res := <-got
+					r, err := res.r, res.err
 					switch {
 					case want == fails:
 						if !errors.Is(err, ErrCircuitOpen) || b.calls.Load() != calls {
@@ -294,38 +302,25 @@ func TestAtLimitCallerWaits(t *testing.T) {
 			changes = append(changes, fmt.Sprintf("%v→%v (%v)", from, to, cause))
 			mu.Unlock()
 		}
-		strategy, err := NewThresholdStrategy(5, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Strategy = strategy
-		p, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p := newStrategyPool(t, cfg, 5, time.Second)
 		held := mustAcquire(t, p)
 		b.fullNext.Store(1)
-		got := make(chan error, 1)
-		var r *Resource[*item]
-		go func() {
-			var err error
-			r, err = p.Acquire(context.Background())
-			got <- err
-		}()
+		got := acquireAsync(p)
 		synctest.Wait()
 		if p.State() != Limited {
 			t.Fatalf("after a dial at the limit: %v", p.State())
 		}
 		select {
-		case err := <-got:
-			t.Fatalf("the caller was not kept waiting: %v", err)
+		case res := <-got:
+			t.Fatalf("the caller was not kept waiting: %v", res.err)
 		default:
 		}
 		held.Release()
-		if err := <-got; err != nil || r == nil {
-			t.Fatalf("the caller was not served the released resource: %v", err)
+		res := <-got
+		if res.err != nil {
+			t.Fatalf("the caller was not served the released resource: %v", res.err)
 		}
+		r := res.r
 		r.Destroy() // now none is in use: nothing can come back
 		calls := b.calls.Load()
 		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, errFull) {
@@ -336,7 +331,7 @@ func TestAtLimitCallerWaits(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		r, err = p.Acquire(context.Background()) // the trial
+		r, err := p.Acquire(context.Background()) // the trial
 		if err != nil {
 			t.Fatalf("trial: %v", err)
 		}
