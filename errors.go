@@ -124,10 +124,19 @@ func (c *Connector) acquireError(err error) error {
 	case errors.Is(err, pool.ErrClosed):
 		return ErrClosed
 	case errors.Is(err, pool.ErrCircuitOpen):
-		return fmt.Errorf("%w: %w", ErrCircuitOpen, err)
+		return &circuitOpenError{cause: err}
 	}
 	return err
 }
+
+// circuitOpenError is ErrCircuitOpen with the pool's reason and the last
+// connect error. Callers turned away by an open circuit can be many and
+// fast: the message is built only when asked for.
+type circuitOpenError struct{ cause error }
+
+func (e *circuitOpenError) Error() string        { return ErrCircuitOpen.Error() + ": " + e.cause.Error() }
+func (e *circuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
+func (e *circuitOpenError) Unwrap() error        { return e.cause }
 
 // redactedError hides a secret that an underlying error might quote, while
 // keeping the error chain for errors.Is and errors.As.

@@ -25,7 +25,7 @@ const (
 	// DefaultBreakerFailures failed connection attempts in a row, tried
 	// again after DefaultBreakerCoolDown.
 	DefaultBreakerFailures = 5
-	DefaultBreakerCoolDown = time.Second
+	DefaultBreakerCoolDown = 250 * time.Millisecond
 )
 
 // defaultJitter stands for the default lifetime jitter, a tenth of the

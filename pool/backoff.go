@@ -49,7 +49,20 @@ func (b *backoff) succeeded() { *b = backoff{} }
 // active reports whether no factory call may start at now.
 func (b *backoff) active(now time.Duration) bool { return b.failures > 0 && now < b.until }
 
-// err is what an Acquire gets while the back-off is active.
-func (b *backoff) err() error {
-	return fmt.Errorf("%w (%d in a row; the last: %w)", ErrBackoff, b.failures, b.lastErr)
+// err is what an Acquire gets while the back-off is active. It is built
+// under the pool's lock, by every caller turned away: the message is
+// formatted only when asked for.
+func (b *backoff) err() error { return &backoffError{failures: b.failures, last: b.lastErr} }
+
+// backoffError is ErrBackoff with the count of failures and the last one.
+type backoffError struct {
+	failures int
+	last     error
 }
+
+func (e *backoffError) Error() string {
+	return fmt.Sprintf("%v (%d in a row; the last: %v)", ErrBackoff, e.failures, e.last)
+}
+
+func (e *backoffError) Is(target error) bool { return target == ErrBackoff }
+func (e *backoffError) Unwrap() error        { return e.last }

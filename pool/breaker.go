@@ -186,7 +186,9 @@ func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
 	case Active:
 		return !p.backoff.active(now)
 	case Recovering:
-		return !p.trial && !p.backoff.active(now)
+		// The cool-down that led here outranks the back-off: the trial
+		// is the next attempt.
+		return !p.trial
 	}
 	return false
 }
@@ -195,17 +197,13 @@ func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
 // pool has room for a new one, when no factory call may start for it: nil
 // to wait for a resource in use or being created, or the error to fail it
 // with at once (counted).
-func (p *Pool[T]) noRoomLocked(now time.Duration) error {
+func (p *Pool[T]) noRoomLocked() error {
 	if p.state == Active {
 		p.stats.backoffRejects++
 		return p.backoff.err()
 	}
 	if p.state != Inactive && p.acquired+p.creating > 0 {
 		return nil // one will come back or be made
-	}
-	if p.backoff.active(now) && p.state == Recovering {
-		p.stats.backoffRejects++
-		return p.backoff.err()
 	}
 	p.stats.circuitRejects++
 	return &circuitError{state: p.state, cause: p.lastFailure}

@@ -184,7 +184,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		// It would need a new resource, which may not be created now
 		// (the factory just failed, or the circuit breaker says no):
 		// say so now, unless it can wait for one in use.
-		if err := p.noRoomLocked(now); err != nil {
+		if err := p.noRoomLocked(); err != nil {
 			p.mu.Unlock()
 			return nil, false, err
 		}
@@ -369,7 +369,7 @@ func (p *Pool[T]) startFactoriesLocked() {
 			return
 		}
 		if !p.dialAllowedLocked(now) {
-			err := p.noRoomLocked(now)
+			err := p.noRoomLocked()
 			if err == nil {
 				return // it, and those behind it, wait for a resource in use
 			}
