@@ -42,4 +42,5 @@ func (genericTemplate) AtConnLimit(err error) bool {
 	}
 	return false
 }
+
 var _ ConnLimitDetector = genericTemplate{}
