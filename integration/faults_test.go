@@ -1,0 +1,482 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+// The fault suite: each scenario makes its fault on loopback only (a proxy,
+// a connection limit on an identity of its own, a cluster of its own to
+// restart), runs the same load through tuned database/sql with the plain
+// driver and through pooldriver, and asserts the figure it protects: no
+// call outlives its context by more than maxOverrun; errors at the
+// connection limit no more than database/sql's; goodput under a
+// cancellation storm at least database/sql's, with no more dials; no
+// connection or goroutine left behind. Every loop is bounded in time.
+//
+// Backend kills are covered by TestContractKillsKeepBalance (no stray row,
+// no lost commit) and TestContractKilledWarmConns; the scenarios here are
+// the ones that need the proxy, a limit or a restart.
+//
+// The top-level tests are not parallel, so that they run alone and the
+// goroutine count before and after means something.
+
+const (
+	maxOverrun  = 100 * time.Millisecond
+	faultPool   = 10 // the pool size of every flavour
+	faultCallTO = time.Second
+)
+
+// loadResult is what a load saw.
+type loadResult struct {
+	ok, errs atomic.Int64
+	overrun  atomic.Int64   // the worst time a call took past its context's deadline, ns
+	mu       sync.Mutex     // protects kinds and late
+	kinds    map[string]int // of the first errors
+	late     []string       // calls that outlived their context by more than maxOverrun
+}
+
+func (r *loadResult) String() string {
+	return fmt.Sprintf("%d ok, %d errors, worst overrun %v", r.ok.Load(), r.errs.Load(), time.Duration(r.overrun.Load()))
+}
+
+// record counts one call that took took under a context of timeout to.
+func (r *loadResult) record(err error, to, took time.Duration) {
+	over := took - to
+	for over > 0 {
+		old := r.overrun.Load()
+		if int64(over) <= old || r.overrun.CompareAndSwap(old, int64(over)) {
+			break
+		}
+	}
+	if err == nil {
+		r.ok.Add(1)
+		return
+	}
+	if r.errs.Add(1) > 200 && over <= maxOverrun {
+		return // the first errors tell their kinds; formatting every message would load the machine
+	}
+	kind := err.Error()
+	if i := strings.IndexAny(kind, "0123456789"); i > 0 {
+		kind = kind[:i]
+	}
+	r.mu.Lock()
+	if r.kinds == nil {
+		r.kinds = map[string]int{}
+	}
+	r.kinds[kind]++
+	if over > maxOverrun && len(r.late) < 3 {
+		r.late = append(r.late, fmt.Sprintf("%v late: %v", over, err))
+	}
+	r.mu.Unlock()
+}
+
+// logKinds logs the most frequent kinds of the first errors, and calls
+// that were late.
+func (r *loadResult) logKinds(t *testing.T, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type kc struct {
+		k string
+		n int
+	}
+	var ks []kc
+	for k, n := range r.kinds {
+		ks = append(ks, kc{k, n})
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].n > ks[j].n })
+	for _, k := range ks[:min(3, len(ks))] {
+		t.Logf("  %s: %d× %s", name, k.n, k.k)
+	}
+	for _, l := range r.late {
+		t.Logf("  %s: %s", name, l)
+	}
+}
+
+// runLoad runs op from workers goroutines for d, each call under a context
+// of the timeout callTO returns, into r.
+func runLoad(r *loadResult, d time.Duration, workers int, callTO func() time.Duration, op func(context.Context) error) {
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				to := callTO()
+				c, cancel := context.WithTimeout(context.Background(), to)
+				start := time.Now()
+				err := op(c)
+				r.record(err, to, time.Since(start))
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func fixedTO(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
+
+// sleepOp is one short statement that takes the server about ms.
+func sleepOp(s server, db *sql.DB, ms int) func(context.Context) error {
+	q := fmt.Sprintf("SELECT pg_sleep(%g)", float64(ms)/1000)
+	if s.name == "mysql" {
+		q = fmt.Sprintf("DO SLEEP(%g)", float64(ms)/1000)
+	}
+	return func(c context.Context) error {
+		_, err := db.ExecContext(c, q)
+		return err
+	}
+}
+
+// countingConnector counts the connections a plain driver opens.
+type countingConnector struct {
+	driver.Connector
+	dials atomic.Int64
+}
+
+func (c *countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c.dials.Add(1)
+	return c.Connector.Connect(ctx)
+}
+
+// faultSubject is one flavour's *sql.DB in a fault scenario.
+type faultSubject struct {
+	name  string
+	db    *sql.DB
+	dials func() int64
+	c     *pooldriver.Connector // nil for the plain driver
+}
+
+// openFaultSubjects opens tuned database/sql over the plain driver
+// (SetMaxOpenConns and SetMaxIdleConns at the pool size) and pooldriver
+// (pooldriver.Open's settings) for dsn, closed when the test ends; extra
+// are pooldriver's DSN parameters.
+func openFaultSubjects(t *testing.T, s server, dsn string, extra ...string) (plain, pooled *faultSubject) {
+	t.Helper()
+	cc := &countingConnector{Connector: plainConnector(t, s, dsn)}
+	pdb := sql.OpenDB(cc)
+	pdb.SetMaxOpenConns(faultPool)
+	pdb.SetMaxIdleConns(faultPool)
+	t.Cleanup(func() { _ = pdb.Close() })
+	c, err := pooldriver.NewConnector(withParams(dsn, append([]string{fmt.Sprintf("pool_max_conns=%d", faultPool)}, extra...)...))
+	require.NoError(t, err)
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(faultPool) // as pooldriver.Open does
+	t.Cleanup(func() { _ = db.Close() })
+	return &faultSubject{name: "database/sql", db: pdb, dials: cc.dials.Load},
+		&faultSubject{name: "pooldriver", db: db, dials: func() int64 { return c.Stats().Created }, c: c}
+}
+
+// checkNoGoroutineLeak fails the test if, once it and its cleanups are
+// done, more goroutines of pooldriver's (or of the fault proxy) run than
+// before it started. Other goroutines (the shared admin connections', the
+// test binary's) come and go on their own and are not counted.
+func checkNoGoroutineLeak(t *testing.T) {
+	before := len(ourGoroutines())
+	t.Cleanup(func() {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			g := ourGoroutines()
+			if len(g) <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("goroutines leaked: %d before, %d after:\n%s", before, len(g), strings.Join(g, "\n\n"))
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+// ourGoroutines returns the stacks of the goroutines running pooldriver's
+// code or the fault proxy's.
+func ourGoroutines() []string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var ours []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "ourGoroutines") {
+			continue
+		}
+		if strings.Contains(g, "github.com/pooldriver/pooldriver.") || strings.Contains(g, "github.com/pooldriver/pooldriver/pool.") ||
+			strings.Contains(g, "(*faultProxy)") {
+			ours = append(ours, g)
+		}
+	}
+	return ours
+}
+
+// limitedTenant creates an identity of the test's own that the server lets
+// open at most limit connections: a PostgreSQL role with CONNECTION LIMIT,
+// a MariaDB user with MAX_USER_CONNECTIONS (error 1226 beyond it). Both are
+// dropped when the test ends, after its connections are gone.
+func limitedTenant(t *testing.T, s server, limit int) *tenant {
+	t.Helper()
+	tn := &tenant{s: s, name: unique("pdlim")}
+	if s.name == "mysql" {
+		tn.base = s.mysqlUser(t, tn.name, "pw-"+tn.name)
+		s.adminExec(t, fmt.Sprintf("GRANT USAGE ON *.* TO '%s'@'%%' WITH MAX_USER_CONNECTIONS %d", tn.name, limit))
+		return tn
+	}
+	s.adminExec(t, fmt.Sprintf("CREATE ROLE %s LOGIN CONNECTION LIMIT %d", tn.name, limit))
+	t.Cleanup(func() {
+		if _, err := s.admin(t).ExecContext(context.Background(), "DROP ROLE "+tn.name); err != nil {
+			t.Errorf("dropping role %s: %v", tn.name, err)
+		}
+	})
+	u, err := url.Parse(s.dsn)
+	require.NoError(t, err)
+	u.User = url.User(tn.name)
+	tn.base = withParams(u.String(), "application_name="+tn.name)
+	return tn
+}
+
+// TestFaultConnectionLimit: the server lets the identity have 20
+// connections and 15 are held elsewhere; 64 goroutines share a pool of 10.
+// Tuned database/sql keeps dialling into the limit and fails its callers;
+// pooldriver's breaker stops dialling at the first refusal and serves them
+// from the 5 it has. Errors: pooldriver's at most database/sql's.
+func TestFaultConnectionLimit(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	const (
+		limit   = 20
+		held    = 15
+		workers = 64
+		run     = 3 * time.Second
+	)
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		res := map[string]*loadResult{}
+		var pooledStats pooldriver.Stats
+		for _, flavour := range []string{"database/sql", "pooldriver"} {
+			t.Run(strings.ReplaceAll(flavour, "/", "_"), func(t *testing.T) {
+				tn := limitedTenant(t, s, limit)
+				holder, err := sql.Open(map[string]string{"postgres": "pgx", "mysql": "mysql"}[s.name], strings.TrimPrefix(tn.base, "mysql://"))
+				require.NoError(t, err)
+				t.Cleanup(func() { closeAndDrain(t, holder, tn.backends, tn.kill) })
+				for range held {
+					conn, err := holder.Conn(ctx(t))
+					require.NoError(t, err)
+					require.NoError(t, conn.PingContext(ctx(t)))
+					t.Cleanup(func() { _ = conn.Close() })
+				}
+				plain, pooled := openFaultSubjects(t, s, tn.base)
+				sub := plain
+				if flavour == "pooldriver" {
+					sub = pooled
+				}
+				r := &loadResult{}
+				runLoad(r, run, workers, fixedTO(faultCallTO), sleepOp(s, sub.db, 2))
+				res[flavour] = r
+				t.Logf("%s at the limit: %v, %d dials", flavour, r, sub.dials())
+				r.logKinds(t, flavour)
+				if sub.c != nil {
+					pooledStats = sub.c.Stats()
+				}
+				assert.LessOrEqual(t, time.Duration(r.overrun.Load()), maxOverrun, "%s: a call outlived its context", flavour)
+			})
+		}
+		plain, pooled := res["database/sql"], res["pooldriver"]
+		if plain == nil || pooled == nil {
+			return
+		}
+		assert.NotZero(t, pooled.ok.Load(), "pooldriver served nothing at the limit")
+		assert.LessOrEqual(t, pooled.errs.Load(), plain.errs.Load(), "pooldriver failed more calls at the limit than database/sql")
+		assert.NotZero(t, pooledStats.BreakerChanges, "the breaker never saw the limit: %+v", pooledStats)
+	})
+}
+
+// TestFaultCancellationStorm: 64 goroutines whose contexts end 0–20ms
+// after each call starts. The goal: pooldriver's successful
+// operations at least tuned database/sql's, with no more dials. The two
+// run in alternating rounds, so that both meet the same load on the
+// machine.
+func TestFaultCancellationStorm(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	const (
+		workers = 64
+		rounds  = 3
+		round   = time.Second
+	)
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		tn := newTenant(t, s)
+		plain, pooled := openFaultSubjects(t, s, tn.base)
+		storm := func() time.Duration { return rand.N(20 * time.Millisecond) }
+		res := map[*faultSubject]*loadResult{plain: {}, pooled: {}}
+		for range rounds {
+			for _, sub := range []*faultSubject{plain, pooled} {
+				runLoad(res[sub], round, workers, storm, sleepOp(s, sub.db, 1))
+			}
+		}
+		for _, sub := range []*faultSubject{plain, pooled} {
+			t.Logf("%s in the storm: %v, %d dials", sub.name, res[sub], sub.dials())
+			assert.LessOrEqual(t, time.Duration(res[sub].overrun.Load()), maxOverrun, "%s: a call outlived its context", sub.name)
+		}
+		assert.GreaterOrEqual(t, res[pooled].ok.Load(), res[plain].ok.Load(), "goodput: pooldriver's successful operations fewer than database/sql's")
+		assert.LessOrEqual(t, pooled.dials(), plain.dials(), "pooldriver dialled more than database/sql")
+		for _, sub := range []*faultSubject{plain, pooled} {
+			require.NoError(t, sub.db.Close())
+		}
+		tn.waitConns(t, 0)
+	})
+}
+
+// TestFaultNetworkBlackHole: between the clients and the server, a proxy
+// swallows everything for 2.5s (no answer, no close) while 16 goroutines
+// call with 1s timeouts; then it forwards again, and then it resets every
+// connection. No call outlives its context by more than maxOverrun, calls
+// succeed again once the network is back, and nothing is left open.
+func TestFaultNetworkBlackHole(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	forEachServer(t, func(t *testing.T, s server) { // one server, one flavour at a time: one load at a time
+		for _, flavour := range []string{"database/sql", "pooldriver"} {
+			t.Run(strings.ReplaceAll(flavour, "/", "_"), func(t *testing.T) {
+				tn := newTenant(t, s)
+				px := newFaultProxy(t, serverAddr(t, s))
+				plain, pooled := openFaultSubjects(t, s, throughProxy(t, tn.base, px.addr()), "pool_connect_timeout=1s")
+				sub := plain
+				if flavour == "pooldriver" {
+					sub = pooled
+				}
+				op := sleepOp(s, sub.db, 1)
+				phases := []struct {
+					name string
+					mode proxyMode
+					d    time.Duration
+				}{{"before", forward, 500 * time.Millisecond}, {"black hole", swallow, 2500 * time.Millisecond}, {"after", forward, 1500 * time.Millisecond},
+					{"reset", reset, 500 * time.Millisecond}, {"after the reset", forward, 1500 * time.Millisecond}}
+				for _, ph := range phases {
+					px.set(ph.mode, 0)
+					r := &loadResult{}
+					runLoad(r, ph.d, 16, fixedTO(faultCallTO), op)
+					t.Logf("%s, %s: %v", flavour, ph.name, r)
+					r.logKinds(t, flavour)
+					if flavour == "pooldriver" {
+						assert.LessOrEqual(t, time.Duration(r.overrun.Load()), maxOverrun, "%s: a call outlived its context", ph.name)
+					}
+				}
+				// Back to normal: calls succeed again, within a bounded wait.
+				waitFor(t, "a call through the restored network", func() bool {
+					c, cancel := context.WithTimeout(context.Background(), faultCallTO)
+					defer cancel()
+					return op(c) == nil
+				})
+				require.NoError(t, sub.db.Close())
+				px.close()
+				tn.waitConns(t, 0)
+				if sub.c != nil {
+					st := sub.c.Stats()
+					assert.Zero(t, st.Total, "physical connections left after Close: %+v", st)
+				}
+			})
+		}
+	})
+}
+
+// serverAddr is the host:port of the server s's DSN names.
+func serverAddr(t *testing.T, s server) string {
+	t.Helper()
+	if s.name == "postgres" {
+		u, err := url.Parse(s.dsn)
+		require.NoError(t, err)
+		return u.Host
+	}
+	i, j := strings.Index(s.dsn, "tcp("), strings.Index(s.dsn, ")/")
+	require.True(t, i >= 0 && j > i, "no tcp(host:port) in %s", s.env)
+	return s.dsn[i+4 : j]
+}
+
+// throughProxy rewrites dsn to reach the server at addr.
+func throughProxy(t *testing.T, dsn, addr string) string {
+	t.Helper()
+	if strings.HasPrefix(dsn, "mysql://") {
+		i, j := strings.Index(dsn, "tcp("), strings.Index(dsn, ")/")
+		require.True(t, i >= 0 && j > i)
+		return dsn[:i+4] + addr + dsn[j:]
+	}
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.Host = addr
+	return u.String()
+}
+
+// TestFaultServerRestart: a PostgreSQL cluster of the test's own is stopped
+// (immediate: every session cut) and started again under load, 16
+// goroutines calling with 1s timeouts. No call outlives its context by more
+// than maxOverrun, both flavours serve again once it is back, pooldriver's
+// breaker is Active again, and nothing is left open.
+func TestFaultServerRestart(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	pg := startLocalPG(t)
+	s := server{name: "postgres", dsn: pg.dsn()}
+	for _, def := range serverDefs {
+		if def.name == "postgres" {
+			s = def
+			s.dsn = pg.dsn()
+		}
+	}
+	plain, pooled := openFaultSubjects(t, s, pg.dsn())
+	res := map[*faultSubject]*loadResult{plain: {}, pooled: {}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, sub := range []*faultSubject{plain, pooled} {
+		wg.Go(func() {
+			op := sleepOp(s, sub.db, 1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				runLoad(res[sub], 100*time.Millisecond, 8, fixedTO(faultCallTO), op)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	pg.stop(t)
+	time.Sleep(time.Second) // the server is down
+	pg.start(t)
+	okBefore := map[*faultSubject]int64{plain: res[plain].ok.Load(), pooled: res[pooled].ok.Load()}
+	for _, sub := range []*faultSubject{plain, pooled} {
+		waitFor(t, sub.name+" serving again after the restart", func() bool { return res[sub].ok.Load() > okBefore[sub] })
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	for _, sub := range []*faultSubject{plain, pooled} {
+		t.Logf("%s through the restart: %v, %d dials", sub.name, res[sub], sub.dials())
+		res[sub].logKinds(t, sub.name)
+	}
+	assert.LessOrEqual(t, time.Duration(res[pooled].overrun.Load()), maxOverrun, "pooldriver: a call outlived its context")
+	assert.Equal(t, pool.Active, pooled.c.Stats().BreakerState, "the breaker after recovery")
+	for _, sub := range []*faultSubject{plain, pooled} {
+		require.NoError(t, sub.db.Close())
+	}
+	assert.Zero(t, pooled.c.Stats().Total, "physical connections left after Close")
+	var n int64
+	admin, err := sql.Open("pgx", strings.Replace(pg.dsn(), "pool_", "x_", 1))
+	require.NoError(t, err)
+	defer admin.Close()
+	waitFor(t, "no client connection left", func() bool {
+		err := admin.QueryRowContext(ctx(t), "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&n)
+		return err == nil && n == 0
+	})
+}
