@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/faultproxy"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -206,7 +207,7 @@ func checkNoGoroutineLeak(t *testing.T) {
 }
 
 // ourGoroutines returns the stacks of the goroutines running pooldriver's
-// code or the fault proxy's.
+// code (the fault proxy's included).
 func ourGoroutines() []string {
 	buf := make([]byte, 4<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -216,7 +217,7 @@ func ourGoroutines() []string {
 			continue
 		}
 		if strings.Contains(g, "github.com/pooldriver/pooldriver.") || strings.Contains(g, "github.com/pooldriver/pooldriver/pool.") ||
-			strings.Contains(g, "(*faultProxy)") {
+			strings.Contains(g, "github.com/pooldriver/pooldriver/internal/faultproxy.") {
 			ours = append(ours, g)
 		}
 	}
@@ -350,8 +351,10 @@ func TestFaultNetworkBlackHole(t *testing.T) {
 		for _, flavour := range []string{"database/sql", "pooldriver"} {
 			t.Run(strings.ReplaceAll(flavour, "/", "_"), func(t *testing.T) {
 				tn := newTenant(t, s)
-				px := newFaultProxy(t, serverAddr(t, s))
-				plain, pooled := openFaultSubjects(t, s, throughProxy(t, tn.base, px.addr()), "pool_connect_timeout=1s")
+				px, err := faultproxy.New(serverAddr(t, s))
+				require.NoError(t, err)
+				t.Cleanup(px.Close)
+				plain, pooled := openFaultSubjects(t, s, throughProxy(t, tn.base, px.Addr()), "pool_connect_timeout=1s")
 				sub := plain
 				if flavour == "pooldriver" {
 					sub = pooled
@@ -359,12 +362,13 @@ func TestFaultNetworkBlackHole(t *testing.T) {
 				op := sleepOp(s, sub.db, 1)
 				phases := []struct {
 					name string
-					mode proxyMode
+					mode faultproxy.Mode
 					d    time.Duration
-				}{{"before", forward, 500 * time.Millisecond}, {"black hole", swallow, 2500 * time.Millisecond}, {"after", forward, 1500 * time.Millisecond},
-					{"reset", reset, 500 * time.Millisecond}, {"after the reset", forward, 1500 * time.Millisecond}}
+				}{{"before", faultproxy.Forward, 500 * time.Millisecond}, {"black hole", faultproxy.BlackHole, 2500 * time.Millisecond},
+					{"after", faultproxy.Forward, 1500 * time.Millisecond}, {"reset", faultproxy.Reset, 500 * time.Millisecond},
+					{"after the reset", faultproxy.Forward, 1500 * time.Millisecond}}
 				for _, ph := range phases {
-					px.set(ph.mode, 0)
+					px.Set(ph.mode, 0)
 					r := &loadResult{}
 					runLoad(r, ph.d, 16, fixedTO(faultCallTO), op)
 					t.Logf("%s, %s: %v", flavour, ph.name, r)
@@ -380,7 +384,7 @@ func TestFaultNetworkBlackHole(t *testing.T) {
 					return op(c) == nil
 				})
 				require.NoError(t, sub.db.Close())
-				px.close()
+				px.Close()
 				tn.waitConns(t, 0)
 				if sub.c != nil {
 					st := sub.c.Stats()

@@ -1,0 +1,206 @@
+// Package faultproxy is a loopback TCP proxy that makes network faults on
+// demand (delay, black hole, reset), for the fault suite in integration/
+// and the faults workload of bench/cmd/loadtest.
+package faultproxy
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// Mode is what the fault proxy does with the traffic.
+type Mode int
+
+const (
+	Forward   Mode = iota // pass bytes both ways
+	Delay                 // pass them, each chunk held back by the lag
+	BlackHole             // accept and hold connections, pass nothing, close nothing
+	Reset                 // cut every connection with a TCP RST, and every new one
+)
+
+// Proxy is a TCP proxy on a free loopback port in front of a server,
+// whose behaviour its user switches while clients are connected: network
+// faults made on loopback only.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex // protects the fields below
+	mode  Mode
+	lag   time.Duration
+	wake  chan struct{}         // closed and replaced on every mode change
+	conns map[net.Conn]struct{} // both ends of every pair
+	wg    sync.WaitGroup        // the proxy's goroutines
+}
+
+// New starts a proxy on a free loopback port to target (host:port),
+// forwarding. Close stops it.
+func New(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, target: target, wake: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Set switches the mode; lag is Delay's.
+func (p *Proxy) Set(m Mode, lag time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode, p.lag = m, lag
+	close(p.wake)
+	p.wake = make(chan struct{})
+	if m == Reset {
+		for c := range p.conns {
+			rst(c)
+		}
+	}
+}
+
+// rst closes c so that the peer sees a connection reset.
+func rst(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		return false // closed
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(c) {
+			_ = c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// serve connects c to the target once the mode lets it, then pumps bytes
+// both ways.
+func (p *Proxy) serve(c net.Conn) {
+	defer p.wg.Done()
+	var up net.Conn
+	for up == nil {
+		p.mu.Lock()
+		m, wake := p.mode, p.wake
+		p.mu.Unlock()
+		switch m {
+		case Reset:
+			rst(c)
+			return
+		case BlackHole:
+			<-wake // hold it, answer nothing
+			if p.closed() {
+				return
+			}
+			continue
+		}
+		var err error
+		up, err = net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil || !p.track(up) {
+			_ = c.Close()
+			return
+		}
+	}
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go func() { defer pumps.Done(); p.pump(up, c) }()
+	go func() { defer pumps.Done(); p.pump(c, up) }()
+	pumps.Wait()
+}
+
+func (p *Proxy) closed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns == nil
+}
+
+// pump copies src to dst chunk by chunk, as the mode says at each chunk;
+// when either side ends, it ends both.
+func (p *Proxy) pump(dst, src net.Conn) {
+	defer func() {
+		_ = src.Close()
+		_ = dst.Close()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.deliver(dst, buf[:n]) {
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// deliver writes b to dst when the mode lets it: at once, after the lag,
+// or after a black hole ends (never, if it ends in a reset or the close).
+func (p *Proxy) deliver(dst net.Conn, b []byte) bool {
+	for {
+		p.mu.Lock()
+		m, lag, wake := p.mode, p.lag, p.wake
+		p.mu.Unlock()
+		switch m {
+		case Reset:
+			return false
+		case BlackHole:
+			<-wake
+			if p.closed() {
+				return false
+			}
+			continue
+		case Delay:
+			select {
+			case <-time.After(lag):
+			case <-wake:
+			}
+		}
+		_, err := dst.Write(b)
+		return err == nil
+	}
+}
+
+// Close stops the proxy and cuts every connection through it; it returns
+// once its goroutines have ended. It may be called more than once.
+func (p *Proxy) Close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	if p.conns == nil {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return
+	}
+	conns := p.conns
+	p.conns = nil
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
+	for c := range conns {
+		_ = c.Close()
+	}
+	p.wg.Wait()
+}
