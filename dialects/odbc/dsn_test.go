@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/secrettest"
 	"github.com/pooldriver/pooldriver/dialects/odbc/connstr"
 )
 
@@ -306,4 +307,59 @@ func TestCPTimeout(t *testing.T) {
 			t.Errorf("cpTimeout(%q) = %d, want %d", in, got, want)
 		}
 	}
+}
+
+// FuzzParseMalformed checks that no 4-byte piece of a password shows in
+// Parse's error or String(), wherever the password sits and however the
+// DSN around it is malformed: unbraced with ';' or '}' in it, a brace never
+// closed, text after the closing brace, under PASSWORD=, before other
+// attributes, twice. What may show is what the same DSN with the password
+// replaced shows (its own words, and whatever rest holds).
+func FuzzParseMalformed(f *testing.F) {
+	for _, tc := range dsnCases {
+		f.Add(strings.TrimPrefix(strings.ToLower(tc.dsn[:min(len(tc.dsn), 7)]), "odbc://")+tc.dsn[min(len(tc.dsn), 7):], "hunter22", uint8(0))
+	}
+	for form := range uint8(len(passwordForms)) {
+		f.Add("DSN=x", "se;cr}et", form)
+		f.Add("Driver={PostgreSQL Unicode};Server=db", "p{w}d=x;y", form)
+		f.Add("DSN=x;UID=app", "hunter22", form)
+	}
+	f.Fuzz(func(t *testing.T, rest, password string, form uint8) {
+		if len(password) < 4 || len(password) > 64 {
+			return
+		}
+		place := passwordForms[int(form)%len(passwordForms)]
+		dsn := "odbc://" + place(rest, password)
+		allowed := "odbc://" + place(rest, "xxxxx") + " " + rest
+		if ref, _, err := Dialect.Parse("odbc://" + place(rest, "xxxxx")); err != nil {
+			allowed += " " + err.Error()
+		} else {
+			allowed += " " + ref.String()
+		}
+		tp, _, err := Dialect.Parse(dsn)
+		if err != nil {
+			if p := secrettest.LeakedPiece(err.Error(), password, allowed); p != "" {
+				t.Fatalf("Parse(%q) error shows %q of the password: %v", dsn, p, err)
+			}
+			return
+		}
+		if strings.Count(dsn, password) > 1 || tp.Credentials().Password != password {
+			return // the same text elsewhere may be another attribute's, which String shows
+		}
+		if p := secrettest.LeakedPiece(tp.String(), password, allowed); p != "" {
+			t.Fatalf("Parse(%q).String() = %q shows %q of the password", dsn, tp.String(), p)
+		}
+	})
+}
+
+// passwordForms put a password into a DSN, well formed or not.
+var passwordForms = []func(rest, pw string) string{
+	func(rest, pw string) string { return rest + ";PWD=" + pw },
+	func(rest, pw string) string { return rest + ";PWD={" + pw + "}" },
+	func(rest, pw string) string { return rest + ";PWD={" + pw },
+	func(rest, pw string) string { return rest + ";PWD={" + pw + "}x" },
+	func(rest, pw string) string { return rest + ";Password=" + pw + ";Server=db" },
+	func(rest, pw string) string { return "PWD=" + pw + ";" + rest },
+	func(rest, pw string) string { return rest + ";PWD=" + pw + ";PWD=" + pw },
+	func(rest, pw string) string { return rest + ";" + pw },
 }
