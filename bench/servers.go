@@ -176,6 +176,10 @@ func (s Server) Prepare(ctx context.Context, timeout time.Duration) error {
 
 // admin opens a one-connection *sql.DB for setup and monitoring, outside
 // every contender.
+// Admin opens a connection pool of one to the server as the DSN's user, for
+// setting up (the faults workload's limited identities).
+func (s Server) Admin() (*sql.DB, error) { return s.admin() }
+
 func (s Server) admin() (*sql.DB, error) {
 	var db *sql.DB
 	switch s.Name {

@@ -74,6 +74,7 @@ func main() {
 		quick   = flag.Bool("quick", false, "smoke run of about 2 minutes: 1 round, 1s cells, 200ms warm-up")
 		only    = flag.String("only", "", "run only cells/contenders matching this regexp, e.g. 'postgres/select/g=64/pooldriver$'")
 		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		faults  = flag.Bool("faults", false, "run the faults workload instead (a black hole, a connection limit, a cancellation storm) and write faults.md and faults.json; -cell sets a third of each load's length")
 	)
 	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, results.json and chart.png")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds; each runs every cell once per contender")
@@ -111,8 +112,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	runner := run
-	if cfg.instances {
+	switch {
+	case cfg.instances:
 		runner = runInstances
+	case *faults:
+		runner = runFaults
 	}
 	if err := runner(ctx, cfg); err != nil {
 		log.Print(err)
