@@ -17,8 +17,9 @@
 //     that started it gave up; a waiter that gives up never loses a resource
 //     handed to it at the same instant; a panicking callback never wedges the
 //     pool.
-//   - A circuit breaker ([State], [Strategy]) that makes Acquire fail fast
-//     while the backend is down.
+//   - A circuit breaker ([State], [Strategy]) that stops creating resources
+//     while the backend is down (Acquire fails fast) or full (Acquire waits
+//     for a resource in use), and never refuses an idle one.
 //
 // Idle resources are kept in a ring buffer and reused most recently released
 // first, so that a pool larger than its load lets the surplus expire by

@@ -15,8 +15,11 @@ var (
 	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("pool: acquire timeout")
 
-	// ErrCircuitOpen is returned by Acquire while the circuit breaker is
-	// Inactive, or Recovering with its one trial acquire under way.
+	// ErrCircuitOpen is matched by the error of an Acquire that found no
+	// idle resource and would have needed a new one while the circuit
+	// breaker allows none: Inactive, or Limited (or Recovering with its
+	// trial under way) with no resource in use to wait for. The error
+	// wraps the last factory error.
 	ErrCircuitOpen = errors.New("pool: circuit open")
 )
 
