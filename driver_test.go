@@ -492,11 +492,15 @@ func TestCircuitBreakerStrategy(t *testing.T) {
 // changes are logged through WithLogger and counted in Stats; a statement
 // then fails at once with ErrCircuitOpen wrapping the last connect error,
 // while an idle connection is still handed out.
-func TestDefaultBreakerLogsAndCounts(t *testing.T) {
+func TestThresholdBreakerLogsAndCounts(t *testing.T) {
 	srv := newServer(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithLogger(log))
+	st, err := pool.NewThresholdStrategy(5, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithLogger(log), pooldriver.WithCircuitBreaker(st))
 	conn, err := db.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -538,6 +542,34 @@ func TestDefaultBreakerLogsAndCounts(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=WARN msg=\"pooldriver: circuit breaker\"") || !strings.Contains(logs.String(), "from=active to=inactive") ||
 		!strings.Contains(logs.String(), "server down") {
 		t.Fatalf("log: %s", logs.String())
+	}
+}
+
+// TestDefaultBreakerNeverOpens: by default failed dials never open the
+// circuit: each statement that needs a connection dials (or is told of the
+// back-off), and the first one after the server is back succeeds.
+func TestDefaultBreakerNeverOpens(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=2")
+	down := errors.New("server down")
+	srv.FailConnects(8, down) // more than the threshold a strategy that opens would use
+	for c.Stats().ConnectErrors < 8 {
+		if _, err := db.Exec("INSERT t 1"); !errors.Is(err, down) {
+			t.Fatalf("got %v, want the connect error", err)
+		}
+		if s := c.Breaker().State(); s != pool.Active {
+			t.Fatalf("after %d failed connects the breaker is %v", c.Stats().ConnectErrors, s)
+		}
+	}
+	waitFor(t, "a statement once the server is back", func() bool {
+		_, err := db.Exec("INSERT t 1")
+		if err != nil && !errors.Is(err, pooldriver.ErrBackoff) {
+			t.Fatalf("after the server is back: %v", err)
+		}
+		return err == nil
+	})
+	if s := c.Stats(); s.BreakerChanges != 0 || s.CircuitRejects != 0 {
+		t.Fatalf("stats: %+v", s)
 	}
 }
 

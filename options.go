@@ -21,10 +21,11 @@ const (
 	DefaultCleanupTimeout    = 5 * time.Second
 	DefaultConnectTimeout    = 10 * time.Second
 
-	// The default circuit breaker (see WithCircuitBreaker): opened after
-	// DefaultBreakerFailures failed connection attempts in a row, tried
-	// again after DefaultBreakerCoolDown.
-	DefaultBreakerFailures = 5
+	// The default circuit breaker (see WithCircuitBreaker) acts only at
+	// the server's connection limit (DefaultBreakerFailures 0: it never
+	// opens on failed connection attempts), and tries a new connection
+	// DefaultBreakerCoolDown after it stopped opening them.
+	DefaultBreakerFailures = 0
 	DefaultBreakerCoolDown = 250 * time.Millisecond
 )
 
@@ -205,19 +206,27 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithCircuitBreaker drives the pool's circuit breaker with s. The default
-// is pool.NewThresholdStrategy(DefaultBreakerFailures,
-// DefaultBreakerCoolDown), which tells apart a server that is unreachable
-// or refusing (failed or timed-out connection attempts, failed pings of idle
-// connections: after 5 in a row, statements that need a new connection fail
-// at once with ErrCircuitOpen instead of each waiting for a dial to fail), a
-// server at its connection limit (PostgreSQL SQLSTATE 53300, MySQL
-// 1040/1203/1226: at once, no more connections are opened and statements
-// wait for one of the pool's, within their context), and errors of
-// statements (never counted). An idle connection is handed out in every
-// state. After the cool-down one trial connection is opened; a success
-// closes the circuit. pool.Manual leaves the breaker to be driven by hand
-// (Connector.Breaker). Changes are logged (WithLogger) and counted in Stats.
+// WithCircuitBreaker drives the pool's circuit breaker with s.
+//
+// The default, pool.NewThresholdStrategy(DefaultBreakerFailures,
+// DefaultBreakerCoolDown), acts only at the server's connection limit
+// (PostgreSQL SQLSTATE 53300, MySQL 1040/1203/1226): no more connections
+// are opened, and statements wait for one of the pool's within their
+// context instead of failing; after the cool-down one trial connection is
+// opened. A server that is down or unreachable is dialled for each caller
+// that needs a connection, as database/sql does, so that the first caller
+// after it is back succeeds.
+//
+// pool.NewThresholdStrategy(n, coolDown) with n > 0 also opens the circuit
+// after n failed or timed-out connection attempts in a row (a failed ping
+// of an idle connection counts, but never opens it alone): statements that
+// need a new connection then fail at once with ErrCircuitOpen instead of
+// each waiting for a dial to fail, until a trial connection, one per
+// cool-down, succeeds. It trades fast failure during an outage for up to a
+// cool-down of failures after it. Errors of statements never count, and an
+// idle connection is handed out in every state. pool.Manual leaves the
+// breaker to be driven by hand (Connector.Breaker). Changes are logged
+// (WithLogger) and counted in Stats.
 func WithCircuitBreaker(s pool.Strategy) Option {
 	return func(st *settings) error {
 		if s == nil {

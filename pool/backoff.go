@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// Default back-off after failed factory calls; see Config.BackoffMin.
+// Default back-off after failed factory calls; see Config.BackoffMin. The
+// cap bounds how long after the backend is back callers needing a new
+// resource are still told of the back-off: half a second, not more.
 const (
 	DefaultBackoffMin = 50 * time.Millisecond
-	DefaultBackoffMax = 2 * time.Second
+	DefaultBackoffMax = 500 * time.Millisecond
 )
 
 // ErrBackoff is matched by the error of an Acquire that would have had to

@@ -31,18 +31,20 @@ func setState(p *Pool[*item], s State) {
 func TestTransitionTable(t *testing.T) {
 	A, I, R, L := Active, Inactive, Recovering, Limited
 	events := []Event{EventCreated, EventCreateFailed, EventAtLimit, EventCheckFailed, EventReleased, EventReleaseFailed, eventCoolDownEnded}
-	// want[state][event] for (not tripped, tripped).
-	want := map[State][7][2]State{
-		A: {{A, A}, {A, I}, {L, L}, {A, A}, {A, A}, {A, A}, {A, A}},
-		I: {{A, A}, {I, I}, {L, L}, {I, I}, {I, I}, {I, I}, {R, R}},
-		R: {{A, A}, {I, I}, {L, L}, {R, R}, {R, R}, {R, R}, {R, R}},
-		L: {{A, A}, {L, I}, {L, L}, {L, L}, {L, L}, {L, L}, {R, R}},
+	// want[state][event] for (not tripped, tripped) of a strategy that
+	// opens the circuit, and for one that never does (Failures 0: never
+	// tripped).
+	want := map[State][7][3]State{
+		A: {{A, A, A}, {A, I, A}, {L, L, L}, {A, A, A}, {A, A, A}, {A, A, A}, {A, A, A}},
+		I: {{A, A, A}, {I, I, I}, {L, L, L}, {I, I, I}, {I, I, I}, {I, I, I}, {R, R, R}},
+		R: {{A, A, A}, {I, I, A}, {L, L, L}, {R, R, R}, {R, R, R}, {R, R, R}, {R, R, R}},
+		L: {{A, A, A}, {L, I, L}, {L, L, L}, {L, L, L}, {L, L, L}, {L, L, L}, {R, R, R}},
 	}
 	for _, st := range allStates {
 		for i, ev := range events {
-			for k, tripped := range []bool{false, true} {
-				if got := transition(st, ev, tripped); got != want[st][i][k] {
-					t.Errorf("%v + %v (tripped %v) → %v, want %v", st, ev, tripped, got, want[st][i][k])
+			for k, c := range []struct{ opens, tripped bool }{{true, false}, {true, true}, {false, false}} {
+				if got := transition(st, ev, c.opens, c.tripped); got != want[st][i][k] {
+					t.Errorf("%v + %v (opens %v, tripped %v) → %v, want %v", st, ev, c.opens, c.tripped, got, want[st][i][k])
 				}
 			}
 		}
@@ -365,8 +367,8 @@ func TestAtLimitCallerWaits(t *testing.T) {
 // themselves; an answer from the backend (a dial, even one refused at its
 // limit) starts the count again.
 func TestThresholdCounts(t *testing.T) {
-	if _, err := NewThresholdStrategy(0, time.Second); err == nil {
-		t.Fatal("0 failures accepted")
+	if _, err := NewThresholdStrategy(-1, time.Second); err == nil {
+		t.Fatal("-1 failures accepted")
 	}
 	if _, err := NewThresholdStrategy(1, 0); err == nil {
 		t.Fatal("0 cool-down accepted")
@@ -401,6 +403,35 @@ func TestThresholdCounts(t *testing.T) {
 	s.mu.Lock()
 	s.timer.Stop()
 	s.mu.Unlock()
+
+	// Failures 0 never opens the circuit; it still limits, and a failed
+	// trial after the limit lets every caller dial again.
+	var b0 Pool[*item]
+	s0, err := NewThresholdStrategy(0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		s0.Report(&b0, EventCreateFailed, nil)
+	}
+	if b0.State() != Active {
+		t.Fatalf("100 failed dials opened a strategy of Failures 0: %v", b0.State())
+	}
+	s0.Report(&b0, EventAtLimit, nil)
+	if b0.State() != Limited {
+		t.Fatalf("at the limit: %v", b0.State())
+	}
+	b0.Recover() // as the cool-down's end does
+	s0.Report(&b0, EventCreateFailed, nil)
+	if b0.State() != Active {
+		t.Fatalf("a failed trial of a strategy of Failures 0: %v, want active", b0.State())
+	}
+	s0.mu.Lock()
+	if s0.timer != nil {
+		t.Error("a timer is left armed in Active")
+		s0.timer.Stop()
+	}
+	s0.mu.Unlock()
 }
 
 // TestManualStrategyAndRecovering: driven by hand, a Recovering pool lets

@@ -10,7 +10,9 @@ import (
 // apart:
 //
 //   - the backend is unreachable or refusing: after Failures failed factory
-//     calls in a row it opens the circuit (Inactive). A failed check of an
+//     calls in a row it opens the circuit (Inactive); with Failures 0 it
+//     never does (a failed trial from Recovering then activates the pool
+//     again, so that every caller may dial, as without a breaker). A failed check of an
 //     idle resource counts towards the threshold but never opens the circuit
 //     by itself: a connection the backend closed while idle (a killed
 //     session, an idle timeout) says nothing about the next one, and the
@@ -34,11 +36,12 @@ type ThresholdStrategy struct {
 	armed       uint64 // bumped by every state change the strategy makes: a stale timer does nothing
 }
 
-// NewThresholdStrategy returns a ThresholdStrategy. failures must be at least
-// 1 and coolDown positive.
+// NewThresholdStrategy returns a ThresholdStrategy. failures must not be
+// negative (0: the circuit never opens, it only limits) and coolDown must be
+// positive.
 func NewThresholdStrategy(failures int, coolDown time.Duration) (*ThresholdStrategy, error) {
-	if failures < 1 {
-		return nil, fmt.Errorf("pool: ThresholdStrategy failures = %d, must be at least 1", failures)
+	if failures < 0 {
+		return nil, fmt.Errorf("pool: ThresholdStrategy failures = %d, must be 0 (never open) or more", failures)
 	}
 	if coolDown <= 0 {
 		return nil, fmt.Errorf("pool: ThresholdStrategy cool-down = %v, must be positive", coolDown)
@@ -67,7 +70,7 @@ func (s *ThresholdStrategy) step(b Breaker, ev Event, gen uint64) {
 	}
 	st := b.State()
 	s.consecutive = countSignal(s.consecutive, ev)
-	next := transition(st, ev, s.consecutive >= s.failures)
+	next := transition(st, ev, s.failures > 0, s.failures > 0 && s.consecutive >= s.failures)
 	if next == st {
 		return
 	}
@@ -106,16 +109,19 @@ func countSignal(n int, ev Event) int {
 }
 
 // transition is the strategy's table: the state after ev in st, where
-// tripped tells that the unreachable signals in a row reached the
-// threshold.
-func transition(st State, ev Event, tripped bool) State {
+// opens tells that the strategy opens the circuit at all (Failures > 0) and
+// tripped that the unreachable signals in a row reached the threshold.
+func transition(st State, ev Event, opens, tripped bool) State {
 	switch ev {
 	case EventCreated:
 		return Active
 	case EventAtLimit:
 		return Limited
 	case EventCreateFailed:
-		if st == Recovering || tripped {
+		switch {
+		case !opens && st == Recovering:
+			return Active // the limit is gone, or no longer tells: dial as usual
+		case opens && (st == Recovering || tripped):
 			return Inactive
 		}
 	case eventCoolDownEnded:
