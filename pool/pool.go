@@ -20,7 +20,8 @@ type Pool[T any] struct {
 	bgCancel context.CancelFunc
 	wg       sync.WaitGroup
 
-	misuses atomic.Int64 // counted outside mu: a misuse must not need the lock
+	misuses   atomic.Int64 // counted outside mu: a misuse must not need the lock
+	observers observers    // read without mu, on every Acquire and Release
 
 	// epoch is the origin of the pool's clock: times are kept as durations
 	// since it, read with time.Since, which costs a monotonic clock read
@@ -95,13 +96,17 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		if err != nil {
 			return nil, err
 		}
-		if !fromIdle || p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(ctx, r) {
+		if !fromIdle {
+			return r, nil // wait told the observers
+		}
+		if p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(ctx, r) {
+			p.observers.notify(TimingWait, 0)
 			return r, nil
 		}
 		// It failed BeforeAcquire or expired: destroy it and try again,
 		// keeping our place at the head of the queue, unless the caller
 		// gave up meanwhile (a check bounded by ctx fails then).
-		p.reject(r)
+		p.reject(r, false)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -132,17 +137,19 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 			return nil, false
 		}
 		p.handOutLocked(r)
+		p.stats.immediate++
 		r.acquiredAt = p.clock()
 		expired := p.expiredLocked(r, r.acquiredAt)
 		p.mu.Unlock()
 		if expired {
-			p.reject(r)
+			p.reject(r, true)
 			continue
 		}
 		if p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(context.Background(), r) {
+			p.observers.notify(TimingWait, 0)
 			return r, true
 		}
-		p.reject(r)
+		p.reject(r, false)
 		p.reportCheckFailed()
 	}
 }
@@ -161,15 +168,16 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 	if front || p.waiters.len() == 0 {
 		if r, ok := p.idle.PopBack(); ok {
 			p.handOutLocked(r)
+			p.stats.immediate++
 			fresh := r.fresh
 			r.fresh = false
 			r.acquiredAt = -1
-			if !fresh && p.timedExpiry() {
+			if p.timedExpiry() {
 				now := p.clock()
 				r.acquiredAt = now
-				if p.expiredLocked(r, now) {
+				if !fresh && p.expiredLocked(r, now) {
 					p.mu.Unlock()
-					p.reject(r)
+					p.reject(r, true)
 					return p.acquire(ctx, true)
 				}
 			}
@@ -221,7 +229,15 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) 
 	var giveUp error
 	select {
 	case res := <-w.ch: // a resource, an error, or the acquire timeout (expireWaiters)
-		return res.r, res.err
+		if res.err != nil {
+			p.mu.Lock()
+			waited := p.waitEndedLocked(w)
+			p.mu.Unlock()
+			p.observers.notify(TimingWait, waited)
+			return nil, res.err
+		}
+		p.observers.notify(TimingWait, res.waited)
+		return res.r, nil
 	case <-ctx.Done():
 		giveUp = ctx.Err()
 	}
@@ -230,15 +246,19 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) 
 	if w.queued {
 		p.waiters.remove(w)
 		p.stats.canceled++
+		waited := p.waitEndedLocked(w)
 		p.mu.Unlock()
+		p.observers.notify(TimingWait, waited)
 		return nil, giveUp
 	}
 	p.mu.Unlock()
 	// We were handed a result at the same instant we gave up. It is in the
 	// channel already (results are sent under mu). A resource must not be
-	// lost: give it to the next waiter or back to idle.
+	// lost: give it to the next waiter or back to idle. (Its wait was
+	// counted when it was handed over.)
 	res := <-w.ch
 	if res.r != nil {
+		p.observers.notify(TimingWait, res.waited)
 		p.mu.Lock()
 		p.stats.acquires--
 		p.stats.canceled++
@@ -253,7 +273,21 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) 
 		p.mu.Unlock()
 		return nil, giveUp
 	}
+	p.mu.Lock()
+	waited := p.waitEndedLocked(w)
+	p.mu.Unlock()
+	p.observers.notify(TimingWait, waited)
 	return nil, res.err
+}
+
+// waitEndedLocked counts the wait of w, which ended without a resource, and
+// returns its length. A wait that was handed a resource is counted by
+// putLocked, which knows the time already.
+func (p *Pool[T]) waitEndedLocked(w *waiter[T]) time.Duration {
+	d := p.clock() - w.start
+	p.stats.waitDuration += d
+	p.stats.waitTime.observe(d)
+	return d
 }
 
 // handOutLocked marks r as acquired.
@@ -279,20 +313,27 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
 		p.handOutLocked(r)
 		r.fresh = false
 		r.acquiredAt = now
-		p.stats.waitDuration += now - w.start
-		w.ch <- result[T]{r: r}
+		waited := now - w.start
+		p.stats.waitDuration += waited
+		p.stats.waitTime.observe(waited)
+		w.ch <- result[T]{r: r, waited: waited}
 		return
 	}
 	r.state.Store(stateIdle)
 	p.idle.PushBack(r)
 }
 
-// reject destroys a resource that failed its acceptance checks after Acquire
-// took it.
-func (p *Pool[T]) reject(r *Resource[T]) {
+// reject destroys a resource taken from idle that had expired or failed
+// BeforeAcquire. It was counted as served at once; the Acquire goes on.
+func (p *Pool[T]) reject(r *Resource[T], expired bool) {
 	r.state.Store(stateDestroyed)
 	p.mu.Lock()
-	p.stats.releaseRejects++
+	p.stats.immediate--
+	if expired {
+		p.stats.expired++
+	} else {
+		p.stats.releaseRejects++
+	}
 	p.mu.Unlock()
 	p.destroy(r, false)
 }
@@ -310,6 +351,7 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	}
 	now := p.clock()
 	p.mu.Lock()
+	held, timed := p.useEndedLocked(r, now)
 	strategy := p.strategy
 	if !p.onRelease {
 		strategy = nil
@@ -321,6 +363,9 @@ func (p *Pool[T]) release(r *Resource[T]) {
 			p.stats.expired++
 		}
 		p.mu.Unlock()
+		if timed {
+			p.observers.notify(TimingUse, held)
+		}
 		r.state.Store(stateDestroyed)
 		p.destroy(r, false)
 		if !ok && strategy != nil {
@@ -329,15 +374,45 @@ func (p *Pool[T]) release(r *Resource[T]) {
 		return
 	}
 	p.acquired--
-	if r.acquiredAt >= 0 {
-		p.holds.observe(now - r.acquiredAt)
+	if timed {
+		p.holds.observe(held)
 	}
 	r.idleSince = now
 	p.putLocked(r, now)
 	p.mu.Unlock()
+	if timed {
+		p.observers.notify(TimingUse, held)
+	}
 	if strategy != nil {
 		p.report(strategy, EventReleased, nil)
 	}
+}
+
+// destroyAcquired implements Resource.Destroy: the end of a use, too.
+func (p *Pool[T]) destroyAcquired(r *Resource[T]) {
+	if r.acquiredAt >= 0 {
+		now := p.clock()
+		p.mu.Lock()
+		held, _ := p.useEndedLocked(r, now)
+		p.mu.Unlock()
+		p.observers.notify(TimingUse, held)
+	}
+	p.destroy(r, false)
+}
+
+// useEndedLocked counts the use of r that ends at now, when its start is
+// known, and returns its length; timed is false when it is not. The start
+// is known when the pool read the clock as it handed r out (to a waiter, by
+// TryAcquire, or from idle when resources expire with time) or IdleFor read
+// it since: the pool reads it for no other reason, to keep the acquire of
+// an idle resource free of clock reads when nothing expires.
+func (p *Pool[T]) useEndedLocked(r *Resource[T], now time.Duration) (held time.Duration, timed bool) {
+	if r.acquiredAt < 0 {
+		return 0, false
+	}
+	held = now - r.acquiredAt
+	p.stats.useTime.observe(held)
+	return held, true
 }
 
 var errBeforeRelease = fmt.Errorf("pool: resource failed BeforeRelease")
@@ -410,12 +485,17 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T]) {
 // (not necessarily owner: FIFO wins) or to idle; an error goes to owner if it
 // still waits.
 func (p *Pool[T]) create(owner *waiter[T], trial bool) {
+	start := p.clock()
 	v, err := p.callFactory()
+	now := p.clock()
+	p.mu.Lock()
+	p.stats.createTime.observe(now - start)
+	p.mu.Unlock()
+	p.observers.notify(TimingCreate, now-start)
 	if err != nil {
 		p.createFailed(owner, trial, err)
 		return
 	}
-	now := p.clock()
 	p.mu.Lock()
 	p.creating--
 	if owner != nil {
@@ -557,6 +637,10 @@ func (p *Pool[T]) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.stats
+	// Acquires served at once from idle are waits of 0, counted here
+	// rather than on their path.
+	c.waitTime.Buckets[0] += c.immediate
+	c.waitTime.Count += c.immediate
 	return Stats{
 		Total:               p.total,
 		Idle:                p.idle.Len(),
@@ -581,6 +665,9 @@ func (p *Pool[T]) Stats() Stats {
 		Misuses:             p.misuses.Load(),
 		BackoffRejects:      c.backoffRejects,
 		StateChanges:        c.stateChanges,
+		WaitTime:            c.waitTime,
+		UseTime:             c.useTime,
+		CreateTime:          c.createTime,
 	}
 }
 

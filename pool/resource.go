@@ -33,7 +33,7 @@ type Resource[T any] struct {
 	created    time.Duration // on the pool's clock
 	lifetime   time.Duration // MaxLifetime plus this resource's jitter; 0: unlimited
 	idleSince  time.Duration
-	acquiredAt time.Duration // when last taken from idle, if the clock was read then; else -1
+	acquiredAt time.Duration // when last handed out, if the clock was read then; else -1 until the holder's IdleFor reads it
 	fresh      bool          // made by the factory and not yet handed out
 }
 
@@ -51,12 +51,14 @@ func (r *Resource[T]) IdleSince() time.Time { return r.pool.epoch.Add(r.idleSinc
 // IdleFor returns how long the resource sat idle before it was last handed
 // out (0 for one that never was idle). It is meant for the holder, and for
 // Config.BeforeAcquire, which may use it to check only resources idle long.
+//
+// It reads the clock if the pool did not as it handed the resource out, and
+// keeps that time as the start of the holder's use (see [Stats].UseTime).
 func (r *Resource[T]) IdleFor() time.Duration {
-	at := r.acquiredAt
-	if at < 0 {
-		at = r.pool.clock()
+	if r.acquiredAt < 0 {
+		r.acquiredAt = r.pool.clock()
 	}
-	if d := at - r.idleSince; d > 0 {
+	if d := r.acquiredAt - r.idleSince; d > 0 {
 		return d
 	}
 	return 0
@@ -80,5 +82,5 @@ func (r *Resource[T]) Destroy() {
 		r.pool.misuse()
 		return
 	}
-	r.pool.destroy(r, false)
+	r.pool.destroyAcquired(r)
 }

@@ -16,20 +16,26 @@ type Stats struct {
 	// Counters since New.
 	Acquires            int64         // successful Acquire and TryAcquire calls
 	Waits               int64         // Acquire calls that had to wait
-	WaitDuration        time.Duration // total time successful waiters waited
+	WaitDuration        time.Duration // total time Acquire calls waited, served or not
 	CanceledAcquires    int64         // Acquire calls whose context ended while waiting
 	Timeouts            int64         // Acquire calls that failed with ErrTimeout
 	CircuitRejects      int64         // Acquire calls that failed with ErrCircuitOpen
 	Created             int64         // resources the factory made
 	CreateErrors        int64         // factory calls that failed
 	Destroyed           int64         // resources destroyed, for any reason
-	Expired             int64         // of which by MaxLifetime or MaxIdleTime
+	Expired             int64         // of which by MaxLifetime or MaxIdleTime (found idle, or at release)
 	HealthcheckFailures int64         // of which by a failed Healthcheck
 	ReleaseRejects      int64         // of which by BeforeRelease or BeforeAcquire saying no
 	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
 	Misuses             int64         // Release or Destroy of a handle not held
 	BackoffRejects      int64         // acquires failed at once with ErrBackoff
 	StateChanges        int64         // changes of State
+
+	// Durations since New, in fixed buckets (see [Observer] to be told of
+	// each one as it is measured).
+	WaitTime   Histogram // every Acquire's wait, as TimingWait; one served at once from idle counts as 0
+	UseTime    Histogram // how long resources were held, as TimingUse; a use is timed when the clock was read as it began (see IdleFor): always with MaxLifetime or MaxIdleTime set
+	CreateTime Histogram // factory calls, failed ones included, as TimingCreate
 }
 
 // counters are the cumulative part of Stats, guarded by Pool.mu.
@@ -39,4 +45,9 @@ type counters struct {
 	releaseRejects, panics, misuses, backoffRejects       int64
 	stateChanges                                          int64
 	waitDuration                                          time.Duration
+
+	// immediate counts the acquires served at once from idle: waits of 0,
+	// added to waitTime by Stats so that their path only adds one.
+	immediate                     int64
+	waitTime, useTime, createTime Histogram
 }

@@ -43,6 +43,8 @@ func TestStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var obs timings
+	p.Observe(obs.observe)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -137,6 +139,14 @@ func TestStress(t *testing.T) {
 	}
 	if s.Misuses != 0 || s.CallbackPanics != 0 {
 		t.Fatalf("stats: %+v", s)
+	}
+	// Every duration was counted once, and told to the observer once.
+	obs.checkMatches(t, TimingWait, s.WaitTime)
+	obs.checkMatches(t, TimingUse, s.UseTime)
+	obs.checkMatches(t, TimingCreate, s.CreateTime)
+	if s.WaitDuration != s.WaitTime.Sum || s.CreateTime.Count != s.Created+s.CreateErrors ||
+		s.WaitTime.Count < s.Acquires+s.Timeouts+s.CanceledAcquires {
+		t.Fatalf("durations: %+v", s)
 	}
 	t.Logf("acquires %d waits %d timeouts %d canceled %d created %d expired %d hc failures %d rejects %d circuit %d",
 		s.Acquires, s.Waits, s.Timeouts, s.CanceledAcquires, s.Created, s.Expired, s.HealthcheckFailures, s.ReleaseRejects, s.CircuitRejects)

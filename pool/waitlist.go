@@ -11,8 +11,9 @@ const noDeadline = time.Duration(math.MaxInt64)
 
 // result is what a waiter is handed: a resource or an error.
 type result[T any] struct {
-	r   *Resource[T]
-	err error
+	r      *Resource[T]
+	err    error
+	waited time.Duration // with r: how long the waiter waited for it
 }
 
 // waiter is one Acquire waiting for a resource. Its fields are guarded by
