@@ -323,8 +323,8 @@ func (c *Connector) Connect(context.Context) (driver.Conn, error) {
 	return &conn{c: c}, nil
 }
 
-// Driver returns the pooldriver Driver.
-func (c *Connector) Driver() driver.Driver { return Driver{} }
+// Driver returns the pooldriver Driver, one that knows c (see ConnectorOf).
+func (c *Connector) Driver() driver.Driver { return Driver{c: c} }
 
 // Close closes every idle physical connection at once and every other one as
 // it is released; later statements fail with ErrClosed. database/sql's

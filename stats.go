@@ -1,63 +1,115 @@
 package pooldriver
 
 import (
+	"database/sql"
 	"time"
 
 	"github.com/pooldriver/pooldriver/pool"
 )
 
 // Stats is a snapshot of a Connector's physical connections and counters.
+// database/sql's DB.Stats describes its own logical connections, which
+// cost nothing and never wait for a server connection; these are the real
+// ones. Counters and histograms count since the Connector was made.
 type Stats struct {
 	MaxConns int // pool_max_conns
+	MinConns int // pool_min_conns
+	MinIdle  int // pool_min_idle_conns
 	Total    int // physical connections open or being opened
 	Idle     int // idle in the pool
 	Active   int // in use: held by a statement, *sql.Conn, *sql.Tx or open rows, or kept for a task
+	Opening  int // being opened (counted in Total)
 	Waiting  int // operations waiting for a physical connection
 
-	Acquires        int64         // physical connections handed out
-	Waits           int64         // acquires that had to wait
-	WaitDuration    time.Duration // total time spent waiting
-	AcquireTimeouts int64         // waits that ended with ErrAcquireTimeout
-	Created         int64         // physical connections opened
-	ConnectErrors   int64         // failed attempts to open one
-	Destroyed       int64         // physical connections closed
-	HealthFailures  int64         // closed because a ping failed
-	BackoffRejects  int64         // statements failed at once with ErrBackoff
-	CircuitRejects  int64         // statements failed at once with ErrCircuitOpen
-	BreakerState    pool.State    // the circuit breaker's state now
-	BreakerChanges  int64         // changes of the circuit breaker's state
-	AutoRollbacks   int64         // transactions pooldriver rolled back: at task end, or left open when a hold ended
-	SessionResets   int64         // sessions reset before reuse: changed by a statement, or a session-mode task's
-	Leaks           int64         // connections kept out of the pool past the leak detection threshold, each counted once
+	Acquires          int64         // physical connections handed out
+	Waits             int64         // acquires that had to wait
+	WaitDuration      time.Duration // total time spent waiting: by acquires served, timed out, cancelled or refused
+	AcquireTimeouts   int64         // waits that ended with ErrAcquireTimeout
+	CanceledAcquires  int64         // waits that ended because the statement's context ended
+	CircuitRejects    int64         // acquires refused at once with ErrCircuitOpen
+	BackoffRejects    int64         // acquires refused with ErrBackoff while connecting failed
+	BreakerState      pool.State    // the circuit breaker's state now (see Connector.Breaker)
+	BreakerChanges    int64         // changes of the circuit breaker's state
+	Created           int64         // physical connections opened
+	ConnectErrors     int64         // failed attempts to open one
+	Destroyed         int64         // physical connections closed, for any reason
+	Expired           int64         // of which: outlived pool_max_conn_lifetime or pool_max_conn_idle_time
+	HealthFailures    int64         // of which: the background health check's ping failed
+	IdleCheckFailures int64         // of which: found broken (closed by the server, no answer to a ping) when taken from idle
+	AutoRollbacks     int64         // transactions pooldriver rolled back: at task end, or left open when a hold ended
+	SessionResets     int64         // sessions reset before reuse: changed by a statement, or a session-mode task's
+	Panics            int64         // panics recovered while connecting or closing (a WithCredentials function, a driver) or in a Strategy
+	Misuses           int64         // a physical connection released twice: a pooldriver bug if ever not 0
+	Leaks             int64         // connections kept out of the pool past the leak detection threshold, each counted once
+
+	// Durations in the fixed buckets of pool.HistogramBounds (1µs to 1m).
+	// Connector.Observe is told of each one as it is measured.
+	WaitTime   pool.Histogram // how long each acquire waited (0: a connection was idle), failed waits included
+	UseTime    pool.Histogram // how long each physical connection was held before it went back to the pool
+	CreateTime pool.Histogram // how long each attempt to open a physical connection took, failed ones included
 }
 
 // Stats returns a snapshot of the Connector's state. It never contains
-// credentials.
+// credentials. A Connector whose configuration failed (see Err) reports
+// zeros.
 func (c *Connector) Stats() Stats {
 	if c.pool == nil {
 		return Stats{}
 	}
 	p := c.pool.Stats()
 	return Stats{
-		MaxConns:        p.Max,
-		Total:           p.Total,
-		Idle:            p.Idle,
-		Active:          p.Active,
-		Waiting:         p.Waiting,
-		Acquires:        p.Acquires,
-		Waits:           p.Waits,
-		WaitDuration:    p.WaitDuration,
-		AcquireTimeouts: p.Timeouts,
-		Created:         p.Created,
-		ConnectErrors:   p.CreateErrors,
-		Destroyed:       p.Destroyed,
-		HealthFailures:  p.HealthcheckFailures,
-		BackoffRejects:  p.BackoffRejects,
-		CircuitRejects:  p.CircuitRejects,
-		BreakerState:    p.State,
-		BreakerChanges:  p.StateChanges,
-		AutoRollbacks:   c.stats.autoRollbacks.Load(),
-		SessionResets:   c.stats.sessionResets.Load(),
-		Leaks:           c.stats.leaks.Load(),
+		MaxConns:          p.Max,
+		MinConns:          c.s.minConns,
+		MinIdle:           c.s.minIdleConns,
+		Total:             p.Total,
+		Idle:              p.Idle,
+		Active:            p.Active,
+		Opening:           p.Creating,
+		Waiting:           p.Waiting,
+		Acquires:          p.Acquires,
+		Waits:             p.Waits,
+		WaitDuration:      p.WaitDuration,
+		AcquireTimeouts:   p.Timeouts,
+		CanceledAcquires:  p.CanceledAcquires,
+		CircuitRejects:    p.CircuitRejects,
+		BackoffRejects:    p.BackoffRejects,
+		BreakerState:      p.State,
+		BreakerChanges:    p.StateChanges,
+		Created:           p.Created,
+		ConnectErrors:     p.CreateErrors,
+		Destroyed:         p.Destroyed,
+		Expired:           p.Expired,
+		HealthFailures:    p.HealthcheckFailures,
+		IdleCheckFailures: p.ReleaseRejects, // the Connector sets BeforeAcquire only
+		AutoRollbacks:     c.stats.autoRollbacks.Load(),
+		SessionResets:     c.stats.sessionResets.Load(),
+		Panics:            p.CallbackPanics,
+		Misuses:           p.Misuses,
+		Leaks:             c.stats.leaks.Load(),
+		WaitTime:          p.WaitTime,
+		UseTime:           p.UseTime,
+		CreateTime:        p.CreateTime,
 	}
+}
+
+// StatsOf returns the Stats of the Connector under db (see ConnectorOf),
+// however db was opened; ok is false when db is not pooldriver's.
+func StatsOf(db *sql.DB) (s Stats, ok bool) {
+	c, ok := ConnectorOf(db)
+	if !ok {
+		return Stats{}, false
+	}
+	return c.Stats(), true
+}
+
+// Observe calls f with each duration the pool measures (waits, uses and
+// creates of physical connections, as in Stats' histograms) until the
+// returned stop function is called. f runs on the path of every statement,
+// concurrently: it must be quick, and must neither block nor panic. The
+// exporters (otelpool) use it; most code wants Stats.
+func (c *Connector) Observe(f pool.Observer) (stop func()) {
+	if c.pool == nil {
+		return func() {}
+	}
+	return c.pool.Observe(f)
 }
