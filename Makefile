@@ -4,7 +4,10 @@
 
 SHELL   := /bin/bash
 GO      ?= go
-MODULES := . integration bench dialects/odbc
+# go.work ties the modules together for development and CI. The exporters'
+# tests run with the unit tests, against the servers of the DSN variables below.
+EXPORTERS := otelpool promcollector
+MODULES := . integration bench dialects/odbc $(EXPORTERS)
 GOFLAGS_TEST := -race -count=1 -timeout 20m
 
 # When the DSN variables are unset and a server answers on its standard local
@@ -52,6 +55,7 @@ test: test-unit test-odbc test-integration
 
 test-unit:
 	$(GO) test $(GOFLAGS_TEST) ./...
+	@for m in $(EXPORTERS); do echo "go test ($$m)"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
 
 test-odbc:
 	@if [ "$(HAVE_ODBC)" = yes ]; then cd dialects/odbc && $(GO) test $(GOFLAGS_TEST) ./...; \

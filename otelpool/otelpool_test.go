@@ -1,0 +1,220 @@
+package otelpool_test
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"strings"
+	"testing"
+
+	otelmetric "go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/servertest"
+	"github.com/pooldriver/pooldriver/otelpool"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+// TestRegister drives a real server's pool through waits, a timeout, holds
+// and a connection made on demand, and checks every metric the reader
+// collects against the pool's own Stats.
+func TestRegister(t *testing.T) {
+	servertest.Run(t, func(t *testing.T, db *sql.DB, c *pooldriver.Connector) {
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		defer mp.Shutdown(context.Background())
+		reg, err := otelpool.Register(c, mp, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := c.Stats() // the histograms report what happens from now on
+
+		servertest.Exercise(t, db, func() {
+			checkSums(t, collect(t, reader), map[string]int64{
+				"db.client.connection.count|idle":       0,
+				"db.client.connection.count|used":       2,
+				"db.client.connection.max":              2,
+				"db.client.connection.idle.min":         1,
+				"db.client.connection.pending_requests": 1,
+				"db.client.connection.timeouts":         1,
+			})
+		})
+		after := c.Stats()
+		if after.AcquireTimeouts-before.AcquireTimeouts != 1 {
+			t.Fatalf("stats after: %+v", after)
+		}
+		gauges := map[string]int64{
+			"db.client.connection.count|idle":       2,
+			"db.client.connection.count|used":       0,
+			"db.client.connection.max":              2,
+			"db.client.connection.idle.min":         1,
+			"db.client.connection.pending_requests": 0,
+			"db.client.connection.timeouts":         1,
+		}
+		// A connection made for a waiter is reported by the goroutine that
+		// made it, which may still be on its way: wait for it.
+		servertest.WaitFor(t, "the create time reported", func() bool {
+			return histogram(t, collect(t, reader), "db.client.connection.create_time").Count == uint64(after.CreateTime.Count-before.CreateTime.Count)
+		})
+		rm := collect(t, reader)
+		checkSums(t, rm, gauges)
+		for name, want := range map[string][2]pool.Histogram{
+			"db.client.connection.wait_time":   {before.WaitTime, after.WaitTime},
+			"db.client.connection.use_time":    {before.UseTime, after.UseTime},
+			"db.client.connection.create_time": {before.CreateTime, after.CreateTime},
+		} {
+			checkHistogram(t, name, histogram(t, rm, name), want[0], want[1])
+		}
+		if m, ok := histogram(t, rm, "db.client.connection.wait_time").Max.Value(); !ok || m < 0.1 {
+			t.Errorf("the longest wait reported is %vs (%v): the timed-out one (100ms) is missing", m, ok)
+		}
+
+		if err := reg.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Unregister(); err != nil {
+			t.Fatalf("second Unregister: %v", err)
+		}
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		rm = collect(t, reader)
+		if got := histogram(t, rm, "db.client.connection.wait_time").Count; got != uint64(after.WaitTime.Count-before.WaitTime.Count) {
+			t.Errorf("a wait recorded after Unregister: %d", got)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if _, ok := m.Data.(metricdata.Sum[int64]); ok {
+					t.Errorf("%s still observed after Unregister", m.Name)
+				}
+			}
+		}
+	})
+}
+
+func TestRegisterRejectsBadArguments(t *testing.T) {
+	c := pooldriver.New("postgres://u:secret@127.0.0.1:1/db")
+	defer c.Close()
+	mp := sdkmetric.NewMeterProvider()
+	for _, tc := range []struct {
+		c    *pooldriver.Connector
+		mp   otelmetric.MeterProvider
+		pool string
+		want string
+	}{
+		{nil, mp, "p", "otelpool: Register: the Connector is nil"},
+		{c, nil, "p", "otelpool: Register: the MeterProvider is nil"},
+		{c, mp, "", "otelpool: Register: the pool name is empty (the semantic conventions require one)"},
+	} {
+		if _, err := otelpool.Register(tc.c, tc.mp, tc.pool); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func collect(t *testing.T, r *sdkmetric.ManualReader) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	return rm
+}
+
+// metric returns the metric called name in the otelpool scope.
+func metric(t *testing.T, rm metricdata.ResourceMetrics, name string) (metricdata.Metrics, bool) {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != otelpool.ScopeName {
+			continue
+		}
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return metricdata.Metrics{}, false
+}
+
+// checkSums checks the value of each counter; a key "name|state" picks the
+// data point with that state attribute. Every data point must carry the
+// pool name.
+func checkSums(t *testing.T, rm metricdata.ResourceMetrics, want map[string]int64) {
+	t.Helper()
+	for key, v := range want {
+		name, state, _ := strings.Cut(key, "|")
+		m, ok := metric(t, rm, name)
+		if !ok {
+			t.Errorf("%s: not reported", name)
+			continue
+		}
+		sum, ok := m.Data.(metricdata.Sum[int64])
+		if !ok {
+			t.Errorf("%s: %T, want a sum", name, m.Data)
+			continue
+		}
+		if monotonic := name == "db.client.connection.timeouts"; sum.IsMonotonic != monotonic {
+			t.Errorf("%s: monotonic %v", name, sum.IsMonotonic)
+		}
+		found := false
+		for _, dp := range sum.DataPoints {
+			if v, _ := dp.Attributes.Value(otelpool.PoolNameKey); v.AsString() != "orders" {
+				t.Errorf("%s: pool name %q", name, v.AsString())
+			}
+			if s, _ := dp.Attributes.Value(otelpool.StateKey); s.AsString() == state {
+				found = true
+				if dp.Value != v {
+					t.Errorf("%s: %d, want %d", key, dp.Value, v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no data point", key)
+		}
+	}
+}
+
+func histogram(t *testing.T, rm metricdata.ResourceMetrics, name string) metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	m, ok := metric(t, rm, name)
+	if !ok {
+		t.Fatalf("%s: not reported", name)
+	}
+	h, ok := m.Data.(metricdata.Histogram[float64])
+	if !ok || len(h.DataPoints) != 1 || m.Unit != "s" {
+		t.Fatalf("%s: %+v (unit %q), want one histogram data point in seconds", name, m.Data, m.Unit)
+	}
+	return h.DataPoints[0]
+}
+
+// checkHistogram checks that dp counted exactly what the pool counted
+// between before and after, bucket by bucket.
+func checkHistogram(t *testing.T, name string, dp metricdata.HistogramDataPoint[float64], before, after pool.Histogram) {
+	t.Helper()
+	if v, _ := dp.Attributes.Value(otelpool.PoolNameKey); v.AsString() != "orders" {
+		t.Errorf("%s: pool name %q", name, v.AsString())
+	}
+	bounds := pool.HistogramBounds()
+	if len(dp.Bounds) != len(bounds) || len(dp.BucketCounts) != pool.HistogramBuckets {
+		t.Fatalf("%s: %d bounds, %d buckets", name, len(dp.Bounds), len(dp.BucketCounts))
+	}
+	for i, b := range bounds {
+		if dp.Bounds[i] != b.Seconds() {
+			t.Fatalf("%s: bound %d is %v, the pool's %v", name, i, dp.Bounds[i], b)
+		}
+	}
+	if dp.Count != uint64(after.Count-before.Count) || dp.Count == 0 {
+		t.Errorf("%s: count %d, the pool counted %d", name, dp.Count, after.Count-before.Count)
+	}
+	for i := range dp.BucketCounts {
+		if want := after.Buckets[i] - before.Buckets[i]; dp.BucketCounts[i] != uint64(want) {
+			t.Errorf("%s: bucket %d has %d, the pool's %d", name, i, dp.BucketCounts[i], want)
+		}
+	}
+	if want := (after.Sum - before.Sum).Seconds(); math.Abs(dp.Sum-want) > 1e-6 {
+		t.Errorf("%s: sum %vs, the pool's %vs", name, dp.Sum, want)
+	}
+}
