@@ -1,0 +1,140 @@
+// Package promcollector exports a pooldriver pool's Stats as Prometheus
+// metrics:
+//
+//	reg.MustRegister(promcollector.New(c, "orders"))
+//
+// Every metric carries the label pool="orders", so that several pools can
+// be registered side by side:
+//
+//	pooldriver_connections{state="idle"|"used"|"opening"}   gauge
+//	pooldriver_max_connections, pooldriver_min_connections  gauges (pool_max_conns, pool_min_conns)
+//	pooldriver_pending_requests                              gauge: statements waiting for a connection
+//	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others
+//	pooldriver_wait_seconds, _use_seconds, _create_seconds   histograms (pool.HistogramBounds)
+//	pooldriver_…_total                                       a counter for each of Stats' counters
+//
+// The connections are pooldriver's physical ones; database/sql's logical
+// ones are what client_golang's collectors.NewDBStatsCollector reports.
+// Every scrape reads the pool's Stats once.
+package promcollector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+const namespace = "pooldriver"
+
+// counters maps each counter of pooldriver.Stats to its metric.
+var counters = []struct {
+	name, help string
+	value      func(s *pooldriver.Stats) int64
+}{
+	{"acquires_total", "Physical connections handed out.", func(s *pooldriver.Stats) int64 { return s.Acquires }},
+	{"waits_total", "Acquires that had to wait for a physical connection.", func(s *pooldriver.Stats) int64 { return s.Waits }},
+	{"acquire_timeouts_total", "Waits that ended with ErrAcquireTimeout.", func(s *pooldriver.Stats) int64 { return s.AcquireTimeouts }},
+	{"acquire_cancels_total", "Waits that ended because the statement's context ended.", func(s *pooldriver.Stats) int64 { return s.CanceledAcquires }},
+	{"circuit_rejects_total", "Acquires refused at once with ErrCircuitOpen.", func(s *pooldriver.Stats) int64 { return s.CircuitRejects }},
+	{"backoff_rejects_total", "Acquires refused with ErrBackoff while connecting failed.", func(s *pooldriver.Stats) int64 { return s.BackoffRejects }},
+	{"circuit_breaker_changes_total", "Changes of the circuit breaker's state.", func(s *pooldriver.Stats) int64 { return s.BreakerChanges }},
+	{"connections_created_total", "Physical connections opened.", func(s *pooldriver.Stats) int64 { return s.Created }},
+	{"connect_errors_total", "Failed attempts to open a physical connection.", func(s *pooldriver.Stats) int64 { return s.ConnectErrors }},
+	{"connections_closed_total", "Physical connections closed, for any reason.", func(s *pooldriver.Stats) int64 { return s.Destroyed }},
+	{"connections_expired_total", "Physical connections closed for their maximum lifetime or idle time.", func(s *pooldriver.Stats) int64 { return s.Expired }},
+	{"health_check_failures_total", "Physical connections closed because the background health check failed.", func(s *pooldriver.Stats) int64 { return s.HealthFailures }},
+	{"idle_check_failures_total", "Physical connections closed because they were found broken when taken from idle.", func(s *pooldriver.Stats) int64 { return s.IdleCheckFailures }},
+	{"auto_rollbacks_total", "Transactions pooldriver rolled back: at task end, or left open when a hold ended.", func(s *pooldriver.Stats) int64 { return s.AutoRollbacks }},
+	{"session_resets_total", "Sessions reset before reuse.", func(s *pooldriver.Stats) int64 { return s.SessionResets }},
+	{"panics_total", "Panics recovered while connecting, closing or in a circuit breaker strategy.", func(s *pooldriver.Stats) int64 { return s.Panics }},
+	{"misuses_total", "Physical connections released twice (a pooldriver bug if ever not 0).", func(s *pooldriver.Stats) int64 { return s.Misuses }},
+}
+
+var breakerStates = []pool.State{pool.Active, pool.Inactive, pool.Recovering}
+
+// collector is a prometheus.Collector over one Connector.
+type collector struct {
+	c *pooldriver.Connector
+
+	connections, maxConns, minConns, pending, breaker *prometheus.Desc
+	wait, use, create                                 *prometheus.Desc
+	counters                                          []*prometheus.Desc
+}
+
+// New returns a Collector of c's Stats, every metric labelled
+// pool=poolName. A nil c collects nothing.
+func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
+	labels := prometheus.Labels{"pool": poolName}
+	desc := func(name, help string, variable ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, variable, labels)
+	}
+	col := &collector{
+		c:           c,
+		connections: desc("connections", "Physical connections by state: idle, used (held for a statement, *sql.Conn, *sql.Tx, rows or task), opening.", "state"),
+		maxConns:    desc("max_connections", "The maximum number of physical connections (pool_max_conns)."),
+		minConns:    desc("min_connections", "The number of physical connections kept open (pool_min_conns)."),
+		pending:     desc("pending_requests", "Statements waiting for a physical connection."),
+		breaker:     desc("circuit_breaker_state", "1 for the circuit breaker's current state, 0 for the others.", "state"),
+		wait:        desc("wait_seconds", "How long acquiring a physical connection took (0: one was idle), failed waits included."),
+		use:         desc("use_seconds", "How long a physical connection was held before it went back to the pool."),
+		create:      desc("create_seconds", "How long opening a physical connection took, failed attempts included."),
+	}
+	for _, ctr := range counters {
+		col.counters = append(col.counters, desc(ctr.name, ctr.help))
+	}
+	return col
+}
+
+// Describe implements prometheus.Collector.
+func (col *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{col.connections, col.maxConns, col.minConns, col.pending, col.breaker, col.wait, col.use, col.create} {
+		ch <- d
+	}
+	for _, d := range col.counters {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (col *collector) Collect(ch chan<- prometheus.Metric) {
+	if col.c == nil {
+		return
+	}
+	s := col.c.Stats()
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	gauge(col.connections, s.Idle, "idle")
+	gauge(col.connections, s.Active, "used")
+	gauge(col.connections, s.Opening, "opening")
+	gauge(col.maxConns, s.MaxConns)
+	gauge(col.minConns, s.MinConns)
+	gauge(col.pending, s.Waiting)
+	for _, st := range breakerStates {
+		v := 0
+		if s.BreakerState == st {
+			v = 1
+		}
+		gauge(col.breaker, v, st.String())
+	}
+	ch <- histogram(col.wait, s.WaitTime)
+	ch <- histogram(col.use, s.UseTime)
+	ch <- histogram(col.create, s.CreateTime)
+	for i, ctr := range counters {
+		ch <- prometheus.MustNewConstMetric(col.counters[i], prometheus.CounterValue, float64(ctr.value(&s)))
+	}
+}
+
+// histogram converts a pool histogram to a Prometheus one: cumulative
+// buckets by upper bound in seconds; the last bucket is +Inf's, which
+// Prometheus takes from the count.
+func histogram(d *prometheus.Desc, h pool.Histogram) prometheus.Metric {
+	buckets := make(map[float64]uint64, pool.HistogramBuckets-1)
+	var cum int64
+	for i, b := range pool.HistogramBounds() {
+		cum += h.Buckets[i]
+		buckets[b.Seconds()] = uint64(cum)
+	}
+	return prometheus.MustNewConstHistogram(d, uint64(h.Count), h.Sum.Seconds(), buckets)
+}

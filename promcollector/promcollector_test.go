@@ -1,0 +1,184 @@
+package promcollector_test
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/servertest"
+	"github.com/pooldriver/pooldriver/pool"
+	"github.com/pooldriver/pooldriver/promcollector"
+)
+
+// TestCollector runs the servertest scenario on a real server and compares
+// what the collector reports, during it and after, with what the scenario
+// did to the pool.
+func TestCollector(t *testing.T) {
+	servertest.Run(t, func(t *testing.T, db *sql.DB, c *pooldriver.Connector) {
+		col := promcollector.New(c, "orders")
+
+		servertest.Exercise(t, db, func() {
+			compare(t, col, gauges(0, 2, 1, "active"), "pooldriver_connections", "pooldriver_max_connections",
+				"pooldriver_min_connections", "pooldriver_pending_requests", "pooldriver_circuit_breaker_state")
+		})
+		// The scenario: the pre-warmed connection taken at once, three
+		// waits (for a new connection, timed out, served by a release),
+		// two connections made in all.
+		counters := map[string]int{
+			"acquires": 3, "waits": 3, "acquire_timeouts": 1, "acquire_cancels": 0,
+			"circuit_rejects": 0, "backoff_rejects": 0, "circuit_breaker_changes": 0, "connections_created": 2, "connect_errors": 0,
+			"connections_closed": 0, "connections_expired": 0, "health_check_failures": 0,
+			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "panics": 0, "misuses": 0,
+		}
+		want := gauges(2, 0, 0, "active")
+		var names []string
+		for name, v := range counters {
+			name = "pooldriver_" + name + "_total"
+			names = append(names, name)
+			want += fmt.Sprintf("# HELP %s %s\n# TYPE %s counter\n%s{pool=\"orders\"} %d\n", name, help(t, col, name), name, name, v)
+		}
+		compare(t, col, want, append(names, "pooldriver_connections", "pooldriver_pending_requests")...)
+
+		s := c.Stats()
+		for name, h := range map[string]struct {
+			count int64
+			stats pool.Histogram
+		}{
+			"pooldriver_wait_seconds":   {4, s.WaitTime},
+			"pooldriver_use_seconds":    {3, s.UseTime},
+			"pooldriver_create_seconds": {2, s.CreateTime},
+		} {
+			checkHistogram(t, col, name, h.count, h.stats)
+		}
+
+		if problems, err := testutil.CollectAndLint(col); err != nil || len(problems) != 0 {
+			t.Fatalf("lint: %v %+v", err, problems)
+		}
+		// Every Stats counter has its metric.
+		if n := testutil.CollectAndCount(col); n != 3+3+1+1+1+3+len(counters) {
+			t.Fatalf("%d metrics", n)
+		}
+	})
+}
+
+func TestCollectorOfNilConnector(t *testing.T) {
+	col := promcollector.New(nil, "none")
+	if n := testutil.CollectAndCount(col); n != 0 {
+		t.Fatalf("a nil Connector collected %d metrics", n)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(col); err != nil {
+		t.Fatal(err)
+	}
+	// Two pools side by side, told apart by their label.
+	c := pooldriver.New("postgres://u:secret@127.0.0.1:1/db")
+	defer c.Close()
+	if err := reg.Register(promcollector.New(c, "other")); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(promcollector.New(c, "other")); err == nil {
+		t.Fatal("a second collector with the same pool name was accepted")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.Contains(mf.String(), "secret") {
+			t.Fatalf("the password in %s", mf)
+		}
+	}
+}
+
+// gauges is the exposition of the gauges for the given connection counts
+// (pool_max_conns=2, pool_min_conns=1) and breaker state.
+func gauges(idle, used, pending int, breaker string) string {
+	s := fmt.Sprintf(`# HELP pooldriver_connections Physical connections by state: idle, used (held for a statement, *sql.Conn, *sql.Tx, rows or task), opening.
+# TYPE pooldriver_connections gauge
+pooldriver_connections{pool="orders",state="idle"} %d
+pooldriver_connections{pool="orders",state="opening"} 0
+pooldriver_connections{pool="orders",state="used"} %d
+# HELP pooldriver_max_connections The maximum number of physical connections (pool_max_conns).
+# TYPE pooldriver_max_connections gauge
+pooldriver_max_connections{pool="orders"} 2
+# HELP pooldriver_min_connections The number of physical connections kept open (pool_min_conns).
+# TYPE pooldriver_min_connections gauge
+pooldriver_min_connections{pool="orders"} 1
+# HELP pooldriver_pending_requests Statements waiting for a physical connection.
+# TYPE pooldriver_pending_requests gauge
+pooldriver_pending_requests{pool="orders"} %d
+# HELP pooldriver_circuit_breaker_state 1 for the circuit breaker's current state, 0 for the others.
+# TYPE pooldriver_circuit_breaker_state gauge
+`, idle, used, pending)
+	for _, st := range []string{"active", "inactive", "recovering"} {
+		v := 0
+		if st == breaker {
+			v = 1
+		}
+		s += fmt.Sprintf("pooldriver_circuit_breaker_state{pool=\"orders\",state=%q} %d\n", st, v)
+	}
+	return s
+}
+
+func compare(t *testing.T, col prometheus.Collector, want string, names ...string) {
+	t.Helper()
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// family gathers col and returns the family called name.
+func family(t *testing.T, col prometheus.Collector, name string) *dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf
+		}
+	}
+	t.Fatalf("%s: not collected", name)
+	return nil
+}
+
+func help(t *testing.T, col prometheus.Collector, name string) string {
+	return family(t, col, name).GetHelp()
+}
+
+// checkHistogram checks a histogram's count against the scenario's, and its
+// buckets and sum against the pool's.
+func checkHistogram(t *testing.T, col prometheus.Collector, name string, count int64, stats pool.Histogram) {
+	t.Helper()
+	mf := family(t, col, name)
+	if mf.GetType() != dto.MetricType_HISTOGRAM || len(mf.GetMetric()) != 1 {
+		t.Fatalf("%s: %v", name, mf)
+	}
+	h := mf.GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != uint64(count) || stats.Count != count {
+		t.Errorf("%s: count %d, the pool's %d, the scenario's %d", name, h.GetSampleCount(), stats.Count, count)
+	}
+	if h.GetSampleSum() != stats.Sum.Seconds() {
+		t.Errorf("%s: sum %v, the pool's %v", name, h.GetSampleSum(), stats.Sum.Seconds())
+	}
+	bounds := pool.HistogramBounds()
+	if len(h.GetBucket()) != len(bounds) {
+		t.Fatalf("%s: %d buckets", name, len(h.GetBucket()))
+	}
+	var cum int64
+	for i, b := range h.GetBucket() {
+		cum += stats.Buckets[i]
+		if b.GetUpperBound() != bounds[i].Seconds() || b.GetCumulativeCount() != uint64(cum) {
+			t.Errorf("%s: bucket %d is ≤%v: %d, the pool's ≤%v: %d", name, i, b.GetUpperBound(), b.GetCumulativeCount(), bounds[i], cum)
+		}
+	}
+}
