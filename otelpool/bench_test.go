@@ -1,0 +1,51 @@
+package otelpool_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/fakedb"
+	"github.com/pooldriver/pooldriver/otelpool"
+)
+
+// BenchmarkExec measures what a registration costs each statement (it
+// records a wait and a use time into the SDK's histograms), side by side
+// with the same pool unregistered, on the in-memory fake server of the root
+// package's benchmarks.
+func BenchmarkExec(b *testing.B) {
+	for _, registered := range []bool{false, true} {
+		name := "unregistered"
+		if registered {
+			name = "registered"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := fakedb.NewServer("otelpool_" + name)
+			defer srv.Close()
+			c := pooldriver.Wrap(srv.Connector(), pooldriver.WithMaxConns(4))
+			db := sql.OpenDB(c)
+			defer db.Close()
+			if registered {
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				defer mp.Shutdown(context.Background())
+				reg, err := otelpool.Register(c, mp, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer reg.Unregister()
+			}
+			if _, err := db.Exec("INSERT t 1"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := db.Exec("INSERT t 1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
