@@ -142,7 +142,8 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	if d, ok := t.(dialects.ConnLimitDetector); ok {
 		atLimit = d.AtConnLimit
 	}
-	c := &Connector{tmpl: t, s: s, log: newLogger(&s, t.String())}
+	c := &Connector{tmpl: t, s: s}
+	c.log = c.newLogger()
 	if s.leakThreshold > 0 {
 		c.leaks = newLeakDetector(c, s.leakThreshold)
 	}

@@ -30,17 +30,23 @@ func WithPoolName(name string) Option {
 	}
 }
 
-// newLogger returns the Connector's logger, with the pool name on every
-// line, or nil when nothing is logged.
-func newLogger(s *settings, dsn string) *slog.Logger {
-	if s.logger == nil {
+// PoolName returns the name of c's pool: the one WithPoolName or pool_name
+// gave, else the DSN without its password. Log lines carry it, and the
+// exporters (otelpool, promcollector) use it when given no name.
+func (c *Connector) PoolName() string {
+	if c.s.poolName != "" {
+		return c.s.poolName
+	}
+	return c.String()
+}
+
+// newLogger returns c's logger, with the pool name on every line, or nil
+// when nothing is logged.
+func (c *Connector) newLogger() *slog.Logger {
+	if c.s.logger == nil {
 		return nil
 	}
-	name := s.poolName
-	if name == "" {
-		name = dsn
-	}
-	return s.logger.With("pool", name)
+	return c.s.logger.With("pool", c.PoolName())
 }
 
 // logAt logs msg at level with err, when there is one, and args.
