@@ -3,7 +3,7 @@
 //
 //	db.client.connection.count             {connection}  state=idle|used
 //	db.client.connection.max               {connection}  pool_max_conns
-//	db.client.connection.idle.min          {connection}  pool_min_conns
+//	db.client.connection.idle.min          {connection}  pool_min_idle_conns
 //	db.client.connection.pending_requests  {request}     statements waiting for a connection
 //	db.client.connection.timeouts          {timeout}     acquires that ended with ErrAcquireTimeout
 //	db.client.connection.create_time       s             histogram
@@ -49,7 +49,8 @@ const (
 )
 
 // Register reports c's pool metrics, as described in the package comment,
-// through a meter of mp, with poolName as the pool name attribute. Call
+// through a meter of mp, with poolName as the pool name attribute (""
+// takes c.PoolName(): pool_name, else the DSN without its password). Call
 // Unregister on the result when c is closed, so that mp no longer reads it.
 // Several registrations of one Connector (with different providers or
 // names) are independent.
@@ -59,8 +60,9 @@ func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string)
 		return nil, errors.New("otelpool: Register: the Connector is nil")
 	case mp == nil:
 		return nil, errors.New("otelpool: Register: the MeterProvider is nil")
-	case poolName == "":
-		return nil, errors.New("otelpool: Register: the pool name is empty (the semantic conventions require one)")
+	}
+	if poolName == "" {
+		poolName = c.PoolName()
 	}
 	m := mp.Meter(ScopeName)
 	name := attribute.NewSet(PoolNameKey.String(poolName))
@@ -105,7 +107,7 @@ func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string)
 		o.ObserveInt64(count, int64(s.Idle), metric.WithAttributeSet(idle))
 		o.ObserveInt64(count, int64(s.Active), metric.WithAttributeSet(used))
 		o.ObserveInt64(maxConns, int64(s.MaxConns), metric.WithAttributeSet(name))
-		o.ObserveInt64(minIdle, int64(s.MinConns), metric.WithAttributeSet(name))
+		o.ObserveInt64(minIdle, int64(s.MinIdle), metric.WithAttributeSet(name))
 		o.ObserveInt64(pending, int64(s.Waiting), metric.WithAttributeSet(name))
 		o.ObserveInt64(timeouts, s.AcquireTimeouts, metric.WithAttributeSet(name))
 		return nil

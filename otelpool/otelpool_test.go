@@ -101,15 +101,39 @@ func TestRegisterRejectsBadArguments(t *testing.T) {
 	for _, tc := range []struct {
 		c    *pooldriver.Connector
 		mp   otelmetric.MeterProvider
-		pool string
 		want string
 	}{
-		{nil, mp, "p", "otelpool: Register: the Connector is nil"},
-		{c, nil, "p", "otelpool: Register: the MeterProvider is nil"},
-		{c, mp, "", "otelpool: Register: the pool name is empty (the semantic conventions require one)"},
+		{nil, mp, "otelpool: Register: the Connector is nil"},
+		{c, nil, "otelpool: Register: the MeterProvider is nil"},
 	} {
-		if _, err := otelpool.Register(tc.c, tc.mp, tc.pool); err == nil || err.Error() != tc.want {
+		if _, err := otelpool.Register(tc.c, tc.mp, "p"); err == nil || err.Error() != tc.want {
 			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestRegisterNamesThePool: without a name, the pool is named as in the
+// Connector's log lines: pool_name, else the DSN without its password.
+func TestRegisterNamesThePool(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://u:secret@127.0.0.1:1/db?pool_name=shop": "shop",
+		"postgres://u:secret@127.0.0.1:1/db":                "postgres://u:xxxxx@127.0.0.1:1/db",
+	} {
+		c := pooldriver.New(dsn)
+		defer c.Close()
+		reader := sdkmetric.NewManualReader()
+		reg, err := otelpool.Register(c, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reg.Unregister()
+		m, ok := metric(t, collect(t, reader), "db.client.connection.max")
+		if !ok {
+			t.Fatal("db.client.connection.max not reported")
+		}
+		got, _ := m.Data.(metricdata.Sum[int64]).DataPoints[0].Attributes.Value(otelpool.PoolNameKey)
+		if got.AsString() != want || c.PoolName() != want {
+			t.Errorf("pool name %q (PoolName %q), want %q", got.AsString(), c.PoolName(), want)
 		}
 	}
 }

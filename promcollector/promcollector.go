@@ -7,7 +7,7 @@
 // be registered side by side:
 //
 //	pooldriver_connections{state="idle"|"used"|"opening"}   gauge
-//	pooldriver_max_connections, pooldriver_min_connections  gauges (pool_max_conns, pool_min_conns)
+//	pooldriver_max_connections, _min_connections, _min_idle_connections  gauges: the settings
 //	pooldriver_pending_requests                              gauge: statements waiting for a connection
 //	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others
 //	pooldriver_wait_seconds, _use_seconds, _create_seconds   histograms (pool.HistogramBounds)
@@ -49,6 +49,7 @@ var counters = []struct {
 	{"session_resets_total", "Sessions reset before reuse.", func(s *pooldriver.Stats) int64 { return s.SessionResets }},
 	{"panics_total", "Panics recovered while connecting, closing or in a circuit breaker strategy.", func(s *pooldriver.Stats) int64 { return s.Panics }},
 	{"misuses_total", "Physical connections released twice (a pooldriver bug if ever not 0).", func(s *pooldriver.Stats) int64 { return s.Misuses }},
+	{"leaks_total", "Physical connections kept out of the pool past the leak detection threshold.", func(s *pooldriver.Stats) int64 { return s.Leaks }},
 }
 
 var breakerStates = []pool.State{pool.Active, pool.Inactive, pool.Recovering}
@@ -57,14 +58,18 @@ var breakerStates = []pool.State{pool.Active, pool.Inactive, pool.Recovering}
 type collector struct {
 	c *pooldriver.Connector
 
-	connections, maxConns, minConns, pending, breaker *prometheus.Desc
-	wait, use, create                                 *prometheus.Desc
-	counters                                          []*prometheus.Desc
+	connections, maxConns, minConns, minIdle, pending, breaker *prometheus.Desc
+	wait, use, create                                          *prometheus.Desc
+	counters                                                   []*prometheus.Desc
 }
 
 // New returns a Collector of c's Stats, every metric labelled
-// pool=poolName. A nil c collects nothing.
+// pool=poolName ("" takes c.PoolName(): pool_name, else the DSN without its
+// password). A nil c collects nothing.
 func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
+	if poolName == "" && c != nil {
+		poolName = c.PoolName()
+	}
 	labels := prometheus.Labels{"pool": poolName}
 	desc := func(name, help string, variable ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, variable, labels)
@@ -74,6 +79,7 @@ func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 		connections: desc("connections", "Physical connections by state: idle, used (held for a statement, *sql.Conn, *sql.Tx, rows or task), opening.", "state"),
 		maxConns:    desc("max_connections", "The maximum number of physical connections (pool_max_conns)."),
 		minConns:    desc("min_connections", "The number of physical connections kept open (pool_min_conns)."),
+		minIdle:     desc("min_idle_connections", "The number of physical connections kept idle (pool_min_idle_conns)."),
 		pending:     desc("pending_requests", "Statements waiting for a physical connection."),
 		breaker:     desc("circuit_breaker_state", "1 for the circuit breaker's current state, 0 for the others.", "state"),
 		wait:        desc("wait_seconds", "How long acquiring a physical connection took (0: one was idle), failed waits included."),
@@ -88,7 +94,7 @@ func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 
 // Describe implements prometheus.Collector.
 func (col *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{col.connections, col.maxConns, col.minConns, col.pending, col.breaker, col.wait, col.use, col.create} {
+	for _, d := range []*prometheus.Desc{col.connections, col.maxConns, col.minConns, col.minIdle, col.pending, col.breaker, col.wait, col.use, col.create} {
 		ch <- d
 	}
 	for _, d := range col.counters {
@@ -110,6 +116,7 @@ func (col *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(col.connections, s.Opening, "opening")
 	gauge(col.maxConns, s.MaxConns)
 	gauge(col.minConns, s.MinConns)
+	gauge(col.minIdle, s.MinIdle)
 	gauge(col.pending, s.Waiting)
 	for _, st := range breakerStates {
 		v := 0

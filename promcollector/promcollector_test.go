@@ -25,7 +25,8 @@ func TestCollector(t *testing.T) {
 
 		servertest.Exercise(t, db, func() {
 			compare(t, col, gauges(0, 2, 1, "active"), "pooldriver_connections", "pooldriver_max_connections",
-				"pooldriver_min_connections", "pooldriver_pending_requests", "pooldriver_circuit_breaker_state")
+				"pooldriver_min_connections", "pooldriver_min_idle_connections", "pooldriver_pending_requests",
+				"pooldriver_circuit_breaker_state")
 		})
 		// The scenario: the pre-warmed connection taken at once, three
 		// waits (for a new connection, timed out, served by a release),
@@ -34,7 +35,7 @@ func TestCollector(t *testing.T) {
 			"acquires": 3, "waits": 3, "acquire_timeouts": 1, "acquire_cancels": 0,
 			"circuit_rejects": 0, "backoff_rejects": 0, "circuit_breaker_changes": 0, "connections_created": 2, "connect_errors": 0,
 			"connections_closed": 0, "connections_expired": 0, "health_check_failures": 0,
-			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "panics": 0, "misuses": 0,
+			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "panics": 0, "misuses": 0, "leaks": 0,
 		}
 		want := gauges(2, 0, 0, "active")
 		var names []string
@@ -61,7 +62,7 @@ func TestCollector(t *testing.T) {
 			t.Fatalf("lint: %v %+v", err, problems)
 		}
 		// Every Stats counter has its metric.
-		if n := testutil.CollectAndCount(col); n != 3+3+1+1+1+3+len(counters) {
+		if n := testutil.CollectAndCount(col); n != 3+3+1+1+1+1+3+len(counters) {
 			t.Fatalf("%d metrics", n)
 		}
 	})
@@ -85,19 +86,35 @@ func TestCollectorOfNilConnector(t *testing.T) {
 	if err := reg.Register(promcollector.New(c, "other")); err == nil {
 		t.Fatal("a second collector with the same pool name was accepted")
 	}
+	// Without a name, the Connector's: pool_name, else the DSN without its
+	// password (checked below).
+	if err := reg.Register(promcollector.New(c, "")); err != nil {
+		t.Fatal(err)
+	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	unnamed := 0
 	for _, mf := range mfs {
 		if strings.Contains(mf.String(), "secret") {
 			t.Fatalf("the password in %s", mf)
 		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "pool" && l.GetValue() == c.PoolName() {
+					unnamed++
+				}
+			}
+		}
+	}
+	if unnamed == 0 || c.PoolName() != "postgres://u:xxxxx@127.0.0.1:1/db" {
+		t.Fatalf("no metric labelled with the Connector's pool name %q", c.PoolName())
 	}
 }
 
 // gauges is the exposition of the gauges for the given connection counts
-// (pool_max_conns=2, pool_min_conns=1) and breaker state.
+// (servertest.Params: 2 max, 1 min, 1 min idle) and breaker state.
 func gauges(idle, used, pending int, breaker string) string {
 	s := fmt.Sprintf(`# HELP pooldriver_connections Physical connections by state: idle, used (held for a statement, *sql.Conn, *sql.Tx, rows or task), opening.
 # TYPE pooldriver_connections gauge
@@ -110,6 +127,9 @@ pooldriver_max_connections{pool="orders"} 2
 # HELP pooldriver_min_connections The number of physical connections kept open (pool_min_conns).
 # TYPE pooldriver_min_connections gauge
 pooldriver_min_connections{pool="orders"} 1
+# HELP pooldriver_min_idle_connections The number of physical connections kept idle (pool_min_idle_conns).
+# TYPE pooldriver_min_idle_connections gauge
+pooldriver_min_idle_connections{pool="orders"} 1
 # HELP pooldriver_pending_requests Statements waiting for a physical connection.
 # TYPE pooldriver_pending_requests gauge
 pooldriver_pending_requests{pool="orders"} %d

@@ -57,7 +57,7 @@ func Run(t *testing.T, f func(t *testing.T, db *sql.DB, c *pooldriver.Connector)
 }
 
 // Params are the pool settings of the DB Run opens, which Exercise expects.
-const Params = "pool_max_conns=2&pool_min_conns=1&pool_acquire_timeout=100ms"
+const Params = "pool_max_conns=2&pool_min_conns=1&pool_min_idle_conns=1&pool_acquire_timeout=100ms"
 
 // Exercise runs a fixed scenario on a DB of Run: two *sql.Conn take both physical
 // connections (one idle, one made for the waiting statement), a statement
