@@ -16,7 +16,8 @@ const (
 	// Acquire or TryAcquire served at once from idle is a wait of 0.
 	TimingWait Timing = iota
 	// TimingUse is the time a resource was held: from Acquire until
-	// Release or Destroy.
+	// Release or Destroy, for the uses whose start the pool knows (see
+	// [Stats].UseTime).
 	TimingUse
 	// TimingCreate is the time a factory call took, failed ones included.
 	TimingCreate
