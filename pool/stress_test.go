@@ -23,7 +23,9 @@ func TestStress(t *testing.T) {
 	cfg.MaxLifetime = 50 * time.Millisecond
 	cfg.AcquireTimeout = 20 * time.Millisecond
 	inner := b.factory
+	observing := make(chan struct{}) // the pre-warm waits for the observer
 	cfg.Factory = func(ctx context.Context) (*item, error) {
+		<-observing
 		if rand.IntN(10) == 0 {
 			return nil, errFactory
 		}
@@ -45,6 +47,7 @@ func TestStress(t *testing.T) {
 	}
 	var obs timings
 	p.Observe(obs.observe)
+	close(observing)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
