@@ -490,11 +490,21 @@ func (p *Pool[T]) create(owner *waiter[T], trial bool) {
 	now := p.clock()
 	p.mu.Lock()
 	p.stats.createTime.observe(now - start)
+	strategy := p.strategy
+	if err == nil {
+		p.backoff.succeeded()
+		p.lastFailure = nil
+	}
 	p.mu.Unlock()
 	p.observers.notify(TimingCreate, now-start)
 	if err != nil {
 		p.createFailed(owner, trial, err)
 		return
+	}
+	// The strategy hears of the success before anyone uses the resource:
+	// a caller it serves meets the breaker as the success left it.
+	if strategy != nil {
+		p.report(strategy, EventCreated, nil)
 	}
 	p.mu.Lock()
 	p.creating--
@@ -505,9 +515,6 @@ func (p *Pool[T]) create(owner *waiter[T], trial bool) {
 		p.trial = false
 	}
 	p.stats.created++
-	p.backoff.succeeded()
-	p.lastFailure = nil
-	strategy := p.strategy
 	if p.closed {
 		p.mu.Unlock()
 		p.destruct(v)
@@ -520,9 +527,6 @@ func (p *Pool[T]) create(owner *waiter[T], trial bool) {
 	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime()}
 	p.putLocked(r, now)
 	p.mu.Unlock()
-	if strategy != nil {
-		p.report(strategy, EventCreated, nil)
-	}
 }
 
 // createFailed handles a failed factory call. The strategy hears of it
