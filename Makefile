@@ -4,11 +4,19 @@
 
 SHELL   := /bin/bash
 GO      ?= go
-# go.work ties the modules together for development and CI. The exporters'
-# tests run with the unit tests, against the servers of the DSN variables below.
-EXPORTERS := otelpool promcollector
-MODULES := . integration bench dialects/odbc $(EXPORTERS)
 GOFLAGS_TEST := -race -count=1 -timeout 20m
+
+# The repository is a Go workspace (go.work): the modules require each other
+# at their next release version, which go.work resolves to the local
+# directories (RELEASING.md). Every target uses it, whatever GOWORK the
+# environment sets. MODULES is every module go.work lists ("." for the root):
+# a module added there is linted and tested without an edit here.
+export GOWORK := $(CURDIR)/go.work
+MODULES := $(shell GOWORK=$(GOWORK) $(GO) list -m -f '{{.Dir}}' | sed 's|^$(CURDIR)/||; s|^$(CURDIR)$$|.|')
+# Modules with targets of their own below; the others (the root, otelpool,
+# promcollector) are unit-tested alike, against the servers of the DSN
+# variables below where they need one.
+UNIT_MODULES := $(filter-out integration bench dialects/odbc,$(MODULES))
 
 # When the DSN variables are unset and a server answers on its standard local
 # port, the integration tests use it (the local servers of a development
@@ -47,15 +55,16 @@ export POOLDRIVER_ODBC_MYSQL_DSN := odbc://Driver={MariaDB Unicode};Server=127.0
 endif
 endif
 
-.PHONY: all test test-unit test-odbc test-integration bench loadtest loadtest-quick lint fmt
+.PHONY: all test test-unit test-odbc test-integration bench loadtest loadtest-quick lint fmt tidy
 
 all: lint test
 
 test: test-unit test-odbc test-integration
 
 test-unit:
-	$(GO) test $(GOFLAGS_TEST) ./...
-	@for m in $(EXPORTERS); do echo "go test ($$m)"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
+	@for m in $(UNIT_MODULES); do \
+		echo "go test ($$m)"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; \
+	done
 
 test-odbc:
 	@if [ "$(HAVE_ODBC)" = yes ]; then cd dialects/odbc && $(GO) test $(GOFLAGS_TEST) ./...; \
@@ -94,3 +103,7 @@ lint:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# go mod tidy in every module, with the workspace's modules found locally.
+tidy:
+	bash .ci/tidy

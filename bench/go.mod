@@ -2,13 +2,11 @@ module github.com/pooldriver/pooldriver/bench
 
 go 1.25.0
 
-replace github.com/pooldriver/pooldriver => ../
-
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3
-	github.com/pooldriver/pooldriver v0.0.0-00010101000000-000000000000
+	github.com/pooldriver/pooldriver v0.1.0
 	gonum.org/v1/plot v0.17.0
 )
 

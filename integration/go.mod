@@ -2,8 +2,6 @@ module github.com/pooldriver/pooldriver/integration
 
 go 1.25.0
 
-replace github.com/pooldriver/pooldriver => ../
-
 require (
 	github.com/alexbrainman/odbc v0.0.0-20250601004241-49e6b2bc0cf0
 	github.com/go-sql-driver/mysql v1.10.1
@@ -11,7 +9,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/moby/moby/client v0.5.0
-	github.com/pooldriver/pooldriver v0.0.0-00010101000000-000000000000
+	github.com/pooldriver/pooldriver v0.1.0
 	github.com/pressly/goose/v3 v3.26.0
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.44.0
@@ -61,7 +59,7 @@ require (
 	github.com/moby/term v0.5.2 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
-	github.com/pooldriver/pooldriver/dialects/odbc v0.0.0-00010101000000-000000000000
+	github.com/pooldriver/pooldriver/dialects/odbc v0.1.0
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/sethvargo/go-retry v0.3.0 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
@@ -81,5 +79,3 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/pooldriver/pooldriver/dialects/odbc => ../dialects/odbc

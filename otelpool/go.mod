@@ -3,7 +3,7 @@ module github.com/pooldriver/pooldriver/otelpool
 go 1.25.0
 
 require (
-	github.com/pooldriver/pooldriver v0.0.0-00010101000000-000000000000
+	github.com/pooldriver/pooldriver v0.1.0
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
 	go.opentelemetry.io/otel/sdk/metric v1.46.0
@@ -27,4 +27,3 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-

@@ -3,7 +3,7 @@ module github.com/pooldriver/pooldriver/promcollector
 go 1.25.0
 
 require (
-	github.com/pooldriver/pooldriver v0.0.0-00010101000000-000000000000
+	github.com/pooldriver/pooldriver v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
 )
@@ -26,4 +26,3 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
-

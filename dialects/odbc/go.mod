@@ -2,11 +2,9 @@ module github.com/pooldriver/pooldriver/dialects/odbc
 
 go 1.25.0
 
-replace github.com/pooldriver/pooldriver => ../..
-
 require (
 	github.com/alexbrainman/odbc v0.0.0-20250601004241-49e6b2bc0cf0
-	github.com/pooldriver/pooldriver v0.0.0-00010101000000-000000000000
+	github.com/pooldriver/pooldriver v0.1.0
 )
 
 require golang.org/x/sys v0.0.0-20190916202348-b4ddaad3f8a3 // indirect
