@@ -88,7 +88,7 @@ func Wrap(c driver.Connector, opts ...Option) *Connector {
 	}
 	conn, err := newConnector(dialects.Wrap(c), defaultSettings(), opts)
 	if err == nil && conn.s.credentials != nil {
-		conn.Close()
+		_ = conn.Close() // the error to report is the one below
 		err = errors.New("pooldriver: WithCredentials cannot be used with Wrap: the wrapped connector logs in by itself")
 	}
 	if err != nil {

@@ -93,13 +93,6 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	return pc
 }
 
-// state returns a copy of pc's state.
-func (pc *physConn) state() connState {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.st
-}
-
 // setTx records the transaction now open on the server. The caller holds sem.
 func (pc *physConn) setTx(s txState, owner *tx) {
 	pc.mu.Lock()
@@ -237,7 +230,7 @@ func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, er
 	}
 	if len(pc.stmts) >= maxCachedStmts {
 		for q, old := range pc.stmts {
-			old.Close()
+			_ = old.Close() // best effort: it goes with the connection at the latest
 			delete(pc.stmts, q)
 			break
 		}
@@ -250,7 +243,7 @@ func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, er
 // holds sem.
 func (pc *physConn) dropStmt(query string) {
 	if s, ok := pc.stmts[query]; ok {
-		s.Close()
+		_ = s.Close() // best effort: it goes with the connection at the latest
 		delete(pc.stmts, query)
 	}
 }
@@ -280,7 +273,7 @@ func (pc *physConn) dropEvicted() {
 // closeStmts closes every cached prepared statement. The caller holds sem.
 func (pc *physConn) closeStmts() {
 	for q, s := range pc.stmts {
-		s.Close()
+		_ = s.Close() // best effort: it goes with the connection at the latest
 		delete(pc.stmts, q)
 	}
 }
@@ -535,7 +528,7 @@ func (pc *physConn) settle(f fate, owner *tx) {
 		pc.res.Destroy()
 		return
 	}
-	pc.sem.lock(context.Background()) // free: nobody else can reach pc
+	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
 	if f == fateRollback || f == fateRollbackReset {
 		if err := pc.rollback(owner); err != nil {
 			f = fateDestroy // closing it ends the transaction on the server

@@ -67,7 +67,7 @@ func (x *tx) end(commit bool) error {
 	pc := x.pc
 	le := lease{pc: pc}
 	if l.rows == 0 {
-		pc.sem.lock(context.Background()) // held only by statements, which end
+		_ = pc.sem.lock(context.Background()) // held only by statements, which end
 		le.locked = true
 	}
 	var err error

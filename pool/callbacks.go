@@ -31,7 +31,7 @@ func (p *Pool[T]) callFactory() (v T, err error) {
 func (p *Pool[T]) callCheck(f func(T) bool, v T) (ok bool) {
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("BeforeRelease", x)
+			_ = p.recovered("BeforeRelease", x)
 			ok = false
 		}
 	}()
@@ -41,7 +41,7 @@ func (p *Pool[T]) callCheck(f func(T) bool, v T) (ok bool) {
 func (p *Pool[T]) callBeforeAcquire(ctx context.Context, r *Resource[T]) (ok bool) {
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("BeforeAcquire", x)
+			_ = p.recovered("BeforeAcquire", x)
 			ok = false
 		}
 	}()
@@ -65,7 +65,7 @@ func (p *Pool[T]) destruct(v T) {
 	}
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("Destructor", x)
+			_ = p.recovered("Destructor", x)
 		}
 	}()
 	p.cfg.Destructor(v)
@@ -75,7 +75,7 @@ func (p *Pool[T]) destruct(v T) {
 func (p *Pool[T]) report(s Strategy, ev Event, err error) {
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("Strategy", x)
+			_ = p.recovered("Strategy", x)
 		}
 	}()
 	s.Report(p, ev, err)

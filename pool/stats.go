@@ -42,7 +42,7 @@ type Stats struct {
 type counters struct {
 	acquires, waits, canceled, timeouts, circuitRejects   int64
 	created, createErrors, destroyed, expired, hcFailures int64
-	releaseRejects, panics, misuses, backoffRejects       int64
+	releaseRejects, panics, backoffRejects                int64
 	stateChanges                                          int64
 	waitDuration                                          time.Duration
 

@@ -178,7 +178,7 @@ func (c *conn) queryInts(ctx context.Context, query string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // the row is read; a broken connection fails its next use
 	dest := make([]driver.Value, len(rows.Columns()))
 	if err := rows.Next(dest); err != nil {
 		if err == io.EOF {
