@@ -53,7 +53,7 @@ func TestConnLockExcludes(t *testing.T) {
 
 func TestConnLockWaitEndsWithContext(t *testing.T) {
 	l := newConnLock()
-	l.lock(context.Background())
+	_ = l.lock(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.lock(ctx) }()
@@ -63,7 +63,7 @@ func TestConnLockWaitEndsWithContext(t *testing.T) {
 	}
 	acquired := make(chan struct{})
 	go func() {
-		l.lock(context.Background())
+		_ = l.lock(context.Background())
 		close(acquired)
 	}()
 	l.unlock()

@@ -236,7 +236,7 @@ func TestBadConnIsRetriedOnlyWhenSafe(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			db.Exec("SLEEP 20ms")
+			_, _ = db.Exec("SLEEP 20ms")
 		}()
 	}
 	wg.Wait()

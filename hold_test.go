@@ -28,7 +28,7 @@ func busy(t *testing.T, db *sql.DB) {
 				return
 			default:
 			}
-			db.Exec("SLEEP 100us")
+			_, _ = db.Exec("SLEEP 100us")
 		}
 	}()
 	t.Cleanup(func() { close(stop); wg.Wait() })

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -757,18 +756,6 @@ func TestSessionResetWhenTxEndRacesTaskEnd(t *testing.T) {
 			t.Fatalf("iteration %d (commit=%v): a new session-mode task found sv=%q left by the previous task: its session was not reset", i, commit, v.String)
 		}
 	}
-}
-
-func blockedIn(fn, inner string) int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, fn) && strings.Contains(g, inner) {
-			n++
-		}
-	}
-	return n
 }
 
 // TestRawBeginWhileTaskConnBusy: in a transaction-mode task whose

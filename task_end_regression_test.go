@@ -49,7 +49,7 @@ func TestTaskEndGivesUpWaitingLastHolderRollsBack(t *testing.T) {
 	go func() {
 		defer close(done)
 		// A slow statement that does not stop when the task's context ends.
-		tx.ExecContext(context.WithoutCancel(ctx), "SLEEP 200ms")
+		_, _ = tx.ExecContext(context.WithoutCancel(ctx), "SLEEP 200ms")
 	}()
 	time.Sleep(20 * time.Millisecond) // the statement is running
 	end()
@@ -124,7 +124,9 @@ func TestTaskEndConnBrokenMidStatementIsDestroyed(t *testing.T) {
 		t.Fatal("task context not cancelled")
 	}
 	close(hook) // the statement now fails: connection lost
-	<-execDone
+	if err := <-execDone; err == nil {
+		t.Error("the statement succeeded on a lost connection")
+	}
 	<-endDone
 	tx.Rollback()
 

@@ -299,18 +299,26 @@ func TestTasksAreIsolated(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			db.ExecContext(ctx, "INSERT iso ?", int64(i))
+			if _, err := db.ExecContext(ctx, "INSERT iso ?", int64(i)); err != nil {
+				t.Error(err)
+			}
 			var id int64
-			db.QueryRowContext(ctx, "CONNID").Scan(&id)
+			if err := db.QueryRowContext(ctx, "CONNID").Scan(&id); err != nil {
+				t.Error(err)
+			}
 			ids[i] = id
 			var cnt int64
-			db.QueryRowContext(ctx, "COUNT iso").Scan(&cnt)
+			if err := db.QueryRowContext(ctx, "COUNT iso").Scan(&cnt); err != nil {
+				t.Error(err)
+			}
 			if cnt != 1 {
 				t.Errorf("task %d sees %d rows of the others' transactions", i, cnt)
 			}
 			barrier.Done()
 			barrier.Wait() // all pinned at once
-			db.ExecContext(ctx, "ROLLBACK")
+			if _, err := db.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
 		}()
 	}
 	wg.Wait()

@@ -31,7 +31,9 @@ func TestCheckSocket(t *testing.T) {
 	if err := CheckSocket(client); err != nil {
 		t.Fatalf("quiet idle socket: %v", err)
 	}
-	server.Write([]byte("E"))
+	if _, err := server.Write([]byte("E")); err != nil {
+		t.Fatal(err)
+	}
 	waitErr := func(want error) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
@@ -79,7 +81,7 @@ func TestCheckSocketDoesNotWaitForAReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go client.Read(make([]byte, 1)) // holds the read lock until the conn closes
+	go func() { _, _ = client.Read(make([]byte, 1)) }() // holds the read lock until the conn closes
 	time.Sleep(20 * time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- CheckSocket(client) }()

@@ -40,9 +40,15 @@ func TestNoOverlapInSequentialUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx.Commit()
-	c.Ping(context.Background())
-	c.ResetSession(context.Background())
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ResetSession(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if got := s.Stats().Overlaps; got != 0 {
 		t.Fatalf("Overlaps = %d", got)
 	}
@@ -269,8 +275,8 @@ func TestPreparedStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := make([]driver.Value, 1)
-	if r.Next(dest); dest[0] != int64(3) {
-		t.Fatalf("COUNT = %v", dest[0])
+	if err := r.Next(dest); err != nil || dest[0] != int64(3) {
+		t.Fatalf("COUNT = %v, %v", dest[0], err)
 	}
 	r.Close()
 	st.Close()
@@ -336,7 +342,9 @@ func TestDatabaseSQL(t *testing.T) {
 	for rows.Next() {
 		var i int64
 		var s string
-		rows.Scan(&i, &s)
+		if err := rows.Scan(&i, &s); err != nil {
+			t.Fatal(err)
+		}
 		sum += i
 	}
 	if rows.Err() != nil || sum != 6 {

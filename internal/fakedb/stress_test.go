@@ -41,11 +41,11 @@ func TestStress(t *testing.T) {
 				}
 				switch rng.IntN(6) {
 				case 0:
-					c.ExecContext(ctx, "BEGIN", nil)
+					_, _ = c.ExecContext(ctx, "BEGIN", nil)
 				case 1:
-					c.ExecContext(ctx, "INSERT t ?", nv(int64(g)))
+					_, _ = c.ExecContext(ctx, "INSERT t ?", nv(int64(g)))
 				case 2:
-					c.ExecContext(ctx, "COMMIT", nil)
+					_, _ = c.ExecContext(ctx, "COMMIT", nil)
 				case 3:
 					if r, err := c.QueryContext(ctx, "SELECT 3", nil); err == nil {
 						dest := make([]driver.Value, 2)
@@ -60,7 +60,7 @@ func TestStress(t *testing.T) {
 						t.Errorf("FAIL: %v", err)
 					}
 				case 5:
-					c.ExecContext(ctx, "ROLLBACK", nil)
+					_, _ = c.ExecContext(ctx, "ROLLBACK", nil)
 				}
 			}
 			c.Close()
