@@ -89,7 +89,7 @@ type Contender struct {
 // Close closes the contender and every server connection it has.
 func (c *Contender) Close() {
 	if c.DB != nil {
-		c.DB.Close()
+		_ = c.DB.Close()
 	}
 	if c.Pool != nil {
 		c.Pool.Close()
@@ -180,7 +180,7 @@ func (c *Contender) shortTx(ctx context.Context, id int) error {
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback(ctx)
+		defer func() { _ = tx.Rollback(ctx) }() // after Commit: nothing to undo
 		if _, err := tx.Exec(ctx, c.Server.Update, id); err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (c *Contender) shortTx(ctx context.Context, id int) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // after Commit: nothing to undo
 	if _, err := tx.ExecContext(ctx, c.Server.Update, id); err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func (s Server) Prepare(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	if err := db.PingContext(ctx); err != nil {
 		return fmt.Errorf("%s unreachable: %w", s.Name, err)
 	}

@@ -30,12 +30,11 @@ type odbcServer struct {
 	env  string // variable holding the odbc:// DSN
 	dsn  string
 
-	backendID  string // the server's id of the session running it
-	sleep      string // sleeps %d seconds
-	setVar     string // sets a session variable to '1'
-	getVar     string // reads it back; '' when unset
-	isolation  string // the current transaction's isolation level, upper case, words separated by spaces
-	autoCommit string // statement that turns autocommit off, or ""
+	backendID string // the server's id of the session running it
+	sleep     string // sleeps %d seconds
+	setVar    string // sets a session variable to '1'
+	getVar    string // reads it back; '' when unset
+	isolation string // the current transaction's isolation level, upper case, words separated by spaces
 }
 
 var odbcServerDefs = []odbcServer{

@@ -217,7 +217,9 @@ func odbcRowLocked(t *testing.T, s odbcServer, table string) bool {
 	defer conn.Close()
 	_, err = conn.ExecContext(ctx(t), "SET SESSION innodb_lock_wait_timeout = 1")
 	require.NoError(t, err)
-	defer conn.ExecContext(context.Background(), "SET SESSION innodb_lock_wait_timeout = DEFAULT")
+	defer func() {
+		_, _ = conn.ExecContext(context.Background(), "SET SESSION innodb_lock_wait_timeout = DEFAULT")
+	}()
 	_, err = conn.ExecContext(ctx(t), "UPDATE "+table+" SET id = id WHERE id = 0")
 	if err != nil {
 		require.Contains(t, err.Error(), "Lock wait timeout")

@@ -101,7 +101,7 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 // registers with database/sql.
 var odbcDriver = sync.OnceValue(func() driver.Driver {
 	db, _ := sql.Open("odbc", "") // opens nothing
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	return db.Driver()
 })
 
@@ -170,7 +170,7 @@ func (t *template) openError(err error, password string) error {
 		}
 	}
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	var cause error = err
+	cause := err
 	var oe *odbc.Error
 	if errors.As(err, &oe) {
 		clean := &odbc.Error{APIName: oe.APIName}

@@ -124,7 +124,7 @@ func (c *drvConn) ExecContext(ctx context.Context, query string, args []driver.N
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	return st.(*drvStmt).exec(args)
 }
 
@@ -230,7 +230,7 @@ func (c *drvConn) queryRows(ctx context.Context, query string, f func([]string),
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	dest := make([]driver.Value, len(rows.Columns()))
 	for {
 		if err := rows.Next(dest); err == io.EOF {

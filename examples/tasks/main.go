@@ -34,14 +34,14 @@ func main() {
 		log.Fatal(err)
 	}
 	db := sql.OpenDB(c)
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	fmt.Println("connector:", c) // the password, if any, is redacted
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	table := fmt.Sprintf("pooldriver_example_%d", os.Getpid())
 	must(db.ExecContext(ctx, "CREATE TABLE "+table+" (id int primary key, note text)"))
-	defer db.ExecContext(context.Background(), "DROP TABLE "+table)
+	defer func() { must(db.ExecContext(context.Background(), "DROP TABLE "+table)) }()
 
 	// 1. A raw transaction across separate db calls of one task.
 	func() {
@@ -50,8 +50,8 @@ func main() {
 		must(db.ExecContext(ctx, "BEGIN"))
 		must(db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1, 'committed')"))
 		var pid1, pid2 int
-		db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid1)
-		db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid2)
+		check(db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid1))
+		check(db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid2))
 		fmt.Printf("task statements ran on backends %d and %d (same: %v)\n", pid1, pid2, pid1 == pid2)
 		must(db.ExecContext(ctx, "COMMIT"))
 	}()
@@ -76,7 +76,7 @@ func main() {
 		defer end()
 		must(db.ExecContext(ctx, "SELECT set_config('app.tenant', 'acme', false)"))
 		var tenant string
-		db.QueryRowContext(ctx, "SELECT current_setting('app.tenant')").Scan(&tenant)
+		check(db.QueryRowContext(ctx, "SELECT current_setting('app.tenant')").Scan(&tenant))
 		fmt.Println("tenant seen by a later call of the session task:", tenant)
 	}()
 
@@ -85,7 +85,9 @@ func main() {
 		s.Created, s.Idle, s.Active, s.AutoRollbacks, s.SessionResets)
 }
 
-func must(_ sql.Result, err error) {
+func must(_ sql.Result, err error) { check(err) }
+
+func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}

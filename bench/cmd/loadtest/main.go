@@ -143,7 +143,7 @@ func run(ctx context.Context, cfg config) error {
 		if err != nil {
 			return err
 		}
-		defer m.Close()
+		defer func() { _ = m.Close() }()
 		e.monitors[s.Name] = m
 		servers = append(servers, s)
 	}
@@ -187,7 +187,7 @@ func run(ctx context.Context, cfg config) error {
 	if err := writeChart(filepath.Join(cfg.out, "chart.png"), rep); err != nil {
 		return fmt.Errorf("chart: %w", err)
 	}
-	os.Remove(filepath.Join(cfg.out, "samples.tmp"))
+	_ = os.Remove(filepath.Join(cfg.out, "samples.tmp"))
 	log.Printf("wrote %s/results.md, results.json, chart.png in %s", cfg.out, meta.Elapsed)
 	return nil
 }

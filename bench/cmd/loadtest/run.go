@@ -316,8 +316,8 @@ func runHTTP(ctx context.Context, e *env, c *bench.Contender, g int, s *Sample) 
 		h = pooldriver.Middleware(h)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	go func() { _ = srv.Serve(ln) }() // ErrServerClosed once closed below
+	defer func() { _ = srv.Close() }()
 	tr := &http.Transport{MaxIdleConnsPerHost: g, MaxConnsPerHost: g, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -332,7 +332,7 @@ func runHTTP(ctx context.Context, e *env, c *bench.Contender, g int, s *Sample) 
 			return err
 		}
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusNoContent {
 			return fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
 		}
