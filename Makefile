@@ -43,6 +43,7 @@ HAVE_ODBC := yes
 endif
 ifeq ($(HAVE_ODBC),yes)
 ODBC_TAGS := -tags odbc
+LINT_TAGS := --build-tags odbc
 endif
 ifeq ($(POOLDRIVER_ODBC_POSTGRES_DSN),)
 ifeq ($(call port_open,5432),yes)
@@ -55,7 +56,13 @@ export POOLDRIVER_ODBC_MYSQL_DSN := odbc://Driver={MariaDB Unicode};Server=127.0
 endif
 endif
 
-.PHONY: all test test-unit test-odbc test-integration bench loadtest loadtest-quick lint fmt tidy
+# golangci-lint (.golangci.yml: errcheck, govet, ineffassign, staticcheck,
+# unused), at one pinned version: .ci/run installs it with go install into
+# GOBIN (default $(go env GOPATH)/bin), where lint looks for it.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
+
+.PHONY: all test test-unit test-odbc test-integration bench loadtest loadtest-quick lint fmt tidy release-check golangci-lint-version
 
 all: lint test
 
@@ -95,9 +102,14 @@ loadtest-quick:
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@v=$$($(GOLANGCI_LINT) version --short 2>/dev/null); if [ "v$$v" != $(GOLANGCI_LINT_VERSION) ]; then \
+		echo "lint needs golangci-lint $(GOLANGCI_LINT_VERSION) at $(GOLANGCI_LINT) (found: $${v:-none}):"; \
+		echo "  go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)"; exit 1; fi
 	@for m in $(MODULES); do \
-		if [ $$m = dialects/odbc ] && [ "$(HAVE_ODBC)" != yes ]; then echo "go vet ($$m) skipped: no unixODBC"; continue; fi; \
+		if [ $$m = dialects/odbc ] && [ "$(HAVE_ODBC)" != yes ]; then echo "go vet, golangci-lint ($$m) skipped: no unixODBC"; continue; fi; \
 		echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; \
+		tags=; if [ "$(HAVE_ODBC)" = yes ]; then tags="$(LINT_TAGS)"; fi; \
+		echo "golangci-lint ($$m)"; (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners $$tags ./...) || exit 1; \
 	done
 	@if [ "$(HAVE_ODBC)" = yes ]; then echo "go vet (integration, odbc)"; cd integration && $(GO) vet $(ODBC_TAGS) ./...; fi
 
@@ -107,3 +119,11 @@ fmt:
 # go mod tidy in every module, with the workspace's modules found locally.
 tidy:
 	bash .ci/tidy
+
+# Rehearse the release: go get of the released modules, from a module proxy
+# built from the working tree (RELEASING.md).
+release-check:
+	bash .ci/release-check
+
+golangci-lint-version:
+	@echo $(GOLANGCI_LINT_VERSION)
