@@ -176,7 +176,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 		table := unique("pgb_tx")
 		_, err := db.ExecContext(ctx(t), "CREATE TABLE "+table+" (id int PRIMARY KEY, v text NOT NULL)")
 		require.NoError(t, err)
-		t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + table) })
+		t.Cleanup(func() { _, _ = direct.Exec("DROP TABLE IF EXISTS " + table) })
 		has := func(t *testing.T, id int) bool {
 			var n int
 			require.NoError(t, direct.QueryRowContext(ctx(t), "SELECT count(*) FROM "+table+" WHERE id = $1", id).Scan(&n))
@@ -338,7 +338,7 @@ func TestPgBouncerFourInstances(t *testing.T) {
 		table := unique("pgb_four")
 		_, err := direct.ExecContext(ctx(t), "CREATE TABLE "+table+" (id int PRIMARY KEY, instance int NOT NULL, kind text NOT NULL)")
 		require.NoError(t, err)
-		t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + table) })
+		t.Cleanup(func() { _, _ = direct.Exec("DROP TABLE IF EXISTS " + table) })
 
 		const instances, perInstance, rounds = 4, 16, 30
 		dbs := make([]*sql.DB, instances)
@@ -430,7 +430,7 @@ func ormsThrough(t *testing.T, s server, db *sql.DB, c *pooldriver.Connector, mo
 	direct := openPlainPgx(t, s.dsn, 1)
 	g := openGORM(t, &ormEnv{s: s, c: c, db: db}, unique("pgb")+"_")
 	tbl := tableOf(t, g)
-	t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + tbl) })
+	t.Cleanup(func() { _, _ = direct.Exec("DROP TABLE IF EXISTS " + tbl) })
 	require.NoError(t, g.AutoMigrate(&ormWidget{}))
 	gormCRUD(t, g.WithContext(ctx(t)), "plain")
 	p := g.Session(&gorm.Session{PrepareStmt: true})
@@ -442,7 +442,7 @@ func ormsThrough(t *testing.T, s server, db *sql.DB, c *pooldriver.Connector, mo
 	x := sqlx.NewDb(db, "pgx")
 	xt := unique("pgb_sqlx")
 	x.MustExec("CREATE TABLE " + xt + " (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, qty INT NOT NULL)")
-	t.Cleanup(func() { direct.Exec("DROP TABLE IF EXISTS " + xt) })
+	t.Cleanup(func() { _, _ = direct.Exec("DROP TABLE IF EXISTS " + xt) })
 	sqlxCRUD(t, x, ctx(t), false, xt, 0)
 	tc, end = pooldriver.WithTask(ctx(t), mode)
 	sqlxCRUD(t, x, tc, true, xt, 10)

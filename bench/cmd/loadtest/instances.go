@@ -63,7 +63,7 @@ func runInstances(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer mon.Close()
+	defer func() { _ = mon.Close() }()
 	addr, stop, err := startPgBouncer(cfg, s)
 	if err != nil {
 		return err
@@ -246,7 +246,7 @@ func startPgBouncer(cfg config, s bench.Server) (addr string, stop func(), err e
 		return "", nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	_ = ln.Close() // only its port was wanted
 	ini := strings.NewReplacer(
 		"@PGHOST@", pc.Host, "@PGPORT@", strconv.Itoa(int(pc.Port)), "@DBNAME@", pc.Database,
 		"@PORT@", strconv.Itoa(port), "@POOL_SIZE@", strconv.Itoa(manyPool), "@DIR@", dir, "@USER@", pc.User,
@@ -261,32 +261,32 @@ func startPgBouncer(cfg config, s bench.Server) (addr string, stop func(), err e
 		args = append(args, "-u", "nobody")
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // a temporary directory: best effort
 		return "", nil, err
 	}
 	cmd := exec.Command(path, append(args, "-q", iniPath)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // a temporary directory: best effort
 		return "", nil, err
 	}
 	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	go func() { _ = cmd.Wait(); close(exited) }() // stopped on purpose: its status is no news
 	stop = func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM) // it may have exited already; Kill below if not
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			<-exited
 		}
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // a temporary directory: best effort
 	}
 	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // the dial only probed that it listens
 			return addr, stop, nil
 		}
 		if time.Now().After(deadline) {
