@@ -30,12 +30,12 @@ func BenchmarkExec(b *testing.B) {
 			defer db.Close()
 			if registered {
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-				defer mp.Shutdown(context.Background())
+				defer func() { _ = mp.Shutdown(context.Background()) }()
 				reg, err := otelpool.Register(c, mp, "bench")
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer reg.Unregister()
+				defer func() { _ = reg.Unregister() }()
 			}
 			if _, err := db.Exec("INSERT t 1"); err != nil {
 				b.Fatal(err)

@@ -24,7 +24,7 @@ func TestRegister(t *testing.T) {
 	servertest.Run(t, func(t *testing.T, db *sql.DB, c *pooldriver.Connector) {
 		reader := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-		defer mp.Shutdown(context.Background())
+		defer func() { _ = mp.Shutdown(context.Background()) }()
 		reg, err := otelpool.Register(c, mp, "orders")
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestRegisterNamesThePool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer reg.Unregister()
+		defer func() { _ = reg.Unregister() }()
 		m, ok := metric(t, collect(t, reader), "db.client.connection.max")
 		if !ok {
 			t.Fatal("db.client.connection.max not reported")

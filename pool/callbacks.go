@@ -88,7 +88,7 @@ func (p *Pool[T]) createEvent(err error) (ev Event) {
 	}
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("AtLimit", x)
+			_ = p.recovered("AtLimit", x)
 			ev = EventCreateFailed
 		}
 	}()
@@ -101,7 +101,7 @@ func (p *Pool[T]) createEvent(err error) (ev Event) {
 func (p *Pool[T]) callOnStateChange(from, to State, cause error) {
 	defer func() {
 		if x := recover(); x != nil {
-			p.recovered("OnStateChange", x)
+			_ = p.recovered("OnStateChange", x)
 		}
 	}()
 	p.cfg.OnStateChange(from, to, cause)

@@ -48,7 +48,7 @@ func Run(t *testing.T, f func(t *testing.T, db *sql.DB, c *pooldriver.Connector)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
+			defer func() { _ = db.Close() }()
 			c, _ := pooldriver.ConnectorOf(db)
 			WaitFor(t, "the pre-warmed connection", func() bool { return c.Stats().Idle == 1 })
 			f(t, db, c)
@@ -92,11 +92,11 @@ func Exercise(t *testing.T, db *sql.DB, during func()) {
 	}()
 	WaitFor(t, "a waiting statement", func() bool { return c.Stats().Waiting == 1 })
 	during()
-	held[0].Close()
+	_ = held[0].Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	held[1].Close()
+	_ = held[1].Close()
 	WaitFor(t, "every connection idle", func() bool { s := c.Stats(); return s.Idle == 2 && s.Active == 0 })
 }
 

@@ -230,14 +230,14 @@ func faultLimit(ctx context.Context, cfg config, s bench.Server) ([]FaultRow, er
 		if err != nil {
 			return FaultRow{Fault: "connection limit", FirstError: err.Error()}
 		}
-		defer hold.Close()
+		defer func() { _ = hold.Close() }()
 		hold.SetMaxOpenConns(held)
 		for range held {
 			conn, err := hold.Conn(ctx)
 			if err != nil {
 				return FaultRow{Fault: "connection limit", FirstError: err.Error()}
 			}
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			if err := conn.PingContext(ctx); err != nil {
 				return FaultRow{Fault: "connection limit", FirstError: err.Error()}
 			}
@@ -305,7 +305,7 @@ func limitedServer(ctx context.Context, s bench.Server, limit int) (bench.Server
 		drop = "DROP ROLE " + name
 		u, err := url.Parse(s.DSN)
 		if err != nil {
-			admin.Close()
+			_ = admin.Close()
 			return s, nil, err
 		}
 		u.User = url.User(name)
@@ -314,7 +314,7 @@ func limitedServer(ctx context.Context, s bench.Server, limit int) (bench.Server
 		i, j := strings.Index(s.DSN, "://"), strings.Index(s.DSN, "@tcp(")
 		k := strings.Index(s.DSN, ")/")
 		if i < 0 || j < i || k < j {
-			admin.Close()
+			_ = admin.Close()
 			return s, nil, fmt.Errorf("mysql DSN not of the form mysql://user@tcp(host:port)/db")
 		}
 		db := s.DSN[k+2:]
@@ -330,7 +330,7 @@ func limitedServer(ctx context.Context, s bench.Server, limit int) (bench.Server
 	}
 	for _, q := range stmts {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
-			admin.Close()
+			_ = admin.Close()
 			return s, nil, fmt.Errorf("%s: %w", q, err)
 		}
 	}
@@ -338,7 +338,7 @@ func limitedServer(ctx context.Context, s bench.Server, limit int) (bench.Server
 		if _, err := admin.ExecContext(context.Background(), drop); err != nil {
 			log.Printf("%s: %v", drop, err)
 		}
-		admin.Close()
+		_ = admin.Close()
 	}, nil
 }
 
