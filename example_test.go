@@ -178,3 +178,35 @@ func ExampleWrap() {
 	// Output:
 	// orders: 0 opened: 2 closed: 1
 }
+
+func ExampleStatsOf_anyDB() {
+	srv := fakedb.NewServer("example-stats-of")
+	defer srv.Close()
+
+	// However the *sql.DB was opened (here by the driver's name), StatsOf
+	// reads the pool of physical connections under it; db.Stats() describes
+	// database/sql's logical ones.
+	db, err := sql.Open("pooldriver", "fake://example-stats-of?pool_max_conns=4")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 3 {
+		if _, err := db.Exec("INSERT orders ?", i); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	s, ok := pooldriver.StatsOf(db)
+	fmt.Println("pooldriver's:", ok)
+	fmt.Println("max:", s.MaxConns, "opened:", s.Created, "acquires:", s.Acquires, "holds timed:", s.UseTime.Count)
+
+	plain := sql.OpenDB(srv.Connector()) // the fake driver alone
+	defer plain.Close()
+	_, ok = pooldriver.StatsOf(plain)
+	fmt.Println("plain driver's:", ok)
+	// Output:
+	// pooldriver's: true
+	// max: 4 opened: 1 acquires: 3 holds timed: 3
+	// plain driver's: false
+}
