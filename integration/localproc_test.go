@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,17 +19,107 @@ import (
 )
 
 // Generic helpers for tests that start their own processes on loopback: a
-// free port, and a PostgreSQL cluster of the test's own, which it may stop
+// free port, a helper process started, waited for and stopped, and a
+// PostgreSQL cluster of the test's own, which it may stop
 // and restart (the shared servers must never be).
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
 	return port
+}
+
+// localProcess is a helper server a test started.
+type localProcess struct {
+	name   string
+	cmd    *osexec.Cmd
+	out    *syncBuffer
+	exited chan struct{} // closed when the process has exited and been reaped
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startLocalProcess runs path with args, waits until addr accepts TCP
+// connections (failing the test if the process exits first or takes longer
+// than 15s), and stops it when the test ends: SIGTERM, then SIGKILL after
+// 5s, and the test fails if it is still not gone. Its output is logged when
+// the test fails.
+func startLocalProcess(t testing.TB, addr, path string, args ...string) *localProcess {
+	t.Helper()
+	p := &localProcess{name: filepath.Base(path), out: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = osexec.Command(path, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", p.name, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("%s output:\n%s", p.name, p.out)
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return p
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited before listening on %s: %v\n%s", p.name, addr, p.cmd.ProcessState, p.out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not listen on %s after 15s: %v\n%s", p.name, addr, err, p.out)
+		}
+	}
+}
+
+// stop ends the process and reaps it; calling it again does nothing.
+func (p *localProcess) stop(t testing.TB) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return
+	case <-time.After(5 * time.Second):
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited:
+		t.Errorf("%s ignored SIGTERM for 5s and was killed", p.name)
+	case <-time.After(5 * time.Second):
+		t.Errorf("%s (pid %d) survived SIGKILL", p.name, p.cmd.Process.Pid)
+	}
 }
 
 // pgBinDirs are where Debian and other distributions put PostgreSQL's

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,116 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// This file starts a PgBouncer for a test. Its first part is generic: a
-// helper process on a free loopback port, started, waited for and stopped.
-
-// freeLoopbackPort returns a TCP port of 127.0.0.1 that nothing listened on
-// a moment ago.
-func freeLoopbackPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// localProcess is a helper server a test started.
-type localProcess struct {
-	name   string
-	cmd    *osexec.Cmd
-	out    *syncBuffer
-	exited chan struct{} // closed when the process has exited and been reaped
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// startLocalProcess runs path with args, waits until addr accepts TCP
-// connections (failing the test if the process exits first or takes longer
-// than 15s), and stops it when the test ends: SIGTERM, then SIGKILL after
-// 5s, and the test fails if it is still not gone. Its output is logged when
-// the test fails.
-func startLocalProcess(t testing.TB, addr, path string, args ...string) *localProcess {
-	t.Helper()
-	p := &localProcess{name: filepath.Base(path), out: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = osexec.Command(path, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", p.name, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("%s output:\n%s", p.name, p.out)
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return p
-		}
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited before listening on %s: %v\n%s", p.name, addr, p.cmd.ProcessState, p.out)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not listen on %s after 15s: %v\n%s", p.name, addr, err, p.out)
-		}
-	}
-}
-
-// stop ends the process and reaps it; calling it again does nothing.
-func (p *localProcess) stop(t testing.TB) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return
-	case <-time.After(5 * time.Second):
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.exited:
-		t.Errorf("%s ignored SIGTERM for 5s and was killed", p.name)
-	case <-time.After(5 * time.Second):
-		t.Errorf("%s (pid %d) survived SIGKILL", p.name, p.cmd.Process.Pid)
-	}
-}
+// This file starts a PgBouncer for a test, with the helpers of
+// localproc_test.go.
 
 // pgBouncer is a PgBouncer started for one test, in front of the test's
 // PostgreSQL server, with two databases: pooldriver_tx (pool_mode
@@ -175,7 +71,7 @@ func startPgBouncer(t testing.TB, s server, poolSize int) *pgBouncer {
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "nobody")
 	}
-	port := freeLoopbackPort(t)
+	port := freePort(t)
 	ini := strings.NewReplacer(
 		"@PGHOST@", cfg.Host, "@PGPORT@", strconv.Itoa(int(cfg.Port)), "@DBNAME@", cfg.Database,
 		"@PORT@", strconv.Itoa(port), "@POOL_SIZE@", strconv.Itoa(poolSize), "@DIR@", dir, "@USER@", cfg.User,
