@@ -119,14 +119,7 @@ func runFaults(ctx context.Context, cfg config) error {
 		return err
 	}
 	var rows []FaultRow
-	for _, s := range []bench.Server{bench.Postgres(cfg.pgDSN), bench.MySQL(cfg.myDSN)} {
-		if s.DSN == "" {
-			continue
-		}
-		if err := s.Prepare(ctx, 10*time.Second); err != nil {
-			log.Printf("skipping %s: %v", s.Name, err)
-			continue
-		}
+	for _, s := range reachableServers(ctx, cfg) {
 		for _, f := range []func(context.Context, config, bench.Server) ([]FaultRow, error){faultBlackHole, faultLimit, faultStorm} {
 			r, err := f(ctx, cfg, s)
 			if err != nil {

@@ -125,11 +125,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, cfg config) error {
-	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
-		return err
-	}
-	e := &env{warmup: cfg.warmup, cell: cfg.cellDur, monitors: map[string]*bench.Monitor{}}
+// reachableServers returns the servers the configuration names that answer
+// and are prepared for the workloads; the others are skipped, with a line.
+func reachableServers(ctx context.Context, cfg config) []bench.Server {
 	var servers []bench.Server
 	for _, s := range []bench.Server{bench.Postgres(cfg.pgDSN), bench.MySQL(cfg.myDSN)} {
 		if s.DSN == "" {
@@ -139,6 +137,18 @@ func run(ctx context.Context, cfg config) error {
 			log.Printf("skipping %s: %v", s.Name, err)
 			continue
 		}
+		servers = append(servers, s)
+	}
+	return servers
+}
+
+func run(ctx context.Context, cfg config) error {
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	e := &env{warmup: cfg.warmup, cell: cfg.cellDur, monitors: map[string]*bench.Monitor{}}
+	var servers []bench.Server
+	for _, s := range reachableServers(ctx, cfg) {
 		m, err := bench.NewMonitor(s)
 		if err != nil {
 			return err
