@@ -101,6 +101,15 @@ export POOLDRIVER_TEST_POSTGRES_IMAGE=$POSTGRES_IMAGE POOLDRIVER_TEST_MYSQL_IMAG
 # registry it cannot start, so it is off unless asked for.
 export POOLDRIVER_TEST_RUN="test-docker-$$-$(date +%s)"
 export TESTCONTAINERS_RYUK_DISABLED=${TESTCONTAINERS_RYUK_DISABLED:-true}
+# Where the containers' published ports are reached. A dockerd of this
+# machine, on its Unix socket, publishes them here, on loopback. Left to
+# itself, testcontainers sees /.dockerenv (this machine may itself be a
+# container) and dials the gateway of Docker's default network or, when that
+# network reports none, the machine's default route: another host, where
+# nothing listens (CI saw "dial tcp 192.0.2.1:32768: i/o timeout").
+if [ -z "${TESTCONTAINERS_HOST_OVERRIDE:-}" ] && [[ ${DOCKER_HOST:-unix://} == unix://* ]] && pgrep -x dockerd >/dev/null; then
+	export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
+fi
 
 # The containers of the run, as the engine saw them, are shown at the end.
 events=$(mktemp)
