@@ -72,8 +72,9 @@ func (g *genericConn) facts(query string) sqllex.Facts {
 }
 
 var (
-	_ Conn           = (*genericConn)(nil)
-	_ SessionTracker = (*genericConn)(nil)
+	_ Conn              = (*genericConn)(nil)
+	_ SessionTracker    = (*genericConn)(nil)
+	_ StatementObserver = (*genericConn)(nil)
 )
 
 func (g *genericConn) Driver() driver.Conn { return g.c }
@@ -81,16 +82,29 @@ func (g *genericConn) Driver() driver.Conn { return g.c }
 // TxStatus follows the raw transaction from lastQuery's text; see Wrap.
 // An empty lastQuery (no statement text) leaves the belief as it was.
 func (g *genericConn) TxStatus(_ context.Context, lastQuery string) (TxStatus, error) {
-	switch g.facts(lastQuery).Tx {
+	return g.txStatus(g.facts(lastQuery)), nil
+}
+
+func (g *genericConn) txStatus(f sqllex.Facts) TxStatus {
+	switch f.Tx {
 	case sqllex.TxBegins, sqllex.TxUnknown:
 		g.inTx = true
 	case sqllex.TxEnds:
 		g.inTx = false
 	}
 	if g.inTx {
-		return TxActive, nil
+		return TxActive
 	}
-	return TxIdle, nil
+	return TxIdle
+}
+
+// Observe is ChangesSession and TxStatus from one look at query.
+func (g *genericConn) Observe(_ context.Context, query string, askTx bool) (bool, TxStatus, error) {
+	f := g.facts(query)
+	if !askTx {
+		return f.ChangesSession, TxIdle, nil
+	}
+	return f.ChangesSession, g.txStatus(f), nil
 }
 
 // ChangesSession applies the PostgreSQL and MySQL rules together, and a

@@ -34,6 +34,7 @@ func TestGenericTxTracking(t *testing.T) {
 	if _, ok := c.(*genericConn); !ok {
 		t.Fatalf("Open returned %T, want *genericConn", c)
 	}
+	obs := openGeneric(t, &stubConn{}).(StatementObserver)
 	// Each step: the statement run outside BeginTx, and the state after it.
 	for i, step := range []struct {
 		query string
@@ -65,6 +66,19 @@ func TestGenericTxTracking(t *testing.T) {
 		if err != nil || got != step.want {
 			t.Fatalf("step %d: TxStatus after %q = %v, %v; want %v", i, step.query, got, err, step.want)
 		}
+		// Observe answers both questions as the two methods do, on a
+		// connection of its own that saw the same statements.
+		changed, got, err := obs.Observe(t.Context(), step.query, true)
+		if err != nil || got != step.want || changed != c.(SessionTracker).ChangesSession(step.query) {
+			t.Fatalf("step %d: Observe(%q) = %t, %v, %v; want %t, %v", i, step.query, changed, got, err, !changed, step.want)
+		}
+	}
+	// Without askTx, Observe leaves the transaction belief alone.
+	if _, _, err := obs.Observe(t.Context(), "BEGIN", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := obs.Observe(t.Context(), "SELECT 1", true); got != TxIdle {
+		t.Fatalf("Observe(BEGIN, askTx=false) changed the belief: %v", got)
 	}
 	if err := c.Rollback(t.Context()); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Rollback = %v, want ErrUnsupported", err)

@@ -21,6 +21,15 @@ type SessionTracker interface {
 	ChangesSession(query string) bool
 }
 
+// StatementObserver is implemented by a SessionTracker that answers, for
+// one statement, both ChangesSession and (when askTx) TxStatus in one call,
+// from one look at its text: pooldriver asks both after every statement,
+// and prefers this when a Conn has it. The answers are those the two
+// methods would give.
+type StatementObserver interface {
+	Observe(ctx context.Context, query string, askTx bool) (changesSession bool, tx TxStatus, err error)
+}
+
 // SessionBaseline is implemented by a Conn whose SessionTracker compares
 // the session with the state it had when the connection opened (PostgreSQL's
 // reported parameters) or caches what it knows of it (MySQL's transaction
