@@ -172,6 +172,7 @@ func (p *Pool[T]) setStrategyLocked(s Strategy) {
 	p.strategy = s
 	_, quiet := s.(ignoresReleases)
 	p.onRelease = s != nil && !quiet
+	p.releaseEvents.Store(p.onRelease)
 }
 
 // ignoresReleases is implemented by this package's strategies, which do

@@ -4,20 +4,24 @@ import "time"
 
 // healthLoop runs the background healthcheck every HealthcheckInterval until
 // the pool closes.
-func (p *Pool[T]) healthLoop() {
-	t := time.NewTicker(p.cfg.HealthcheckInterval)
+func (p *Pool[T]) healthLoop() { p.every(p.cfg.HealthcheckInterval, p.CheckNow) }
+
+// every calls f every d until the pool closes.
+func (p *Pool[T]) every(d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.bgCtx.Done():
 			return
 		case <-t.C:
-			p.CheckNow()
+			f()
 		}
 	}
 }
 
-// CheckNow runs one healthcheck round at once: destroy the idle resources
+// CheckNow runs one healthcheck round at once: make parked resources idle
+// (see Park), destroy the idle resources
 // that outlived MaxLifetime or MaxIdleTime, check each remaining idle one
 // with Healthcheck (destroying failures), then refill to Min. Resources in
 // use are never touched. The background healthcheck calls it every
@@ -29,6 +33,7 @@ func (p *Pool[T]) CheckNow() {
 		p.mu.Unlock()
 		return
 	}
+	p.unparkAllLocked(now) // checked with the idle ones: parked long, maybe
 	expired := p.idle.Filter(func(r *Resource[T]) bool { return !p.expiredLocked(r, now) }, nil)
 	for _, r := range expired {
 		r.state.Store(stateDestroyed)
@@ -80,7 +85,7 @@ func (p *Pool[T]) checkIdle(r *Resource[T]) {
 		return
 	}
 	if p.waiters.len() > 0 {
-		p.putLocked(r, p.clock())
+		p.putLocked(r, p.clock(), false)
 	} else {
 		// It was idle longer than anything released meanwhile: the front.
 		r.state.Store(stateIdle)

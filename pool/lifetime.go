@@ -16,7 +16,7 @@ func (p *Pool[T]) lifetime() time.Duration {
 	return d
 }
 
-// CloseIdle destroys every idle resource now and starts refilling to Min
+// CloseIdle destroys every idle resource (parked ones included) now and starts refilling to Min
 // and MinIdle with new ones; resources in use are not touched (their
 // holder decides, on Release or Destroy). It returns how many it destroyed.
 func (p *Pool[T]) CloseIdle() int {
@@ -25,6 +25,7 @@ func (p *Pool[T]) CloseIdle() int {
 		p.mu.Unlock()
 		return 0
 	}
+	p.unparkAllLocked(p.clock())
 	var idle []*Resource[T]
 	for r, ok := p.idle.PopBack(); ok; r, ok = p.idle.PopBack() {
 		r.state.Store(stateDestroyed)

@@ -20,8 +20,16 @@ type Pool[T any] struct {
 	bgCancel context.CancelFunc
 	wg       sync.WaitGroup
 
-	misuses   atomic.Int64 // counted outside mu: a misuse must not need the lock
-	observers observers    // read without mu, on every Acquire and Release
+	misuses atomic.Int64 // counted outside mu: a misuse must not need the lock
+	// Mirrors of mu-guarded state for Park, which takes no lock: closed,
+	// and onRelease.
+	closing       atomic.Bool
+	releaseEvents atomic.Bool
+	// The coarse clock of parking (park.go): the pool's clock as of the
+	// last tick, once coarseOn.
+	coarse    atomic.Int64
+	coarseOn  atomic.Bool
+	observers observers // read without mu, on every Acquire and Release
 
 	// epoch is the origin of the pool's clock: times are kept as durations
 	// since it, read with time.Since, which costs a monotonic clock read
@@ -40,7 +48,8 @@ type Pool[T any] struct {
 	state       State
 	trial       bool // Recovering: the one trial factory call is under way
 	strategy    Strategy
-	onRelease   bool // the strategy wants to hear of releases (see ignoresReleases)
+	onRelease   bool           // the strategy wants to hear of releases (see ignoresReleases)
+	all         []*Resource[T] // every resource in existence, for stealLocked (park.go)
 	backoff     backoff
 	lastFailure error // the last factory error, for ErrCircuitOpen
 	holds       holdTime
@@ -92,7 +101,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 	}
 	front := false
 	for {
-		r, fromIdle, err := p.acquire(ctx, front)
+		r, fromIdle, waited, err := p.acquire(ctx, front)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +109,9 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 			return r, nil // wait told the observers
 		}
 		if p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(ctx, r) {
-			p.observers.notify(TimingWait, 0)
+			if !waited {
+				p.observers.notify(TimingWait, 0)
+			}
 			return r, nil
 		}
 		// It failed BeforeAcquire or expired: destroy it and try again,
@@ -128,6 +139,10 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		r, ok := (*Resource[T])(nil), false
 		if p.waiters.len() == 0 {
 			r, ok = p.idle.PopBack()
+			if !ok {
+				r = p.stealLocked()
+				ok = r != nil
+			}
 		}
 		if !ok {
 			if p.waiters.len() == 0 && p.total < p.cfg.Max && p.dialAllowedLocked(p.clock()) {
@@ -155,18 +170,23 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 }
 
 // acquire gets a resource. fromIdle reports that it was idle (fresh from a
-// pre-warm included) and is not expired: the caller still owes it the
-// BeforeAcquire check. An idle
-// resource found expired comes back with fromIdle true and expired state, so
-// the caller rejects it.
-func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], fromIdle bool, err error) {
+// pre-warm or parked included) and is not expired: the caller still owes it
+// the BeforeAcquire check. waited reports that it came by waiting, which
+// told the observers already (a parked resource handed to a waiter needs
+// the check too).
+func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], fromIdle, waited bool, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, false, ErrClosed
+		return nil, false, false, ErrClosed
 	}
 	if front || p.waiters.len() == 0 {
-		if r, ok := p.idle.PopBack(); ok {
+		r, ok := p.idle.PopBack()
+		if !ok {
+			r = p.stealLocked()
+			ok = r != nil
+		}
+		if ok {
 			p.handOutLocked(r)
 			p.stats.immediate++
 			fresh := r.fresh
@@ -184,7 +204,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 			p.mu.Unlock()
 			// A fresh resource (pre-warmed, or refilled to Min) sat
 			// idle too: the server may have closed it meanwhile.
-			return r, true, nil
+			return r, true, false, nil
 		}
 	}
 	now := p.clock()
@@ -194,7 +214,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		// say so now, unless it can wait for one in use.
 		if err := p.noRoomLocked(); err != nil {
 			p.mu.Unlock()
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
 	w := p.newWaiter()
@@ -208,12 +228,13 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		p.waiters.pushBack(w)
 	}
 	p.stats.waits++
+	p.feedWaitersLocked()
 	p.armTimeoutsLocked()
 	p.startFactoriesLocked()
 	p.mu.Unlock()
-	r, err = p.wait(ctx, w)
+	r, check, err := p.wait(ctx, w)
 	p.freeWaiter(w)
-	return r, false, err
+	return r, check, true, err
 }
 
 // timedExpiry reports whether resources expire with time at all.
@@ -225,7 +246,9 @@ func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 // wait blocks until w is handed a result, ctx ends or the acquire timeout
 // passes. A resource handed to a waiter was just released or created or
 // checked, never idle: it needs no further check.
-func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) {
+// check reports that the resource was parked: it needs the BeforeAcquire
+// check.
+func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check bool, err error) {
 	var giveUp error
 	select {
 	case res := <-w.ch: // a resource, an error, or the acquire timeout (expireWaiters)
@@ -234,10 +257,10 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) 
 			waited := p.waitEndedLocked(w)
 			p.mu.Unlock()
 			p.observers.notify(TimingWait, waited)
-			return nil, res.err
+			return nil, false, res.err
 		}
 		p.observers.notify(TimingWait, res.waited)
-		return res.r, nil
+		return res.r, res.check, nil
 	case <-ctx.Done():
 		giveUp = ctx.Err()
 	}
@@ -249,7 +272,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) 
 		waited := p.waitEndedLocked(w)
 		p.mu.Unlock()
 		p.observers.notify(TimingWait, waited)
-		return nil, giveUp
+		return nil, false, giveUp
 	}
 	p.mu.Unlock()
 	// We were handed a result at the same instant we gave up. It is in the
@@ -266,18 +289,18 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (*Resource[T], error) 
 			p.mu.Unlock()
 			res.r.state.Store(stateDestroyed)
 			p.destroy(res.r, false)
-			return nil, giveUp
+			return nil, false, giveUp
 		}
 		p.acquired--
-		p.putLocked(res.r, p.clock())
+		p.putLocked(res.r, p.clock(), res.check)
 		p.mu.Unlock()
-		return nil, giveUp
+		return nil, false, giveUp
 	}
 	p.mu.Lock()
 	waited := p.waitEndedLocked(w)
 	p.mu.Unlock()
 	p.observers.notify(TimingWait, waited)
-	return nil, res.err
+	return nil, false, res.err
 }
 
 // waitEndedLocked counts the wait of w, which ended without a resource, and
@@ -292,17 +315,23 @@ func (p *Pool[T]) waitEndedLocked(w *waiter[T]) time.Duration {
 
 // handOutLocked marks r as acquired.
 func (p *Pool[T]) handOutLocked(r *Resource[T]) {
+	r.parkedFor = -1
+	if r.stolen {
+		r.stolen = false
+		r.parkedFor = max(time.Duration(p.coarse.Load())-r.idleSince, 0)
+	}
 	r.state.Store(stateAcquired)
 	p.acquired++
 	p.stats.acquires++
 }
 
 // putLocked gives a healthy resource to the waiter nextWaiterLocked picks
-// (the oldest that can still use it), or makes it idle. A waiter whose
+// (the oldest that can still use it), or makes it idle. check says it was
+// parked: the waiter owes it the BeforeAcquire check. A waiter whose
 // context ended is told so and passed over: handing it the resource would
 // only wake it to hand the resource on again, and under a storm of
 // cancellations the oldest waiters are the likeliest to have given up.
-func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
+func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, check bool) {
 	for w := p.nextWaiterLocked(now); w != nil; w = p.nextWaiterLocked(now) {
 		p.waiters.remove(w)
 		if err := w.ctx.Err(); err != nil {
@@ -316,7 +345,7 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration) {
 		waited := now - w.start
 		p.stats.waitDuration += waited
 		p.stats.waitTime.observe(waited)
-		w.ch <- result[T]{r: r, waited: waited}
+		w.ch <- result[T]{r: r, waited: waited, check: check}
 		return
 	}
 	r.state.Store(stateIdle)
@@ -378,7 +407,7 @@ func (p *Pool[T]) release(r *Resource[T]) {
 		p.holds.observe(held)
 	}
 	r.idleSince = now
-	p.putLocked(r, now)
+	p.putLocked(r, now, false)
 	p.mu.Unlock()
 	if timed {
 		p.observers.notify(TimingUse, held)
@@ -423,6 +452,7 @@ var errBeforeRelease = fmt.Errorf("pool: resource failed BeforeRelease")
 func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 	p.destruct(r.value)
 	p.mu.Lock()
+	p.unregister(r)
 	p.total--
 	if !idle {
 		p.acquired--
@@ -460,7 +490,7 @@ func (p *Pool[T]) startFactoriesLocked() {
 // are idle or being created.
 func (p *Pool[T]) fillToMinLocked() {
 	now := p.clock()
-	for !p.closed && p.total < p.cfg.Max && (p.total < p.cfg.Min || p.idle.Len()+p.creating < p.cfg.MinIdle) && p.dialAllowedLocked(now) {
+	for !p.closed && p.total < p.cfg.Max && (p.total < p.cfg.Min || p.cfg.MinIdle > 0 && p.idleLocked()+p.creating < p.cfg.MinIdle) && p.dialAllowedLocked(now) {
 		p.startFactoryLocked(nil) // else the healthcheck tries again later
 	}
 }
@@ -524,8 +554,9 @@ func (p *Pool[T]) create(owner *waiter[T], trial bool) {
 		p.mu.Unlock()
 		return
 	}
-	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime()}
-	p.putLocked(r, now)
+	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime(), parkedFor: -1}
+	p.register(r)
+	p.putLocked(r, now, false)
 	p.mu.Unlock()
 }
 
@@ -594,12 +625,14 @@ func (p *Pool[T]) Close() {
 		return
 	}
 	p.closed = true
+	p.closing.Store(true)
 	if p.timeouts != nil {
 		p.timeouts.Stop()
 	}
 	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
 		w.ch <- result[T]{err: ErrClosed}
 	}
+	p.unparkAllLocked(p.clock()) // into the ring, destroyed below
 	var idle []*Resource[T]
 	for r, ok := p.idle.PopBack(); ok; r, ok = p.idle.PopBack() {
 		r.state.Store(stateDestroyed)
@@ -625,15 +658,19 @@ func (p *Pool[T]) Count() int {
 func (p *Pool[T]) IdleCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.idle.Len()
+	return p.idleLocked()
 }
+
+// idleLocked counts the idle resources, parked ones included. The caller
+// holds mu.
+func (p *Pool[T]) idleLocked() int { return p.idle.Len() + p.parkedLocked() }
 
 // ActiveCount returns the number of resources handed out and not yet
 // released or destroyed.
 func (p *Pool[T]) ActiveCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.acquired
+	return p.acquired - p.parkedLocked()
 }
 
 // Stats returns a snapshot of the pool's gauges and counters.
@@ -641,14 +678,25 @@ func (p *Pool[T]) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.stats
+	// Resources taken back with Unpark are acquires served at once, counted
+	// on each resource so that Unpark takes no lock.
+	parked := 0
+	for _, r := range p.all {
+		c.reuses += r.reuses.Load()
+		if r.state.Load() == stateParked {
+			parked++
+		}
+	}
+	c.acquires += c.reuses
+	c.immediate += c.reuses
 	// Acquires served at once from idle are waits of 0, counted here
 	// rather than on their path.
 	c.waitTime.Buckets[0] += c.immediate
 	c.waitTime.Count += c.immediate
 	return Stats{
 		Total:               p.total,
-		Idle:                p.idle.Len(),
-		Active:              p.acquired,
+		Idle:                p.idle.Len() + parked,
+		Active:              p.acquired - parked,
 		Creating:            p.creating,
 		Waiting:             p.waiters.len(),
 		Max:                 p.cfg.Max,

@@ -14,6 +14,7 @@ const (
 	stateReleasing
 	stateChecking
 	stateDestroyed
+	stateParked // see Park
 )
 
 // Resource is a handle on one pooled value, held by whoever acquired it until
@@ -29,12 +30,19 @@ type Resource[T any] struct {
 	pool  *Pool[T]
 	state atomic.Int32
 
-	// Guarded by pool.mu.
+	// Guarded by pool.mu while the resource is idle; its holder's while
+	// it is acquired (Park and Unpark write idleSince, acquiredAt and
+	// parkedFor).
 	created    time.Duration // on the pool's clock
 	lifetime   time.Duration // MaxLifetime plus this resource's jitter; 0: unlimited
 	idleSince  time.Duration
 	acquiredAt time.Duration // when last handed out, if the clock was read then; else -1 until the holder's IdleFor reads it
 	fresh      bool          // made by the factory and not yet handed out
+	slot       int           // index in pool.all
+	parkedFor  time.Duration // set by Unpark: how long it was parked, on the coarse clock; else -1
+	stolen     bool          // taken from parking by the pool, not yet handed out
+
+	reuses atomic.Int64 // Unparks (park.go)
 }
 
 // Value returns the pooled value.
@@ -54,7 +62,13 @@ func (r *Resource[T]) IdleSince() time.Time { return r.pool.epoch.Add(r.idleSinc
 //
 // It reads the clock if the pool did not as it handed the resource out, and
 // keeps that time as the start of the holder's use (see [Stats].UseTime).
+// For a resource that was parked (taken back with Unpark, or by an Acquire)
+// it is how long it was parked, on the coarse clock, and reads no clock: 0
+// when it was parked within the current tick, as good as just released.
 func (r *Resource[T]) IdleFor() time.Duration {
+	if r.parkedFor >= 0 {
+		return r.parkedFor
+	}
 	if r.acquiredAt < 0 {
 		r.acquiredAt = r.pool.clock()
 	}

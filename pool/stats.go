@@ -34,7 +34,7 @@ type Stats struct {
 	// Durations since New, in fixed buckets (see [Observer] to be told of
 	// each one as it is measured).
 	WaitTime   Histogram // every Acquire's wait, as TimingWait; one served at once from idle counts as 0
-	UseTime    Histogram // how long resources were held, as TimingUse; a use is timed when the clock was read as it began (see IdleFor): always with MaxLifetime or MaxIdleTime set
+	UseTime    Histogram // how long resources were held, as TimingUse; a use is timed when the clock was read as it began (see IdleFor): always with MaxLifetime or MaxIdleTime set; never when it ended with Park
 	CreateTime Histogram // factory calls, failed ones included, as TimingCreate
 }
 
@@ -49,5 +49,6 @@ type counters struct {
 	// immediate counts the acquires served at once from idle: waits of 0,
 	// added to waitTime by Stats so that their path only adds one.
 	immediate                     int64
+	reuses                        int64 // Unparks of resources destroyed since (the others count on each resource)
 	waitTime, useTime, createTime Histogram
 }

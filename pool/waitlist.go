@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type result[T any] struct {
 	r      *Resource[T]
 	err    error
 	waited time.Duration // with r: how long the waiter waited for it
+	check  bool          // r was parked: it owes the BeforeAcquire check
 }
 
 // waiter is one Acquire waiting for a resource. Its fields are guarded by
@@ -33,10 +35,10 @@ type waiter[T any] struct {
 // waiter that gives up leaves from the middle in O(1).
 type waitList[T any] struct {
 	head, tail *waiter[T]
-	n          int
+	n          atomic.Int32 // changed under the pool's mu; read without it by Park
 }
 
-func (l *waitList[T]) len() int { return l.n }
+func (l *waitList[T]) len() int { return int(l.n.Load()) }
 
 func (l *waitList[T]) pushBack(w *waiter[T]) {
 	w.prev, w.next = l.tail, nil
@@ -47,7 +49,7 @@ func (l *waitList[T]) pushBack(w *waiter[T]) {
 	}
 	l.tail = w
 	w.queued = true
-	l.n++
+	l.n.Add(1)
 }
 
 func (l *waitList[T]) pushFront(w *waiter[T]) {
@@ -59,7 +61,7 @@ func (l *waitList[T]) pushFront(w *waiter[T]) {
 	}
 	l.head = w
 	w.queued = true
-	l.n++
+	l.n.Add(1)
 }
 
 func (l *waitList[T]) remove(w *waiter[T]) {
@@ -82,7 +84,7 @@ func (l *waitList[T]) remove(w *waiter[T]) {
 	// clears creating, and tells it of a failure if it still waits): it
 	// must not be reused for another Acquire meanwhile.
 	w.reusable = !w.creating
-	l.n--
+	l.n.Add(-1)
 }
 
 func (l *waitList[T]) popFront() *waiter[T] {

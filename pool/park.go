@@ -1,0 +1,199 @@
+package pool
+
+import "time"
+
+// Parking: a holder that will likely want the same resource again soon (a
+// logical connection that runs one statement after another) may end its use
+// with Park instead of Release. The resource is then free for anyone, but
+// stays out of the idle ring and off the pool's lock: Unpark takes it back
+// with one atomic operation, and an Acquire that finds the ring empty, or a
+// waiter that arrives, takes it (steals it) under the lock. A parked
+// resource counts as idle in every gauge.
+//
+// Neither reads the clock, which costs as much as the rest of a Park and
+// Unpark together: they read a coarse clock instead, which a goroutine of
+// the pool advances every coarseTick once anything was parked. Lifetimes and
+// idle times of parked resources are known to within that.
+//
+// No waiter waits while a resource is parked, so a holder that takes its
+// resource back never overtakes one: Park refuses while anyone waits, and a
+// waiter, once counted, looks for parked resources before it sleeps. Both
+// sides write first (the state, the count of waiters) and read the other's
+// word after, with sequentially consistent atomics: at least one sees the
+// other.
+//
+// What parking does not do: a use that ends with Park is not timed (no
+// TimingUse, not in [Stats].UseTime: timing it would cost the clock reads
+// parking saves).
+
+// coarseTick is the resolution of the coarse clock.
+const coarseTick = 100 * time.Millisecond
+
+// Park ends the holder's use of r and leaves r where the holder can take it
+// back with Unpark, until anyone else takes it. It reports false when r
+// cannot be parked now (someone waits for a resource, the pool is closing,
+// BeforeRelease or the strategy or an observer wants to see each release,
+// r has outlived MaxLifetime by the coarse clock):
+// the holder still has r, and must Release or Destroy it.
+//
+// After Park the handle, like a released one, must not be used except for
+// Unpark.
+func (r *Resource[T]) Park() bool {
+	p := r.pool
+	if !p.parkable() || !p.coarseOn.Load() && !p.startCoarse() {
+		return false
+	}
+	now := time.Duration(p.coarse.Load())
+	if r.lifetime > 0 && now-r.created >= r.lifetime {
+		return false // Release destroys it
+	}
+	r.idleSince = now
+	if !r.state.CompareAndSwap(stateAcquired, stateParked) {
+		p.misuse()
+		return true // not the caller's: nothing for it to release
+	}
+	if p.waiters.n.Load() == 0 && !p.closing.Load() {
+		return true
+	}
+	// A waiter arrived, or Close began: release it the usual way, unless
+	// the waiter (or Close) took it already.
+	if r.state.CompareAndSwap(stateParked, stateAcquired) {
+		return false
+	}
+	return true
+}
+
+// parkable reports whether the pool's configuration allows Park: nothing
+// is to be told of each release.
+func (p *Pool[T]) parkable() bool {
+	return p.cfg.BeforeRelease == nil && !p.releaseEvents.Load() && p.observers.list.Load() == nil
+}
+
+// Unpark takes back r, which the caller parked. It reports false when
+// someone took it meanwhile (r is not the caller's then, which acquires as
+// usual), or it has outlived MaxLifetime (it was destroyed). On success the
+// caller holds r as if Acquire had taken it from idle, except that
+// Config.BeforeAcquire was not called: the caller owes r the check it makes
+// there, and Rejects it if it fails. IdleFor is how long r was parked, on
+// the coarse clock. The use that begins is not timed.
+func (r *Resource[T]) Unpark() bool {
+	if !r.state.CompareAndSwap(stateParked, stateAcquired) {
+		return false
+	}
+	p := r.pool
+	now := time.Duration(p.coarse.Load())
+	r.acquiredAt = -1
+	r.parkedFor = max(now-r.idleSince, 0)
+	if r.lifetime > 0 && now-r.created >= r.lifetime {
+		r.state.Store(stateDestroyed)
+		p.mu.Lock()
+		p.stats.expired++
+		p.mu.Unlock()
+		p.destroy(r, false) // counted as acquired while parked
+		return false
+	}
+	r.reuses.Add(1)
+	p.observers.notify(TimingWait, 0)
+	return true
+}
+
+// Reject destroys r, which its holder found unusable before using it (after
+// Unpark, the check BeforeAcquire would have made): it counts as a failed
+// BeforeAcquire, in [Stats].ReleaseRejects and for the strategy.
+func (r *Resource[T]) Reject() {
+	if !r.state.CompareAndSwap(stateAcquired, stateDestroyed) {
+		r.pool.misuse()
+		return
+	}
+	p := r.pool
+	p.mu.Lock()
+	p.stats.releaseRejects++
+	p.mu.Unlock()
+	p.destroy(r, false)
+	p.reportCheckFailed()
+}
+
+// stealLocked takes a parked resource for the pool, or returns nil. It is
+// then counted as idle (a parked resource is counted as acquired, since
+// Park takes no lock), and the caller hands it out or makes it idle. The
+// caller holds mu.
+func (p *Pool[T]) stealLocked() *Resource[T] {
+	for _, r := range p.all {
+		if r.state.Load() == stateParked && r.state.CompareAndSwap(stateParked, stateChecking) {
+			p.acquired--
+			r.stolen = true // IdleFor: how long it was parked, on the coarse clock
+			return r
+		}
+	}
+	return nil
+}
+
+// feedWaitersLocked hands parked resources to the waiters, oldest first, as
+// long as both exist. A waiter that just queued calls it: a resource parked
+// before it was counted would not come to it otherwise. The caller holds mu.
+func (p *Pool[T]) feedWaitersLocked() {
+	for p.waiters.len() > 0 {
+		r := p.stealLocked()
+		if r == nil {
+			return
+		}
+		p.putLocked(r, p.clock(), true)
+	}
+}
+
+// unparkAllLocked moves every parked resource into the idle ring (or to a
+// waiter), where the healthcheck, CloseIdle and Close find it. The caller
+// holds mu.
+func (p *Pool[T]) unparkAllLocked(now time.Duration) {
+	for r := p.stealLocked(); r != nil; r = p.stealLocked() {
+		p.putLocked(r, now, true)
+	}
+}
+
+// parkedLocked counts the parked resources. The caller holds mu.
+func (p *Pool[T]) parkedLocked() int {
+	n := 0
+	for _, r := range p.all {
+		if r.state.Load() == stateParked {
+			n++
+		}
+	}
+	return n
+}
+
+// register and unregister keep p.all, the list of every resource in
+// existence that stealLocked scans. The caller holds mu.
+func (p *Pool[T]) register(r *Resource[T]) {
+	r.slot = len(p.all)
+	p.all = append(p.all, r)
+}
+
+func (p *Pool[T]) unregister(r *Resource[T]) {
+	last := p.all[len(p.all)-1]
+	p.all[r.slot] = last
+	last.slot = r.slot
+	p.all[len(p.all)-1] = nil
+	p.all = p.all[:len(p.all)-1]
+	p.stats.reuses += r.reuses.Load()
+}
+
+// startCoarse starts the coarse clock, at the first Park. It reports false
+// when the pool is closed.
+func (p *Pool[T]) startCoarse() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if !p.coarseOn.Load() {
+		p.coarse.Store(int64(p.clock()))
+		p.coarseOn.Store(true)
+		p.goBackground(p.coarseLoop)
+	}
+	return true
+}
+
+// coarseLoop advances the coarse clock until the pool closes.
+func (p *Pool[T]) coarseLoop() {
+	p.every(coarseTick, func() { p.coarse.Store(int64(p.clock())) })
+}

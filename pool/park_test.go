@@ -1,0 +1,365 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestParkUnpark(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 2
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	if !r.Park() {
+		t.Fatal("Park refused on a quiet pool")
+	}
+	if s := p.Stats(); s.Idle != 1 || s.Active != 0 || s.Total != 1 {
+		t.Fatalf("parked: Idle %d Active %d Total %d, want 1 0 1", s.Idle, s.Active, s.Total)
+	}
+	if p.IdleCount() != 1 || p.ActiveCount() != 0 {
+		t.Fatalf("IdleCount %d ActiveCount %d", p.IdleCount(), p.ActiveCount())
+	}
+	if !r.Unpark() {
+		t.Fatal("Unpark of an untouched parked resource failed")
+	}
+	if r.Unpark() {
+		t.Fatal("second Unpark succeeded")
+	}
+	s := p.Stats()
+	if s.Active != 1 || s.Idle != 0 || s.Acquires != 2 || s.WaitTime.Count != 2 || s.WaitTime.Buckets[0] < 1 {
+		t.Fatalf("after Unpark: %+v", s)
+	}
+	r.Release()
+	if s := p.Stats(); s.Idle != 1 || s.Active != 0 || s.Misuses != 0 {
+		t.Fatalf("after Release: %+v", s)
+	}
+}
+
+// A parked resource is free for anyone: an Acquire that finds no idle one
+// takes it, and the holder that parked it cannot take it back.
+func TestParkedIsStolen(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	var checks []int64
+	cfg.BeforeAcquire = func(_ context.Context, r *Resource[*item]) bool {
+		checks = append(checks, r.Value().id)
+		return true
+	}
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	id := r.Value().id
+	if !r.Park() {
+		t.Fatal("Park refused")
+	}
+	other := mustAcquire(t, p)
+	if other.Value().id != id {
+		t.Fatalf("Acquire made a new resource (%d) instead of taking the parked one (%d)", other.Value().id, id)
+	}
+	if len(checks) != 1 {
+		t.Fatalf("a stolen parked resource was handed out with %d BeforeAcquire checks, want 1", len(checks))
+	}
+	if r.Unpark() {
+		t.Fatal("Unpark took back a resource someone else holds")
+	}
+	other.Release()
+	if s := p.Stats(); s.Created != 1 || s.Acquires != 2 || s.Idle != 1 || s.Active != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+// A waiter is never left waiting while a resource is parked: Park refuses
+// while someone waits, and the resource is released to the waiter.
+func TestParkRefusedWhileWaiting(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	got := make(chan *Resource[*item])
+	go func() {
+		w, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	waitFor(t, "the waiter", func() bool { return p.Stats().Waiting == 1 })
+	if r.Park() {
+		t.Fatal("Park succeeded while a waiter waits")
+	}
+	r.Release()
+	w := <-got
+	if w != r {
+		t.Fatal("the waiter did not get the released resource")
+	}
+	w.Release()
+}
+
+func TestParkRefusedWhenReleasesAreWatched(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config[*item])
+		obs  bool
+	}{
+		{"BeforeRelease", func(c *Config[*item]) { c.BeforeRelease = func(*item) bool { return true } }, false},
+		{"strategy", func(c *Config[*item]) { c.Strategy = releaseCounter{} }, false},
+		{"observer", func(*Config[*item]) {}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b backend
+			cfg := b.config()
+			cfg.Max = 1
+			tc.set(&cfg)
+			p := newPool(t, cfg)
+			if tc.obs {
+				stop := p.Observe(func(Timing, time.Duration) {})
+				defer stop()
+			}
+			r := mustAcquire(t, p)
+			if r.Park() {
+				t.Fatal("Park succeeded")
+			}
+			r.Release()
+			if s := p.Stats(); s.Misuses != 0 || s.Idle != 1 {
+				t.Fatalf("stats: %+v", s)
+			}
+		})
+	}
+}
+
+// releaseCounter is a strategy that wants to hear of releases.
+type releaseCounter struct{}
+
+func (releaseCounter) Report(Breaker, Event, error) {}
+
+func TestParkedExpiresAtUnpark(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	cfg.MaxLifetime = 20 * time.Millisecond
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	if !r.Park() {
+		t.Fatal("Park refused")
+	}
+	time.Sleep(20*time.Millisecond + 2*coarseTick) // the coarse clock has ticked past the lifetime
+	if r.Unpark() {
+		t.Fatal("Unpark returned a resource past MaxLifetime")
+	}
+	if s := p.Stats(); s.Expired != 1 || s.Destroyed != 1 || s.Total != 0 || b.live.Load() != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+func TestParkedClosedByCloseIdleAndClose(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 2
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	r.Park()
+	if n := p.CloseIdle(); n != 1 {
+		t.Fatalf("CloseIdle closed %d, want the parked one", n)
+	}
+	if r.Unpark() {
+		t.Fatal("Unpark after CloseIdle succeeded")
+	}
+	r = mustAcquire(t, p)
+	r.Park()
+	p.Close()
+	if r.Unpark() {
+		t.Fatal("Unpark after Close succeeded")
+	}
+	if s := p.Stats(); s.Total != 0 || b.live.Load() != 0 {
+		t.Fatalf("after Close: %+v, live %d", s, b.live.Load())
+	}
+	r = nil
+	// Park on a closed pool refuses; the release destroys.
+	var b2 backend
+	p2 := newPool(t, b2.config())
+	r2 := mustAcquire(t, p2)
+	p2.Close()
+	if r2.Park() {
+		t.Fatal("Park on a closed pool succeeded")
+	}
+	r2.Release()
+	if b2.live.Load() != 0 {
+		t.Fatal("released into a closed pool and not destroyed")
+	}
+}
+
+func TestParkedIsHealthchecked(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	cfg.Healthcheck = func(_ context.Context, it *item) error {
+		it.checked.Add(1)
+		return errors.New("gone")
+	}
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	it := r.Value()
+	r.Park()
+	p.CheckNow()
+	if it.checked.Load() != 1 {
+		t.Fatalf("the parked resource was checked %d times by CheckNow, want 1", it.checked.Load())
+	}
+	if r.Unpark() || b.live.Load() != 0 {
+		t.Fatal("a resource that failed its healthcheck stayed")
+	}
+}
+
+func TestParkMisuse(t *testing.T) {
+	var b backend
+	p := newPool(t, b.config())
+	r := mustAcquire(t, p)
+	r.Park()
+	r.Release() // parked: not the caller's any more
+	if s := p.Stats(); s.Misuses != 1 || s.Idle != 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+	if !r.Unpark() {
+		t.Fatal("the misuse disturbed the parked resource")
+	}
+	r.Release()
+}
+
+// TestParkStress mixes holders that park and take back their resource with
+// plain Acquire and Release, destroys, healthchecks and CloseIdle, and then
+// holders that leave their resource parked and stop while others still
+// wait without a deadline: a waiter left waiting beside a parked resource
+// would hang the test. No resource is ever held twice, and the accounting
+// adds up.
+func TestParkStress(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	var b backend
+	cfg := b.config()
+	cfg.Max = 4
+	cfg.MaxLifetime = 30 * time.Millisecond
+	cfg.HealthcheckInterval = 2 * time.Millisecond
+	cfg.Healthcheck = func(_ context.Context, it *item) error {
+		if it.inUse.Load() {
+			t.Error("healthcheck of a resource in use")
+		}
+		return nil
+	}
+	cfg.BeforeAcquire = func(_ context.Context, r *Resource[*item]) bool {
+		if r.Value().inUse.Load() {
+			t.Error("BeforeAcquire of a resource in use")
+		}
+		return true
+	}
+	p := newPool(t, cfg)
+
+	use := func(rng *rand.Rand, r *Resource[*item]) {
+		it := r.Value()
+		if !it.inUse.CompareAndSwap(false, true) {
+			t.Error("resource handed to two holders")
+		}
+		if rng.IntN(8) == 0 {
+			time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
+		}
+		it.inUse.Store(false)
+	}
+	holder := func(g int, rounds int, leaveParked bool, wg *sync.WaitGroup) {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(uint64(g), 11))
+		var parked *Resource[*item]
+		for i := 0; i < rounds; i++ {
+			r := parked
+			parked = nil
+			if r == nil || !r.Unpark() {
+				var err error
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				r, err = p.Acquire(ctx)
+				cancel()
+				if err != nil {
+					t.Errorf("Acquire: %v", err)
+					return
+				}
+			}
+			use(rng, r)
+			switch n := rng.IntN(20); {
+			case n == 0:
+				r.Destroy()
+			case n < 4:
+				r.Release()
+			default:
+				if r.Park() {
+					parked = r
+				} else {
+					r.Release()
+				}
+			}
+		}
+		if parked != nil && !leaveParked && parked.Unpark() {
+			parked.Release()
+		}
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 12; g++ {
+		wg.Add(1)
+		go holder(g, 3000, g%3 == 0, &wg)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 20; i++ {
+			time.Sleep(time.Millisecond)
+			if i%5 == 0 {
+				p.CloseIdle()
+			}
+		}
+	}()
+	wg.Wait()
+	// Some holders left resources parked and stopped: newcomers get them.
+	for g := 100; g < 108; g++ {
+		wg.Add(1)
+		go holder(g, 200, true, &wg)
+	}
+	wg.Wait()
+	s := p.Stats()
+	if s.Active != 0 || s.Waiting != 0 || s.Idle != s.Total || s.Misuses != 0 || s.CallbackPanics != 0 {
+		t.Fatalf("at rest: %+v", s)
+	}
+	p.Close()
+	s = p.Stats()
+	if s.Total != 0 || s.Idle != 0 || s.Created != s.Destroyed || b.live.Load() != 0 || b.maxLive.Load() > 4 {
+		t.Fatalf("after Close: %+v, live %d, max live %d", s, b.live.Load(), b.maxLive.Load())
+	}
+	if s.WaitTime.Count < s.Acquires {
+		t.Fatalf("waits %d < acquires %d", s.WaitTime.Count, s.Acquires)
+	}
+}
+
+// Reject counts like a failed BeforeAcquire: the holder's own check of a
+// resource it took back with Unpark.
+func TestReject(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	var heard []Event
+	cfg.Strategy = strategyFunc(func(_ Breaker, ev Event, _ error) { heard = append(heard, ev) })
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	r.Release() // the strategy hears releases: Park would refuse
+	r = mustAcquire(t, p)
+	r.Reject()
+	r.Reject()
+	s := p.Stats()
+	if s.ReleaseRejects != 1 || s.Destroyed != 1 || s.Total != 0 || s.Misuses != 1 || b.live.Load() != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+	if len(heard) == 0 || heard[len(heard)-1] != EventCheckFailed {
+		t.Fatalf("the strategy heard %v, want EventCheckFailed last", heard)
+	}
+}
+
+type strategyFunc func(Breaker, Event, error)
+
+func (f strategyFunc) Report(b Breaker, ev Event, err error) { f(b, ev, err) }
