@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // conn is the logical connection pooldriver hands to database/sql. It costs
@@ -21,6 +23,10 @@ type conn struct {
 	rows   int       // open result sets
 	spare  *rows     // a closed rows wrapper, for the next query
 	closed bool
+	// The physical connection the last hold parked (see physConn.park):
+	// the next hold takes it back without the pool's lock, unless anyone
+	// took it meanwhile.
+	parked *pool.Resource[*physConn]
 }
 
 // spareRows keeps a closed rows wrapper for reuse.
@@ -45,18 +51,20 @@ var (
 
 // ExecContext runs query on the hold's physical connection.
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	le, err := l.start(ctx, opStmt)
+	var le lease
+	err := l.start(ctx, opStmt, &le)
 	if err != nil {
 		return nil, err
 	}
 	res, err := le.pc.exec(ctx, query, args)
-	return res, l.finish(ctx, le, opStmt, query, err)
+	return res, l.finish(ctx, &le, opStmt, query, err)
 }
 
 // QueryContext runs query; the rows keep the physical connection's lock
 // until they are closed.
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	le, err := l.start(ctx, opStmt)
+	var le lease
+	err := l.start(ctx, opStmt, &le)
 	if err != nil {
 		return nil, err
 	}
@@ -68,17 +76,18 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 // failed.
 func (l *conn) openRows(ctx context.Context, le lease, rows driver.Rows, query string, err error) (driver.Rows, error) {
 	if err != nil {
-		return nil, l.finish(ctx, le, opStmt, query, err)
+		return nil, l.finish(ctx, &le, opStmt, query, err)
 	}
 	r := newRows(l, le, rows, query)
-	_ = l.finish(ctx, le, opOpenRows, query, nil) // nil: rows change no state until they close
+	_ = l.finish(ctx, &le, opOpenRows, query, nil) // nil: rows change no state until they close
 	return r, nil
 }
 
 // BeginTx begins a transaction on the hold's physical connection, which
 // never has another transaction open (see pick).
 func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	le, err := l.start(ctx, opBegin)
+	var le lease
+	err := l.start(ctx, opBegin, &le)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +101,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		dtx, err = pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
 	}
 	if err != nil {
-		return nil, l.finish(ctx, le, opBegin, "", err)
+		return nil, l.finish(ctx, &le, opBegin, "", err)
 	}
 	x := &tx{l: l, pc: pc, drv: dtx, task: le.t}
 	l.taskTx = l.taskTx || le.t != nil
@@ -107,12 +116,12 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			pc.c.stats.autoRollbacks.Add(1)
 		}
 		l.tx = nil
-		if ferr := l.finish(ctx, le, opBegin, "", err); ferr != nil {
+		if ferr := l.finish(ctx, &le, opBegin, "", err); ferr != nil {
 			return nil, ferr
 		}
 		return nil, ErrTaskEnded
 	}
-	return x, l.finish(ctx, le, opBegin, "", nil)
+	return x, l.finish(ctx, &le, opBegin, "", nil)
 }
 
 // PrepareContext prepares query on the hold's physical connection, which
@@ -120,7 +129,8 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // users expect. The statement is prepared again on every other physical
 // connection it later runs on (and cached there).
 func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	le, err := l.start(ctx, opPrepare)
+	var le lease
+	err := l.start(ctx, opPrepare, &le)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +139,7 @@ func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err == nil {
 		n = s.NumInput()
 	}
-	if err = l.finish(ctx, le, opPrepare, query, err); err != nil {
+	if err = l.finish(ctx, &le, opPrepare, query, err); err != nil {
 		return nil, err
 	}
 	st := &stmt{l: l, query: query, numInput: n}
@@ -139,11 +149,12 @@ func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 
 // Ping checks the hold's physical connection.
 func (l *conn) Ping(ctx context.Context) error {
-	le, err := l.start(ctx, opPing)
+	var le lease
+	err := l.start(ctx, opPing, &le)
 	if err != nil {
 		return err
 	}
-	return l.finish(ctx, le, opPing, "", le.pc.dc.Ping(ctx))
+	return l.finish(ctx, &le, opPing, "", le.pc.dc.Ping(ctx))
 }
 
 // CheckNamedValue accepts every argument as it is: no physical connection is
@@ -179,6 +190,7 @@ func (l *conn) Close() error {
 	}
 	l.closed = true
 	l.endHold()
+	l.parked = nil // free for anyone: the pool takes it when it needs it
 	return nil
 }
 

@@ -277,7 +277,9 @@ func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 		pc.closeReason = closeResetAll
 		return false
 	}
-	if ic, ok := pc.dc.(dialects.IdleChecker); ok && ic.CheckIdle() != nil {
+	// Every idle hand-out is peeked at, one parked moments ago included:
+	// the server may have killed it since (TestServerKillsIdle).
+	if pc.idleChecker != nil && pc.idleChecker.CheckIdle() != nil {
 		pc.closeReason = closeIdleCheck
 		return false
 	}
@@ -294,6 +296,24 @@ func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 }
 
 var errStale = errors.New("pooldriver: opened before Connector.Reset")
+
+// acquireFor returns a physical connection for a new hold of l: the one l
+// parked, if it is still there and passes the idle check, else one from the
+// pool.
+func (c *Connector) acquireFor(ctx context.Context, l *conn) (*physConn, error) {
+	if r := l.parked; r != nil {
+		l.parked = nil
+		if r.Unpark() {
+			if c.checkIdle(ctx, r) {
+				pc := r.Value()
+				pc.res = r
+				return pc, nil
+			}
+			r.Reject()
+		}
+	}
+	return c.acquire(ctx)
+}
 
 func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 	r, err := c.pool.Acquire(ctx)

@@ -199,7 +199,7 @@ func ExampleStatsOf_anyDB() {
 
 	s, ok := pooldriver.StatsOf(db)
 	fmt.Println("pooldriver's:", ok)
-	fmt.Println("max:", s.MaxConns, "opened:", s.Created, "acquires:", s.Acquires, "holds timed:", s.UseTime.Count)
+	fmt.Println("max:", s.MaxConns, "opened:", s.Created, "acquires:", s.Acquires, "idle:", s.Idle)
 
 	plain := sql.OpenDB(srv.Connector()) // the fake driver alone
 	defer plain.Close()
@@ -207,6 +207,6 @@ func ExampleStatsOf_anyDB() {
 	fmt.Println("plain driver's:", ok)
 	// Output:
 	// pooldriver's: true
-	// max: 4 opened: 1 acquires: 3 holds timed: 3
+	// max: 4 opened: 1 acquires: 3 idle: 1
 	// plain driver's: false
 }

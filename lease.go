@@ -77,32 +77,55 @@ func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 	}
 }
 
-// start begins an operation of kind k on l's hold.
-func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
+// start begins an operation of kind k on l's hold, filling le.
+func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
+	t := taskFrom(ctx)
+	if t == nil && l.pc == nil && l.tx == nil && l.lost == nil && !l.closed {
+		// The hold's first operation, outside any task: a connection of
+		// its own, which nothing else can reach, so its lock is free and
+		// there is nothing to check on it.
+		pc, err := l.takeOwn(ctx)
+		if err != nil {
+			return err
+		}
+		if !pc.sem.tryLock() {
+			panic("pooldriver: a connection fresh from the pool is locked")
+		}
+		if pc.evictions.Load() > 0 {
+			pc.dropEvicted()
+		}
+		le.pc, le.locked, le.fresh = pc, true, true
+		return nil
+	}
+	return l.startWith(ctx, k, t, le)
+}
+
+// startWith is start in every other case; t is the task of ctx, or nil.
+func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) error {
 	if l.closed {
-		return lease{}, driver.ErrBadConn
+		return driver.ErrBadConn
 	}
 	if l.lost != nil {
-		return lease{}, l.lost
+		return l.lost
 	}
 	if x := l.tx; x != nil && x.endedByTask() {
-		return lease{}, ErrTaskEnded
+		return ErrTaskEnded
 	}
-	le := lease{pc: l.pc, t: taskFrom(ctx)}
+	le.pc, le.t = l.pc, t
 	if le.t != nil && le.t.err != nil {
-		return lease{}, le.t.err
+		return le.t.err
 	}
 	var deadline time.Time
 	for {
 		var err error
 		if le.pc == nil {
-			err = l.pick(ctx, k, &le)
+			err = l.pick(ctx, k, le)
 		} else if l.shared {
 			err = l.checkShared(le.pc, k)
 		}
 		if err == nil {
 			if l.rows > 0 {
-				return le, nil // the hold's own rows hold the lock: the driver decides
+				return nil // the hold's own rows hold the lock: the driver decides
 			}
 			err = l.lock(ctx, le.pc, k)
 		}
@@ -113,14 +136,14 @@ func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
 			}
 		}
 		if err != nil {
-			return lease{}, err
+			return err
 		}
 		break
 	}
 	le.locked = true
 	if err := l.checkLocked(le.pc, k); err != nil {
 		le.pc.sem.unlock()
-		return lease{}, err
+		return err
 	}
 	if le.t != nil && !l.shared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
 		le.hadState = le.pc.keepsTaskState()
@@ -128,7 +151,7 @@ func (l *conn) start(ctx context.Context, k opKind) (lease, error) {
 	if le.pc.evictions.Load() > 0 {
 		le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
 	}
-	return le, nil
+	return nil
 }
 
 // pick chooses the physical connection of a new hold: the task's, if its
@@ -159,11 +182,10 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 		if useTask && t.modeFor(l.c) == SessionMode && l.c.s.serverPooling == dialects.ServerPoolingTransaction {
 			return ErrNoServerSession
 		}
-		pc, err := l.c.acquire(ctx)
+		pc, err := l.takeOwn(ctx)
 		if err != nil {
 			return err
 		}
-		pc.st.holds = 1 // fresh from the pool: nobody else can reach it
 		if useTask && t.modeFor(l.c) == SessionMode {
 			pc.mu.Lock()
 			ok := t.bind(pc)
@@ -171,14 +193,27 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 			if !ok {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
+				l.pc = nil
 				pc.letGo()
 				continue
 			}
 			l.shared = true
 		}
-		l.pc, le.pc, le.fresh = pc, pc, true
+		le.pc, le.fresh = pc, true
 		return nil
 	}
+}
+
+// takeOwn makes a connection from the pool (the one the hold's logical conn
+// parked, if it is still there) the hold's own.
+func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
+	pc, err := l.c.acquireFor(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	pc.st.holds = 1 // fresh from the pool: nobody else can reach it
+	l.pc = pc
+	return pc, nil
 }
 
 // share makes pc, bound to task t, the hold's connection, unless a rule
@@ -308,14 +343,27 @@ func (l *conn) checkLocked(pc *physConn, k opKind) error {
 
 // finish ends an operation of kind k that ran query on le.pc and returned
 // err; it returns the error for the caller.
-func (l *conn) finish(ctx context.Context, le lease, k opKind, query string, err error) error {
+func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, err error) error {
 	pc := le.pc
+	if err == nil && k == opStmt && le.t == nil && le.locked && l.rows == 0 {
+		// The common case, outside any task: the statement succeeded and
+		// only what it did to the transaction and the session is left to
+		// learn. If that fails, the connection is lost as below.
+		if oerr := pc.observe(ctx, query); oerr != nil {
+			pc.lose(oerr, false)
+			l.lost = lost(oerr)
+			pc.sem.unlock()
+			return l.lost
+		}
+		pc.sem.unlock()
+		return nil
+	}
 	switch k {
 	case opOpenRows:
-		pc.addRows(1)
+		pc.addRows(1, l.shared || l.taskTx)
 		l.rows++
 	case opCloseRows:
-		pc.addRows(-1)
+		pc.addRows(-1, l.shared || l.taskTx)
 		l.rows--
 	}
 	// With a result set open, the driver is mid-protocol: it cannot be
@@ -381,7 +429,7 @@ func (l *conn) finish(ctx context.Context, le lease, k opKind, query string, err
 // another connection (its own was busy with rows), the transaction is rolled
 // back at once and the caller told, rather than left to believe the next
 // statements join it. The caller holds pc's lock.
-func (l *conn) bindForTask(le lease) error {
+func (l *conn) bindForTask(le *lease) error {
 	pc, t := le.pc, le.t
 	if !le.separate {
 		pc.mu.Lock()
@@ -414,6 +462,10 @@ func (l *conn) endHold() {
 	alone := !l.shared && !l.taskTx
 	l.pc, l.shared, l.taskTx, l.lost = nil, false, false, nil
 	if alone {
+		if r := pc.park(); r != nil {
+			l.parked = r
+			return
+		}
 		pc.letGoAlone()
 		return
 	}

@@ -32,14 +32,16 @@ type physConn struct {
 	leak        leakMark // leak.go
 
 	// The optional interfaces of drv and dc, resolved once.
-	execer   driver.ExecerContext
-	queryer  driver.QueryerContext
-	preparer driver.ConnPrepareContext
-	beginner driver.ConnBeginTx
-	checker  driver.NamedValueChecker
-	validity driver.Validator
-	tracker  dialects.SessionTracker
-	staleErr dialects.StaleStatementDetector
+	execer      driver.ExecerContext
+	queryer     driver.QueryerContext
+	preparer    driver.ConnPrepareContext
+	beginner    driver.ConnBeginTx
+	checker     driver.NamedValueChecker
+	validity    driver.Validator
+	tracker     dialects.SessionTracker
+	staleErr    dialects.StaleStatementDetector
+	idleChecker dialects.IdleChecker
+	observer    dialects.StatementObserver
 
 	// Lock rules, for everything below:
 	//
@@ -90,6 +92,8 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	pc.validity, _ = drv.(driver.Validator)
 	pc.tracker, _ = dc.(dialects.SessionTracker)
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
+	pc.idleChecker, _ = dc.(dialects.IdleChecker)
+	pc.observer, _ = dc.(dialects.StatementObserver)
 	return pc
 }
 
@@ -161,7 +165,15 @@ func (pc *physConn) lose(cause error, fresh bool) (carried bool) {
 
 // addRows and dropRows count the result sets open on pc. The caller holds
 // sem (rows keep it while open).
-func (pc *physConn) addRows(n int) {
+//
+// shared says whether anything else may reach pc (it is bound to a task,
+// or a task's *sql.Tx is open on it, which the task's end reaches):
+// otherwise the caller may write st without mu (see the lock rules).
+func (pc *physConn) addRows(n int, shared bool) {
+	if !shared {
+		pc.st.rows += n
+		return
+	}
 	pc.mu.Lock()
 	pc.st.rows += n
 	pc.mu.Unlock()
@@ -179,6 +191,7 @@ func (pc *physConn) convert(args []driver.NamedValue) ([]driver.NamedValue, erro
 			switch {
 			case err == nil:
 				continue
+			case err == driver.ErrSkip: //nolint:errorlint // the common case, before errors.Is
 			case errors.Is(err, driver.ErrRemoveArgument):
 				args = append(args[:i], args[i+1:]...)
 				i--
@@ -286,6 +299,9 @@ func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedV
 	}
 	if pc.execer != nil {
 		res, err := pc.execer.ExecContext(ctx, query, args)
+		if err == nil {
+			return res, nil
+		}
 		if !errors.Is(err, driver.ErrSkip) {
 			pc.checkStale(query, err)
 			return res, err
@@ -306,6 +322,9 @@ func (pc *physConn) query(ctx context.Context, query string, args []driver.Named
 	}
 	if pc.queryer != nil {
 		rows, err := pc.queryer.QueryContext(ctx, query, args)
+		if err == nil {
+			return rows, nil
+		}
 		if !errors.Is(err, driver.ErrSkip) {
 			pc.checkStale(query, err)
 			return rows, err
@@ -384,13 +403,26 @@ func (pc *physConn) broken(err error) bool {
 // the transaction state cannot be established; the caller then treats the
 // connection as lost. The caller holds sem.
 func (pc *physConn) observe(ctx context.Context, query string) error {
-	if pc.tracker != nil && pc.tracker.ChangesSession(query) {
-		pc.markDirty()
+	var status dialects.TxStatus
+	var err error
+	askTx := pc.st.tx != txBegun
+	if pc.observer != nil {
+		var changed bool
+		changed, status, err = pc.observer.Observe(ctx, query, askTx)
+		if changed {
+			pc.markDirty()
+		}
+	} else {
+		if pc.tracker != nil && pc.tracker.ChangesSession(query) {
+			pc.markDirty()
+		}
+		if askTx {
+			status, err = pc.dc.TxStatus(ctx, query)
+		}
 	}
-	if pc.st.tx == txBegun {
+	if !askTx {
 		return nil
 	}
-	status, err := pc.dc.TxStatus(ctx, query)
 	if err != nil {
 		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
 	}
@@ -494,6 +526,28 @@ func (pc *physConn) letGoAlone() {
 		pc.st.txOwner = nil
 	}
 	pc.settle(f, owner)
+}
+
+// park is letGoAlone for a connection that goes back to the pool as it is
+// (fateRelease) when nothing is to be told of its release (no AfterRelease
+// or BeforeAcquire hook, no leak detection): it is parked instead (pool.Resource.Park), free
+// for anyone, and the hold's logical conn takes it back at its next hold
+// without the pool's lock if nobody took it meanwhile. It returns pc's
+// handle for that, or nil when pc was not parked: the caller still has it.
+func (pc *physConn) park() *pool.Resource[*physConn] {
+	c := pc.c
+	st := pc.st
+	st.holds--
+	if c.leaks != nil || c.s.hooks.afterRelease != nil || c.s.hooks.beforeAcquire != nil || decide(st, TransactionMode) != fateRelease || c.stale(pc) {
+		return nil
+	}
+	r := pc.res
+	pc.st.holds = 0
+	if !r.Park() {
+		pc.st.holds = 1
+		return nil
+	}
+	return r // someone else may have pc already: it is not to be touched
 }
 
 // decideLocked is decide on pc's state and the mode of its task. The caller

@@ -26,9 +26,10 @@ func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 	if !ok {
 		return fmt.Errorf("pooldriver: RawConn: %T is not a pooldriver connection", driverConn)
 	}
-	le, err := l.start(ctx, opRaw)
+	var le lease
+	err := l.start(ctx, opRaw, &le)
 	if err != nil {
 		return err
 	}
-	return l.finish(ctx, le, opRaw, "", f(le.pc.dc.Raw()))
+	return l.finish(ctx, &le, opRaw, "", f(le.pc.dc.Raw()))
 }

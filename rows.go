@@ -60,7 +60,7 @@ func (r *rows) Close() error {
 	err := r.drv.Close()
 	l := r.l
 	r.cctx = lazyTimeout{d: l.c.s.cleanupTimeout}
-	err = l.finish(&r.cctx, r.le, opCloseRows, r.query, err)
+	err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)
 	r.cctx.release()
 	l.spareRows(r)
 	return err

@@ -45,7 +45,7 @@ type Stats struct {
 	// Durations in the fixed buckets of pool.HistogramBounds (1µs to 1m).
 	// Connector.Observe is told of each one as it is measured.
 	WaitTime   pool.Histogram // how long each acquire waited (0: a connection was idle), failed waits included
-	UseTime    pool.Histogram // how long each physical connection was held before it went back to the pool
+	UseTime    pool.Histogram // how long each physical connection was held before it went back to the pool; a hold whose logical conn parked it (see README "Parking") is not timed
 	CreateTime pool.Histogram // how long each attempt to open a physical connection took, failed ones included
 }
 

@@ -47,7 +47,8 @@ func (s *stmt) NumInput() int { return s.numInput }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	l := s.l
-	le, err := l.start(ctx, opStmt)
+	var le lease
+	err := l.start(ctx, opStmt, &le)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +61,13 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			res, err = pc.stmtExec(ctx, ds, s.query, args)
 		}
 	}
-	return res, l.finish(ctx, le, opStmt, s.query, err)
+	return res, l.finish(ctx, &le, opStmt, s.query, err)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	l := s.l
-	le, err := l.start(ctx, opStmt)
+	var le lease
+	err := l.start(ctx, opStmt, &le)
 	if err != nil {
 		return nil, err
 	}

@@ -84,5 +84,5 @@ func (x *tx) end(commit bool) error {
 	}
 	pc.setTx(txNone, nil)
 	l.tx = nil
-	return l.finish(context.Background(), le, opEndTx, "", err)
+	return l.finish(context.Background(), &le, opEndTx, "", err)
 }
