@@ -317,7 +317,12 @@ func TestFaultCancellationStorm(t *testing.T) {
 		round   = time.Second
 	)
 	forEachServer(t, func(t *testing.T, s server) {
-		t.Parallel()
+		// Not in parallel with the other server's storm: the two subjects
+		// run in alternating rounds so that both meet the same load, which
+		// another storm running beside them, in phases of its own, breaks
+		// (on 2 cores behind Docker's proxy pooldriver then lost rounds
+		// it wins alone by 1.7x).
+
 		tn := newTenant(t, s)
 		plain, pooled := openFaultSubjects(t, s, tn.base)
 		storm := func() time.Duration { return rand.N(20 * time.Millisecond) }
