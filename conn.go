@@ -190,7 +190,13 @@ func (l *conn) Close() error {
 	}
 	l.closed = true
 	l.endHold()
-	l.parked = nil // free for anyone: the pool takes it when it needs it
+	if r := l.parked; r != nil {
+		// database/sql closes a logical conn past its idle limit right
+		// after the hold ended: the connection goes where everyone finds
+		// it (and where it expires), not left parked for nobody.
+		l.parked = nil
+		r.Return()
+	}
 	return nil
 }
 

@@ -309,7 +309,11 @@ func (c *Connector) acquireFor(ctx context.Context, l *conn) (*physConn, error) 
 				pc.res = r
 				return pc, nil
 			}
-			r.Reject()
+			if ctx.Err() != nil {
+				r.Destroy() // the caller gave up: nothing to tell the breaker
+			} else {
+				r.Reject()
+			}
 		}
 	}
 	return c.acquire(ctx)

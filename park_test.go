@@ -56,6 +56,11 @@ func TestParkedConnection(t *testing.T) {
 	if s.Created != 1 || s.Acquires != 6 || s.Idle != 1 || s.Active != 0 {
 		t.Fatalf("after 6 holds on one logical conn: %+v", s)
 	}
+	// With one connection the ids above hold with or without parking;
+	// this tells: a hold that ends parked is not timed.
+	if s.UseTime.Count != 0 {
+		t.Fatalf("%d of 6 holds were released, not parked: %+v", s.UseTime.Count, s)
+	}
 	// Two *sql.Conns, one physical connection: each hold of one takes it
 	// from the other's parking.
 	if got := idOf(onA); got != first {

@@ -43,6 +43,10 @@ func (r *Resource[T]) Park() bool {
 	if !p.parkable() || !p.coarseOn.Load() && !p.startCoarse() {
 		return false
 	}
+	if r.state.Load() != stateAcquired {
+		p.misuse() // parked or released already: another holder may read idleSince
+		return true
+	}
 	now := time.Duration(p.coarse.Load())
 	if r.lifetime > 0 && now-r.created >= r.lifetime {
 		return false // Release destroys it
@@ -71,20 +75,29 @@ func (p *Pool[T]) parkable() bool {
 
 // Unpark takes back r, which the caller parked. It reports false when
 // someone took it meanwhile (r is not the caller's then, which acquires as
-// usual), or it has outlived MaxLifetime (it was destroyed). On success the
+// usual), when anyone waits (r goes to the waiter: see below), or when it
+// has outlived MaxLifetime or MaxIdleTime (it was destroyed). On success the
 // caller holds r as if Acquire had taken it from idle, except that
 // Config.BeforeAcquire was not called: the caller owes r the check it makes
 // there, and Rejects it if it fails. IdleFor is how long r was parked, on
 // the coarse clock. The use that begins is not timed.
 func (r *Resource[T]) Unpark() bool {
+	p := r.pool
+	// A waiter and a parked resource meet only while a Park is between its
+	// two steps (a waiter takes parked resources when it queues): that
+	// Park then finds its resource still parked and releases it to the
+	// waiter. Taking it here would overtake the waiter, with a handle that
+	// may be stale (parked by another holder since).
+	if p.waiters.n.Load() != 0 {
+		return false
+	}
 	if !r.state.CompareAndSwap(stateParked, stateAcquired) {
 		return false
 	}
-	p := r.pool
 	now := time.Duration(p.coarse.Load())
 	r.acquiredAt = -1
 	r.parkedFor = max(now-r.idleSince, 0)
-	if r.lifetime > 0 && now-r.created >= r.lifetime {
+	if r.lifetime > 0 && now-r.created >= r.lifetime || p.cfg.MaxIdleTime > 0 && r.parkedFor >= p.cfg.MaxIdleTime {
 		r.state.Store(stateDestroyed)
 		p.mu.Lock()
 		p.stats.expired++
@@ -111,6 +124,21 @@ func (r *Resource[T]) Reject() {
 	p.mu.Unlock()
 	p.destroy(r, false)
 	p.reportCheckFailed()
+}
+
+// Return gives up the caller's claim on r, which it parked and will not
+// take back: if nobody took r meanwhile, it goes where a released resource
+// goes (to the oldest waiter that can use it, or idle), where every
+// acquire, the healthcheck and expiry find it. It takes the pool's lock.
+func (r *Resource[T]) Return() {
+	p := r.pool
+	p.mu.Lock()
+	if r.state.Load() == stateParked && r.state.CompareAndSwap(stateParked, stateChecking) {
+		p.acquired--
+		r.stolen = true
+		p.putLocked(r, p.clock(), true)
+	}
+	p.mu.Unlock()
 }
 
 // stealLocked takes a parked resource for the pool, or returns nil. It is

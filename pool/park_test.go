@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -324,8 +325,13 @@ func TestParkStress(t *testing.T) {
 		go holder(g, 200, true, &wg)
 	}
 	wg.Wait()
-	s := p.Stats()
-	if s.Active != 0 || s.Waiting != 0 || s.Idle != s.Total || s.Misuses != 0 || s.CallbackPanics != 0 {
+	// At rest, but the healthcheck may hold one resource for its check.
+	var s Stats
+	waitFor(t, "the pool at rest", func() bool {
+		s = p.Stats()
+		return s.Active == 0 && s.Waiting == 0 && s.Idle == s.Total
+	})
+	if s.Misuses != 0 || s.CallbackPanics != 0 {
 		t.Fatalf("at rest: %+v", s)
 	}
 	p.Close()
@@ -363,3 +369,129 @@ func TestReject(t *testing.T) {
 type strategyFunc func(Breaker, Event, error)
 
 func (f strategyFunc) Report(b Breaker, ev Event, err error) { f(b, ev, err) }
+
+// A parked resource idle longer than MaxIdleTime is not taken back: it is
+// destroyed, as an acquire from idle would.
+func TestUnparkExpiresByIdleTime(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	cfg.MaxIdleTime = 20 * time.Millisecond
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	if !r.Park() {
+		t.Fatal("Park refused")
+	}
+	time.Sleep(cfg.MaxIdleTime + 3*coarseTick) // the coarse clock must see it
+	if r.Unpark() {
+		r.Release()
+		t.Fatalf("Unpark took back a resource parked %v, past MaxIdleTime %v", r.IdleFor(), cfg.MaxIdleTime)
+	}
+	if s := p.Stats(); s.Expired != 1 || s.Total != 0 || s.Active != 0 {
+		t.Fatalf("after the expired Unpark: %+v", s)
+	}
+}
+
+// A stale handle (parked by one holder, taken by the pool, parked again by
+// another) does not take the resource from a waiter that queued while its
+// new parker was between Park's two steps.
+func TestStaleUnparkYieldsToWaiter(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	if !r.Park() { // holder 1 parks
+		t.Fatal("Park refused")
+	}
+	if r2 := mustAcquire(t, p); r2 != r { // holder 2 takes it from parking
+		t.Fatal("the parked resource was not taken")
+	}
+	got := make(chan *Resource[*item], 1)
+	go func() {
+		w, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	waitFor(t, "the waiter", func() bool { return p.Stats().Waiting == 1 })
+	// Holder 2's Park, first step, done by hand to hold the window open.
+	if !r.state.CompareAndSwap(stateAcquired, stateParked) {
+		t.Fatal("not acquired")
+	}
+	if r.Unpark() { // holder 1's stale handle
+		t.Fatal("a stale Unpark took the resource while a waiter waits")
+	}
+	// Holder 2's Park, second step: it sees the waiter and takes r back
+	// to release it to the waiter.
+	if !r.state.CompareAndSwap(stateParked, stateAcquired) {
+		t.Fatal("the resource left parking")
+	}
+	r.Release()
+	select {
+	case w := <-got:
+		w.Release()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not served")
+	}
+}
+
+// A parked resource handed to a waiter that then fails BeforeAcquire
+// counts as one wait, not as an acquire served at once taken back.
+func TestWaitedRejectCountsOnce(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	var fail atomic.Bool
+	fail.Store(true)
+	cfg.BeforeAcquire = func(context.Context, *Resource[*item]) bool { return !fail.Swap(false) }
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	done := make(chan *Resource[*item])
+	go func() {
+		w, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- w
+	}()
+	waitFor(t, "the waiter", func() bool { return p.Stats().Waiting == 1 })
+	p.startCoarse()
+	if !r.state.CompareAndSwap(stateAcquired, stateParked) { // Park's first step
+		t.Fatal("not acquired")
+	}
+	p.mu.Lock()
+	p.feedWaitersLocked() // what a second waiter does as it queues
+	p.mu.Unlock()
+	w := <-done
+	w.Release()
+	s := p.Stats()
+	if s.WaitTime.Buckets[0] < 0 || s.WaitTime.Count != s.Acquires || s.ReleaseRejects != 1 { // every hand-out, its wait counted once
+		t.Fatalf("WaitTime %d (bucket 0: %d), Acquires %d, ReleaseRejects %d", s.WaitTime.Count, s.WaitTime.Buckets[0], s.Acquires, s.ReleaseRejects)
+	}
+}
+
+// Return puts a parked resource where every acquire finds it.
+func TestReturn(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 2
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+	if !r.Park() {
+		t.Fatal("Park refused")
+	}
+	r.Return()
+	if r.Unpark() {
+		t.Fatal("Unpark after Return")
+	}
+	if s := p.Stats(); s.Idle != 1 || s.Active != 0 || p.IdleCount() != 1 {
+		t.Fatalf("after Return: %+v", s)
+	}
+	r2, ok := p.TryAcquire()
+	if !ok || r2 != r {
+		t.Fatalf("TryAcquire = %v, %t; want the returned resource", r2, ok)
+	}
+	r2.Release()
+}

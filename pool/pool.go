@@ -108,6 +108,13 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		if !fromIdle {
 			return r, nil // wait told the observers
 		}
+		if waited && p.timedExpiry() && p.expired(r) {
+			// Parked, then handed to this waiter: parking does not
+			// expire resources, so it is done here.
+			p.reject(r, true, true)
+			front = true
+			continue
+		}
 		if p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(ctx, r) {
 			if !waited {
 				p.observers.notify(TimingWait, 0)
@@ -117,7 +124,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		// It failed BeforeAcquire or expired: destroy it and try again,
 		// keeping our place at the head of the queue, unless the caller
 		// gave up meanwhile (a check bounded by ctx fails then).
-		p.reject(r, false)
+		p.reject(r, false, waited)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -157,14 +164,14 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		expired := p.expiredLocked(r, r.acquiredAt)
 		p.mu.Unlock()
 		if expired {
-			p.reject(r, true)
+			p.reject(r, true, false)
 			continue
 		}
 		if p.cfg.BeforeAcquire == nil || p.callBeforeAcquire(context.Background(), r) {
 			p.observers.notify(TimingWait, 0)
 			return r, true
 		}
-		p.reject(r, false)
+		p.reject(r, false, false)
 		p.reportCheckFailed()
 	}
 }
@@ -197,7 +204,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 				r.acquiredAt = now
 				if !fresh && p.expiredLocked(r, now) {
 					p.mu.Unlock()
-					p.reject(r, true)
+					p.reject(r, true, false)
 					return p.acquire(ctx, true)
 				}
 			}
@@ -354,10 +361,15 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, check bool) {
 
 // reject destroys a resource taken from idle that had expired or failed
 // BeforeAcquire. It was counted as served at once; the Acquire goes on.
-func (p *Pool[T]) reject(r *Resource[T], expired bool) {
+//
+// waited says r came by waiting: its wait was counted as such, not as an
+// acquire served at once.
+func (p *Pool[T]) reject(r *Resource[T], expired, waited bool) {
 	r.state.Store(stateDestroyed)
 	p.mu.Lock()
-	p.stats.immediate--
+	if !waited {
+		p.stats.immediate--
+	}
 	if expired {
 		p.stats.expired++
 	} else {
@@ -365,6 +377,13 @@ func (p *Pool[T]) reject(r *Resource[T], expired bool) {
 	}
 	p.mu.Unlock()
 	p.destroy(r, false)
+}
+
+// expired is expiredLocked for a resource the caller holds.
+func (p *Pool[T]) expired(r *Resource[T]) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expiredLocked(r, p.clock())
 }
 
 func (p *Pool[T]) expiredLocked(r *Resource[T], now time.Duration) bool {
