@@ -83,19 +83,20 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	if t == nil && l.pc == nil && l.tx == nil && l.lost == nil && !l.closed {
 		// The hold's first operation, outside any task: a connection of
 		// its own, which nothing else can reach, so its lock is free and
-		// there is nothing to check on it.
+		// there is nothing to check on it. Were the lock taken after all,
+		// the general path waits for it under ctx.
 		pc, err := l.takeOwn(ctx)
 		if err != nil {
 			return err
 		}
-		if !pc.sem.tryLock() {
-			panic("pooldriver: a connection fresh from the pool is locked")
+		le.fresh = true
+		if pc.sem.tryLock() {
+			if pc.evictions.Load() > 0 {
+				pc.dropEvicted()
+			}
+			le.pc, le.locked = pc, true
+			return nil
 		}
-		if pc.evictions.Load() > 0 {
-			pc.dropEvicted()
-		}
-		le.pc, le.locked, le.fresh = pc, true, true
-		return nil
 	}
 	return l.startWith(ctx, k, t, le)
 }
