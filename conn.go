@@ -14,27 +14,33 @@ import (
 // database/sql serializes every call on a conn, including those of its rows,
 // statements and transaction, and IsValid, so its fields need no lock.
 type conn struct {
-	c      *Connector
-	pc     *physConn // the hold's physical connection, or nil
-	shared bool      // pc is (or was) bound to a task: other holds may use it too
-	taskTx bool      // a *sql.Tx of a task was begun in this hold: the task's end may reach pc
-	lost   error     // the hold lost pc: every later operation fails with this
-	tx     *tx       // open transaction begun with BeginTx
-	rows   int       // open result sets
-	spare  *rows     // a closed rows wrapper, for the next query
+	c *Connector
+	// The hold's physical connection, while held is set. Between holds pc
+	// still points at the last hold's connection (which may be anyone's
+	// by then) and must not be used: it is left in place because most
+	// holds take the same connection back, and an unchanged pointer costs
+	// no write barrier.
+	pc     *physConn
+	held   bool
+	shared bool  // pc is (or was) bound to a task: other holds may use it too
+	taskTx bool  // a *sql.Tx of a task was begun in this hold: the task's end may reach pc
+	lost   error // the hold lost pc: every later operation fails with this
+	tx     *tx   // open transaction begun with BeginTx
+	rows   int   // open result sets
 	closed bool
-	// The physical connection the last hold parked (see physConn.park):
-	// the next hold takes it back without the pool's lock, unless anyone
-	// took it meanwhile.
+	// The handle of the physical connection a hold of l last parked (see
+	// physConn.park): the next hold takes it back without the pool's lock,
+	// unless anyone took it meanwhile. It is not cleared when the hold
+	// takes it back, which spares a pointer write, and its write barrier,
+	// per hold: a handle someone else took is refused by Unpark, unless
+	// its new holder parked it again, when taking it is as good as taking
+	// any parked connection. It is cleared when a hold ends without
+	// parking, so that Close, right after the hold's end, Returns only a
+	// connection this logical conn parked.
 	parked *pool.Resource[*physConn]
-}
-
-// spareRows keeps a closed rows wrapper for reuse.
-func (l *conn) spareRows(r *rows) {
-	if l.spare == nil {
-		r.drv = nil
-		l.spare = r
-	}
+	// The wrapper of the hold's result set, reused from one query to the
+	// next (see newRows).
+	rowsBuf rows
 }
 
 var (
@@ -195,7 +201,7 @@ func (l *conn) Close() error {
 		// after the hold ended: the connection goes where everyone finds
 		// it (and where it expires), not left parked for nobody.
 		l.parked = nil
-		r.Return()
+		r.Return() // nothing, unless it is still parked
 	}
 	return nil
 }

@@ -297,35 +297,15 @@ func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 
 var errStale = errors.New("pooldriver: opened before Connector.Reset")
 
-// acquireFor returns a physical connection for a new hold of l: the one l
-// parked, if it is still there and passes the idle check, else one from the
-// pool.
-func (c *Connector) acquireFor(ctx context.Context, l *conn) (*physConn, error) {
-	if r := l.parked; r != nil {
-		l.parked = nil
-		if r.Unpark() {
-			if c.checkIdle(ctx, r) {
-				pc := r.Value()
-				pc.res = r
-				return pc, nil
-			}
-			if ctx.Err() != nil {
-				r.Destroy() // the caller gave up: nothing to tell the breaker
-			} else {
-				r.Reject()
-			}
-		}
-	}
-	return c.acquire(ctx)
-}
-
 func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 	r, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, c.acquireError(err)
 	}
 	pc := r.Value()
-	pc.res = r
+	if pc.res == nil {
+		pc.res = r // the pool keeps one handle per connection for its life
+	}
 	if c.s.hooks.beforeAcquire != nil {
 		if err := c.beforeAcquire(ctx, pc); err != nil {
 			pc.closeReason = closeHook
@@ -345,7 +325,9 @@ func (c *Connector) Connect(context.Context) (driver.Conn, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	return &conn{c: c}, nil
+	l := &conn{c: c}
+	l.rowsBuf = rows{l: l, closed: true}
+	return l, nil
 }
 
 // Driver returns the pooldriver Driver, one that knows c (see ConnectorOf).

@@ -80,7 +80,7 @@ func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 // start begins an operation of kind k on l's hold, filling le.
 func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	t := taskFrom(ctx)
-	if t == nil && l.pc == nil && l.tx == nil && l.lost == nil && !l.closed {
+	if t == nil && !l.held && l.tx == nil && l.lost == nil && !l.closed {
 		// The hold's first operation, outside any task: a connection of
 		// its own, which nothing else can reach, so its lock is free and
 		// there is nothing to check on it. Were the lock taken after all,
@@ -112,7 +112,10 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 	if x := l.tx; x != nil && x.endedByTask() {
 		return ErrTaskEnded
 	}
-	le.pc, le.t = l.pc, t
+	le.t = t
+	if l.held {
+		le.pc = l.pc
+	}
 	if le.t != nil && le.t.err != nil {
 		return le.t.err
 	}
@@ -194,7 +197,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 			if !ok {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
-				l.pc = nil
+				l.held = false
 				pc.letGo()
 				continue
 			}
@@ -205,15 +208,31 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 	}
 }
 
-// takeOwn makes a connection from the pool (the one the hold's logical conn
-// parked, if it is still there) the hold's own.
+// takeOwn makes a connection from the pool the hold's own: the one the
+// logical conn last parked, if it is still there and passes the idle check,
+// else one the pool hands out.
 func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
-	pc, err := l.c.acquireFor(ctx, l)
-	if err != nil {
-		return nil, err
+	var pc *physConn
+	if r := l.parked; r != nil && r.Unpark() {
+		if l.c.checkIdle(ctx, r) {
+			pc = r.Value() // pc.res is r since its first acquire
+		} else if ctx.Err() != nil {
+			r.Destroy() // the caller gave up: nothing to tell the breaker
+		} else {
+			r.Reject()
+		}
+	}
+	if pc == nil {
+		var err error
+		if pc, err = l.c.acquire(ctx); err != nil {
+			return nil, err
+		}
 	}
 	pc.st.holds = 1 // fresh from the pool: nobody else can reach it
-	l.pc = pc
+	if l.pc != pc {
+		l.pc = pc
+	}
+	l.held = true
 	return pc, nil
 }
 
@@ -245,7 +264,7 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 		return false, nil
 	}
 	st.holds++
-	l.pc, le.pc, l.shared = pc, pc, true
+	l.pc, l.held, le.pc, l.shared = pc, true, pc, true
 	return true, nil
 }
 
@@ -346,10 +365,24 @@ func (l *conn) checkLocked(pc *physConn, k opKind) error {
 // err; it returns the error for the caller.
 func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, err error) error {
 	pc := le.pc
-	if err == nil && k == opStmt && le.t == nil && le.locked && l.rows == 0 {
-		// The common case, outside any task: the statement succeeded and
-		// only what it did to the transaction and the session is left to
-		// learn. If that fails, the connection is lost as below.
+	switch k {
+	case opOpenRows:
+		pc.addRows(1, l.shared || l.taskTx)
+		l.rows++
+		if le.t == nil {
+			// Nothing to learn before the rows close (err is nil: see
+			// openRows), and no task to bind the connection to.
+			return nil
+		}
+	case opCloseRows:
+		pc.addRows(-1, l.shared || l.taskTx)
+		l.rows--
+	}
+	if err == nil && le.t == nil && l.rows == 0 && (k == opStmt && le.locked || k == opCloseRows && pc.usable()) {
+		// The common case, outside any task: the statement succeeded (or
+		// the hold's last rows closed cleanly) and only what it did to the
+		// transaction and the session is left to learn. If that fails, the
+		// connection is lost as below.
 		if oerr := pc.observe(ctx, query); oerr != nil {
 			pc.lose(oerr, false)
 			l.lost = lost(oerr)
@@ -359,14 +392,6 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		pc.sem.unlock()
 		return nil
 	}
-	switch k {
-	case opOpenRows:
-		pc.addRows(1, l.shared || l.taskTx)
-		l.rows++
-	case opCloseRows:
-		pc.addRows(-1, l.shared || l.taskTx)
-		l.rows--
-	}
 	// With a result set open, the driver is mid-protocol: it cannot be
 	// asked anything, and its Validator may say no (go-sql-driver/mysql
 	// does while its buffer holds unread rows). The rows' Close observes.
@@ -375,7 +400,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	switch {
 	case err != nil && pc.broken(err):
 		cause = err
-	case idle && k == opCloseRows && pc.validity != nil && !pc.validity.IsValid():
+	case idle && k == opCloseRows && !pc.usable():
 		// Rows report a broken connection from Next, which the driver's
 		// Close may not repeat.
 		cause = errors.New("pooldriver: the driver reports the connection unusable")
@@ -456,16 +481,24 @@ func (l *conn) bindForTask(le *lease) error {
 
 // endHold ends l's hold: database/sql took l back (IsValid) or closed it.
 func (l *conn) endHold() {
-	pc := l.pc
-	if pc == nil {
+	if !l.held {
 		return
 	}
+	pc := l.pc
 	alone := !l.shared && !l.taskTx
-	l.pc, l.shared, l.taskTx, l.lost = nil, false, false, nil
+	l.held, l.shared, l.taskTx = false, false, false
+	if l.lost != nil {
+		l.lost = nil // written only when set: see conn.parked
+	}
 	if alone {
 		if r := pc.park(); r != nil {
-			l.parked = r
+			if l.parked != r {
+				l.parked = r
+			}
 			return
+		}
+		if l.parked != nil {
+			l.parked = nil // see conn.parked: Close must not Return it
 		}
 		pc.letGoAlone()
 		return

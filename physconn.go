@@ -23,7 +23,7 @@ type physConn struct {
 	c   *Connector
 	dc  dialects.Conn
 	drv driver.Conn
-	res *pool.Resource[*physConn] // set by whoever acquired it from the pool
+	res *pool.Resource[*physConn] // its pool handle, set at its first acquire (one per connection)
 	gen int64                     // the Connector's Reset generation when opened
 	// For the log line that says it closed (log.go): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
@@ -391,10 +391,16 @@ func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
 	return vals, nil
 }
 
+// usable reports whether the driver, if it can tell, says the connection is
+// still usable. Only for a connection without open rows (see finish).
+func (pc *physConn) usable() bool {
+	return pc.validity == nil || pc.validity.IsValid()
+}
+
 // broken reports whether err, or the driver, says the connection is no
 // longer usable. Only for a connection without open rows (see finish).
 func (pc *physConn) broken(err error) bool {
-	return errors.Is(err, driver.ErrBadConn) || pc.validity != nil && !pc.validity.IsValid()
+	return errors.Is(err, driver.ErrBadConn) || !pc.usable()
 }
 
 // observe records what the statement query left on the session: the

@@ -31,15 +31,28 @@ var (
 	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
 )
 
-// newRows wraps drv, reusing the logical conn's spare wrapper if it has one:
-// database/sql never touches a driver's rows after closing them.
+// newRows wraps drv, in l's own wrapper unless another result set of the
+// hold still has it: database/sql never touches a driver's rows after
+// closing them.
+//
+// The wrapper is reused, and filled only where it changes, because every
+// pointer word written to the heap costs a write barrier while the garbage
+// collector marks, which in an allocating loop is much of the time. A
+// closed wrapper keeps its driver rows until the next query, as a
+// driver's own reused rows would.
 func newRows(l *conn, le lease, drv driver.Rows, query string) *rows {
-	r := l.spare
-	if r == nil {
-		r = new(rows)
+	r := &l.rowsBuf
+	if !r.closed {
+		r = &rows{l: l}
 	}
-	l.spare = nil
-	*r = rows{l: l, le: le, drv: drv, query: query}
+	r.closed = false
+	if r.le != le {
+		r.le = le
+	}
+	r.drv = drv
+	if r.query != query {
+		r.query = query
+	}
 	return r
 }
 
@@ -59,10 +72,9 @@ func (r *rows) Close() error {
 	r.closed = true
 	err := r.drv.Close()
 	l := r.l
-	r.cctx = lazyTimeout{d: l.c.s.cleanupTimeout}
+	r.cctx.d = l.c.s.cleanupTimeout // the rest is zero: see release
 	err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)
 	r.cctx.release()
-	l.spareRows(r)
 	return err
 }
 
@@ -88,12 +100,13 @@ func (c *lazyTimeout) Done() <-chan struct{}       { return c.get().Done() }
 func (c *lazyTimeout) Err() error                  { return c.get().Err() }
 func (c *lazyTimeout) Value(key any) any           { return nil }
 
-// release stops the timer, if one was made.
+// release stops the timer, if one was made, and leaves c zero.
 func (c *lazyTimeout) release() {
 	if c.cancel != nil {
 		c.cancel()
+		c.ctx, c.cancel = nil, nil
 	}
-	*c = lazyTimeout{}
+	c.d = 0
 }
 
 func (r *rows) HasNextResultSet() bool {

@@ -33,6 +33,7 @@ var (
 	_ dialects.Conn                   = (*conn)(nil)
 	_ dialects.IdleChecker            = (*conn)(nil)
 	_ dialects.SessionTracker         = (*conn)(nil)
+	_ dialects.StatementObserver      = (*conn)(nil)
 	_ dialects.StaleStatementDetector = (*conn)(nil)
 	_ dialects.SessionBaseline        = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
@@ -75,10 +76,13 @@ func adapt(dc driver.Conn) (dialects.Conn, bool) {
 // when SET LOCAL values revert: the statement that ends it is asked about
 // too.
 func (c *conn) ChangesSession(query string) bool {
+	return c.changesSession(c.pgx().PgConn(), query)
+}
+
+func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
 	if sqllex.Of(query, sqllex.Postgres).ChangesSession {
 		return true
 	}
-	pc := c.pgx().PgConn()
 	if pc.TxStatus() != 'I' {
 		return false
 	}
@@ -88,6 +92,18 @@ func (c *conn) ChangesSession(query string) bool {
 		}
 	}
 	return false
+}
+
+// Observe is ChangesSession and, when askTx, TxStatus, with one unwrapping
+// of the pgx connection: pooldriver asks both after every statement.
+func (c *conn) Observe(_ context.Context, query string, askTx bool) (bool, dialects.TxStatus, error) {
+	p := c.pgx()
+	changed := c.changesSession(p.PgConn(), query)
+	if !askTx {
+		return changed, dialects.TxIdle, nil
+	}
+	status, err := txStatus(p)
+	return changed, status, err
 }
 
 // SQLSTATEs of errors that mean a prepared statement is no longer usable.
@@ -136,10 +152,14 @@ func (c *conn) pgx() *pgx.Conn { return c.sc.Conn() }
 // TxStatus reads the status of the last ReadyForQuery message; it never
 // talks to the server, so lastQuery is not needed.
 func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatus, error) {
-	if c.pgx().IsClosed() {
+	return txStatus(c.pgx())
+}
+
+func txStatus(p *pgx.Conn) (dialects.TxStatus, error) {
+	if p.IsClosed() {
 		return dialects.TxIdle, fmt.Errorf("pooldriver: postgres: connection is closed: %w", driver.ErrBadConn)
 	}
-	switch s := c.pgx().PgConn().TxStatus(); s {
+	switch s := p.PgConn().TxStatus(); s {
 	case 'I':
 		return dialects.TxIdle, nil
 	case 'T':

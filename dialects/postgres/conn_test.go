@@ -131,6 +131,43 @@ func TestChangesSessionFromReports(t *testing.T) {
 	}
 }
 
+// TestObserveAgrees runs statements that leave every transaction state and
+// change the session by text and behind it, and checks after each that
+// Observe answers what ChangesSession and TxStatus answer, also once the
+// connection is closed.
+func TestObserveAgrees(t *testing.T) {
+	c := wrapped(t)
+	ctx := t.Context()
+	check := func(q string) {
+		t.Helper()
+		changed, status, err := c.Observe(ctx, q, true)
+		wantStatus, wantErr := c.TxStatus(ctx, q)
+		if want := c.ChangesSession(q); changed != want || status != wantStatus || (err == nil) != (wantErr == nil) {
+			t.Errorf("after %q: Observe = %t, %v, %v; ChangesSession, TxStatus = %t, %v, %v", q, changed, status, err, want, wantStatus, wantErr)
+		}
+		if changed2, status2, err2 := c.Observe(ctx, q, false); changed2 != changed || status2 != dialects.TxIdle || err2 != nil {
+			t.Errorf("after %q: Observe(askTx=false) = %t, %v, %v", q, changed2, status2, err2)
+		}
+	}
+	for _, q := range []string{"SELECT 1", "BEGIN", "SELECT 1", "COMMIT", "SET TimeZone = 'UTC'", "RESET ALL"} {
+		exec(t, c, q)
+		check(q)
+	}
+	exec(t, c, "BEGIN")
+	if _, err := c.Driver().(driver.ExecerContext).ExecContext(ctx, "SELECT 1/0", nil); err == nil {
+		t.Fatal("1/0 succeeded")
+	}
+	check("SELECT 1/0")
+	exec(t, c, "ROLLBACK")
+	exec(t, c, "PREPARE tz AS SELECT set_config('TimeZone', 'Pacific/Chatham', false)")
+	exec(t, c, "EXECUTE tz")
+	check("EXECUTE tz")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("SELECT 1")
+}
+
 func TestStaleStatementFromServer(t *testing.T) {
 	c := wrapped(t)
 	ctx := t.Context()
