@@ -27,7 +27,8 @@ import (
 // a connection limit on an identity of its own, a cluster of its own to
 // restart), runs the same load through tuned database/sql with the plain
 // driver and through pooldriver, and asserts the figure it protects: no
-// call outlives its context by more than maxOverrun; errors at the
+// call outlives its context by more than maxOverrun beyond the stalls the
+// machine itself imposes on every goroutine (checkOverrun); errors at the
 // connection limit no more than database/sql's; goodput under a
 // cancellation storm at least database/sql's, with no more dials; no
 // connection or goroutine left behind. Every loop is bounded in time.
@@ -49,13 +50,49 @@ const (
 type loadResult struct {
 	ok, errs atomic.Int64
 	overrun  atomic.Int64   // the worst time a call took past its context's deadline, ns
+	stall    atomic.Int64   // the worst time a timer of runLoad's canary fired late, ns
 	mu       sync.Mutex     // protects kinds and late
 	kinds    map[string]int // of the first errors
 	late     []string       // calls that outlived their context by more than maxOverrun
 }
 
 func (r *loadResult) String() string {
-	return fmt.Sprintf("%d ok, %d errors, worst overrun %v", r.ok.Load(), r.errs.Load(), time.Duration(r.overrun.Load()))
+	return fmt.Sprintf("%d ok, %d errors, worst overrun %v (the machine's worst stall %v)",
+		r.ok.Load(), r.errs.Load(), time.Duration(r.overrun.Load()), time.Duration(r.stall.Load()))
+}
+
+// checkOverrun asserts that no call of the load outlived its context by
+// more than maxOverrun beyond the machine's own delays. The workers call
+// again at once after an error, so while calls fail fast they keep both
+// cores busy, and a goroutine whose deadline passed waits its turn to run:
+// on a loaded CI machine, under -race, that turn was seen to come 100ms
+// late. The canary of runLoad, a goroutine that only sleeps 1ms at a time,
+// measures that wait; what pooldriver must not add is a wait of its own
+// (a blocked dial or ping), which is seconds.
+func (r *loadResult) checkOverrun(t *testing.T, what string) {
+	t.Helper()
+	over, stall := time.Duration(r.overrun.Load()), time.Duration(r.stall.Load())
+	assert.LessOrEqual(t, over, maxOverrun+stall, "%s: a call outlived its context (the machine's worst stall: %v)", what, stall)
+}
+
+// canary records in r how late a 1ms sleep wakes, until stop is closed.
+func (r *loadResult) canary(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		start := time.Now()
+		time.Sleep(time.Millisecond)
+		late := time.Since(start) - time.Millisecond
+		for {
+			old := r.stall.Load()
+			if int64(late) <= old || r.stall.CompareAndSwap(old, int64(late)) {
+				break
+			}
+		}
+	}
 }
 
 // record counts one call that took took under a context of timeout to.
@@ -114,7 +151,22 @@ func (r *loadResult) logKinds(t *testing.T, name string) {
 // runLoad runs op from workers goroutines for d, each call under a context
 // of the timeout callTO returns, into r.
 func runLoad(r *loadResult, d time.Duration, workers int, callTO func() time.Duration, op func(context.Context) error) {
+	runPacedLoad(r, d, workers, callTO, 0, op)
+}
+
+// runPacedLoad is runLoad where a worker whose call failed before its
+// deadline waits pause before the next call, as a client that retries
+// would. Without it, while every call fails at once (pooldriver's backoff
+// after failed dials), the 16 workers keep both cores busy and take turns
+// at the pool's lock, and a call whose deadline passed waits tens of
+// milliseconds for CPU and lock hand-offs: a measure of the load
+// generator, not of the wait checkOverrun looks for.
+func runPacedLoad(r *loadResult, d time.Duration, workers int, callTO func() time.Duration, pause time.Duration, op func(context.Context) error) {
 	end := time.Now().Add(d)
+	stop := make(chan struct{})
+	canaryDone := make(chan struct{})
+	go func() { defer close(canaryDone); r.canary(stop) }()
+	defer func() { close(stop); <-canaryDone }()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -123,8 +175,12 @@ func runLoad(r *loadResult, d time.Duration, workers int, callTO func() time.Dur
 				c, cancel := context.WithTimeout(context.Background(), to)
 				start := time.Now()
 				err := op(c)
-				r.record(err, to, time.Since(start))
+				took := time.Since(start)
+				r.record(err, to, took)
 				cancel()
+				if err != nil && pause > 0 && took < to {
+					time.Sleep(pause)
+				}
 			}
 		})
 	}
@@ -291,7 +347,7 @@ func TestFaultConnectionLimit(t *testing.T) {
 				if sub.c != nil {
 					pooledStats = sub.c.Stats()
 				}
-				assert.LessOrEqual(t, time.Duration(r.overrun.Load()), maxOverrun, "%s: a call outlived its context", flavour)
+				r.checkOverrun(t, flavour)
 			})
 		}
 		plain, pooled := res["database/sql"], res["pooldriver"]
@@ -336,7 +392,7 @@ func TestFaultCancellationStorm(t *testing.T) {
 			t.Logf("%s in the storm: %v, %d dials", sub.name, res[sub], sub.dials())
 			res[sub].logKinds(t, sub.name)
 		}
-		assert.LessOrEqual(t, time.Duration(res[pooled].overrun.Load()), maxOverrun, "pooldriver: a call outlived its context")
+		res[pooled].checkOverrun(t, "pooldriver")
 		assert.GreaterOrEqual(t, res[pooled].ok.Load(), res[plain].ok.Load(), "goodput: pooldriver's successful operations fewer than database/sql's")
 		assert.LessOrEqual(t, pooled.dials(), plain.dials(), "pooldriver dialled more than database/sql")
 		for _, sub := range []*faultSubject{plain, pooled} {
@@ -376,11 +432,11 @@ func TestFaultNetworkBlackHole(t *testing.T) {
 				for _, ph := range phases {
 					px.Set(ph.mode, 0)
 					r := &loadResult{}
-					runLoad(r, ph.d, 16, fixedTO(faultCallTO), op)
+					runPacedLoad(r, ph.d, 16, fixedTO(faultCallTO), time.Millisecond, op)
 					t.Logf("%s, %s: %v", flavour, ph.name, r)
 					r.logKinds(t, flavour)
 					if flavour == "pooldriver" {
-						assert.LessOrEqual(t, time.Duration(r.overrun.Load()), maxOverrun, "%s: a call outlived its context", ph.name)
+						r.checkOverrun(t, ph.name)
 					}
 				}
 				// Back to normal: calls succeed again, within a bounded wait.
@@ -475,7 +531,7 @@ func TestFaultServerRestart(t *testing.T) {
 		t.Logf("%s through the restart: %v, %d dials", sub.name, res[sub], sub.dials())
 		res[sub].logKinds(t, sub.name)
 	}
-	assert.LessOrEqual(t, time.Duration(res[pooled].overrun.Load()), maxOverrun, "pooldriver: a call outlived its context")
+	res[pooled].checkOverrun(t, "pooldriver")
 	assert.Equal(t, pool.Active, pooled.c.Stats().BreakerState, "the breaker after recovery")
 	for _, sub := range []*faultSubject{plain, pooled} {
 		require.NoError(t, sub.db.Close())
