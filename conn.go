@@ -58,12 +58,12 @@ var (
 // ExecContext runs query on the hold's physical connection.
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	var le lease
-	err := l.start(ctx, opStmt, &le)
+	err := l.start(ctx, opExec, &le)
 	if err != nil {
 		return nil, err
 	}
 	res, err := le.pc.exec(ctx, query, args)
-	return res, l.finish(ctx, &le, opStmt, query, err)
+	return res, l.finish(ctx, &le, opExec, query, err)
 }
 
 // QueryContext runs query; the rows keep the physical connection's lock

@@ -28,7 +28,8 @@ import (
 type opKind uint8
 
 const (
-	opStmt      opKind = iota // Exec, or a Query that failed before returning rows
+	opExec      opKind = iota // Exec: a statement that leaves nothing open
+	opStmt                    // a Query that failed before returning rows
 	opOpenRows                // a Query that returned rows: they keep the lock
 	opCloseRows               // the rows' Close: the statement is over now
 	opBegin                   // BeginTx
@@ -42,7 +43,8 @@ const (
 type lease struct {
 	pc       *physConn
 	t        *task // the task of the operation's context, or nil
-	locked   bool  // the operation took pc's lock (false: its hold's open rows have it)
+	locked   bool  // the operation took pc's lock (false: its hold's open rows have it, or solo)
+	solo     bool  // an Exec that took no lock: nobody else can reach pc (see start)
 	fresh    bool  // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool  // on a pool connection because the task's own was busy with rows
 	hadState bool  // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
@@ -83,18 +85,24 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	if t == nil && !l.held && l.tx == nil && l.lost == nil && !l.closed {
 		// The hold's first operation, outside any task: a connection of
 		// its own, which nothing else can reach, so its lock is free and
-		// there is nothing to check on it. Were the lock taken after all,
-		// the general path waits for it under ctx.
+		// there is nothing to check on it. An Exec, which leaves nothing
+		// open for a later operation to find, needs no lock at all (the
+		// hold stays unreachable to others until its end, which the pool
+		// orders before the next taker's use); anything else takes it, so
+		// that whatever it leaves open (rows, a transaction) holds it when
+		// a later operation lets others reach the connection. Were the
+		// lock taken after all, the general path waits for it under ctx.
 		pc, err := l.takeOwn(ctx)
 		if err != nil {
 			return err
 		}
 		le.fresh = true
-		if pc.sem.tryLock() {
+		if k == opExec || pc.sem.tryLock() {
 			if pc.evictions.Load() > 0 {
 				pc.dropEvicted()
 			}
-			le.pc, le.locked = pc, true
+			le.pc = pc
+			le.locked, le.solo = k != opExec, k == opExec
 			return nil
 		}
 	}
@@ -378,18 +386,22 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		pc.addRows(-1, l.shared || l.taskTx)
 		l.rows--
 	}
-	if err == nil && le.t == nil && l.rows == 0 && (k == opStmt && le.locked || k == opCloseRows && pc.usable()) {
+	if err == nil && le.t == nil && l.rows == 0 && (k <= opStmt && (le.locked || le.solo) || k == opCloseRows && pc.usable()) {
 		// The common case, outside any task: the statement succeeded (or
 		// the hold's last rows closed cleanly) and only what it did to the
 		// transaction and the session is left to learn. If that fails, the
 		// connection is lost as below.
-		if oerr := pc.observe(ctx, query); oerr != nil {
+		oerr := pc.observe(ctx, query)
+		if oerr != nil {
 			pc.lose(oerr, false)
 			l.lost = lost(oerr)
+		}
+		if !le.solo {
 			pc.sem.unlock()
+		}
+		if oerr != nil {
 			return l.lost
 		}
-		pc.sem.unlock()
 		return nil
 	}
 	// With a result set open, the driver is mid-protocol: it cannot be
@@ -407,7 +419,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		if err != nil {
 			cause = err
 		}
-	case idle && (k == opStmt || k == opCloseRows || k == opRaw):
+	case idle && (k <= opStmt || k == opCloseRows || k == opRaw):
 		if oerr := pc.observe(ctx, query); oerr != nil {
 			// The statement ran, or may have: whatever it says, it
 			// fails, and is never retried elsewhere.

@@ -48,7 +48,7 @@ func (s *stmt) NumInput() int { return s.numInput }
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	l := s.l
 	var le lease
-	err := l.start(ctx, opStmt, &le)
+	err := l.start(ctx, opExec, &le)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			res, err = pc.stmtExec(ctx, ds, s.query, args)
 		}
 	}
-	return res, l.finish(ctx, &le, opStmt, s.query, err)
+	return res, l.finish(ctx, &le, opExec, s.query, err)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
