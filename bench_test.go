@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/pooldriver/pooldriver"
 )
@@ -122,3 +123,69 @@ func BenchmarkExec(b *testing.B) {
 		return err
 	})
 }
+
+// BenchmarkInterleaved measures pooldriver's serial overhead over plain
+// database/sql as one ratio, robust to the machine's changing speed: the
+// two run the same loop in alternating chunks of interleaveChunk
+// operations, each chunk timed, so that both meet the same machine states
+// (on a shared VM the speed of a loop changes by ±20% from one tenth of a
+// second to the next, more than the overhead being measured). It reports
+// each one's ns/op and their ratio, pooldriver/plain; b.N counts the
+// operations of each.
+func BenchmarkInterleaved(b *testing.B) {
+	ops := []struct {
+		name string
+		op   func(ctx context.Context, db *sql.DB) error
+	}{
+		{"Exec", func(ctx context.Context, db *sql.DB) error {
+			_, err := db.ExecContext(ctx, "ECHO ?", int64(42))
+			return err
+		}},
+		{"Query", func(ctx context.Context, db *sql.DB) error {
+			var n int64
+			var s string
+			return db.QueryRowContext(ctx, "SELECT 1").Scan(&n, &s)
+		}},
+	}
+	dbs := benchDBs()
+	for _, o := range ops {
+		b.Run(o.name, func(b *testing.B) {
+			plain, pooled := dbs[0].open(b), dbs[2].open(b)
+			defer plain.Close()
+			defer pooled.Close()
+			ctx := context.Background()
+			subjects := []*sql.DB{plain, pooled}
+			var took [2]time.Duration
+			for _, db := range subjects {
+				for range interleaveChunk { // warm: pools, caches, statement facts
+					if err := o.op(ctx, db); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done, turn := 0, 0; done < b.N; done, turn = done+interleaveChunk, turn+1 {
+				n := min(interleaveChunk, b.N-done)
+				for k := range 2 {
+					i := (turn + k) % 2 // alternate which goes first
+					start := time.Now()
+					for range n {
+						if err := o.op(ctx, subjects[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					took[i] += time.Since(start)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(took[0])/float64(b.N), "plain-ns/op")
+			b.ReportMetric(float64(took[1])/float64(b.N), "pooldriver-ns/op")
+			b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+		})
+	}
+}
+
+// interleaveChunk is how many operations one subject of
+// BenchmarkInterleaved runs before the other's turn: a few milliseconds.
+const interleaveChunk = 5000
