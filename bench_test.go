@@ -147,10 +147,18 @@ func BenchmarkInterleaved(b *testing.B) {
 			return db.QueryRowContext(ctx, "SELECT 1").Scan(&n, &s)
 		}},
 	}
-	dbs := benchDBs()
+	var openPlain, openPooled func(b *testing.B) *sql.DB
+	for _, bd := range benchDBs() {
+		switch bd.name {
+		case "plain":
+			openPlain = bd.open
+		case "pooldriver":
+			openPooled = bd.open
+		}
+	}
 	for _, o := range ops {
 		b.Run(o.name, func(b *testing.B) {
-			plain, pooled := dbs[0].open(b), dbs[2].open(b)
+			plain, pooled := openPlain(b), openPooled(b)
 			defer plain.Close()
 			defer pooled.Close()
 			ctx := context.Background()

@@ -85,13 +85,14 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	if t == nil && !l.held && l.tx == nil && l.lost == nil && !l.closed {
 		// The hold's first operation, outside any task: a connection of
 		// its own, which nothing else can reach, so its lock is free and
-		// there is nothing to check on it. An Exec, which leaves nothing
-		// open for a later operation to find, needs no lock at all (the
-		// hold stays unreachable to others until its end, which the pool
-		// orders before the next taker's use); anything else takes it, so
-		// that whatever it leaves open (rows, a transaction) holds it when
-		// a later operation lets others reach the connection. Were the
-		// lock taken after all, the general path waits for it under ctx.
+		// there is nothing to check on it. An Exec needs no lock at all:
+		// nobody else can reach the connection while it runs (the pool
+		// orders the hold's end before the next taker's use), and it
+		// leaves nothing that keeps the lock. Anything else takes it, in
+		// particular a query, whose rows keep it until they close and
+		// must hold it should a later operation of the hold let a task
+		// reach the connection meanwhile. Were the lock taken after all,
+		// the general path waits for it under ctx.
 		pc, err := l.takeOwn(ctx)
 		if err != nil {
 			return err
@@ -386,7 +387,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		pc.addRows(-1, l.shared || l.taskTx)
 		l.rows--
 	}
-	if err == nil && le.t == nil && l.rows == 0 && (k <= opStmt && (le.locked || le.solo) || k == opCloseRows && pc.usable()) {
+	if err == nil && le.t == nil && l.rows == 0 && ((k == opExec || k == opStmt) && (le.locked || le.solo) || k == opCloseRows && pc.usable()) {
 		// The common case, outside any task: the statement succeeded (or
 		// the hold's last rows closed cleanly) and only what it did to the
 		// transaction and the session is left to learn. If that fails, the
@@ -419,7 +420,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		if err != nil {
 			cause = err
 		}
-	case idle && (k <= opStmt || k == opCloseRows || k == opRaw):
+	case idle && (k == opExec || k == opStmt || k == opCloseRows || k == opRaw):
 		if oerr := pc.observe(ctx, query); oerr != nil {
 			// The statement ran, or may have: whatever it says, it
 			// fails, and is never retried elsewhere.

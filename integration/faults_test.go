@@ -62,11 +62,11 @@ func (r *loadResult) String() string {
 }
 
 // checkOverrun asserts that no call of the load outlived its context by
-// more than maxOverrun beyond the machine's own delays. The workers call
-// again at once after an error, so while calls fail fast they keep both
-// cores busy, and a goroutine whose deadline passed waits its turn to run:
-// on a loaded CI machine, under -race, that turn was seen to come 100ms
-// late. The canary of runLoad, a goroutine that only sleeps 1ms at a time,
+// more than maxOverrun beyond the machine's own delays. Workers that call
+// again at once after an error (runLoad's; see runPacedLoad) keep both
+// cores busy while calls fail fast, and a goroutine whose deadline passed
+// waits its turn to run: on a loaded CI machine, under -race, that turn
+// was seen to come 100ms late. The canary of runLoad, a goroutine that only sleeps 1ms at a time,
 // measures that wait; what pooldriver must not add is a wait of its own
 // (a blocked dial or ping), which is seconds.
 func (r *loadResult) checkOverrun(t *testing.T, what string) {
