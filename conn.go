@@ -27,7 +27,10 @@ type conn struct {
 	lost   error // the hold lost pc: every later operation fails with this
 	tx     *tx   // open transaction begun with BeginTx
 	rows   int   // open result sets
-	closed bool
+	// The open rows are those of the hold's first operation, a query
+	// that took no lock (see start): the hold's next operation takes it.
+	rowsSolo bool
+	closed   bool
 	// The handle of the physical connection a hold of l last parked (see
 	// physConn.park): the next hold takes it back without the pool's lock,
 	// unless anyone took it meanwhile. It is not cleared when the hold

@@ -470,3 +470,61 @@ func TestDirtyTaskSessionNotBypassed(t *testing.T) {
 		t.Fatalf("GET with the task's session busy: %v (%v), want ErrSessionBusy", v, err)
 	}
 }
+
+// TestFirstQueryRowsThenMore: the rows of a hold's first query outside any
+// task run without the connection's lock (see solo_test.go); whatever the
+// hold does while they are open, with or without a task, they leave the
+// connection free and clean when they close: the only connection of the
+// pool serves the next statements.
+func TestFirstQueryRowsThenMore(t *testing.T) {
+	srv := newServer(t)
+	db, _ := newDB(t, srv, "pool_max_conns=1")
+	bg := context.Background()
+	ctx, end := pooldriver.WithTask(bg)
+	defer end()
+	for _, c := range []struct {
+		name string
+		op   func(*sql.Conn) error
+	}{
+		{"exec", func(sc *sql.Conn) error { _, err := sc.ExecContext(ctx, "INSERT r 1"); return err }},
+		{"begin", func(sc *sql.Conn) error { _, err := sc.BeginTx(ctx, nil); return err }},
+		{"query", func(sc *sql.Conn) error { _, err := sc.QueryContext(bg, "SELECT 1"); return err }},
+		{"ping", func(sc *sql.Conn) error { return sc.PingContext(ctx) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := db.Conn(bg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := sc.QueryContext(bg, "SELECT 3")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The fake, like pgx, refuses anything while a result set
+			// is open; database/sql returns that error.
+			if err := c.op(sc); !errors.Is(err, fakedb.ErrBusy) {
+				t.Fatalf("%s beside the open rows: %v, want fakedb.ErrBusy", c.name, err)
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			if err := rows.Close(); err != nil || n != 3 {
+				t.Fatalf("read %d rows, Close: %v; want 3, nil", n, err)
+			}
+			if _, err := sc.ExecContext(bg, "INSERT r 2"); err != nil {
+				t.Fatalf("the *sql.Conn after its rows closed: %v", err)
+			}
+			sc.Close()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			var id int64
+			if err := db.QueryRowContext(wctx, "CONNID").Scan(&id); err != nil {
+				t.Fatalf("the pool's only connection after the rows: %v", err)
+			}
+		})
+	}
+	if got := srv.Table("r"); len(got) != 4 {
+		t.Fatalf("table r: %v, want four rows of 2", got)
+	}
+}

@@ -44,7 +44,7 @@ type lease struct {
 	pc       *physConn
 	t        *task // the task of the operation's context, or nil
 	locked   bool  // the operation took pc's lock (false: its hold's open rows have it, or solo)
-	solo     bool  // an Exec that took no lock: nobody else can reach pc (see start)
+	solo     bool  // a statement that took no lock: nobody else can reach pc (see start)
 	fresh    bool  // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool  // on a pool connection because the task's own was busy with rows
 	hadState bool  // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
@@ -85,25 +85,25 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	if t == nil && !l.held && l.tx == nil && l.lost == nil && !l.closed {
 		// The hold's first operation, outside any task: a connection of
 		// its own, which nothing else can reach, so its lock is free and
-		// there is nothing to check on it. An Exec needs no lock at all:
-		// nobody else can reach the connection while it runs (the pool
-		// orders the hold's end before the next taker's use), and it
-		// leaves nothing that keeps the lock. Anything else takes it, in
-		// particular a query, whose rows keep it until they close and
-		// must hold it should a later operation of the hold let a task
-		// reach the connection meanwhile. Were the lock taken after all,
-		// the general path waits for it under ctx.
+		// there is nothing to check on it. A statement needs no lock at
+		// all: nobody else can reach the connection while it runs (the
+		// pool orders the hold's end before the next taker's use). A
+		// query's rows stay open without the lock until they close or the
+		// hold's next operation, which takes it for them (see startWith)
+		// before it can let a task reach the connection. Anything else
+		// takes it. Were the lock taken after all, the general path waits
+		// for it under ctx.
 		pc, err := l.takeOwn(ctx)
 		if err != nil {
 			return err
 		}
 		le.fresh = true
-		if k == opExec || pc.sem.tryLock() {
+		if solo := k == opExec || k == opStmt; solo || pc.sem.tryLock() {
 			if pc.evictions.Load() > 0 {
 				pc.dropEvicted()
 			}
 			le.pc = pc
-			le.locked, le.solo = k != opExec, k == opExec
+			le.locked, le.solo = !solo, solo
 			return nil
 		}
 	}
@@ -138,6 +138,14 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 		}
 		if err == nil {
 			if l.rows > 0 {
+				if l.rowsSolo {
+					// Rows of a solo query: take the lock for them now,
+					// before this operation can let anyone reach pc.
+					if err := le.pc.sem.lock(ctx); err != nil {
+						return err
+					}
+					l.rowsSolo = false
+				}
 				return nil // the hold's own rows hold the lock: the driver decides
 			}
 			err = l.lock(ctx, le.pc, k)
@@ -378,6 +386,9 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	case opOpenRows:
 		pc.addRows(1, l.shared || l.taskTx)
 		l.rows++
+		if le.solo {
+			l.rowsSolo = true // the hold's first operation: no other rows
+		}
 		if le.t == nil {
 			// Nothing to learn before the rows close (err is nil: see
 			// openRows), and no task to bind the connection to.
@@ -397,9 +408,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 			pc.lose(oerr, false)
 			l.lost = lost(oerr)
 		}
-		if !le.solo {
-			pc.sem.unlock()
-		}
+		l.unlockIdle(le, k)
 		if oerr != nil {
 			return l.lost
 		}
@@ -456,10 +465,21 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 			err = e
 		}
 	}
-	if l.rows == 0 && (le.locked || k == opCloseRows) {
-		pc.sem.unlock() // the last rows of the hold release the lock whoever took it
+	if l.rows == 0 {
+		l.unlockIdle(le, k)
 	}
 	return err
+}
+
+// unlockIdle releases pc's lock at the end of an operation of kind k that
+// left no rows of the hold open, if the lock is held for it: taken by the
+// operation, or by the hold's rows whose last Close this is (whoever took
+// it), unless those rows never had it.
+func (l *conn) unlockIdle(le *lease, k opKind) {
+	if (le.locked || k == opCloseRows) && !l.rowsSolo {
+		le.pc.sem.unlock()
+	}
+	l.rowsSolo = false
 }
 
 // bindForTask binds the hold's connection to the transaction-mode task whose

@@ -1,0 +1,79 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pooldriver/pooldriver/internal/fakedb"
+)
+
+// TestSoloRowsLock: the rows of a hold's first query outside any task hold
+// no lock on the physical connection (nothing else can reach it), and the
+// hold's next operation while they are open takes it for them, before it
+// could let a task reach the connection; the rows' Close releases exactly
+// what was taken. A first query in a task takes the lock at once.
+func TestSoloRowsLock(t *testing.T) {
+	name := strings.ReplaceAll(t.Name(), "/", "_")
+	srv := fakedb.NewServer(name)
+	defer srv.Close()
+	c, err := NewConnector("fake://" + name + "?pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bg := context.Background()
+	tctx, end := WithTask(bg)
+	defer end()
+	dc, err := c.Connect(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := dc.(*conn)
+	defer l.Close()
+	for _, tc := range []struct {
+		name  string
+		first context.Context // the query's
+		next  func() error    // while the rows are open, or nil
+		held  bool            // the lock is held while the rows are open, after next
+	}{
+		{"alone", bg, nil, false},
+		{"exec in a task", bg, func() error { _, err := l.ExecContext(tctx, "SET a b", nil); return err }, true},
+		{"exec", bg, func() error { _, err := l.ExecContext(bg, "INSERT s 1", nil); return err }, true},
+		{"query", bg, func() error { _, err := l.QueryContext(bg, "SELECT 1", nil); return err }, true},
+		{"begin in a task", bg, func() error { _, err := l.BeginTx(tctx, driver.TxOptions{}); return err }, true},
+		{"ping", bg, func() error { return l.Ping(bg) }, true},
+		{"first query in a task", tctx, nil, true},
+	} {
+		r, err := l.QueryContext(tc.first, "SELECT 3", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		pc := l.pc
+		if tc.next != nil {
+			if pc.sem.state.Load() != 0 || !l.rowsSolo {
+				t.Fatalf("%s: the first query's rows: locked %d, solo %t; want 0, true", tc.name, pc.sem.state.Load(), l.rowsSolo)
+			}
+			if err := tc.next(); !errors.Is(err, fakedb.ErrBusy) {
+				t.Fatalf("%s beside the rows: %v, want fakedb.ErrBusy", tc.name, err)
+			}
+		}
+		if got := pc.sem.state.Load() == 1; got != tc.held || l.rowsSolo == tc.held {
+			t.Fatalf("%s: rows open: locked %t, solo %t; want %t, %t", tc.name, got, l.rowsSolo, tc.held, !tc.held)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatalf("%s: Close: %v", tc.name, err)
+		}
+		if pc.sem.state.Load() != 0 || l.rowsSolo {
+			t.Fatalf("%s: rows closed: locked %d, solo %t; want 0, false", tc.name, pc.sem.state.Load(), l.rowsSolo)
+		}
+		if !l.IsValid() {
+			t.Fatalf("%s: the logical conn is no longer valid", tc.name)
+		}
+	}
+	if s := srv.Stats(); s.Overlaps != 0 {
+		t.Fatalf("%d overlapping calls", s.Overlaps)
+	}
+}
