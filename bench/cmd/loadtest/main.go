@@ -179,9 +179,9 @@ func run(ctx context.Context, cfg config) error {
 				samples = append(samples, s)
 				// Keep what was measured so far should the run not finish.
 				_ = writeJSON(filepath.Join(cfg.out, "samples.tmp"), samples)
-				log.Printf("round %d/%d %-22s %-16s %9.0f ops/s  p50 %8s  p99 %8s  max %8s  cpu/op %7s  opened %4d  peak %3d  errors %d%s  [%s]",
+				log.Printf("round %d/%d %-22s %-16s %9.0f ops/s  p50 %8s  p99 %8s  max %8s  cpu/op %7s (user %7s)  opened %4d  peak %3d  errors %d%s  [%s]",
 					round+1, cfg.rounds, cl, sp.Name, s.OpsPerS, fmtDur(s.P50), fmtDur(s.P99), fmtDur(s.Max),
-					fmtDur(s.CPUPerOp), s.Opened, s.Peak, s.Errors, errNote(s), time.Since(started).Round(time.Second))
+					fmtDur(s.CPUPerOp), fmtDur(s.UserCPUPerOp), s.Opened, s.Peak, s.Errors, errNote(s), time.Since(started).Round(time.Second))
 			}
 		}
 	}

@@ -25,6 +25,7 @@ type Row struct {
 	P99      time.Duration `json:"p99_ns"`
 	Max      time.Duration `json:"max_ns"`
 	CPUPerOp time.Duration `json:"cpu_per_op_ns"`
+	UserCPU  time.Duration `json:"user_cpu_per_op_ns"`
 	Opened   int64         `json:"conns_opened"`     // median over rounds
 	OpenedHi int64         `json:"conns_opened_max"` // highest round
 	Peak     int64         `json:"peak_conns"`       // highest round
@@ -38,6 +39,9 @@ type Row struct {
 	ThrVsTuned float64 `json:"throughput_vs_tuned"`
 	P99VsTuned float64 `json:"p99_vs_tuned"`
 	CPUVsTuned float64 `json:"cpu_vs_tuned"`
+	// User CPU time per op × tuned's: the client's own code, without the
+	// kernel's share of the socket calls.
+	UserCPUVsTuned float64 `json:"user_cpu_vs_tuned"`
 	// Ratios to pgxpool (PostgreSQL only).
 	ThrVsPgxpool float64 `json:"throughput_vs_pgxpool,omitempty"`
 	P99VsPgxpool float64 `json:"p99_vs_pgxpool,omitempty"`
@@ -118,9 +122,9 @@ func contenderRank(name string) int {
 func summarize(k rowKey, name string, rounds map[int]map[string]*Sample) Row {
 	r := Row{Server: k.server, Workload: k.workload, Goroutines: k.g, Contender: name}
 	var ops []float64
-	var p50, p99, mx, cpu, tp50, tp99, tmin, tmax []time.Duration
+	var p50, p99, mx, cpu, ucpu, tp50, tp99, tmin, tmax []time.Duration
 	var opened []int64
-	var thrT, p99T, cpuT, thrP, p99P, maxP []float64
+	var thrT, p99T, cpuT, ucpuT, thrP, p99P, maxP []float64
 	for _, byName := range rounds {
 		s := byName[name]
 		if s == nil {
@@ -130,6 +134,7 @@ func summarize(k rowKey, name string, rounds map[int]map[string]*Sample) Row {
 		r.PoolSize = s.PoolSize
 		ops = append(ops, s.OpsPerS)
 		p50, p99, mx, cpu = append(p50, s.P50), append(p99, s.P99), append(mx, s.Max), append(cpu, s.CPUPerOp)
+		ucpu = append(ucpu, s.UserCPUPerOp)
 		tp50, tp99, tmin, tmax = append(tp50, s.TotalP50), append(tp99, s.TotalP99), append(tmin, s.TotalMin), append(tmax, s.TotalMax)
 		opened = append(opened, s.Opened)
 		r.OpenedHi = max(r.OpenedHi, s.Opened)
@@ -144,6 +149,9 @@ func summarize(k rowKey, name string, rounds map[int]map[string]*Sample) Row {
 			thrT = append(thrT, s.OpsPerS/b.OpsPerS)
 			p99T = append(p99T, float64(s.P99)/float64(b.P99))
 			cpuT = append(cpuT, float64(s.CPUPerOp)/float64(b.CPUPerOp))
+			if b.UserCPUPerOp > 0 {
+				ucpuT = append(ucpuT, float64(s.UserCPUPerOp)/float64(b.UserCPUPerOp))
+			}
 		}
 		if b := byName[bench.PgxPool]; b != nil && b.Ops > 0 && s.Ops > 0 {
 			thrP = append(thrP, s.OpsPerS/b.OpsPerS)
@@ -152,10 +160,10 @@ func summarize(k rowKey, name string, rounds map[int]map[string]*Sample) Row {
 		}
 	}
 	r.OpsPerS = median(ops)
-	r.P50, r.P99, r.Max, r.CPUPerOp = median(p50), median(p99), median(mx), median(cpu)
+	r.P50, r.P99, r.Max, r.CPUPerOp, r.UserCPU = median(p50), median(p99), median(mx), median(cpu), median(ucpu)
 	r.TotalP50, r.TotalP99, r.TotalMin, r.TotalMax = median(tp50), median(tp99), median(tmin), median(tmax)
 	r.Opened = median(opened)
-	r.ThrVsTuned, r.P99VsTuned, r.CPUVsTuned = median(thrT), median(p99T), median(cpuT)
+	r.ThrVsTuned, r.P99VsTuned, r.CPUVsTuned, r.UserCPUVsTuned = median(thrT), median(p99T), median(cpuT), median(ucpuT)
 	r.ThrVsPgxpool, r.P99VsPgxpool, r.MaxVsPgxpool = median(thrP), median(p99P), median(maxP)
 	return r
 }
@@ -281,15 +289,15 @@ func (rep *Report) markdown() string {
 	}
 	for _, sec := range sections {
 		p("\n## %s\n\n", sec.title)
-		p("| server | goroutines | contender | ops/s | × tuned | × pgxpool | p50 | p99 | p99 × tuned | max | CPU/op | CPU × tuned | conns opened | peak conns | errors |\n")
-		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| server | goroutines | contender | ops/s | × tuned | × pgxpool | p50 | p99 | p99 × tuned | max | CPU/op | CPU × tuned | user CPU × tuned | conns opened | peak conns | errors |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rep.Rows {
 			if r.Workload != sec.w {
 				continue
 			}
-			p("| %s | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+			p("| %s | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 				r.Server, r.Goroutines, bold(r.Contender), r.OpsPerS, fmtRatio(r.ThrVsTuned), fmtRatio(r.ThrVsPgxpool),
-				fmtDur(r.P50), fmtDur(r.P99), fmtRatio(r.P99VsTuned), fmtDur(r.Max), fmtDur(r.CPUPerOp), fmtRatio(r.CPUVsTuned),
+				fmtDur(r.P50), fmtDur(r.P99), fmtRatio(r.P99VsTuned), fmtDur(r.Max), fmtDur(r.CPUPerOp), fmtRatio(r.CPUVsTuned), fmtRatio(r.UserCPUVsTuned),
 				fmtOpened(r), r.Peak, fmtErrors(r))
 		}
 		if sec.w == wTx {
@@ -299,7 +307,7 @@ func (rep *Report) markdown() string {
 	p("\n## Definitions\n\n")
 	p("- **ops/s**: operations completed without error in the measured window, after a warm-up of the same workload.\n")
 	p("- **p50/p99/max**: latency of one operation as the caller sees it (wait for a connection included).\n")
-	p("- **CPU/op**: user+system CPU time of the whole process (getrusage) in the window, divided by ops; the load generator and, for HTTP, the server are in the same process and the same for every contender.\n")
+	p("- **CPU/op**: user+system CPU time of the whole process (getrusage) in the window, divided by ops; the load generator and, for HTTP, the server are in the same process and the same for every contender. **user CPU × tuned**: the same ratio for the user part alone (the system part is mostly the socket calls).\n")
 	p("- **conns opened**: server connections opened during the measured window (median over rounds; the highest round in parentheses when it differs): TCP connections dialled, counted by a dial hook on the driver; for pooldriver, `Connector.Stats().Created`.\n")
 	p("- **peak conns**: the most server connections the contender had at once in any round: exact from the dial hook, for pooldriver `Stats().Total` sampled every 5 ms, and on PostgreSQL also `pg_stat_activity` by `application_name` sampled every 100 ms.\n")
 	p("- **errors**: summed over rounds; `too many` counts the server refusing a connection at its limit; `hung` counts goroutines that never returned from an operation, even 30 s after their context was cancelled (the run goes on without them).\n")

@@ -34,8 +34,11 @@ type Sample struct {
 	P50 time.Duration `json:"p50_ns"`
 	P99 time.Duration `json:"p99_ns"`
 	Max time.Duration `json:"max_ns"`
-	// Process CPU time (user+sys, getrusage) per completed operation.
-	CPUPerOp time.Duration `json:"cpu_per_op_ns"`
+	// Process CPU time (user+sys, getrusage) per completed operation, and
+	// its user part: the system part is mostly the socket calls, the same
+	// for every contender that sends the same statements.
+	CPUPerOp     time.Duration `json:"cpu_per_op_ns"`
+	UserCPUPerOp time.Duration `json:"user_cpu_per_op_ns"`
 	// Server connections opened while measured, and the most open at once.
 	Opened int64 `json:"conns_opened"`
 	Peak   int64 `json:"peak_conns"`
@@ -54,7 +57,7 @@ type Sample struct {
 	// pooldriver contenders: the Connector's Stats at the end of the cell.
 	PD *pooldriver.Stats `json:"pooldriver_stats,omitempty"`
 
-	cpuTotal time.Duration // process CPU time of the measured window
+	cpuTotal, cpuUser time.Duration // process CPU time of the measured window
 }
 
 // env is what every cell needs besides the contender.
@@ -89,7 +92,7 @@ func (r *workerResult) fail(err error) {
 type window struct {
 	c       *bench.Contender
 	opened  int64
-	cpu     time.Duration
+	cpu     cpuTimes
 	start   time.Time
 	stopS   chan struct{}
 	sampled chan int64
@@ -133,11 +136,11 @@ func (w *window) sample(mon *bench.Monitor) {
 // end closes the window and fills in s's counters.
 func (w *window) end(s *Sample) {
 	s.Duration = time.Since(w.start)
-	cpu := cpuTime() - w.cpu
+	cpu := cpuTime().sub(w.cpu)
 	s.Opened = w.c.Opened() - w.opened
 	close(w.stopS)
 	s.Peak = max(w.c.Peak(), <-w.sampled)
-	s.cpuTotal = cpu
+	s.cpuTotal, s.cpuUser = cpu.user+cpu.sys, cpu.user
 }
 
 // finish computes the derived fields of s from the workers' results.
@@ -158,6 +161,7 @@ func (s *Sample) finish(rs []workerResult) {
 	s.P50, s.P99, s.Max = quantile(lat, 0.50), quantile(lat, 0.99), quantile(lat, 1)
 	if s.Ops > 0 {
 		s.CPUPerOp = s.cpuTotal / time.Duration(s.Ops)
+		s.UserCPUPerOp = s.cpuUser / time.Duration(s.Ops)
 	}
 }
 
@@ -340,15 +344,20 @@ func runHTTP(ctx context.Context, e *env, c *bench.Contender, g int, s *Sample) 
 	}, s)
 }
 
-// cpuTime returns the process's user+system CPU time so far.
+// cpuTimes is the process's CPU time so far, user and system.
+type cpuTimes struct{ user, sys time.Duration }
+
+func (a cpuTimes) sub(b cpuTimes) cpuTimes { return cpuTimes{a.user - b.user, a.sys - b.sys} }
+
+// cpuTime returns the process's user and system CPU time so far.
 func randIntN(n int) int { return rand.IntN(n) }
 
-func cpuTime() time.Duration {
+func cpuTime() cpuTimes {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return cpuTimes{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpuTimes{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
 }
 
 // quantile returns the q-quantile of sorted (nearest rank), 0 if empty.
