@@ -70,7 +70,8 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 // QueryContext runs query; the rows keep the physical connection's lock
-// until they are closed.
+// until they are closed (those of a hold's first query outside any task
+// only from the hold's next operation on: see start).
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	var le lease
 	err := l.start(ctx, opStmt, &le)

@@ -50,7 +50,7 @@ func (s sessionState) String() string {
 type connState struct {
 	tx      txState
 	session sessionState
-	rows    int   // open result sets; they hold the connection's lock
+	rows    int   // open result sets; they hold the connection's lock (but see physConn's lock rules)
 	holds   int   // holds using it: database/sql's logical conns, or a task's cleanup
 	task    *task // the task it is bound to, or nil
 	txOwner *tx   // the *sql.Tx whose transaction is open on it, when tx is txBegun

@@ -512,13 +512,16 @@ func TestFirstQueryRowsThenMore(t *testing.T) {
 			if err := rows.Close(); err != nil || n != 3 {
 				t.Fatalf("read %d rows, Close: %v; want 3, nil", n, err)
 			}
-			if _, err := sc.ExecContext(bg, "INSERT r 2"); err != nil {
+			// A lock the rows left held would make these wait: bounded.
+			bctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			defer cancel()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if _, err := sc.ExecContext(bctx, "INSERT r 2"); err != nil {
 				t.Fatalf("the *sql.Conn after its rows closed: %v", err)
 			}
 			sc.Close()
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			var id int64
+			var id int64 // a task's statement, which takes the lock
 			if err := db.QueryRowContext(wctx, "CONNID").Scan(&id); err != nil {
 				t.Fatalf("the pool's only connection after the rows: %v", err)
 			}

@@ -30,7 +30,7 @@ type opKind uint8
 const (
 	opExec      opKind = iota // Exec: a statement that leaves nothing open
 	opStmt                    // a Query that failed before returning rows
-	opOpenRows                // a Query that returned rows: they keep the lock
+	opOpenRows                // a Query that returned rows: they keep the lock (see conn.rowsSolo)
 	opCloseRows               // the rows' Close: the statement is over now
 	opBegin                   // BeginTx
 	opEndTx                   // Commit or Rollback of a *sql.Tx

@@ -169,8 +169,8 @@ func (pc *physConn) lose(cause error, fresh bool) (carried bool) {
 	return carried
 }
 
-// addRows and dropRows count the result sets open on pc. The caller holds
-// sem (rows keep it while open).
+// addRows counts the result sets open on pc. The caller holds sem (rows
+// keep it while open), or runs solo (see the lock rules).
 //
 // shared says whether anything else may reach pc (it is bound to a task,
 // or a task's *sql.Tx is open on it, which the task's end reaches):

@@ -9,12 +9,12 @@ import (
 )
 
 // rows wraps the real driver's rows. It pins its physical connection (and
-// holds its lock) until closed. It implements every optional Rows interface;
+// holds its lock, but see conn.rowsSolo) until closed. It implements every optional Rows interface;
 // where the real rows lack one it answers what database/sql assumes when the
 // interface is missing, so wrapping changes nothing.
 type rows struct {
 	l      *conn
-	le     lease // the query's lease: its lock is released by Close
+	le     lease // the query's lease: the lock the rows hold is released by Close
 	drv    driver.Rows
 	query  string
 	closed bool
