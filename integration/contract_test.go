@@ -501,7 +501,11 @@ func contractNoDirtyConn(t *testing.T, s server, db *subject) {
 // statement in the middle of them on the same session: the statement
 // returns at once, an error being fine, instead of waiting for rows only
 // its own caller can close. Three ways in: a transaction-mode task, a
-// *sql.Conn and a *sql.Tx. The plain driver's equivalent of the first two
+// *sql.Conn and a *sql.Tx. A fourth, ConnQuery, has no transaction: the
+// *sql.Conn's first operation is the query (whose rows pooldriver runs
+// without the connection's lock until the Conn's next operation), and the
+// statement amid them carries a task's context; it must neither hang nor
+// run on another connection, where it would commit. The plain driver's equivalent of the first two
 // is a *sql.Conn, where database/sql itself deadlocks: the driver reports
 // the busy session as driver.ErrBadConn and the Conn, closing itself, waits
 // for the rows it holds (the same self-deadlock as golang/go#81606). So
@@ -514,7 +518,7 @@ func TestContractNoHang(t *testing.T) {
 		for _, way := range []struct {
 			name     string
 			flavours []flavour
-		}{{"task", pooledFlavours}, {"Conn", pooledFlavours}, {"Tx", allFlavours}} {
+		}{{"task", pooledFlavours}, {"Conn", pooledFlavours}, {"ConnQuery", pooledFlavours}, {"Tx", allFlavours}} {
 			t.Run(way.name, func(t *testing.T) {
 				t.Parallel()
 				forEachFlavour(t, s, way.flavours, dbOpts{}, func(t *testing.T, s server, db *subject) {
@@ -532,8 +536,9 @@ func contractNoHang(t *testing.T, s server, db *subject, way string) {
 	defer end()
 	var (
 		r      runner
-		sc     = task      // the statements' context
-		finish = func() {} // ends the *sql.Conn or *sql.Tx
+		sc     = task          // the statements' context
+		mid    context.Context // the statement's amid the rows; sc if nil
+		finish = func() {}     // ends the *sql.Conn or *sql.Tx
 	)
 	switch way {
 	case "task":
@@ -548,6 +553,12 @@ func contractNoHang(t *testing.T, s server, db *subject, way string) {
 		r, finish = conn, func() { _ = conn.Close() }
 		_, err = r.ExecContext(sc, "BEGIN")
 		require.NoError(t, err)
+	case "ConnQuery":
+		sc, mid = c, task
+		conn, err := db.Conn(sc)
+		require.NoError(t, err)
+		defer conn.Close()
+		r, finish = conn, func() { _ = conn.Close() }
 	case "Tx":
 		tx, err := db.BeginTx(sc, nil)
 		require.NoError(t, err)
@@ -567,7 +578,7 @@ func contractNoHang(t *testing.T, s server, db *subject, way string) {
 	for rows.Next() {
 		done := make(chan result, 1)
 		go func() {
-			c, cancel := context.WithTimeout(sc, 5*time.Second)
+			c, cancel := context.WithTimeout(cmp.Or(mid, sc), 5*time.Second)
 			defer cancel()
 			start := time.Now()
 			_, err := r.ExecContext(c, "INSERT INTO "+table+" VALUES (1)")
