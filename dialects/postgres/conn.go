@@ -24,6 +24,12 @@ type conn struct {
 	// restores), in the order of reportedParams.
 	reported [len(reportedParams)]string
 
+	// watch tells when the server may have changed a reported parameter
+	// (nil for a connection pooldriver did not open: Wrap's). differs is
+	// what the last comparison with reported found.
+	watch   *paramWatch
+	differs bool
+
 	// unnamed: PrepareContext prepares nothing by name on the server (see
 	// pooler.go).
 	unnamed bool
@@ -50,8 +56,10 @@ var reportedParams = [...]string{
 	"search_path", "TimeZone", "DateStyle", "session_authorization", "is_superuser",
 }
 
-func newConn(sc *stdlib.Conn) *conn {
-	c := &conn{sc: sc}
+// newConn returns the dialect's connection over sc; w, if not nil, is the
+// watch pgx read sc's messages through.
+func newConn(sc *stdlib.Conn, w *paramWatch) *conn {
+	c := &conn{sc: sc, watch: w}
 	c.MarkBaseline()
 	return c
 }
@@ -64,7 +72,7 @@ func adapt(dc driver.Conn) (dialects.Conn, bool) {
 	if !ok {
 		return nil, false
 	}
-	return newConn(sc), true
+	return newConn(sc, nil), true
 }
 
 // ChangesSession reports a statement that may have changed the session
@@ -86,6 +94,18 @@ func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
 	if pc.TxStatus() != 'I' {
 		return false
 	}
+	if c.watch != nil && !c.watch.maybeChanged() {
+		return c.differs
+	}
+	c.differs = c.paramsDiffer(pc)
+	if c.watch != nil {
+		c.watch.clear()
+	}
+	return c.differs
+}
+
+// paramsDiffer compares the reported parameters with the baseline.
+func (c *conn) paramsDiffer(pc *pgconn.PgConn) bool {
 	for i, k := range reportedParams {
 		if pc.ParameterStatus(k) != c.reported[i] {
 			return true

@@ -220,6 +220,9 @@ func TestAdapterIgnoresOtherConns(t *testing.T) {
 	}
 }
 
+// BenchmarkChangesSession is the check after every statement, on a
+// connection opened from a DSN (with its watch) and on one of Wrap's
+// (looking every reported parameter up).
 func BenchmarkChangesSession(b *testing.B) {
 	cfg, err := pgx.ParseConfig(serverDSN(b))
 	if err != nil {
@@ -230,11 +233,17 @@ func BenchmarkChangesSession(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dc.Close()
-	c := newConn(dc.(*stdlib.Conn))
-	b.ReportAllocs()
-	for b.Loop() {
-		if c.ChangesSession("SELECT a FROM t WHERE id = $1") {
-			b.Fatal("changed")
-		}
+	for _, c := range []struct {
+		name string
+		c    *conn
+	}{{"dsn", opened(b)}, {"wrapped", newConn(dc.(*stdlib.Conn), nil)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if c.c.ChangesSession("SELECT a FROM t WHERE id = $1") {
+					b.Fatal("changed")
+				}
+			}
+		})
 	}
 }

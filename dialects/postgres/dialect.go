@@ -84,6 +84,8 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 			return nil, &redactedError{msg: dialects.Scrub(err.Error(), cfg.Password, c.Password, t.cfg.Password), cause: err}
 		}
 	}
+	w := new(paramWatch)
+	cfg.BuildFrontend = watchFrontend(w, cfg.BuildFrontend)
 	dc, err := stdlib.GetConnector(*cfg).Connect(ctx)
 	if err != nil {
 		return nil, connectError(err, cfg.Password, c.Password, t.cfg.Password)
@@ -99,7 +101,7 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 			return nil, err
 		}
 	}
-	pc := newConn(sc)
+	pc := newConn(sc, w)
 	pc.unnamed = t.unnamed
 	return pc, nil
 }

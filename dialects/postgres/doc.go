@@ -35,7 +35,11 @@
 // functions are not looked into, but a setting the server reports
 // (ParameterStatus: TimeZone, DateStyle, search_path, the session's role,
 // ...) that differs, once no transaction is open, from its value when the
-// connection opened counts as well.
+// connection opened counts as well. pooldriver notices these reports as
+// they arrive, by reading the framing of the server's messages in front of
+// pgx's decoder (a BuildFrontend set in BeforeConnect still decodes them),
+// and compares the settings only after one; a connection of Wrap's, opened
+// by pgx's stdlib itself, compares them after every statement.
 //
 // A prepared statement that fails with "cached plan must not change result
 // type" (after DDL) or because the server no longer knows it (SQLSTATE

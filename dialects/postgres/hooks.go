@@ -57,4 +57,8 @@ func (c *conn) MarkBaseline() {
 	for i, k := range reportedParams {
 		c.reported[i] = pc.ParameterStatus(k)
 	}
+	c.differs = false
+	if c.watch != nil {
+		c.watch.clear()
+	}
 }

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"encoding/binary"
+	"io"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// paramWatch reads the server's messages on their way to pgx and notes when
+// a ParameterStatus goes by, so that the check after every statement (see
+// conn.changesSession) compares the reported parameters with the baseline
+// only when one may have changed, instead of looking each of them up every
+// time: pgx keeps them in a map and tells nobody when one arrives.
+//
+// It sits between pgx's reader and its protocol decoder (pgconn.Config's
+// BuildFrontend), so it sees the plain messages, after TLS, from the
+// startup's answer on. Every one of them is framed as a type byte and a
+// four-byte length that counts itself, which is all it reads; it copies
+// nothing. Should the framing ever make no sense (a length below four), it
+// stops reading and says "maybe" from then on, which costs only the lookups
+// it would have saved.
+type paramWatch struct {
+	r io.Reader
+
+	// The framing, written only by Read (pgx reads on one goroutine at a
+	// time, and hands its reads over with a happens-before).
+	hdr  [5]byte // the current message's header, as far as read
+	nhdr int     // bytes of hdr read; 5 once the header is complete
+	body int64   // bytes of the current message's body not yet read
+
+	// state is what Read learnt, for conn.changesSession, which may run on
+	// another goroutine than pgx's last read: bits of watch*.
+	state atomic.Uint32
+}
+
+const (
+	watchSeen    = 1 << iota // a ParameterStatus was read since the last clear
+	watchLost                // the framing made no sense: always "maybe"
+	watchSettled             // what was read ends with a complete ReadyForQuery
+)
+
+// watchFrontend returns build (pgx's BuildFrontend, or the one the
+// configuration had) with w reading in front of the decoder. pgx builds a
+// frontend for every connection attempt, so w starts afresh each time.
+func watchFrontend(w *paramWatch, build pgconn.BuildFrontendFunc) pgconn.BuildFrontendFunc {
+	if build == nil {
+		build = pgproto3.NewFrontend
+	}
+	return func(r io.Reader, out io.Writer) *pgproto3.Frontend {
+		w.reset(r)
+		return build(w, out)
+	}
+}
+
+func (w *paramWatch) reset(r io.Reader) {
+	w.r, w.nhdr, w.body = r, 0, 0
+	w.state.Store(0)
+}
+
+// Read reads from pgx's reader and follows the framing of what it read.
+func (w *paramWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 {
+		w.scan(p[:n])
+	}
+	return n, err
+}
+
+// scan follows the messages in b, which continues what was read before.
+func (w *paramWatch) scan(b []byte) {
+	old := w.state.Load()
+	if old&watchLost != 0 {
+		return
+	}
+	var set uint32
+	for len(b) > 0 {
+		if w.body > 0 {
+			k := int(min(w.body, int64(len(b))))
+			w.body -= int64(k)
+			b = b[k:]
+			continue
+		}
+		k := copy(w.hdr[w.nhdr:], b)
+		w.nhdr += k
+		b = b[k:]
+		if w.nhdr < len(w.hdr) {
+			break
+		}
+		w.nhdr = 0
+		size := binary.BigEndian.Uint32(w.hdr[1:])
+		if size < 4 {
+			w.state.Or(watchLost)
+			return
+		}
+		if w.hdr[0] == 'S' {
+			set |= watchSeen
+		}
+		w.body = int64(size) - 4
+	}
+	if w.body == 0 && w.nhdr == 0 && w.hdr[0] == 'Z' {
+		set |= watchSettled
+	}
+	for {
+		next := old&^watchSettled | set
+		if next == old || w.state.CompareAndSwap(old, next) {
+			return
+		}
+		old = w.state.Load()
+	}
+}
+
+// maybeChanged reports whether a reported parameter may have changed since
+// the last clear.
+func (w *paramWatch) maybeChanged() bool {
+	return w.state.Load()&(watchSeen|watchLost) != 0
+}
+
+// clear forgets the ParameterStatus messages read so far, once the caller
+// has compared the parameters pgx holds with the baseline, between
+// statements. It does so only when what was read ends with a ReadyForQuery:
+// between statements pgx has decoded every message up to the last
+// ReadyForQuery, so none of those read waits undecoded in its buffer, not
+// yet in the values the caller saw (a message the server sent unasked
+// after it would).
+func (w *paramWatch) clear() {
+	old := w.state.Load()
+	if old&(watchSettled|watchSeen) == watchSettled|watchSeen {
+		w.state.CompareAndSwap(old, old&^watchSeen)
+	}
+}
