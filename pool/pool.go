@@ -486,11 +486,14 @@ func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 // breaker), such a waiter is told at once, as a failed call would tell it,
 // unless it can wait for a resource in use.
 func (p *Pool[T]) startFactoriesLocked() {
-	now := p.clock()
+	now := time.Duration(-1) // read once needed: at Max, which a busy pool is at, never
 	for !p.closed && p.total < p.cfg.Max {
 		w := p.waiters.firstWithoutFactory()
 		if w == nil {
 			return
+		}
+		if now < 0 {
+			now = p.clock()
 		}
 		if !p.dialAllowedLocked(now) {
 			err := p.noRoomLocked()
