@@ -30,6 +30,14 @@ type conn struct {
 	watch   *paramWatch
 	differs bool
 
+	// lexed is the text the lexer last read on this connection, and
+	// lexedChanges its answer: a connection runs the same few texts again
+	// and again, and this spares the shared memo's hash and its two cache
+	// lines, cold by the time a statement ends. Texts the memo would not
+	// keep are not kept here either.
+	lexed        string
+	lexedChanges bool
+
 	// unnamed: PrepareContext prepares nothing by name on the server (see
 	// pooler.go).
 	unnamed bool
@@ -75,6 +83,9 @@ func adapt(dc driver.Conn) (dialects.Conn, bool) {
 	return newConn(sc, nil), true
 }
 
+// maxLexedText is the longest text conn.lexed keeps, as the lexer's memo.
+const maxLexedText = 4096
+
 // ChangesSession reports a statement that may have changed the session
 // (see sqllex.ChangesSession for the rules: SET, set_config(..., false),
 // session advisory locks, CREATE TEMP, PREPARE, LISTEN, DECLARE ... WITH
@@ -88,7 +99,14 @@ func (c *conn) ChangesSession(query string) bool {
 }
 
 func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
-	if sqllex.Of(query, sqllex.Postgres).ChangesSession {
+	if query != c.lexed {
+		c.lexedChanges = sqllex.Of(query, sqllex.Postgres).ChangesSession
+		c.lexed = ""
+		if len(query) <= maxLexedText {
+			c.lexed = query
+		}
+	}
+	if c.lexedChanges {
 		return true
 	}
 	if pc.TxStatus() != 'I' {

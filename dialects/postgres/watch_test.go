@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -221,6 +222,11 @@ func TestWatchAgreesWithLookups(t *testing.T) {
 		"COMMIT",
 		"SELECT 1",
 		"DISCARD ALL",
+		"SELECT 1",
+		// Texts too long to remember, between short ones.
+		"SET TimeZone = 'UTC' /*" + strings.Repeat(" ", maxLexedText) + "*/",
+		"SELECT 1",
+		"SELECT 1 /*" + strings.Repeat(" ", maxLexedText) + "*/",
 		"SELECT 1",
 	}
 	for _, kind := range []struct {
