@@ -57,9 +57,11 @@ var (
 // change (ParameterStatus) that a function or procedure most often changes
 // behind a statement whose text says nothing of it (set_config inside a
 // function, SECURITY DEFINER role switches). The check runs after every
-// statement, so the list is kept to the few that matter most: each entry
-// costs a map lookup per statement (measured: the nine of PostgreSQL 15's
-// list cost about 2% of the client CPU of a point select).
+// statement on a connection of Wrap's, and after every statement that
+// brought a ParameterStatus on one opened from a DSN (see paramWatch), so
+// the list is kept to the few that matter most: each entry costs a map
+// lookup then (measured: the nine of PostgreSQL 15's list cost about 2% of
+// the client CPU of a point select when every statement compared them).
 var reportedParams = [...]string{
 	"search_path", "TimeZone", "DateStyle", "session_authorization", "is_superuser",
 }
