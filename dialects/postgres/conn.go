@@ -118,7 +118,10 @@ func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
 		return c.differs
 	}
 	c.differs = c.paramsDiffer(pc)
-	if c.watch != nil {
+	if c.watch != nil && !pc.IsBusy() {
+		// Between statements: pgx decoded what the watch saw (see clear).
+		// With a result open, a ParameterStatus read with its rows may
+		// still wait in pgx's buffer, not yet among the values compared.
 		c.watch.clear()
 	}
 	return c.differs

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"database/sql/driver"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -275,5 +276,27 @@ func TestWatchKeepsUsersFrontend(t *testing.T) {
 	exec(t, c, "SET TimeZone = 'Asia/Tokyo'")
 	if !c.ChangesSession("SELECT 1") {
 		t.Error("a changed TimeZone went unseen behind the hook's frontend")
+	}
+}
+
+// TestWatchRowsOpen: asked while a result is open, whose ParameterStatus
+// arrived with its rows but is not decoded yet, the watch must not forget
+// it: once the rows close, the change shows.
+func TestWatchRowsOpen(t *testing.T) {
+	c := opened(t)
+	ctx := t.Context()
+	exec(t, c, "PREPARE tz AS SELECT set_config('TimeZone', 'Asia/Tokyo', false)")
+	c.MarkBaseline()
+	q := "EXECUTE tz"
+	rows, err := c.Driver().(driver.QueryerContext).QueryContext(ctx, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ChangesSession(q) // whatever it says now, it must not forget
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.ChangesSession(q) {
+		t.Error("the TimeZone set by the rows' statement went unseen")
 	}
 }
