@@ -449,6 +449,8 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		} else if k == opRaw {
 			pc.markDirty() // whatever the callback did, we could not see it
 		}
+	case idle && k == opEndTx && err == nil:
+		pc.observeEndTx(ctx, query)
 	}
 	if cause != nil {
 		carried := pc.lose(cause, le.fresh)

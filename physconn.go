@@ -444,6 +444,23 @@ func (pc *physConn) observe(ctx context.Context, query string) error {
 	return nil
 }
 
+// observeEndTx records whether the session changed during a *sql.Tx that
+// just ended: its statements are not asked while it is open (a setting
+// changed inside it, by SET LOCAL or set_config in a function, may still
+// revert), so the end asks, as it asks after a raw COMMIT: query is COMMIT
+// or ROLLBACK. The transaction state is known: none. The caller holds sem.
+func (pc *physConn) observeEndTx(ctx context.Context, query string) {
+	var changed bool
+	if pc.observer != nil {
+		changed, _, _ = pc.observer.Observe(ctx, query, false) // no error without askTx
+	} else if pc.tracker != nil {
+		changed = pc.tracker.ChangesSession(query)
+	}
+	if changed {
+		pc.markDirty()
+	}
+}
+
 func rawTx(s dialects.TxStatus) txState {
 	if s == dialects.TxIdle {
 		return txNone

@@ -71,7 +71,9 @@ func (x *tx) end(commit bool) error {
 		le.locked = true
 	}
 	var err error
+	query := "ROLLBACK" // what ended it, for finish to ask of the session
 	if commit {
+		query = "COMMIT"
 		err = x.drv.Commit()
 	} else {
 		err = x.drv.Rollback()
@@ -84,5 +86,5 @@ func (x *tx) end(commit bool) error {
 	}
 	pc.setTx(txNone, nil)
 	l.tx = nil
-	return l.finish(context.Background(), &le, opEndTx, "", err)
+	return l.finish(context.Background(), &le, opEndTx, query, err)
 }

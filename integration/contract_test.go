@@ -445,6 +445,61 @@ func TestContractNoDirtyConn(t *testing.T) {
 	})
 }
 
+// TestContractHiddenSetting (contract 3, PostgreSQL): a setting changed
+// where the statement's text does not show it (a function calling
+// set_config), outside any transaction and inside a *sql.Tx, with one
+// server connection. The plain driver hands the changed TimeZone to the next
+// user (checked: the scenario bites); pooldriver sees the server's
+// ParameterStatus (from a DSN: as it arrives; through Wrap: by looking the
+// settings up) and resets the session first.
+func TestContractHiddenSetting(t *testing.T) {
+	t.Parallel()
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		fn := unique("pd_set_tz")
+		s.adminExec(t, "CREATE FUNCTION "+fn+"() RETURNS text LANGUAGE sql AS $$ SELECT set_config('TimeZone', 'Pacific/Chatham', false) $$")
+		t.Cleanup(func() {
+			if _, err := s.adminDB().ExecContext(context.Background(), "DROP FUNCTION "+fn+"()"); err != nil {
+				t.Errorf("dropping %s: %v", fn, err)
+			}
+		})
+		forEachFlavour(t, s, allFlavours, dbOpts{maxConns: 1}, func(t *testing.T, s server, db *subject) {
+			c := timeout(t, 30*time.Second)
+			var def string
+			require.NoError(t, db.QueryRowContext(c, "SHOW TimeZone").Scan(&def))
+			require.NotEqual(t, "Pacific/Chatham", def)
+			call := "SELECT " + fn + "()"
+			for _, way := range []struct {
+				name string
+				run  func() error
+			}{
+				{"statement", func() error { _, err := db.ExecContext(c, call); return err }},
+				{"in a *sql.Tx", func() error {
+					tx, err := db.BeginTx(c, nil)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(c, call); err != nil {
+						_ = tx.Rollback()
+						return err
+					}
+					return tx.Commit()
+				}},
+			} {
+				require.NoError(t, way.run(), way.name)
+				var got string
+				require.NoError(t, db.QueryRowContext(c, "SHOW TimeZone").Scan(&got))
+				if db.pooled() {
+					assert.Equal(t, def, got, "%s: the next user sees the TimeZone a function set", way.name)
+				} else {
+					assert.Equal(t, "Pacific/Chatham", got, "%s: the plain driver did not keep the setting: the scenario does not bite", way.name)
+					_, err := db.ExecContext(c, "RESET TimeZone")
+					require.NoError(t, err)
+				}
+			}
+		})
+	})
+}
+
 func contractNoDirtyConn(t *testing.T, s server, db *subject) {
 	table := db.table(t, s, "cdirty", "id int")
 	c := timeout(t, 30*time.Second)
