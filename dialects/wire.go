@@ -1,0 +1,27 @@
+package dialects
+
+// WriteCounter is implemented by a Conn that sees every byte its driver
+// writes to the server (the PostgreSQL dialect reads pgx's framing, the
+// MySQL dialect owns the driver's socket). pooldriver reads Written before
+// and after each statement: once any byte of a statement reached the
+// socket the server may have run it, so the statement's error is never
+// driver.ErrBadConn, which would let database/sql run it a second time on
+// another connection. A Conn that cannot see its bytes does not implement
+// it, and its driver's own judgement stands.
+type WriteCounter interface {
+	// Written returns the number of bytes written to the server on this
+	// connection since it opened. It is called between statements only,
+	// never while one runs.
+	Written() uint64
+}
+
+// Interrupter is implemented by a Conn whose driver has calls that ignore
+// their context and wait on the network (go-sql-driver/mysql's Commit and
+// Rollback take none). pooldriver calls Interrupt from another goroutine
+// when the context of such a call ends: the blocked I/O fails at once, and
+// the connection is unusable afterwards (pooldriver destroys it). Interrupt
+// is safe to call concurrently with any call of the driver, and more than
+// once.
+type Interrupter interface {
+	Interrupt()
+}
