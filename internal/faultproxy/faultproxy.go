@@ -19,6 +19,31 @@ const (
 	Reset                 // cut every connection with a TCP RST, and every new one
 )
 
+// Direction is which way a chunk of bytes travels through the proxy.
+type Direction int
+
+const (
+	ToServer Direction = iota // the client's bytes, on their way to the server
+	ToClient                  // the server's bytes, on their way to the client
+)
+
+// Verdict is what a Filter decides for one chunk of bytes.
+type Verdict int
+
+const (
+	Pass        Verdict = iota // deliver it, as the mode says
+	DropAndCut                 // lose it and cut the pair: the client sees a reset, the server an end of file
+	PassThenCut                // deliver it, then close the pair: the client reads it, then an end of file
+)
+
+// A Filter sees every chunk read from either side before it is delivered,
+// and decides its fate: a cut at a chosen message (a server's reply lost
+// after the server applied the statement, a request lost before it
+// arrived). On loopback a small message arrives in one chunk; a filter that
+// matches a message should still look for it anywhere in the chunk. It
+// runs on the proxy's goroutines, one per direction and connection pair.
+type Filter func(dir Direction, b []byte) Verdict
+
 // Proxy is a TCP proxy on a free loopback port in front of a server,
 // whose behaviour its user switches while clients are connected: network
 // faults made on loopback only.
@@ -30,6 +55,7 @@ type Proxy struct {
 	mode  Mode
 	lag   time.Duration
 	wake  chan struct{}         // closed and replaced on every mode change
+	watch Filter                // nil: every chunk passes
 	conns map[net.Conn]struct{} // both ends of every pair
 	wg    sync.WaitGroup        // the proxy's goroutines
 }
@@ -62,6 +88,14 @@ func (p *Proxy) Set(m Mode, lag time.Duration) {
 			rst(c)
 		}
 	}
+}
+
+// SetFilter sets the filter every chunk goes through from now on; nil
+// removes it.
+func (p *Proxy) SetFilter(f Filter) {
+	p.mu.Lock()
+	p.watch = f
+	p.mu.Unlock()
 }
 
 // rst closes c so that the peer sees a connection reset.
@@ -127,8 +161,8 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go func() { defer pumps.Done(); p.pump(up, c) }()
-	go func() { defer pumps.Done(); p.pump(c, up) }()
+	go func() { defer pumps.Done(); p.pump(up, c, ToServer) }()
+	go func() { defer pumps.Done(); p.pump(c, up, ToClient) }()
 	pumps.Wait()
 }
 
@@ -138,18 +172,44 @@ func (p *Proxy) closed() bool {
 	return p.conns == nil
 }
 
-// pump copies src to dst chunk by chunk, as the mode says at each chunk;
-// when either side ends, it ends both.
-func (p *Proxy) pump(dst, src net.Conn) {
+// pump copies src to dst chunk by chunk, as the filter and the mode say at
+// each chunk; when either side ends, it ends both. dir is the way from src
+// to dst.
+func (p *Proxy) pump(dst, src net.Conn, dir Direction) {
+	cut := false
 	defer func() {
+		if cut {
+			// The client sees a reset, at once; the server an end of file.
+			client := dst
+			if dir == ToServer {
+				client = src
+			}
+			rst(client)
+		}
 		_ = src.Close()
 		_ = dst.Close()
 	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.deliver(dst, buf[:n]) {
-			return
+		if n > 0 {
+			p.mu.Lock()
+			f := p.watch
+			p.mu.Unlock()
+			v := Pass
+			if f != nil {
+				v = f(dir, buf[:n])
+			}
+			if v == DropAndCut {
+				cut = true
+				return
+			}
+			if !p.deliver(dst, buf[:n]) {
+				return
+			}
+			if v == PassThenCut {
+				return // a plain close: a reset could discard what was delivered
+			}
 		}
 		if err != nil {
 			return

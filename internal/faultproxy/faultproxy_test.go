@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,4 +87,80 @@ func check(t *testing.T, ok bool, format string, args ...any) {
 	if !ok {
 		t.Fatalf(format, args...)
 	}
+}
+
+func TestProxyFilter(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	noErr(t, err, "listen")
+	defer func() { _ = ln.Close() }()
+	// A server that answers "ok:" and what it read.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				buf := make([]byte, 64)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					if _, err := c.Write(append([]byte("ok:"), buf[:n]...)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	p, err := New(ln.Addr().String())
+	noErr(t, err, "proxy")
+	defer p.Close()
+
+	exchange := func(c net.Conn, msg string) (string, error) {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte(msg)); err != nil {
+			return "", err
+		}
+		buf := make([]byte, 64)
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	}
+
+	p.SetFilter(func(dir Direction, b []byte) Verdict {
+		switch {
+		case dir == ToClient && strings.Contains(string(b), "drop"):
+			return DropAndCut
+		case dir == ToClient && strings.Contains(string(b), "last"):
+			return PassThenCut
+		}
+		return Pass
+	})
+
+	c, err := net.Dial("tcp", p.Addr())
+	noErr(t, err, "dial")
+	got, err := exchange(c, "a")
+	check(t, err == nil && got == "ok:a", "passed: got %q, %v", got, err)
+	got, err = exchange(c, "drop")
+	check(t, err != nil && got == "", "dropped reply: got %q, %v; want an error and nothing", got, err)
+	_ = c.Close()
+
+	c, err = net.Dial("tcp", p.Addr())
+	noErr(t, err, "dial")
+	got, err = exchange(c, "last")
+	check(t, err == nil && got == "ok:last", "delivered before the cut: got %q, %v", got, err)
+	buf := make([]byte, 8)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := c.Read(buf)
+	check(t, n == 0 && err != nil, "after the cut: read %d bytes, %v; want the end", n, err)
+	_ = c.Close()
+
+	p.SetFilter(nil)
+	c, err = net.Dial("tcp", p.Addr())
+	noErr(t, err, "dial")
+	got, err = exchange(c, "drop")
+	check(t, err == nil && got == "ok:drop", "no filter: got %q, %v", got, err)
+	_ = c.Close()
 }
