@@ -113,7 +113,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, l.finish(ctx, &le, opBegin, "", err)
 	}
-	x := &tx{l: l, pc: pc, drv: dtx, task: le.t}
+	x := &tx{l: l, pc: pc, drv: dtx, task: le.t, ctx: ctx}
 	l.taskTx = l.taskTx || le.t != nil
 	pc.setTx(txBegun, x)
 	l.tx = x

@@ -234,7 +234,9 @@ func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("pooldriver: connect to %s: %w", c.tmpl.String(), err)
+		// The driver's own error, as the plain driver returns it (callers
+		// compare it with ==), unless it quotes a password; the log line
+		// of the failure names the pool.
 		return nil, redact(redact(err, creds.Password), secret)
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)

@@ -181,3 +181,52 @@ func lost(cause error) error {
 	}
 	return &lostError{cause: cause}
 }
+
+// notRetriedError is the error of a statement whose connection broke where
+// database/sql must not run it again on another connection: its bytes had
+// reached the server, which may have run it (a reply lost after a
+// COMMIT or an INSERT), or it was not the first statement of its hold.
+// The driver said driver.ErrBadConn, which database/sql takes for "never
+// ran, safe to retry"; this error does not match it (errors.Is), and
+// reaches every other error of the chain.
+type notRetriedError struct {
+	cause error
+	sent  bool // the statement's bytes had been written
+}
+
+func (e *notRetriedError) Error() string {
+	if e.sent {
+		return "pooldriver: the connection broke after the statement was sent, so it may have run; it was not retried: " + e.cause.Error()
+	}
+	return "pooldriver: the connection broke; the statement was not retried on another: " + e.cause.Error()
+}
+
+// Is matches whatever the cause matches, except driver.ErrBadConn.
+func (e *notRetriedError) Is(target error) bool {
+	return target != driver.ErrBadConn && errors.Is(e.cause, target)
+}
+
+// As reaches the cause. There is no Unwrap on purpose: through it,
+// errors.Is would find driver.ErrBadConn.
+func (e *notRetriedError) As(target any) bool { return errors.As(e.cause, target) }
+
+// interruptedError is the error of a driver call that ignores its context
+// (go-sql-driver/mysql's Commit and Rollback) and was still waiting on the
+// network when the context ended: pooldriver interrupted its I/O and the
+// connection is gone. Whether the server committed is unknown. It matches
+// the context's error and reaches the driver's.
+type interruptedError struct {
+	what  string // "COMMIT" or "ROLLBACK"
+	ctx   error  // the context's error
+	cause error  // the driver's error once interrupted
+}
+
+func (e *interruptedError) Error() string {
+	return fmt.Sprintf("pooldriver: %s was still waiting for the server when its context ended (%v); the connection was closed, and whether the server applied it is unknown: %v", e.what, e.ctx, e.cause)
+}
+
+func (e *interruptedError) Is(target error) bool {
+	return target != driver.ErrBadConn && (errors.Is(e.ctx, target) || errors.Is(e.cause, target))
+}
+
+func (e *interruptedError) As(target any) bool { return errors.As(e.cause, target) }

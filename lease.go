@@ -42,12 +42,13 @@ const (
 // lease is one operation's use of its hold's physical connection.
 type lease struct {
 	pc       *physConn
-	t        *task // the task of the operation's context, or nil
-	locked   bool  // the operation took pc's lock (false: its hold's open rows have it, or solo)
-	solo     bool  // a statement that took no lock: nobody else can reach pc (see start)
-	fresh    bool  // pc was new to the task or hold with this operation: it carried nothing before
-	separate bool  // on a pool connection because the task's own was busy with rows
-	hadState bool  // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
+	t        *task  // the task of the operation's context, or nil
+	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or solo)
+	solo     bool   // a statement that took no lock: nobody else can reach pc (see start)
+	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
+	separate bool   // on a pool connection because the task's own was busy with rows
+	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
+	sent     uint64 // pc.sent() when the operation started: bytes written before it
 }
 
 // lock takes pc's lock for an operation of l. A connection other holds of
@@ -104,6 +105,9 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 			}
 			le.pc = pc
 			le.locked, le.solo = !solo, solo
+			if pc.written != nil {
+				le.sent = pc.written.Written()
+			}
 			return nil
 		}
 	}
@@ -172,6 +176,7 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 	if le.pc.evictions.Load() > 0 {
 		le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
 	}
+	le.sent = le.pc.sent()
 	return nil
 }
 
@@ -401,17 +406,15 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	if err == nil && le.t == nil && l.rows == 0 && ((k == opExec || k == opStmt) && (le.locked || le.solo) || k == opCloseRows && pc.usable()) {
 		// The common case, outside any task: the statement succeeded (or
 		// the hold's last rows closed cleanly) and only what it did to the
-		// transaction and the session is left to learn. If that fails, the
-		// connection is lost as below.
-		oerr := pc.observe(ctx, query)
-		if oerr != nil {
+		// transaction and the session is left to learn.
+		// If that fails, the connection is lost as below; the statement
+		// itself succeeded, and says so, as with the plain driver (a COMMIT
+		// whose reply arrived committed).
+		if oerr := pc.observe(ctx, query); oerr != nil {
 			pc.lose(oerr, false)
 			l.lost = lost(oerr)
 		}
 		l.unlockIdle(le, k)
-		if oerr != nil {
-			return l.lost
-		}
 		return nil
 	}
 	// With a result set open, the driver is mid-protocol: it cannot be
@@ -431,12 +434,12 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		}
 	case idle && (k == opExec || k == opStmt || k == opCloseRows || k == opRaw):
 		if oerr := pc.observe(ctx, query); oerr != nil {
-			// The statement ran, or may have: whatever it says, it
-			// fails, and is never retried elsewhere.
+			// The statement ran, or may have: its own outcome stands (a
+			// COMMIT whose reply arrived did commit), but what it left on
+			// the connection is unknown, so the connection is lost and
+			// the hold's (and the task's) later statements fail.
 			cause = oerr
-			if err == nil {
-				err = oerr
-			} else {
+			if err != nil {
 				cause = err // the statement's own error says more
 			}
 			le.fresh = false
@@ -455,13 +458,8 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	if cause != nil {
 		carried := pc.lose(cause, le.fresh)
 		l.lost = lost(cause)
-		if err != nil && (!le.fresh || carried || !errors.Is(err, driver.ErrBadConn)) {
-			err = l.lost
-		}
-		// Otherwise the hold's first statement found its fresh connection
-		// broken (database/sql may retry it on another, as it does with
-		// the plain driver), or the statement succeeded and only the
-		// hold's later ones fail.
+		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
+		err = l.lostError(le, err, carried || k == opEndTx)
 	} else if le.t != nil && !l.shared && !le.hadState && l.tx == nil && le.t.modeFor(l.c) == TransactionMode && pc.keepsTaskState() {
 		if e := l.bindForTask(le); err == nil {
 			err = e
@@ -469,6 +467,32 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	}
 	if l.rows == 0 {
 		l.unlockIdle(le, k)
+	}
+	return err
+}
+
+// lostError is what an operation that lost its connection returns, err
+// being its own error (nil if it succeeded and only what followed failed).
+// Where the connection carried a transaction or session the hold or the
+// task relied on, that is ErrConnLost: the caller must know its state is
+// gone. Otherwise it is the driver's own error, as with the plain driver
+// (a context's error stays that error), with one difference: the driver's
+// driver.ErrBadConn, which lets database/sql run the statement again on
+// another connection, passes only for the hold's first operation on a
+// fresh connection and only where no byte of it reached the server, as far
+// as the dialect can tell. database/sql's rule is to retry only what
+// provably did not run.
+func (l *conn) lostError(le *lease, err error, carried bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case carried:
+		return l.lost
+	case !errors.Is(err, driver.ErrBadConn):
+		return err
+	}
+	if sent := le.pc.written != nil && le.pc.sent() != le.sent; sent || !le.fresh {
+		return &notRetriedError{cause: err, sent: sent}
 	}
 	return err
 }

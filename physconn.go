@@ -42,6 +42,8 @@ type physConn struct {
 	staleErr    dialects.StaleStatementDetector
 	idleChecker dialects.IdleChecker
 	observer    dialects.StatementObserver
+	written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
+	interrupter dialects.Interrupter  // nil: the driver honours every context itself
 
 	// Lock rules, for everything below:
 	//
@@ -100,6 +102,8 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
 	pc.idleChecker, _ = dc.(dialects.IdleChecker)
 	pc.observer, _ = dc.(dialects.StatementObserver)
+	pc.written, _ = dc.(dialects.WriteCounter)
+	pc.interrupter, _ = dc.(dialects.Interrupter)
 	return pc
 }
 
@@ -406,7 +410,33 @@ func (pc *physConn) usable() bool {
 // broken reports whether err, or the driver, says the connection is no
 // longer usable. Only for a connection without open rows (see finish).
 func (pc *physConn) broken(err error) bool {
-	return errors.Is(err, driver.ErrBadConn) || !pc.usable()
+	if errors.Is(err, driver.ErrBadConn) || !pc.usable() {
+		return true
+	}
+	var ie *interruptedError
+	return errors.As(err, &ie)
+}
+
+// sent returns how many bytes the connection has written to the server,
+// when the dialect can tell; 0 otherwise. The caller holds sem, or runs
+// solo (see the lock rules).
+func (pc *physConn) sent() uint64 {
+	if pc.written == nil {
+		return 0
+	}
+	return pc.written.Written()
+}
+
+// watchBlocking bounds a call of the driver that ignores its context (a
+// *sql.Tx's Commit or Rollback, on a dialect that says so by implementing
+// dialects.Interrupter): when ctx ends first, the call's I/O is
+// interrupted. stop reports whether it was not. Without an interrupter it
+// does nothing.
+func (pc *physConn) watchBlocking(ctx context.Context) (stop func() bool) {
+	if pc.interrupter == nil || ctx.Done() == nil {
+		return func() bool { return true }
+	}
+	return context.AfterFunc(ctx, pc.interrupter.Interrupt)
 }
 
 // observe records what the statement query left on the session: the

@@ -16,6 +16,8 @@ const (
 	txEndedByTask
 )
 
+var errInterruptedLate = errors.New("pooldriver: the connection's I/O was interrupted as its transaction ended")
+
 var errTxDone = errors.New("pooldriver: transaction has already been committed or rolled back")
 
 // tx is a transaction begun with BeginTx on a logical conn. It owns its
@@ -24,7 +26,8 @@ type tx struct {
 	l     *conn
 	pc    *physConn
 	drv   driver.Tx
-	task  *task // the task it was begun in, or nil
+	task  *task           // the task it was begun in, or nil
+	ctx   context.Context // BeginTx's: it bounds Commit and Rollback (see end)
 	state atomic.Int32
 }
 
@@ -72,6 +75,17 @@ func (x *tx) end(commit bool) error {
 	}
 	var err error
 	query := "ROLLBACK" // what ended it, for finish to ask of the session
+	// The transaction's context bounds its end, as database/sql promises,
+	// also where the driver's Commit and Rollback take none: a Rollback
+	// that database/sql runs because the context already ended gets the
+	// cleanup timeout instead.
+	bound := x.ctx
+	if bound.Err() != nil {
+		var cancel context.CancelFunc
+		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.c.s.cleanupTimeout)
+		defer cancel()
+	}
+	stop := pc.watchBlocking(bound)
 	if commit {
 		query = "COMMIT"
 		err = x.drv.Commit()
@@ -82,6 +96,15 @@ func (x *tx) end(commit bool) error {
 			// (its parent was cancelled, say) before the task's own end
 			// claimed the transaction: this is the task's rollback.
 			pc.c.stats.autoRollbacks.Add(1)
+		}
+	}
+	if !stop() {
+		if err != nil {
+			err = &interruptedError{what: query, ctx: bound.Err(), cause: err}
+		} else {
+			// It succeeded as the interruption came: the outcome stands,
+			// the connection's I/O does not.
+			pc.lose(errInterruptedLate, false)
 		}
 	}
 	pc.setTx(txNone, nil)

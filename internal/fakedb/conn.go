@@ -54,6 +54,7 @@ type Conn struct {
 
 	busy  atomic.Int32 // methods running now; more than 1 is an overlap
 	state atomic.Int32 // stateOK...stateClosed
+	sent  atomic.Int64 // statements that reached the server, for Written
 
 	// mu is held only briefly, never while a statement waits; taken
 	// before Server.mu.

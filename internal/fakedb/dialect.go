@@ -69,6 +69,10 @@ func (d *dialectConn) Ping(ctx context.Context) error { return d.c.Ping(ctx) }
 // Raw returns the *[Conn].
 func (d *dialectConn) Raw() any { return d.c }
 
+// Written counts statements that reached the server, as a dialect that
+// sees its connection's bytes counts those (dialects.WriteCounter).
+func (d *dialectConn) Written() uint64 { return uint64(d.c.sent.Load()) }
+
 func (d *dialectConn) Close() error { return d.c.Close() }
 
 var _ dialects.SessionTracker = (*dialectConn)(nil)

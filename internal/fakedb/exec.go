@@ -11,6 +11,7 @@ func (c *Conn) run(ctx context.Context, cmd command, perr error, args []driver.N
 	if err := c.admit(ctx, cmd.op == opCommit || cmd.op == opRollback); err != nil {
 		return nil, nil, err
 	}
+	c.sent.Add(1)
 	st := &c.srv.stats
 	st.statements.Add(1)
 	if query {
@@ -26,6 +27,10 @@ func (c *Conn) run(ctx context.Context, cmd command, perr error, args []driver.N
 	if err != nil {
 		c.failTx()
 		return nil, nil, err
+	}
+	if c.srv.takeLostReply() {
+		c.state.Store(stateBroken)
+		return nil, nil, driver.ErrBadConn
 	}
 	if r == nil && query {
 		r = noRows{}

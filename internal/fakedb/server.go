@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,6 +52,7 @@ type Server struct {
 	conns        map[*Conn]struct{} // open conns
 	failConnects int                // connect attempts still to fail
 	failTxStatus int                // dialect TxStatus calls still to fail
+	loseReplies  atomic.Int32       // statements to lose the reply of (LoseReplies)
 	failErr      error              // what they fail with
 	connectDelay time.Duration      // wait before every connect
 	nextID       int64              // last conn ID handed out
@@ -110,6 +112,25 @@ func (s *Server) FailTxStatus(n int) {
 	s.mu.Lock()
 	s.failTxStatus = n
 	s.mu.Unlock()
+}
+
+// LoseReplies makes the next n statements that run lose their reply: the
+// server applies each, then the connection breaks and the driver says
+// driver.ErrBadConn, as pgx's stdlib does when it takes such a failure for
+// one that happened before anything was sent. Only a dialect that counts
+// what it sent (dialects.WriteCounter) can tell.
+func (s *Server) LoseReplies(n int) { s.loseReplies.Store(int32(n)) }
+
+func (s *Server) takeLostReply() bool {
+	for {
+		n := s.loseReplies.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.loseReplies.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // takeTxStatusFailure consumes one injected TxStatus failure, if any.

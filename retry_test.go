@@ -1,0 +1,64 @@
+package pooldriver_test
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"testing"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// TestNoRetryOnceSent: a statement whose reply is lost after the server
+// applied it, with the driver calling that driver.ErrBadConn (pgx's stdlib
+// does), is run twice by database/sql over the plain driver; through
+// pooldriver, whose dialect counts what it sent, it fails once, with an
+// error that is not driver.ErrBadConn, and the row is there once.
+func TestNoRetryOnceSent(t *testing.T) {
+	t.Run("plain", func(t *testing.T) {
+		srv := newServer(t)
+		db := sql.OpenDB(srv.Connector())
+		defer func() { _ = db.Close() }()
+		srv.LoseReplies(1)
+		if _, err := db.Exec("INSERT plain 1"); err != nil {
+			t.Fatalf("plain: %v (the scenario changed: database/sql used to retry)", err)
+		}
+		if n := len(srv.Table("plain")); n != 2 {
+			t.Fatalf("plain: %d rows, want 2 (the scenario no longer bites)", n)
+		}
+	})
+	t.Run("pooldriver", func(t *testing.T) {
+		srv := newServer(t)
+		db, _ := newDB(t, srv, "pool_max_conns=2")
+		srv.LoseReplies(1)
+		_, err := db.Exec("INSERT pooled 1")
+		if err == nil || errors.Is(err, driver.ErrBadConn) || errors.Is(err, pooldriver.ErrConnLost) {
+			t.Fatalf("lost reply: %v, want a failure that is neither ErrBadConn nor ErrConnLost", err)
+		}
+		if n := len(srv.Table("pooled")); n != 1 {
+			t.Fatalf("%d rows, want exactly 1", n)
+		}
+		// The pool goes on with a new connection.
+		if _, err := db.Exec("INSERT pooled 2"); err != nil {
+			t.Fatalf("next statement: %v", err)
+		}
+	})
+	t.Run("before sending", func(t *testing.T) {
+		// A connection that broke while idle fails the statement before
+		// anything is sent: database/sql may retry it elsewhere, and the
+		// row is there once.
+		srv := newServer(t)
+		db, _ := newDB(t, srv, "pool_max_conns=2")
+		db.SetMaxIdleConns(0)
+		if _, err := db.Exec("INSERT warm 1"); err != nil {
+			t.Fatal(err)
+		}
+		srv.BreakAll()
+		if _, err := db.Exec("INSERT once 1"); err != nil {
+			t.Fatalf("after a break while idle: %v", err)
+		}
+		if n := len(srv.Table("once")); n != 1 {
+			t.Fatalf("%d rows, want 1", n)
+		}
+	})
+}
