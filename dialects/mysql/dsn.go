@@ -33,6 +33,9 @@ func split(dsn string) (splitDSN, error) {
 	var kept []string
 	for pair := range strings.SplitSeq(dsn[q+1:], "&") {
 		key, value, _ := strings.Cut(pair, "=")
+		if isPasswordParam(key) {
+			return splitDSN{}, fmt.Errorf("pooldriver: mysql: invalid DSN: parameter %q: the driver would run it as SET %s = <value> on every connection, which fails with an error quoting the value, or sets the account's password; put the password before the '@' (user:password@tcp(host)/db) or use WithCredentials", key, key)
+		}
 		switch {
 		case strings.HasPrefix(key, "pool_"):
 			v, err := url.QueryUnescape(value)
@@ -53,6 +56,25 @@ func split(dsn string) (splitDSN, error) {
 		d.driverDSN += "?" + strings.Join(kept, "&")
 	}
 	return d, nil
+}
+
+// The redaction rule of this dialect: the password is the text the driver
+// reads between the user's ':' and the address's '@'; String() shows it as
+// xxxxx and errors are scrubbed of every text that could be it
+// (passwordCandidates). The driver reads no password from a parameter: it
+// runs every parameter it does not know as SET key = value, so a parameter
+// named password, in any letter case, would quote the value in the
+// server's syntax error (or set the account's password): split refuses it.
+
+// isPasswordParam reports whether a DSN parameter's key, as the driver
+// reads it (raw) or as a reader might decode it, is password in any case.
+// Keys are not secrets: the error may quote it.
+func isPasswordParam(key string) bool {
+	k := strings.TrimSpace(key)
+	if u, err := url.QueryUnescape(k); err == nil {
+		k = strings.TrimSpace(u)
+	}
+	return strings.EqualFold(k, "password")
 }
 
 // passwordCandidates returns every substring of dsn that the driver could

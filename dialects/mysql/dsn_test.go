@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"maps"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -88,6 +89,12 @@ var dsnCases = []struct {
 			}
 		},
 	},
+	// The driver reads no password from a parameter: it would run it as
+	// SET password = <value>, whose error quotes the value.
+	{name: "password parameter", dsn: "mysql://u@tcp(db)/db?password=hunter22", wantErr: true, password: "hunter22"},
+	{name: "PASSWORD parameter", dsn: "mysql://u@tcp(db)/db?parseTime=true&PASSWORD=hunter22&pool_max_conns=2", wantErr: true, password: "hunter22"},
+	{name: "Password parameter, percent-encoded", dsn: "mysql://u@tcp(db)/db?Password=hun%74er22", wantErr: true, password: "hunter22"},
+	{name: "password parameter, key percent-encoded", dsn: "mysql://u:pw@tcp(db)/db?pass%77ord=hunter22", wantErr: true, password: "hunter22"},
 	{name: "bad bool", dsn: "mysql://u:hunter22@tcp(db)/db?parseTime=hunter22", wantErr: true, password: "hunter22"},
 	{name: "no slash", dsn: "mysql://u:hunter22@tcp(db)", wantErr: true, password: "hunter22"},
 	{name: "no at", dsn: "mysql://u:hunter22/db", wantErr: true, password: "hunter22"},
@@ -236,4 +243,53 @@ func TestParseHidesPasswordOfMalformedDSN(t *testing.T) {
 			t.Errorf("Parse(%q): password %q", dsn, pw)
 		}
 	}
+}
+
+// FuzzParseSecretParam checks that a password given as a parameter named
+// password, in any letter case, percent-encoded or not, shows neither in
+// Parse's error nor in String(), whatever surrounds it.
+func FuzzParseSecretParam(f *testing.F) {
+	for _, key := range []string{"password", "PASSWORD", "Password", "pass%77ord", " password"} {
+		f.Add("tcp(db:3306)/shop?parseTime=true", key, "hunter22", false)
+		f.Add("/shop", key, "hunter22", true)
+	}
+	f.Add("tcp(db)/x?y=1", "PASSWORD", "p@ss/w:rd?x&y=z", true)
+	f.Fuzz(func(t *testing.T, rest, key, password string, encode bool) {
+		if len(password) < 4 || len(password) > 64 || !isPasswordParam(key) {
+			return
+		}
+		escaped := password
+		if encode {
+			escaped = url.QueryEscape(password)
+		}
+		sep := "?"
+		if strings.Contains(rest[strings.LastIndexByte(rest, '/')+1:], "?") {
+			sep = "&"
+		}
+		dsn := "mysql://app@" + rest + sep + key + "=" + escaped
+		skeleton := strings.Replace(dsn, escaped, "xxxxx", 1)
+		if strings.Contains(strings.ToLower(skeleton), strings.ToLower(password)) {
+			return // the password also occurs outside its place
+		}
+		// Is key=value read as a parameter? As pool_probe it must be.
+		probe := strings.Replace(dsn, key+"="+escaped, "pool_probe="+escaped, 1)
+		if d, err := split(probe[len("mysql://"):]); err != nil || d.params["pool_probe"] == "" {
+			return // rest made it part of something else: the database name, say
+		}
+		allowed := skeleton
+		if ref, _, err := Dialect.Parse(skeleton); err != nil {
+			allowed += " " + err.Error()
+		} else {
+			allowed += " " + ref.String()
+		}
+		var out string
+		if tp, _, err := Dialect.Parse(dsn); err != nil {
+			out = err.Error()
+		} else {
+			out = tp.String()
+		}
+		if p := secrettest.LeakedPiece(out, password, allowed); p != "" {
+			t.Fatalf("Parse(%q) shows %q of the password: %s", dsn, p, out)
+		}
+	})
 }

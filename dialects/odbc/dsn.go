@@ -18,6 +18,7 @@ type splitDSN struct {
 	params   map[string]string // the pool_* attributes, keys lower-cased
 	driver   string            // the DRIVER attribute, or ""
 	dsn      string            // the DSN attribute, or ""
+	secrets  []string          // the values of attrs that hold a password (isSecretAttr), as written and decoded
 }
 
 // isUserKey and isPasswordKey name the attributes drivers take the
@@ -29,6 +30,22 @@ func isUserKey(k string) bool {
 
 func isPasswordKey(k string) bool {
 	return strings.EqualFold(k, "PWD") || strings.EqualFold(k, "PASSWORD")
+}
+
+// The redaction rule of this dialect: the value of PWD or PASSWORD, in any
+// letter case, plain or in braces, is the password pooldriver logs in
+// with; the value of any other attribute whose keyword holds PWD or
+// PASSWORD (PWD1..3 and PASSWORD1..3 of MySQL Connector/ODBC, a key
+// store's password, ...), and of psqlODBC's pqopt when it mentions a
+// password (libpq reads password= there), go to the driver as written but
+// are secrets too. String() shows each as xxxxx.
+
+// isSecretAttr reports whether an attribute other than the credentials
+// holds a password.
+func isSecretAttr(a connstr.Attr) bool {
+	k := strings.ToUpper(a.Key)
+	return strings.Contains(k, "PWD") || strings.Contains(k, "PASSWORD") ||
+		k == "PQOPT" && strings.Contains(strings.ToUpper(a.Value), "PASSWORD")
 }
 
 // split reads "odbc://" followed by a connection string, or by a data
@@ -75,6 +92,8 @@ func split(dsn string) (splitDSN, error) {
 			continue
 		case lower == "filedsn" || lower == "savefile":
 			return splitDSN{}, fmt.Errorf("pooldriver: odbc: %s is not supported: use DSN= or DRIVER=", a.Key)
+		case isSecretAttr(a):
+			d.secrets = append(d.secrets, a.Raw[len(a.Key)+1:], a.Value)
 		}
 		d.attrs = append(d.attrs, a)
 	}
@@ -107,9 +126,20 @@ func (d *splitDSN) base() string {
 }
 
 // redacted returns the DSN as pooldriver shows it: the attributes as
-// written, then UID and, if there is a password, PWD=xxxxx.
+// written, those that hold a password as KEY=xxxxx, then UID and, if there
+// is a password, PWD=xxxxx.
 func (d *splitDSN) redacted() string {
-	s := scheme + d.base()
+	var b strings.Builder
+	b.WriteString(scheme)
+	for _, a := range d.attrs {
+		if isSecretAttr(a) {
+			b.WriteString(a.Key + "=xxxxx;")
+			continue
+		}
+		b.WriteString(a.Raw)
+		b.WriteByte(';')
+	}
+	s := b.String()
 	if d.user != "" {
 		if u, err := connstr.Build([]connstr.Attr{{Key: "UID", Value: d.user}}); err == nil {
 			s += u

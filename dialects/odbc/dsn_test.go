@@ -3,6 +3,7 @@ package odbc
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,39 @@ var dsnCases = []struct {
 		redacted: "odbc://DSN=x;UID={a;b};PWD=xxxxx;",
 		user:     "a;b", password: "hunter22", dsnName: "x",
 	},
+	{
+		name:     "pwd lower case, braced",
+		dsn:      "odbc://DSN=x;uid=app;pwd={hun;ter}}22}",
+		params:   map[string]string{},
+		base:     "DSN=x;",
+		redacted: "odbc://DSN=x;UID=app;PWD=xxxxx;",
+		user:     "app", password: "hun;ter}22", dsnName: "x",
+	},
+	{
+		name:     "Pwd mixed case",
+		dsn:      "odbc://DSN=x;Uid=app;Pwd=hunter22",
+		params:   map[string]string{},
+		base:     "DSN=x;",
+		redacted: "odbc://DSN=x;UID=app;PWD=xxxxx;",
+		user:     "app", password: "hunter22", dsnName: "x",
+	},
+	{
+		name:     "PASSWORD upper case, braced",
+		dsn:      "odbc://Driver={MariaDB};USER=app;PASSWORD={ hunter 22 }",
+		params:   map[string]string{},
+		base:     "Driver={MariaDB};",
+		redacted: "odbc://Driver={MariaDB};UID=app;PWD=xxxxx;",
+		user:     "app", password: " hunter 22 ", driver: "MariaDB",
+	},
+	{
+		name:     "other attributes that hold a password",
+		dsn:      "odbc://Driver={MySQL ODBC 8.0 Unicode Driver};UID=app;PWD=hunter22;password2={f;actor2};Pwd3=factor3x;SSLKeyPassword=k3ypass;pqopt={sslmode=require password=libpqpw};pqopt2={a=b};NoPasswordPrompt=1",
+		params:   map[string]string{},
+		base:     "Driver={MySQL ODBC 8.0 Unicode Driver};password2={f;actor2};Pwd3=factor3x;SSLKeyPassword=k3ypass;pqopt={sslmode=require password=libpqpw};pqopt2={a=b};NoPasswordPrompt=1;",
+		redacted: "odbc://Driver={MySQL ODBC 8.0 Unicode Driver};password2=xxxxx;Pwd3=xxxxx;SSLKeyPassword=xxxxx;pqopt=xxxxx;pqopt2={a=b};NoPasswordPrompt=xxxxx;UID=app;PWD=xxxxx;",
+		user:     "app", password: "hunter22", driver: "MySQL ODBC 8.0 Unicode Driver",
+	},
+	{name: "two passwords, cases differ", dsn: "odbc://DSN=x;pwd=hunter22;Password=hunter22", wantErr: true, password: "hunter22"},
 	{name: "wrong scheme", dsn: "mysql://u:hunter22@tcp(x)/y", wantErr: true, password: "hunter22"},
 	{name: "unclosed brace", dsn: "odbc://DSN=x;PWD={hunter22", wantErr: true, password: "hunter22"},
 	{name: "text after brace", dsn: "odbc://DSN=x;PWD={hunter22}x", wantErr: true, password: "hunter22"},
@@ -110,6 +144,11 @@ func TestParse(t *testing.T) {
 			}
 			if tm.d.driver != tc.driver || tm.d.dsn != tc.dsnName {
 				t.Errorf("driver, dsn = %q, %q; want %q, %q", tm.d.driver, tm.d.dsn, tc.driver, tc.dsnName)
+			}
+			for _, a := range tm.d.attrs {
+				if isSecretAttr(a) && !slices.Contains(tm.d.secrets, a.Value) {
+					t.Errorf("secrets %q lack the value of %s", tm.d.secrets, a.Key)
+				}
 			}
 		})
 	}
@@ -362,4 +401,58 @@ var passwordForms = []func(rest, pw string) string{
 	func(rest, pw string) string { return "PWD=" + pw + ";" + rest },
 	func(rest, pw string) string { return rest + ";PWD=" + pw + ";PWD=" + pw },
 	func(rest, pw string) string { return rest + ";" + pw },
+}
+
+// FuzzParseSecretAttr checks the redaction rule over the keyword: a
+// password under PWD or PASSWORD in any letter case, or under any other
+// keyword that holds one of them, plain or in braces, shows neither in
+// Parse's error nor in String(), whatever surrounds it.
+func FuzzParseSecretAttr(f *testing.F) {
+	for _, key := range []string{"PWD", "pwd", "Pwd", "PASSWORD", "Password", "PWD2", "password3", "SSLKeyPassword"} {
+		f.Add("DSN=x;UID=app", key, "hunter22", true)
+		f.Add("Driver={PostgreSQL Unicode};Server=db", key, "se;cr}et", true)
+		f.Add("DSN=x", key, "hunter22", false)
+	}
+	f.Fuzz(func(t *testing.T, rest, key, password string, braced bool) {
+		k := strings.ToUpper(key)
+		if len(password) < 4 || len(password) > 64 || !strings.Contains(k, "PWD") && !strings.Contains(k, "PASSWORD") {
+			return
+		}
+		v := password
+		if braced {
+			b, err := connstr.Braced(password)
+			if err != nil {
+				return
+			}
+			v = b
+		}
+		dsn := "odbc://" + rest + ";" + key + "=" + v
+		skeleton := "odbc://" + rest + ";" + key + "=xxxxx"
+		if strings.Contains(strings.ToLower(skeleton), strings.ToLower(password)) {
+			return // the password also occurs outside its place
+		}
+		allowed := skeleton
+		if ref, _, err := Dialect.Parse(skeleton); err != nil {
+			allowed += " " + err.Error()
+		} else {
+			allowed += " " + ref.String()
+		}
+		tp, _, err := Dialect.Parse(dsn)
+		if err != nil {
+			if p := secrettest.LeakedPiece(err.Error(), password, allowed); p != "" {
+				t.Fatalf("Parse(%q) error shows %q of the password: %v", dsn, p, err)
+			}
+			return
+		}
+		read := tp.Credentials().Password == password
+		for _, a := range tp.(*template).d.attrs {
+			read = read || a.Key == key && a.Value == password
+		}
+		if !read {
+			return // rest made it part of something else
+		}
+		if p := secrettest.LeakedPiece(tp.String(), password, allowed); p != "" {
+			t.Fatalf("Parse(%q).String() = %q shows %q of the password", dsn, tp.String(), p)
+		}
+	})
 }

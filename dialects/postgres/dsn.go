@@ -21,8 +21,31 @@ const mask = "xxxxx"
 // execModeKey is pgx's parameter for the default query exec mode.
 const execModeKey = "default_query_exec_mode"
 
-// isSecretKey reports whether a parameter holds a password.
-func isSecretKey(k string) bool { return k == "password" || k == "sslpassword" }
+// The redaction rule of this dialect: the password of a URL's user info,
+// and the value of every parameter whose key, percent-decoded, is password
+// or sslpassword in any letter case, are secrets. String() shows them as
+// xxxxx and every error is scrubbed of them, as written and decoded.
+//
+// pgx matches keys exactly: to it PASSWORD is no password but a setting,
+// which it sends, value and all, to the server in the startup message, and
+// the server refuses every connection with "unrecognized configuration
+// parameter". So such a key is an error here, before any connection.
+
+// isSecretKey reports whether a parameter's key, decoded, names a password
+// in any letter case.
+func isSecretKey(k string) bool {
+	return strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword")
+}
+
+// miscasedSecret is the error for a password key that pgx would not read
+// as one. The key is a spelling of password or sslpassword: safe to quote.
+func miscasedSecret(key string) error {
+	want := "password"
+	if !strings.EqualFold(key, want) {
+		want = "sslpassword"
+	}
+	return fmt.Errorf("pooldriver: postgres: invalid DSN: parameter %q: keys are case-sensitive, and pgx would send this one with its value to the server as a setting, which refuses it; write %s", key, want)
+}
 
 // splitDSN follows pgx's own reading of a DSN (URL when it starts with
 // postgres:// or postgresql://, keyword/value otherwise) closely enough to
@@ -72,7 +95,12 @@ func splitURL(prefix, rest string) (splitDSN, error) {
 					return splitDSN{}, fmt.Errorf("pooldriver: postgres: invalid DSN: parameter %s: invalid percent-encoding", key)
 				}
 				d.params[key] = v
-			case keyOK && isSecretKey(key):
+			case isSecretKey(lenientDecode(rawKey)):
+				// Also with a key pgx cannot decode: it refuses the DSN,
+				// and its error must not quote the value either.
+				if k := lenientDecode(rawKey); k != "password" && k != "sslpassword" {
+					return splitDSN{}, miscasedSecret(k)
+				}
 				d.addSecret(rawValue)
 				kept = append(kept, pair)
 				keptRedacted = append(keptRedacted, rawKey+"="+mask)
@@ -123,6 +151,30 @@ func uriDecode(s string) (string, bool) {
 	return b.String(), true
 }
 
+// lenientDecode percent-decodes what it can of s, trimmed of spaces as
+// uriDecode is, and keeps any malformed escape as written: how a key is
+// recognized even in a DSN that pgx will refuse.
+func lenientDecode(s string) string {
+	s = strings.Trim(s, " ")
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				b.WriteByte(hi<<4 | lo)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 func unhex(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':
@@ -166,6 +218,9 @@ func splitKeywordValue(s string) (splitDSN, error) {
 		case strings.HasPrefix(p.key, "pool_"):
 			d.params[p.key] = p.value
 		case isSecretKey(p.key):
+			if p.key != "password" && p.key != "sslpassword" {
+				return splitDSN{}, miscasedSecret(p.key)
+			}
 			d.addSecret(s[p.valueStart:p.end])
 			d.addSecret(p.value)
 			kept = append(kept, text)

@@ -20,6 +20,7 @@ var dsnCases = []struct {
 	password string
 	runtime  map[string]string // RuntimeParams pgx must see
 	wantErr  bool
+	errHas   string // what the error must say
 }{
 	{
 		name:     "url",
@@ -71,6 +72,37 @@ var dsnCases = []struct {
 		user:     "app", password: "pw9999",
 		runtime: map[string]string{"search_path": "a,b"},
 	},
+	{
+		name:     "url password in query, percent-encoded",
+		dsn:      "postgres://app@db/shop?password=s%33cr%2Ft%20x",
+		params:   map[string]string{},
+		redacted: "postgres://app@db/shop?password=xxxxx",
+		user:     "app", password: "s3cr/t x",
+	},
+	{
+		name:     "url key percent-encoded",
+		dsn:      "postgres://app@db/shop?pass%77ord=qu3ry99",
+		params:   map[string]string{},
+		redacted: "postgres://app@db/shop?pass%77ord=xxxxx",
+		user:     "app", password: "qu3ry99",
+	},
+	{
+		name:     "url sslpassword",
+		dsn:      "postgres://app:pw9999@db/shop?sslpassword=k3yp4ss",
+		params:   map[string]string{},
+		redacted: "postgres://app:xxxxx@db/shop?sslpassword=xxxxx",
+		user:     "app", password: "pw9999",
+	},
+	// pgx reads only the lower-case keys; any other case would go to the
+	// server as a setting, value and all.
+	{name: "url PASSWORD", dsn: "postgres://app@db/shop?PASSWORD=qu3ry99&pool_max_conns=2", wantErr: true, password: "qu3ry99", errHas: `"PASSWORD"`},
+	{name: "url Password", dsn: "postgres://app@db/shop?sslmode=disable&Password=qu3ry99", wantErr: true, password: "qu3ry99", errHas: `"Password"`},
+	{name: "url PASSWORD percent-encoded key", dsn: "postgres://app@db/shop?PASS%57ORD=qu3ry99", wantErr: true, password: "qu3ry99", errHas: `"PASSWORD"`},
+	{name: "url PASSWORD malformed key", dsn: "postgres://app@db/shop?PASSWORD%zz=qu3ry99", wantErr: true, password: "qu3ry99"},
+	{name: "url SSLPassword", dsn: "postgres://app@db/shop?SSLPassword=qu3ry99", wantErr: true, password: "qu3ry99", errHas: "write sslpassword"},
+	{name: "keyword/value PASSWORD", dsn: "host=db user=app PASSWORD=s3cret99 dbname=shop", wantErr: true, password: "s3cret99", errHas: "write password"},
+	{name: "keyword/value Password quoted", dsn: "host=db user=app Password='s3c ret99'", wantErr: true, password: "s3c ret99", errHas: `"Password"`},
+	{name: "keyword/value sslPassword", dsn: "host=db sslPassword=s3cret99", wantErr: true, password: "s3cret99", errHas: `"sslPassword"`},
 	{
 		name:     "keyword/value",
 		dsn:      "host=db user=app password=s3cret dbname=shop pool_max_conns=4 sslmode=disable",
@@ -139,6 +171,9 @@ func TestParse(t *testing.T) {
 				}
 				if !strings.HasPrefix(err.Error(), "pooldriver: postgres:") {
 					t.Errorf("error %q lacks the pooldriver: postgres: prefix", err)
+				}
+				if !strings.Contains(err.Error(), tc.errHas) {
+					t.Errorf("error %q does not say %q", err, tc.errHas)
 				}
 				return
 			}
@@ -305,4 +340,68 @@ func TestParseUnescapedPasswordDoesNotShow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzParseSecretKey checks the redaction rule over the key's spelling: a
+// password given under any letter case of password or sslpassword (a URL
+// key percent-encoded or not, a keyword/value pair quoted or not) shows
+// neither in Parse's error nor in String(), whatever surrounds it.
+func FuzzParseSecretKey(f *testing.F) {
+	for _, key := range []string{"password", "PASSWORD", "Password", "sslpassword", "SSLPassword", "pass%77ord", "PASS%57ORD", "passWORD%zz"} {
+		f.Add("db/shop?sslmode=disable", key, "hunter22", true, false)
+		f.Add("host=db user=app", key, "hunter22", false, true)
+		f.Add("host=db", key, "hunter22", false, false)
+	}
+	f.Add("db/shop", "Password", `p@ss w%rd&x=y`, true, false)
+	f.Add("dbname=x", "PASSWORD", `a\ 'b c`, false, true)
+	f.Fuzz(func(t *testing.T, rest, key, password string, asURL, quoted bool) {
+		if !asURL && strings.ContainsRune(key, '%') {
+			return // keys are percent-decoded in URLs only
+		}
+		if len(password) < 4 || strings.ContainsRune(password, 0) || !isSecretKey(lenientDecode(key)) {
+			return
+		}
+		var dsn, escaped string
+		switch {
+		case asURL:
+			escaped = percentEncode(password)
+			sep := "?"
+			if strings.Contains(rest, "?") {
+				sep = "&"
+			}
+			dsn = "postgres://app@" + rest + sep + key + "=" + escaped
+		case quoted:
+			escaped = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password) + "'"
+			dsn = rest + " " + key + "=" + escaped
+		default:
+			escaped = strings.NewReplacer(`\`, `\\`, ` `, `\ `, "\t", "\\\t", "\n", "\\\n", "\r", "\\\r", "\v", "\\\v", "\f", "\\\f").Replace(password)
+			dsn = rest + " " + key + "=" + escaped
+		}
+		skeleton := strings.Replace(dsn, escaped, "xxxxx", 1)
+		if strings.Contains(strings.ToLower(skeleton), strings.ToLower(password)) {
+			return // the password also occurs outside its place
+		}
+		t.Setenv("PGPASSWORD", "")
+		allowed := skeleton
+		if ref, _, err := Dialect.Parse(skeleton); err != nil {
+			allowed += " " + err.Error()
+		} else {
+			allowed += " " + ref.String()
+		}
+		var out string
+		if tp, _, err := Dialect.Parse(dsn); err != nil {
+			out = err.Error()
+		} else {
+			// Did Parse read key=value as a pair? Under the key password,
+			// the same DSN must give that very password.
+			probe := strings.Replace(dsn, key+"="+escaped, "password="+escaped, 1)
+			if pt, _, err := Dialect.Parse(probe); err != nil || pt.Credentials().Password != password {
+				return // rest made it part of something else, e.g. another key's value
+			}
+			out = tp.String()
+		}
+		if p := secrettest.LeakedPiece(out, password, allowed); p != "" {
+			t.Fatalf("Parse(%q) shows %q of the password: %s", dsn, p, out)
+		}
+	})
 }
