@@ -9,8 +9,9 @@ type Flavor uint8
 const (
 	// Postgres is PostgreSQL: '…' strings in which a backslash is literal
 	// (standard_conforming_strings, on since 9.1), E'…' strings in which it
-	// escapes, "…" identifiers, $$…$$ and $tag$…$tag$ strings, -- comments
-	// and /* */ comments, which nest.
+	// escapes, "…" identifiers, U&"…" identifiers and U&'…' strings with
+	// Unicode escapes (decoded, see unicode.go), $$…$$ and $tag$…$tag$
+	// strings, -- comments and /* */ comments, which nest.
 	Postgres Flavor = 1 << iota
 	// MySQL is MySQL and MariaDB: '…' and "…" strings in which a backslash
 	// escapes (unless NO_BACKSLASH_ESCAPES), `…` identifiers, # and "-- "
@@ -32,7 +33,7 @@ type kind uint8
 const (
 	kEOF    kind = iota
 	kWord        // an unquoted word: keyword, name or number
-	kIdent       // a quoted identifier; text is what is between the quotes
+	kIdent       // a quoted identifier; text is what is between the quotes, U&"…" decoded
 	kString      // a string literal of any kind
 	kSemi        // ';'
 	kOpen        // '('
@@ -119,6 +120,9 @@ func (l *lexer) token(i int, c byte) token {
 			// E'…': a backslash escapes, whatever the settings.
 			end, _ := skipString(s, j, true)
 			return l.end(i, end, kString)
+		}
+		if !l.my && j == i+1 && (c == 'U' || c == 'u') && j+1 < len(s) && s[j] == '&' && (s[j+1] == '"' || s[j+1] == '\'') {
+			return l.unicode(i, j+1)
 		}
 		l.i = j
 		return token{kind: kWord, text: s[i:j]}

@@ -4,7 +4,8 @@ import "strings"
 
 // The quick scan that spares most statements the lexer: a text can only
 // change the session if it holds one of a few words (SET, TEMP, PREPARE,
-// a word with "lock" or "advisory" in it, ...) or bytes ('@', ":=", "/*!").
+// a word with "lock" or "advisory" in it, ...), bytes ('@', ":=", "/*!")
+// or, for PostgreSQL, the U&" of a name written with Unicode escapes.
 // It looks at every run of ASCII word bytes, quoted or not: the lexer's
 // words and names are such runs or contain them, so the scan finds every
 // word a rule could act on. Most keywords (SET, DO, LOCK, ...) count only
@@ -136,7 +137,9 @@ func mayChangeSession(query string, f Flavor) bool {
 			return true
 		}
 	}
-	return false
+	// A U&"…" name may spell any name in escapes (U&"set\005fconfig")
+	// that no run of word bytes shows.
+	return f&Postgres != 0 && hasUnicodeIdent(query)
 }
 
 // mayStartStatement reports whether the word at q[i] follows nothing but
@@ -164,6 +167,24 @@ func special(q string, i int) bool {
 		return i+2 < len(q) && q[i+1] == '*' && (q[i+2] == '!' || q[i+2] == 'M')
 	}
 	return true
+}
+
+// hasUnicodeIdent reports whether q holds a U&" that may start a
+// PostgreSQL identifier with Unicode escapes. It is a pass of its own,
+// after the scan, because a case for '&' in special would keep special
+// from being inlined into the scan's loop, which slows every text.
+func hasUnicodeIdent(q string) bool {
+	for i := 1; i+1 < len(q); i++ {
+		j := strings.IndexByte(q[i:], '&')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if (q[i-1] == 'u' || q[i-1] == 'U') && i+1 < len(q) && q[i+1] == '"' {
+			return true
+		}
+	}
+	return false
 }
 
 // triggerWord reports whether w, a run of ASCII word bytes without '_', is

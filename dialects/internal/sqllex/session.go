@@ -23,6 +23,10 @@ import "strings"
 // DETACH, ALTER SESSION, SQL Server #temporary tables and application locks,
 // and Oracle's DBMS_SESSION and DBMS_LOCK.
 //
+// Names are matched as the server reads them: a quoted name ("set_config")
+// counts as the word, and a U&"…" name is decoded first
+// (U&"pg\005fadvisory\005flock" is pg_advisory_lock).
+//
 // Functions and procedures the statement calls are not looked into. A text
 // without any of the words these rules need is decided by a quick scan that
 // allocates nothing.

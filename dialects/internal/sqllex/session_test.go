@@ -239,9 +239,16 @@ func TestChangesSession(t *testing.T) {
 // TestPrefilterFindsEveryChange checks that the quick scan never says no
 // where the lexer says yes, on every case and on each case cut short.
 func TestPrefilterFindsEveryChange(t *testing.T) {
+	queries := make([]string, 0, len(sessionCases)+len(unicodeSessionCases))
 	for _, tc := range sessionCases {
-		for n := 0; n <= len(tc.query); n++ {
-			q := tc.query[:n]
+		queries = append(queries, tc.query)
+	}
+	for _, tc := range unicodeSessionCases {
+		queries = append(queries, tc.query)
+	}
+	for _, query := range queries {
+		for n := 0; n <= len(query); n++ {
+			q := query[:n]
 			for _, f := range []Flavor{Postgres, MySQL, Any} {
 				if !mayChangeSession(q, f) && (scanTwice(q, false, f) && f&Postgres != 0 || scanTwice(q, true, f) && f&MySQL != 0) && !cannotLex(q, f) {
 					t.Errorf("quick scan misses %q (flavor %d)", q, f)
@@ -253,6 +260,9 @@ func TestPrefilterFindsEveryChange(t *testing.T) {
 
 func FuzzChangesSession(f *testing.F) {
 	for _, tc := range sessionCases {
+		f.Add(tc.query)
+	}
+	for _, tc := range unicodeSessionCases {
 		f.Add(tc.query)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
