@@ -24,11 +24,16 @@ var ErrUnsupported = errors.New("pooldriver: not supported by this dialect")
 // dialect's for pgx's stdlib, the mysql dialect's for go-sql-driver/mysql:
 // import the dialect package) is tracked as that dialect tracks its own.
 // Any other connection is tracked from the text of its statements, with
-// the rules of PostgreSQL and MySQL together: BEGIN or START TRANSACTION
-// opens a raw transaction, COMMIT, END or ROLLBACK ends it; text that may
-// do either (CALL, SET autocommit, several statements ending with COMMIT)
-// counts as leaving one open. Such a connection cannot roll back a raw
-// transaction by itself, so it is replaced instead. Session changes are
+// the rules of PostgreSQL and MySQL together and a few of other
+// databases': BEGIN, START TRANSACTION or SAVEPOINT (SQLite opens a
+// transaction with it) opens a raw transaction, COMMIT, END or ROLLBACK
+// ends it; text that may do either (CALL, SET autocommit, SET
+// TRANSACTION, several statements ending with COMMIT, several statements
+// one of which starts with a word the rules do not know, such as IF or
+// EXEC) counts as leaving one open. RELEASE changes nothing: in SQLite it
+// may commit the transaction its savepoint opened, so one is still
+// believed open. Such a connection cannot roll back a raw transaction by
+// itself, so it is replaced instead. Session changes are
 // found by the same rules (SET, advisory locks, GET_LOCK, temporary
 // tables, ...); a session is reset with the driver's own
 // driver.SessionResetter, and without one the connection is replaced.

@@ -61,6 +61,28 @@ func TestGenericTxTracking(t *testing.T) {
 		{"COMMIT", TxIdle},
 		{"SELECT 'BEGIN'", TxIdle},
 		{"-- BEGIN\nSELECT 1", TxIdle},
+
+		// SQLite: SAVEPOINT outside a transaction opens one; RELEASE of
+		// the outermost commits it, but the rules cannot tell which one
+		// that is.
+		{"SAVEPOINT a", TxActive},
+		{"INSERT INTO t VALUES (1)", TxActive},
+		{"SAVEPOINT b", TxActive},
+		{"RELEASE b", TxActive},
+		{"ROLLBACK TO a", TxActive},
+		{"RELEASE SAVEPOINT a", TxActive},
+		{"ROLLBACK", TxIdle},
+		{"SAVEPOINT a; INSERT INTO t VALUES (1); RELEASE a", TxActive},
+		{"COMMIT", TxIdle},
+
+		// Several statements, one of which the rules cannot classify.
+		{"SELECT 1; IF @x = 1 BEGIN TRAN", TxActive},
+		{"ROLLBACK", TxIdle},
+		{"INSERT INTO t VALUES (1); EXEC p", TxActive},
+		{"ROLLBACK", TxIdle},
+		{"CREATE TABLE t (a int); INSERT INTO t VALUES (1)", TxIdle},
+		{"SET TRANSACTION READ ONLY", TxActive},
+		{"ROLLBACK", TxIdle},
 	} {
 		got, err := c.TxStatus(t.Context(), step.query)
 		if err != nil || got != step.want {

@@ -10,24 +10,30 @@ const (
 	// TxNone: the text opens and ends no transaction.
 	TxNone TxEffect = iota
 	// TxBegins: the text leaves a transaction open (BEGIN, START
-	// TRANSACTION, COMMIT AND CHAIN).
+	// TRANSACTION, COMMIT AND CHAIN; for Any, SAVEPOINT, which opens one
+	// outside a transaction in SQLite).
 	TxBegins
 	// TxEnds: the text ends the open transaction, if any (COMMIT, END,
 	// ROLLBACK, ABORT, PREPARE TRANSACTION).
 	TxEnds
 	// TxUnknown: the text may leave a transaction open or not: a procedure
 	// call (CALL, XA), SET autocommit, text that cannot be lexed with
-	// certainty, or several statements that end a transaction, of which
-	// an error may have stopped the last ones.
+	// certainty, several statements that end a transaction, of which an
+	// error may have stopped the last ones, and, for Any, several
+	// statements one of which the rules cannot classify (IF … BEGIN TRAN,
+	// EXEC, …) or SET TRANSACTION, which opens one in Oracle.
 	TxUnknown
 )
 
 // TxEffectOf reports what the statements in query do to the transaction
 // state. For several statements it is the effect of the last one that has
 // any, made TxUnknown when that is TxEnds (an earlier statement may have
-// failed and stopped the text, leaving a transaction open). A text of one
-// statement whose first word cannot start a transaction statement is
-// decided without lexing and allocates nothing.
+// failed and stopped the text, leaving a transaction open). For Any, a
+// text of several statements is TxUnknown as soon as one of them does not
+// start with a word the rules know (see classified): the driver's database
+// may open a transaction in ways no rule follows. A text of one statement
+// whose first word cannot start a transaction statement is decided without
+// lexing and allocates nothing.
 func TxEffectOf(query string, f Flavor) TxEffect {
 	if plainStatement(query) {
 		return TxNone
@@ -88,6 +94,8 @@ func txKeyword(w string) bool {
 		return eqFold(w, "prepare")
 	case 8:
 		return eqFold(w, "rollback")
+	case 9:
+		return eqFold(w, "savepoint")
 	}
 	return false
 }
@@ -118,6 +126,7 @@ func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash b
 		leading    bool // the statement's tokens so far are all words
 		autocommit bool // a word autocommit or implicit_transactions in it
 		stmts      int  // statements with at least one token
+		unknown    bool // one of them starts with no word the rules know
 		last       = TxNone
 	)
 	leading = true
@@ -129,12 +138,13 @@ func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash b
 		case kSemi, kEOF:
 			if n > 0 || !leading {
 				stmts++
-				if se := statementEffect(words[:n], autocommit); se != TxNone {
+				if se := statementEffect(words[:n], autocommit, f); se != TxNone {
 					last = se
 				}
+				unknown = unknown || f&others != 0 && (n == 0 || !classified(words[0]))
 			}
 			if t.kind == kEOF {
-				if stmts > 1 && last == TxEnds {
+				if stmts > 1 && (last == TxEnds || unknown) {
 					last = TxUnknown
 				}
 				return last, l.backslash
@@ -156,8 +166,9 @@ func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash b
 	}
 }
 
-// statementEffect classifies one statement by its leading words.
-func statementEffect(w []string, autocommit bool) TxEffect {
+// statementEffect classifies one statement by its leading words, as read
+// for flavor f.
+func statementEffect(w []string, autocommit bool, f Flavor) TxEffect {
 	if len(w) == 0 {
 		return TxNone
 	}
@@ -193,13 +204,56 @@ func statementEffect(w []string, autocommit bool) TxEffect {
 			return TxEnds // PostgreSQL: the transaction leaves the session
 		}
 	case eqFold(first, "set"):
-		if autocommit {
-			return TxUnknown
+		if autocommit || f&others != 0 && eqFold(at(1), "transaction") {
+			return TxUnknown // Oracle: SET TRANSACTION opens one
 		}
 	case eqFold(first, "call"), eqFold(first, "xa"):
 		return TxUnknown // MySQL procedures may leave a transaction open
+	case eqFold(first, "savepoint"):
+		if f&others != 0 {
+			return TxBegins // SQLite: outside a transaction, it opens one
+		}
 	}
 	return TxNone
+}
+
+// classified reports whether w is a word that starts a statement whose
+// effect on the transaction the rules know: a transaction statement that
+// statementEffect reads, or one that opens none in autocommit mode in
+// PostgreSQL, MySQL, SQLite, SQL Server or Oracle. A DDL statement may
+// commit an open transaction (MySQL, Oracle): that only makes the belief
+// that one is open outlast it, which is safe.
+func classified(w string) bool {
+	switch len(w) {
+	case 2:
+		return eqFold(w, "xa") || eqFold(w, "do")
+	case 3:
+		return eqFold(w, "set") || eqFold(w, "end") || eqFold(w, "use")
+	case 4:
+		return eqFold(w, "call") || eqFold(w, "with") || eqFold(w, "drop") || eqFold(w, "show") ||
+			eqFold(w, "desc") || eqFold(w, "lock") || eqFold(w, "copy") || eqFold(w, "save")
+	case 5:
+		return eqFold(w, "begin") || eqFold(w, "start") || eqFold(w, "abort") || eqFold(w, "table") ||
+			eqFold(w, "alter") || eqFold(w, "merge") || eqFold(w, "grant") || eqFold(w, "reset") ||
+			eqFold(w, "flush")
+	case 6:
+		return eqFold(w, "commit") || eqFold(w, "select") || eqFold(w, "insert") || eqFold(w, "update") ||
+			eqFold(w, "delete") || eqFold(w, "values") || eqFold(w, "create") || eqFold(w, "revoke") ||
+			eqFold(w, "pragma") || eqFold(w, "attach") || eqFold(w, "detach") || eqFold(w, "upsert") ||
+			eqFold(w, "listen") || eqFold(w, "notify") || eqFold(w, "vacuum") || eqFold(w, "rename") ||
+			eqFold(w, "unlock")
+	case 7:
+		return eqFold(w, "prepare") || eqFold(w, "replace") || eqFold(w, "explain") || eqFold(w, "comment") ||
+			eqFold(w, "analyze") || eqFold(w, "analyse") || eqFold(w, "declare") || eqFold(w, "reindex") ||
+			eqFold(w, "release") || eqFold(w, "discard")
+	case 8:
+		return eqFold(w, "rollback") || eqFold(w, "truncate") || eqFold(w, "describe") || eqFold(w, "unlisten")
+	case 9:
+		return eqFold(w, "savepoint")
+	case 10:
+		return eqFold(w, "deallocate")
+	}
+	return false
 }
 
 // skipTxNoise drops an optional WORK, TRANSACTION or TRAN.

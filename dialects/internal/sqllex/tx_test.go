@@ -39,8 +39,13 @@ func TestTxEffectOf(t *testing.T) {
 		{"ROLLBACK PREPARED 'x'", TxNone},
 		{"PREPARE TRANSACTION 'x'", TxEnds},
 		{"PREPARE s AS SELECT 1", TxNone},
-		{"SAVEPOINT a", TxNone},
-		{"RELEASE SAVEPOINT a", TxNone},
+		{"SAVEPOINT a", TxBegins}, // SQLite: outside a transaction it opens one
+		{"savepoint \"a b\"", TxBegins},
+		{"SAVEPOINT a; INSERT INTO t VALUES (1); RELEASE a", TxBegins}, // RELEASE may or may not commit
+		{"RELEASE SAVEPOINT a", TxNone},                                // the belief stays as it was
+		{"RELEASE a", TxNone},
+		{"SET TRANSACTION READ ONLY", TxUnknown}, // Oracle: opens one
+		{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", TxUnknown},
 		{"SET autocommit = 0", TxUnknown},
 		{"SET @@session.autocommit = 1", TxUnknown},
 		{"SET IMPLICIT_TRANSACTIONS ON", TxUnknown},
@@ -62,6 +67,23 @@ func TestTxEffectOf(t *testing.T) {
 		{"SELECT 'a\\'; BEGIN; --'", TxUnknown}, // depends on the backslash setting
 		{"(SELECT 1)", TxNone},
 		{";;", TxNone},
+
+		// Several statements, one of which no rule classifies: a
+		// transaction may be open.
+		{"SELECT 1; IF @x = 1 BEGIN TRAN", TxUnknown},
+		{"INSERT INTO t VALUES (1); EXEC p", TxUnknown},
+		{"EXECUTE p; SELECT 1", TxUnknown},
+		{"(SELECT 1); SELECT 2", TxUnknown},
+		{"SELECT 1; \"x\"", TxUnknown},
+		{"WHILE 1 = 1 SELECT 1; SELECT 2", TxUnknown},
+		{"SELECT 1; frobnicate", TxUnknown},
+		{"DECLARE @x int; SELECT @x = 1; UPDATE t SET a = @x", TxNone},
+		{"CREATE TABLE t (a int); INSERT INTO t VALUES (1); select * from t;", TxNone},
+		{"PRAGMA foreign_keys = ON; DELETE FROM t; VACUUM", TxNone},
+		{"WITH a AS (SELECT 1) SELECT * FROM a; VALUES (1); TABLE t", TxNone},
+		{"SELECT 1;;  ;", TxNone},
+		{"EXEC p", TxNone}, // one statement: only the words of transaction statements count
+		{"IF @x = 1 BEGIN TRAN", TxNone},
 	} {
 		if got := TxEffectOf(tc.query, Any); got != tc.want {
 			t.Errorf("TxEffectOf(%q, Any) = %v, want %v", tc.query, got, tc.want)
@@ -80,6 +102,12 @@ func TestTxEffectOfFlavors(t *testing.T) {
 		{"# c\nCOMMIT", MySQL, TxEnds},
 		{"SELECT 'a\\'; BEGIN; --'", Postgres, TxUnknown},
 		{"SELECT E'a\\'; BEGIN; --'", Postgres, TxNone},
+		{"SAVEPOINT a", Postgres, TxNone}, // an error outside a transaction
+		{"SAVEPOINT a", MySQL, TxNone},    // autocommit: gone at once
+		{"SET TRANSACTION READ ONLY", Postgres, TxNone},
+		{"SET TRANSACTION READ ONLY", MySQL, TxNone},
+		{"SELECT 1; EXEC p", Postgres, TxNone},
+		{"SELECT 1; EXEC p", MySQL, TxNone},
 	} {
 		if got := TxEffectOf(tc.query, tc.f); got != tc.want {
 			t.Errorf("TxEffectOf(%q, %d) = %v, want %v", tc.query, tc.f, got, tc.want)
