@@ -41,6 +41,10 @@ type conn struct {
 	// unnamed: PrepareContext prepares nothing by name on the server (see
 	// pooler.go).
 	unnamed bool
+
+	// closedSeen: for a connection of Wrap's, which has no watch to count
+	// its bytes, Written saw pgx's connection closed (see Written).
+	closedSeen bool
 }
 
 var (
@@ -50,6 +54,7 @@ var (
 	_ dialects.StatementObserver      = (*conn)(nil)
 	_ dialects.StaleStatementDetector = (*conn)(nil)
 	_ dialects.SessionBaseline        = (*conn)(nil)
+	_ dialects.WriteCounter           = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
 )
 
@@ -147,6 +152,36 @@ func (c *conn) Observe(_ context.Context, query string, askTx bool) (bool, diale
 	}
 	status, err := txStatus(p)
 	return changed, status, err
+}
+
+// Written returns the number of bytes pgx wrote to the server on this
+// connection (see dialects.WriteCounter), counted by the watch in front of
+// pgx's writer.
+//
+// A connection of Wrap's, opened by pgx's stdlib without the watch, cannot
+// count its bytes: pgx hands its writer to nobody once the connection is
+// built. Its count is 0 until Written first finds pgx's connection closed,
+// and 1 from then on. pgx closes the connection when a read or a write of
+// a statement fails, and only then marks the statement's error safe to
+// retry once bytes have left (a reply lost after the server ran the
+// statement comes back as "conn closed", which pgx's stdlib turns into
+// driver.ErrBadConn); a statement that fails and leaves the connection
+// open (its context was done before it started, the connection was busy)
+// wrote nothing, and neither did one refused because the connection was
+// already closed. So the count moves over every statement that may have
+// reached the server, and over a few that provably did not (a write that
+// failed at its first byte), which then fail instead of being retried.
+func (c *conn) Written() uint64 {
+	if c.watch != nil {
+		return c.watch.written.Load()
+	}
+	if !c.closedSeen && c.pgx().IsClosed() {
+		c.closedSeen = true
+	}
+	if c.closedSeen {
+		return 1
+	}
+	return 0
 }
 
 // SQLSTATEs of errors that mean a prepared statement is no longer usable.

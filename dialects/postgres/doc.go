@@ -41,6 +41,21 @@
 // and compares the settings only after one; a connection of Wrap's, opened
 // by pgx's stdlib itself, compares them after every statement.
 //
+// # Statements that may have run
+//
+// pgx marks an error "safe to retry" when it believes nothing was sent, and
+// its stdlib then returns driver.ErrBadConn, on which database/sql runs the
+// statement again. pgx v5 also does so when a statement's reply is lost
+// after the server ran it: the failed read closes the connection, and the
+// read that follows reports "conn closed", which pgx counts as safe. The
+// dialect therefore counts the bytes pgx writes to the server, through the
+// same frontend hook that reads its messages ([dialects.WriteCounter]), so
+// that pooldriver can tell a statement that reached the socket from one
+// that did not. A connection of Wrap's, which pgx's stdlib opened by
+// itself, cannot count them: there, a statement during which pgx's
+// connection closed counts as sent, even where the write failed at its
+// first byte.
+//
 // A prepared statement that fails with "cached plan must not change result
 // type" (after DDL) or because the server no longer knows it (SQLSTATE
 // 26000) is dropped from pooldriver's statement cache, so the next attempt

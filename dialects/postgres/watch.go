@@ -22,8 +22,19 @@ import (
 // nothing. Should the framing ever make no sense (a length below four), it
 // stops reading and says "maybe" from then on, which costs only the lookups
 // it would have saved.
+//
+// It also counts the bytes pgx writes through the frontend (see
+// conn.Written): every message of a statement goes that way; only a
+// pgconn.Batch (pgx's SendBatch in exec or simple-protocol mode, which
+// database/sql never sends) writes to the socket past it.
 type paramWatch struct {
 	r io.Reader
+
+	// written counts the bytes the server's socket accepted, over every
+	// connection attempt. Atomic: pgx writes a Terminate from a goroutine
+	// of its own when it gives a connection up, while a statement may be
+	// asking.
+	written atomic.Uint64
 
 	// The framing, written only by Read (pgx reads on one goroutine at a
 	// time, and hands its reads over with a happens-before).
@@ -43,16 +54,33 @@ const (
 )
 
 // watchFrontend returns build (pgx's BuildFrontend, or the one the
-// configuration had) with w reading in front of the decoder. pgx builds a
-// frontend for every connection attempt, so w starts afresh each time.
+// configuration had) with w reading in front of the decoder and counting
+// what the frontend writes. pgx builds a frontend for every connection
+// attempt, so w's framing starts afresh each time.
 func watchFrontend(w *paramWatch, build pgconn.BuildFrontendFunc) pgconn.BuildFrontendFunc {
 	if build == nil {
 		build = pgproto3.NewFrontend
 	}
 	return func(r io.Reader, out io.Writer) *pgproto3.Frontend {
 		w.reset(r)
-		return build(w, out)
+		return build(w, &countingWriter{w: out, n: &w.written})
 	}
+}
+
+// countingWriter adds to n the bytes that w accepted. A write that fails
+// having accepted none left nothing for the server to run: pgx says so
+// with SafeToRetry, and the count agrees.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Uint64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if n > 0 {
+		c.n.Add(uint64(n))
+	}
+	return n, err
 }
 
 func (w *paramWatch) reset(r io.Reader) {
