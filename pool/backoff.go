@@ -2,69 +2,79 @@ package pool
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 )
 
-// Default back-off after failed factory calls; see Config.BackoffMin. The
-// cap bounds how long after the backend is back callers needing a new
-// resource are still told of the back-off: half a second, not more.
+// Default spacing of factory calls after failures; see Config.BackoffMin.
+// The cap bounds how long after the backend is back a waiting caller
+// still waits for the next attempt: tens of milliseconds, as a caller of
+// a plain driver that dials for itself would.
 const (
-	DefaultBackoffMin = 50 * time.Millisecond
-	DefaultBackoffMax = 500 * time.Millisecond
+	DefaultBackoffMin = 10 * time.Millisecond
+	DefaultBackoffMax = 40 * time.Millisecond
 )
 
-// ErrBackoff is matched by the error of an Acquire that would have had to
-// create a resource while the pool waits out its back-off after failed
-// factory calls. The error also wraps the last factory error.
-var ErrBackoff = errors.New("pool: not creating: the last attempts failed, waiting before the next")
+// refillBackoffMax caps the spacing of the factory calls nobody waits for
+// (the refill to Min and MinIdle): an idle service does not keep dialling
+// a backend that is down every few milliseconds.
+const refillBackoffMax = 2 * time.Second
 
-// backoff spaces factory calls after consecutive failures: after the n-th
-// failure in a row, no factory call starts for a random time between half
-// and all of min·2^(n-1), capped at max. A success ends it. Its fields are
-// guarded by the pool's mu.
+// ErrBackoff is matched by the error of an Acquire that could not be served
+// while creating resources failed: nothing was in use to wait for, and the
+// next attempt to create one would have come after the caller's deadline.
+// The error is an *AcquireError that wraps the last factory error.
+var ErrBackoff = errors.New("pool: creating resources is failing, and the next attempt comes too late")
+
+// backoff spaces factory calls after consecutive failures. After the n-th
+// failure in a row, a factory call for a waiting caller starts no earlier
+// than a random time between half and all of min·2^(n-1), capped at max;
+// one for the pool's own refill, capped at refillBackoffMax instead. Each
+// call started meanwhile pushes both times on by as much, so that calls
+// that hang (a black-holed network) do not pile up: the back-off spaces
+// the calls, not the callers. A success ends it. Its fields are guarded by
+// the pool's mu.
 type backoff struct {
 	failures int           // consecutive failed factory calls
-	until    time.Duration // on the pool's clock: no factory call before
-	lastErr  error         // the last factory error
+	jitter   float64       // in [0.5, 1], drawn at each failure
+	next     time.Duration // on the pool's clock: no call for a waiter before
+	refill   time.Duration // no call for the refill before
 }
 
 // failed records a failed factory call at now.
-func (b *backoff) failed(now time.Duration, err error, lo, hi time.Duration) {
+func (b *backoff) failed(now, lo, hi time.Duration) {
 	b.failures++
-	b.lastErr = err
 	if lo <= 0 {
 		return // disabled
 	}
-	d := hi
-	if shift := b.failures - 1; shift < 30 && lo<<shift < hi {
-		d = lo << shift
+	b.jitter = 0.5 + rand.Float64()/2 // callers that failed together do not retry together
+	b.spaceFrom(now, lo, hi)
+}
+
+// started records a factory call started at now while failing.
+func (b *backoff) started(now, lo, hi time.Duration) {
+	if b.failures > 0 && lo > 0 {
+		b.spaceFrom(now, lo, hi)
 	}
-	d = d/2 + rand.N(d/2+1) // jitter: callers that failed together do not retry together
-	b.until = now + d
+}
+
+func (b *backoff) spaceFrom(now, lo, hi time.Duration) {
+	limit := max(hi, refillBackoffMax)
+	d := lo
+	for i := 1; i < b.failures && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	b.refill = now + time.Duration(b.jitter*float64(d))
+	b.next = now + time.Duration(b.jitter*float64(min(d, hi)))
 }
 
 // succeeded ends the back-off.
 func (b *backoff) succeeded() { *b = backoff{} }
 
-// active reports whether no factory call may start at now.
-func (b *backoff) active(now time.Duration) bool { return b.failures > 0 && now < b.until }
+// active reports whether no factory call for a waiter may start at now.
+func (b *backoff) active(now time.Duration) bool { return b.failures > 0 && now < b.next }
 
-// err is what an Acquire gets while the back-off is active. It is built
-// under the pool's lock, by every caller turned away: the message is
-// formatted only when asked for.
-func (b *backoff) err() error { return &backoffError{failures: b.failures, last: b.lastErr} }
-
-// backoffError is ErrBackoff with the count of failures and the last one.
-type backoffError struct {
-	failures int
-	last     error
-}
-
-func (e *backoffError) Error() string {
-	return fmt.Sprintf("%v (%d in a row; the last: %v)", ErrBackoff, e.failures, e.last)
-}
-
-func (e *backoffError) Is(target error) bool { return target == ErrBackoff }
-func (e *backoffError) Unwrap() error        { return e.last }
+// refillActive reports whether no factory call for the refill may start
+// at now.
+func (b *backoff) refillActive(now time.Duration) bool { return b.failures > 0 && now < b.refill }

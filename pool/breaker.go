@@ -16,19 +16,19 @@ const (
 	// Inactive: the circuit is open because the backend looks unreachable.
 	// No factory call starts. An Acquire that finds no idle resource and
 	// would need a new one fails at once with ErrCircuitOpen (wrapping the
-	// last factory error); one that can wait for a resource in use (the
-	// pool is at Max) waits, as it would while Active.
+	// last factory error): failing fast is what opening the circuit is
+	// for. One that can wait for a resource in use (the pool is at Max)
+	// waits, as it would while Active.
 	Inactive
 	// Recovering: one trial factory call at a time is let through; its
 	// outcome, told to the strategy, decides the next state. Meanwhile a
-	// caller that would need another new resource is treated as in
-	// Limited.
+	// caller that would need another new resource waits, as in Limited.
 	Recovering
 	// Limited: the backend is at its own connection limit. No factory call
 	// starts; callers are served from the resources in existence: an
-	// Acquire that finds none idle waits for one in use, bounded by its
-	// context, and fails at once with ErrCircuitOpen only when none is in
-	// use or being created, so that none can come back.
+	// Acquire that finds none idle waits, bounded by its context and
+	// Config.AcquireTimeout, for one in use or for the breaker's next
+	// trial (with no resource at all, the trial is what can serve it).
 	Limited
 )
 
@@ -153,8 +153,10 @@ func (p *Pool[T]) setState(s State) {
 	p.stats.stateChanges++
 	cause := p.lastFailure
 	// Waiters that need a new resource learn what the new state means
-	// for them: a factory call, a wait, or an error.
+	// for them: a factory call, a wait, or an error. A trial may refill
+	// to Min, with or without a caller waiting.
 	p.startFactoriesLocked()
+	p.fillToMinLocked()
 	p.mu.Unlock()
 	if p.cfg.OnStateChange != nil {
 		p.callOnStateChange(from, s, cause)
@@ -180,8 +182,9 @@ func (p *Pool[T]) setStrategyLocked(s Strategy) {
 // every Release the call.
 type ignoresReleases interface{ ignoresReleases() }
 
-// dialAllowedLocked reports whether a factory call may start now: always
-// while Active (unless backing off), once at a time while Recovering.
+// dialAllowedLocked reports whether a factory call for a caller may start
+// now: always while Active (unless backing off), once at a time while
+// Recovering.
 func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
 	switch p.state {
 	case Active:
@@ -194,39 +197,11 @@ func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
 	return false
 }
 
-// noRoomLocked decides for a caller that found no idle resource, while the
-// pool has room for a new one, when no factory call may start for it: nil
-// to wait for a resource in use or being created, or the error to fail it
-// with at once (counted).
-func (p *Pool[T]) noRoomLocked() error {
+// refillAllowedLocked is dialAllowedLocked for the pool's own refill, which
+// backs off longer (see backoff).
+func (p *Pool[T]) refillAllowedLocked(now time.Duration) bool {
 	if p.state == Active {
-		p.stats.backoffRejects++
-		return p.backoff.err()
+		return !p.backoff.refillActive(now)
 	}
-	if p.state != Inactive && p.acquired+p.creating > 0 {
-		return nil // one will come back or be made
-	}
-	p.stats.circuitRejects++
-	return &circuitError{state: p.state, cause: p.lastFailure}
+	return p.dialAllowedLocked(now)
 }
-
-// circuitError is ErrCircuitOpen with why the circuit is open and the last
-// factory error.
-type circuitError struct {
-	state State
-	cause error
-}
-
-func (e *circuitError) Error() string {
-	why := "the backend looks unreachable"
-	if e.state != Inactive {
-		why = "the backend is at its connection limit and no resource is in use"
-	}
-	if e.cause == nil {
-		return fmt.Sprintf("%v (%s: %s)", ErrCircuitOpen, e.state, why)
-	}
-	return fmt.Sprintf("%v (%s: %s; the last failure: %v)", ErrCircuitOpen, e.state, why, e.cause)
-}
-
-func (e *circuitError) Is(target error) bool { return target == ErrCircuitOpen }
-func (e *circuitError) Unwrap() error        { return e.cause }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -132,8 +133,11 @@ func makeEvent(t *testing.T, p *Pool[*item], b *backend, st State, ev Event) {
 	ctx := context.Background()
 	switch ev {
 	case EventCreated, EventCreateFailed, EventAtLimit:
-		// A dial starts while Active and ends in st.
+		// A dial starts while Active and ends in st. Its caller may go
+		// on waiting (at the limit): it gives up once the strategy heard.
 		done := make(chan struct{})
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		go func() {
 			defer close(done)
 			if r, err := p.Acquire(ctx); err == nil {
@@ -149,6 +153,8 @@ func makeEvent(t *testing.T, p *Pool[*item], b *backend, st State, ev Event) {
 			b.fullNext.Store(1)
 		}
 		b.block <- struct{}{}
+		synctest.Wait()
+		cancel()
 		<-done
 	case EventCheckFailed:
 		go func() { b.block <- struct{}{} }()
@@ -173,8 +179,8 @@ func makeEvent(t *testing.T, p *Pool[*item], b *backend, st State, ev Event) {
 // TestBreakerAdmission: what a caller gets in each state, by what the pool
 // holds: an idle resource is handed out in every state; a caller that
 // needs a new one dials (Active, the Recovering trial), fails at once
-// (Inactive, and Limited with nothing in use), or waits for one in use
-// (Limited); at Max everyone waits.
+// (Inactive), waits for one in use (Limited), or, with none in use, waits
+// for the breaker's next trial (Limited); at Max everyone waits.
 func TestBreakerAdmission(t *testing.T) {
 	type outcome int
 	const (
@@ -182,6 +188,7 @@ func TestBreakerAdmission(t *testing.T) {
 		dials                // a factory call made for it
 		fails                // ErrCircuitOpen at once
 		waits                // waits, and gets the resource released
+		trial                // waits, and gets the trial's resource once Recovering
 	)
 	cases := []struct {
 		name   string
@@ -191,7 +198,7 @@ func TestBreakerAdmission(t *testing.T) {
 		expect map[State]outcome
 	}{
 		{"one idle", 3, 1, true, map[State]outcome{Active: idle, Inactive: idle, Recovering: idle, Limited: idle}},
-		{"none", 3, 0, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: fails}},
+		{"none", 3, 0, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: trial}},
 		{"one in use", 3, 1, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: waits}},
 		{"all in use", 2, 2, false, map[State]outcome{Active: waits, Inactive: waits, Recovering: waits, Limited: waits}},
 	}
@@ -219,14 +226,21 @@ func TestBreakerAdmission(t *testing.T) {
 					got := acquireAsync(p)
 					synctest.Wait()
 					want := c.expect[st]
-					if want == waits {
+					if want == waits || want == trial {
 						select {
 						case res := <-got:
 							t.Fatalf("did not wait: %v", res.err)
 						default:
 						}
-						held[0].Release()
-						held = held[1:]
+						if want == trial {
+							if b.calls.Load() != calls {
+								t.Fatal("dialled while Limited")
+							}
+							p.Recover() // as the cool-down's end does
+						} else {
+							held[0].Release()
+							held = held[1:]
+						}
 					}
 					res := <-got
 					r, err := res.r, res.err
@@ -237,7 +251,7 @@ func TestBreakerAdmission(t *testing.T) {
 						}
 					case err != nil:
 						t.Fatalf("got %v, want a resource", err)
-					case want == dials && b.calls.Load() != calls+1, want != dials && b.calls.Load() != calls:
+					case (want == dials || want == trial) && b.calls.Load() != calls+1, want != dials && want != trial && b.calls.Load() != calls:
 						t.Fatalf("%d factory calls for outcome %d", b.calls.Load()-calls, want)
 					}
 					if r != nil {
@@ -290,8 +304,11 @@ func TestRecoveringOneTrial(t *testing.T) {
 
 // TestAtLimitCallerWaits: a dial that fails because the backend is full
 // does not fail its caller while a resource in use can serve it; with none
-// in use, the caller gets the backend's error, and later callers
-// ErrCircuitOpen until the trial after the cool-down.
+// in use, a caller waits for the breaker's trial after the cool-down (one
+// factory call per cool-down, however many wait), and one whose deadline
+// passes first gets its context's error, which says the pool is Limited and
+// wraps the backend's. The caller a failed trial was made for gets the
+// backend's error.
 func TestAtLimitCallerWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b backend
@@ -322,41 +339,63 @@ func TestAtLimitCallerWaits(t *testing.T) {
 		if res.err != nil {
 			t.Fatalf("the caller was not served the released resource: %v", res.err)
 		}
-		r := res.r
-		r.Destroy() // now none is in use: nothing can come back
+		res.r.Destroy() // now none is in use: nothing can come back
+
+		// A caller whose deadline comes before the trial: its context's
+		// error, saying why.
 		calls := b.calls.Load()
-		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, errFull) {
-			t.Fatalf("Limited with none in use: %v, want ErrCircuitOpen wrapping the backend's error", err)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := p.Acquire(ctx)
+		cancel()
+		var ae *AcquireError
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errFull) || !errors.As(err, &ae) || ae.State != Limited || ae.InUse != 0 {
+			t.Fatalf("Limited with none in use, past the deadline: %v, want the deadline wrapping the backend's error", err)
 		}
+		// Three callers with time: the first trial finds the backend
+		// still full (the caller it was made for gets the backend's
+		// error, and tries again), the next one serves them all.
+		start := time.Now()
+		b.fullNext.Store(1)
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		for range 3 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				r, err := p.Acquire(ctx)
+				if errors.Is(err, errFull) {
+					refused.Add(1)
+					r, err = p.Acquire(ctx)
+				}
+				if err != nil {
+					t.Errorf("a caller waiting for the trial: %v", err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+				r.Release()
+			})
+		}
+		synctest.Wait()
 		if b.calls.Load() != calls {
 			t.Fatal("dialled while Limited")
 		}
-		time.Sleep(time.Second)
-		synctest.Wait()
-		r, err := p.Acquire(context.Background()) // the trial
-		if err != nil {
-			t.Fatalf("trial: %v", err)
+		wg.Wait()
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("served after %v: more than two cool-downs", d)
 		}
-		r.Destroy()
-		synctest.Wait()
-		// With nothing in use, the caller whose dial hit the limit gets
-		// the backend's error.
-		b.fullNext.Store(1)
-		r, err = p.Acquire(context.Background())
-		if r != nil {
-			r.Release()
-		}
-		if !errors.Is(err, errFull) || errors.Is(err, ErrCircuitOpen) {
-			t.Fatalf("a dial at the limit with none in use: %v", err)
+		// The good trial made the pool Active: the two callers behind
+		// its own got factory calls of their own at once.
+		if n := b.calls.Load() - calls; n != 4 || refused.Load() != 1 {
+			t.Fatalf("%d factory calls and %d refusals, want 2 trials and 2 dials, and one refusal", n, refused.Load())
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		want := []string{"active→limited (pool: factory: backend full)", "limited→recovering (pool: factory: backend full)",
-			"recovering→active (<nil>)", "active→limited (pool: factory: backend full)"}
+		want := []string{"active→limited (backend full)", "limited→recovering (backend full)", "recovering→limited (backend full)",
+			"limited→recovering (backend full)", "recovering→active (<nil>)"}
 		if fmt.Sprint(changes) != fmt.Sprint(want) {
 			t.Fatalf("state changes %q, want %q", changes, want)
 		}
-		if s := p.Stats(); s.StateChanges != 4 || s.CircuitRejects != 1 {
+		if s := p.Stats(); s.StateChanges != 5 || s.CircuitRejects != 0 || s.CanceledAcquires != 1 {
 			t.Fatalf("stats: %+v", s)
 		}
 	})

@@ -15,17 +15,27 @@ func (p *Pool[T]) recovered(what string, v any) error {
 	return fmt.Errorf("pool: %s panicked: %v", what, v)
 }
 
-func (p *Pool[T]) callFactory() (v T, err error) {
+// callFactory calls the factory with the values of caller (nil: for the
+// pool itself) but not its cancellation: a dial in flight goes on when the
+// caller that needed it gives up, and serves the next one. Close cancels
+// it.
+func (p *Pool[T]) callFactory(caller context.Context) (v T, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			err = p.recovered("Factory", x)
 		}
 	}()
-	v, err = p.cfg.Factory(p.bgCtx)
-	if err != nil {
-		err = fmt.Errorf("pool: factory: %w", err)
+	ctx := p.bgCtx
+	if caller != nil {
+		c, cancel := context.WithCancel(context.WithoutCancel(caller))
+		stop := context.AfterFunc(p.bgCtx, cancel)
+		defer func() {
+			stop()
+			cancel()
+		}()
+		ctx = c
 	}
-	return v, err
+	return p.cfg.Factory(ctx)
 }
 
 func (p *Pool[T]) callCheck(f func(T) bool, v T) (ok bool) {

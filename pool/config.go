@@ -16,9 +16,12 @@ const DefaultHealthcheckTimeout = 5 * time.Second
 // Config configures a [Pool]. Only Factory is required; the zero value of
 // every other field is a documented default.
 type Config[T any] struct {
-	// Factory creates a resource. Its context is not the caller's: a dial
-	// in flight goes on when the caller that needed it gives up, and is
-	// cancelled only when the pool closes.
+	// Factory creates a resource. Its context carries the values of the
+	// context of the Acquire that needed it (a background context for the
+	// pool's own refill), but not its deadline or cancellation: a dial in
+	// flight goes on when the caller that needed it gives up, serves the
+	// next one, and is cancelled only when the pool closes. An error it
+	// returns reaches the caller as it is (see Acquire).
 	Factory func(ctx context.Context) (T, error)
 
 	// Destructor, if set, is called once for every resource the pool
@@ -44,8 +47,9 @@ type Config[T any] struct {
 	// resource instead of returning it to the pool.
 	BeforeRelease func(v T) bool
 
-	// Min resources are created in the background after New, and the
-	// healthcheck refills the pool to Min. Default 0.
+	// Min resources are created in the background after New, and again
+	// as soon as one is destroyed (as the back-off allows), not only by
+	// the healthcheck. Default 0.
 	Min int
 
 	// Max bounds the resources in existence: idle, in use and being
@@ -74,9 +78,9 @@ type Config[T any] struct {
 	// together. 0: none.
 	MaxLifetimeJitter time.Duration
 
-	// MinIdle resources are kept idle, as far as Max allows: the pre-warm
-	// and the healthcheck create resources while fewer are idle (or being
-	// created). Default 0.
+	// MinIdle resources are kept idle, as far as Max allows: the pre-warm,
+	// the destruction of a resource and the healthcheck create resources
+	// while fewer are idle (or being created). Default 0.
 	MinIdle int
 
 	// MaxIdleTime destroys a resource that has been idle this long. 0:
@@ -101,13 +105,20 @@ type Config[T any] struct {
 	OnStateChange func(from, to State, cause error)
 
 	// BackoffMin and BackoffMax space factory calls after failures: after
-	// the n-th failure in a row no factory call starts for a random time
-	// between half and all of BackoffMin·2^(n-1), capped at BackoffMax;
-	// a success ends it. Meanwhile an Acquire that would need a new
-	// resource fails at once with ErrBackoff (wrapping the last factory
-	// error) instead of calling the factory again, and one that can wait
-	// for a resource in use (the pool is at Max) waits. Defaults
-	// DefaultBackoffMin and DefaultBackoffMax; NoBackoff turns it off.
+	// the n-th failure in a row, the next factory call for a waiting
+	// caller starts after a random time between half and all of
+	// BackoffMin·2^(n-1), capped at BackoffMax (the pool's own refill
+	// backs off further, up to 2s or BackoffMax), and each call started
+	// meanwhile pushes the next one on as much: the back-off spaces the
+	// factory calls, not the callers. A caller that needs a new resource
+	// meanwhile waits, within its context and AcquireTimeout, for a
+	// resource in use or for its turn of factory call; it gets that
+	// call's error when it fails with nothing in use, and is refused
+	// (ErrBackoff) at once only when nothing is in use and the call would
+	// come after its deadline. The first success ends the back-off, and
+	// every waiting caller gets its factory call at once. Defaults DefaultBackoffMin and
+	// DefaultBackoffMax. NoBackoff turns it off: then a caller whose
+	// factory call failed gets its error at once.
 	BackoffMin, BackoffMax time.Duration
 	NoBackoff              bool
 }

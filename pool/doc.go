@@ -17,9 +17,19 @@
 //     that started it gave up; a waiter that gives up never loses a resource
 //     handed to it at the same instant; a panicking callback never wedges the
 //     pool.
+//   - Availability: a caller is refused only when nothing can serve it
+//     within its context. While new resources cannot be made (the factory
+//     fails, the backend is full), it waits for one in use or for the next
+//     factory call; the back-off spaces factory calls, not callers, and the
+//     first success ends it for every waiting caller at once. A factory
+//     error reaches its caller as it is; every other refusal is an
+//     [AcquireError] that says why and wraps the last factory error.
 //   - A circuit breaker ([State], [Strategy]) that stops creating resources
-//     while the backend is down (Acquire fails fast) or full (Acquire waits
-//     for a resource in use), and never refuses an idle one.
+//     while the backend is down (an opt-in: Acquire fails fast) or full
+//     (Acquire waits for a resource in use, or the next trial), and never
+//     refuses an idle one.
+//   - Refill: Min and MinIdle are made again as soon as a resource is
+//     destroyed, as the back-off allows.
 //
 // Idle resources are kept in a ring buffer and reused most recently released
 // first, so that a pool larger than its load lets the surplus expire by

@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 )
 
 var (
@@ -10,29 +12,84 @@ var (
 	// waiter when the pool closes.
 	ErrClosed = errors.New("pool: closed")
 
-	// ErrTimeout is returned when Config.AcquireTimeout passes before a
-	// resource is available. The error also matches
+	// ErrTimeout is matched by the error of an Acquire that waited
+	// Config.AcquireTimeout in vain: an *AcquireError, which also matches
 	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("pool: acquire timeout")
 
 	// ErrCircuitOpen is matched by the error of an Acquire that found no
 	// idle resource and would have needed a new one while the circuit
-	// breaker allows none: Inactive, or Limited (or Recovering with its
-	// trial under way) with no resource in use to wait for. The error
-	// wraps the last factory error.
-	ErrCircuitOpen = errors.New("pool: circuit open")
+	// breaker is Inactive (the backend looks unreachable), with no
+	// resource in use to wait for or room for none. The error is an
+	// *AcquireError that wraps the last factory error.
+	ErrCircuitOpen = errors.New("pool: circuit open: the backend looks unreachable")
 )
 
-// timeoutError is ErrTimeout with the context error it stands for.
-type timeoutError struct{}
-
-func (timeoutError) Error() string {
-	return ErrTimeout.Error() + ": " + context.DeadlineExceeded.Error()
+// AcquireError is the error of an Acquire that ended without a resource
+// for a reason of the pool's (not a factory call made for it, whose error
+// comes back as it is): refused at once, timed out, or whose context ended
+// while creating resources failed. It says which rule refused, the pool's
+// counts at that moment, and the last factory error, so that "the backend
+// is full" reads apart from "the backend is down" and "the pool is too
+// small". errors.Is matches Reason (and context.DeadlineExceeded for
+// ErrTimeout); Unwrap returns Cause.
+type AcquireError struct {
+	// Reason is ErrBackoff, ErrCircuitOpen or ErrTimeout, or the caller's
+	// context's error when that ended the wait.
+	Reason error
+	// State is the circuit breaker's state, and Failures the factory
+	// calls failed in a row (0: the last one succeeded).
+	State    State
+	Failures int
+	// The pool's counts when the Acquire ended: resources in existence,
+	// in use (parked ones not included), other Acquire calls waiting, and
+	// Config.Max.
+	Total, InUse, Waiting, Max int
+	// Cause is the last factory error since the last success, or nil.
+	Cause error
 }
 
-func (timeoutError) Is(target error) bool {
-	return target == ErrTimeout || target == context.DeadlineExceeded
+func (e *AcquireError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Reason.Error())
+	switch {
+	case e.Reason == ErrTimeout:
+		b.WriteString(": " + context.DeadlineExceeded.Error())
+	case e.Reason == context.Canceled || e.Reason == context.DeadlineExceeded:
+		b.WriteString(" while waiting for a resource")
+	}
+	fmt.Fprintf(&b, " (%s; total=%d, in use=%d, waiting=%d, max=%d", e.State, e.Total, e.InUse, e.Waiting, e.Max)
+	if e.Failures > 0 {
+		fmt.Fprintf(&b, "; %d attempts to create one failed in a row", e.Failures)
+	}
+	b.WriteString(")")
+	if e.Cause != nil {
+		b.WriteString(": the last attempt: " + e.Cause.Error())
+	}
+	return b.String()
 }
 
-// Timeout reports true, as net.Error's timeouts do.
-func (timeoutError) Timeout() bool { return true }
+// Is matches Reason, and context.DeadlineExceeded for ErrTimeout.
+func (e *AcquireError) Is(target error) bool {
+	return target == e.Reason || e.Reason == ErrTimeout && target == context.DeadlineExceeded
+}
+
+// Unwrap returns the last factory error.
+func (e *AcquireError) Unwrap() error { return e.Cause }
+
+// Timeout reports whether the Acquire ran out of time, as net.Error's
+// timeouts do.
+func (e *AcquireError) Timeout() bool {
+	return e.Reason == ErrTimeout || e.Reason == context.DeadlineExceeded
+}
+
+// acquireErrorLocked builds the error of an Acquire that ends for reason.
+// The caller holds mu.
+func (p *Pool[T]) acquireErrorLocked(reason error) *AcquireError {
+	parked := p.parkedLocked()
+	return &AcquireError{
+		Reason: reason, State: p.state, Failures: p.backoff.failures,
+		Total: p.total, InUse: p.acquired - parked, Waiting: p.waiters.len(), Max: p.cfg.Max,
+		Cause: p.lastFailure,
+	}
+}

@@ -149,6 +149,7 @@ func TestFailedCreateAndRejectedIdleCounted(t *testing.T) {
 	cfg := b.config()
 	cfg.Max = 2
 	cfg.MaxLifetime = 20 * time.Millisecond
+	cfg.NoBackoff = true // the caller gets its dial's error
 	var reject bool
 	cfg.BeforeAcquire = func(context.Context, *Resource[*item]) bool { return !reject }
 	p := newPool(t, cfg)

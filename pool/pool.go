@@ -51,14 +51,19 @@ type Pool[T any] struct {
 	onRelease   bool           // the strategy wants to hear of releases (see ignoresReleases)
 	all         []*Resource[T] // every resource in existence, for stealLocked (park.go)
 	backoff     backoff
-	lastFailure error // the last factory error, for ErrCircuitOpen
+	lastFailure error // the last factory error since the last success, for AcquireError
 	holds       holdTime
 	// timeouts fails the waiters whose Config.AcquireTimeout passed (see
 	// expireWaiters): one timer for the pool rather than one per wait.
 	timeouts      *time.Timer
 	timeoutsArmed bool
-	waiterCache   sync.Pool // of *waiter[T]: see freeWaiter
-	stats         counters
+	// dials starts the factory calls the back-off held back, when it ends
+	// (see dialDue): one timer for the pool, armed for dialAt.
+	dials       *time.Timer
+	dialsArmed  bool
+	dialAt      time.Duration
+	waiterCache sync.Pool // of *waiter[T]: see freeWaiter
+	stats       counters
 }
 
 // New validates cfg, applies its defaults and returns a pool. Min resources
@@ -91,10 +96,20 @@ func (p *Pool[T]) goBackground(f func()) {
 }
 
 // Acquire returns an idle resource, a new one, or waits for one in FIFO
-// order (a waiter out of time is passed over: see nextWaiterLocked). It fails with the context's error when ctx ends first, with
-// ErrTimeout when Config.AcquireTimeout passes, with ErrClosed on a closed
-// pool, with ErrCircuitOpen while the circuit breaker rejects, and with the
-// factory's error (wrapped) when the factory call made for it fails.
+// order (a waiter out of time is passed over: see nextWaiterLocked).
+//
+// While new resources cannot be made (the factory fails, the backend is at
+// its limit), a caller waits for one in use to come back or for the next
+// factory call, within its context and Config.AcquireTimeout: it is refused
+// only when neither can serve it. It fails with ErrClosed on a closed
+// pool; with the factory's error itself when the factory call made for it
+// failed and nothing in use or being created can serve it; otherwise with
+// an *AcquireError that says why and wraps the last factory error: the
+// context's error when ctx ends first (the bare context error if no
+// factory call was failing), ErrTimeout when Config.AcquireTimeout passes,
+// ErrBackoff when nothing is in use and the next factory call would come
+// after its deadline, ErrCircuitOpen while the circuit breaker is
+// Inactive.
 func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -152,8 +167,10 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 			}
 		}
 		if !ok {
-			if p.waiters.len() == 0 && p.total < p.cfg.Max && p.dialAllowedLocked(p.clock()) {
-				p.startFactoryLocked(nil)
+			if p.waiters.len() == 0 && p.total < p.cfg.Max {
+				if now := p.clock(); p.dialAllowedLocked(now) {
+					p.startFactoryLocked(nil, now)
+				}
 			}
 			p.mu.Unlock()
 			return nil, false
@@ -215,19 +232,25 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		}
 	}
 	now := p.clock()
+	w := p.newWaiter()
+	w.ctx, w.start, w.deadline, w.limit = ctx, now, noDeadline, noDeadline
+	if d, ok := ctx.Deadline(); ok {
+		w.deadline = d.Sub(p.epoch)
+		w.limit = w.deadline
+	}
+	if p.cfg.AcquireTimeout > 0 {
+		w.limit = min(w.limit, now+p.cfg.AcquireTimeout)
+	}
 	if p.total < p.cfg.Max && p.waiters.len() == 0 && !p.dialAllowedLocked(now) {
 		// It would need a new resource, which may not be created now
 		// (the factory just failed, or the circuit breaker says no):
-		// say so now, unless it can wait for one in use.
-		if err := p.noRoomLocked(); err != nil {
+		// say so now, unless something can serve it in time.
+		if err := p.refusalLocked(w); err != nil {
 			p.mu.Unlock()
+			w.reusable = true
+			p.freeWaiter(w)
 			return nil, false, false, err
 		}
-	}
-	w := p.newWaiter()
-	w.ctx, w.start, w.deadline = ctx, now, noDeadline
-	if d, ok := ctx.Deadline(); ok {
-		w.deadline = d.Sub(p.epoch)
 	}
 	if front {
 		p.waiters.pushFront(w)
@@ -277,6 +300,10 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		p.waiters.remove(w)
 		p.stats.canceled++
 		waited := p.waitEndedLocked(w)
+		if p.backoff.failures > 0 || p.state != Active {
+			// New resources could not be made meanwhile: say why.
+			giveUp = p.acquireErrorLocked(giveUp)
+		}
 		p.mu.Unlock()
 		p.observers.notify(TimingWait, waited)
 		return nil, false, giveUp
@@ -478,13 +505,13 @@ func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 	}
 	p.stats.destroyed++
 	p.startFactoriesLocked()
+	p.fillToMinLocked() // at once, not at the next healthcheck
 	p.mu.Unlock()
 }
 
 // startFactoriesLocked starts a factory call for each waiter that has none,
 // as far as Max allows. When no factory call may start (back-off, circuit
-// breaker), such a waiter is told at once, as a failed call would tell it,
-// unless it can wait for a resource in use.
+// breaker), see noDialLocked.
 func (p *Pool[T]) startFactoriesLocked() {
 	now := time.Duration(-1) // read once needed: at Max, which a busy pool is at, never
 	for !p.closed && p.total < p.cfg.Max {
@@ -496,54 +523,136 @@ func (p *Pool[T]) startFactoriesLocked() {
 			now = p.clock()
 		}
 		if !p.dialAllowedLocked(now) {
-			err := p.noRoomLocked()
-			if err == nil {
-				return // it, and those behind it, wait for a resource in use
-			}
-			p.waiters.remove(w)
-			w.ch <- result[T]{err: err} // it waits for this: it left the queue
-			continue
+			p.noDialLocked(now)
+			return
 		}
-		p.startFactoryLocked(w)
+		p.startFactoryLocked(w, now)
 	}
+}
+
+// noDialLocked tells the waiters that need a new resource, when none may
+// be created now, what that means for them. While Inactive they fail at
+// once. During the back-off they wait for a resource in use or for the
+// next factory call, which the dials timer starts; those that nothing can
+// serve before their deadline fail at once. While Limited or Recovering
+// they wait for a resource in use or for the breaker's next trial.
+func (p *Pool[T]) noDialLocked(now time.Duration) {
+	switch p.state {
+	case Inactive:
+		for w := p.waiters.firstWithoutFactory(); w != nil; w = p.waiters.firstWithoutFactory() {
+			p.waiters.remove(w)
+			p.stats.circuitRejects++
+			w.ch <- result[T]{err: p.acquireErrorLocked(ErrCircuitOpen)} // it waits for this: it left the queue
+		}
+	case Active:
+		if p.acquired+p.creating == 0 {
+			for w := p.waiters.head; w != nil; {
+				next := w.next
+				if !w.creating && w.limit < p.backoff.next {
+					p.waiters.remove(w)
+					p.stats.backoffRejects++
+					w.ch <- result[T]{err: p.acquireErrorLocked(ErrBackoff)} // it waits for this: it left the queue
+				}
+				w = next
+			}
+		}
+		if p.waiters.firstWithoutFactory() != nil {
+			p.armDialsLocked(p.backoff.next, now)
+		}
+	}
+}
+
+// belowMinLocked reports whether fewer than Min resources exist, or fewer
+// than MinIdle are idle or being created.
+func (p *Pool[T]) belowMinLocked() bool {
+	return p.total < p.cfg.Min || p.cfg.MinIdle > 0 && p.idleLocked()+p.creating < p.cfg.MinIdle
 }
 
 // fillToMinLocked starts factory calls until Min resources exist and MinIdle
-// are idle or being created.
+// are idle or being created. During the back-off, the dials timer tries
+// again when it ends; while the breaker allows no factory call, its next
+// state does (setState).
 func (p *Pool[T]) fillToMinLocked() {
-	now := p.clock()
-	for !p.closed && p.total < p.cfg.Max && (p.total < p.cfg.Min || p.cfg.MinIdle > 0 && p.idleLocked()+p.creating < p.cfg.MinIdle) && p.dialAllowedLocked(now) {
-		p.startFactoryLocked(nil) // else the healthcheck tries again later
+	if p.cfg.Min == 0 && p.cfg.MinIdle == 0 || p.closed {
+		return
+	}
+	now := time.Duration(-1)
+	for !p.closed && p.total < p.cfg.Max && p.belowMinLocked() {
+		if now < 0 {
+			now = p.clock()
+		}
+		if !p.refillAllowedLocked(now) {
+			if p.state == Active {
+				p.armDialsLocked(p.backoff.refill, now)
+			}
+			return
+		}
+		p.startFactoryLocked(nil, now)
 	}
 }
 
+// armDialsLocked makes the pool look again, at at, for the factory calls
+// the back-off holds back, unless it will look sooner already.
+func (p *Pool[T]) armDialsLocked(at, now time.Duration) {
+	if p.dialsArmed && p.dialAt <= at {
+		return
+	}
+	p.dialsArmed, p.dialAt = true, at
+	if p.dials == nil {
+		p.dials = time.AfterFunc(max(at-now, 0), p.dialDue)
+		return
+	}
+	p.dials.Reset(max(at-now, 0))
+}
+
+// dialDue starts the factory calls the back-off held back, now that it
+// ended.
+func (p *Pool[T]) dialDue() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dialsArmed = false
+	if p.closed {
+		return
+	}
+	p.startFactoriesLocked()
+	p.fillToMinLocked()
+}
+
 // startFactoryLocked reserves a slot and calls the factory in the
-// background on behalf of owner (nil: for the pool itself). While
-// Recovering, the call is the circuit breaker's trial.
-func (p *Pool[T]) startFactoryLocked(owner *waiter[T]) {
+// background on behalf of owner (nil: for the pool itself), with the values
+// of owner's context. While Recovering, the call is the circuit breaker's
+// trial.
+func (p *Pool[T]) startFactoryLocked(owner *waiter[T], now time.Duration) {
+	var ctx context.Context
 	if owner != nil {
 		owner.creating = true
+		ctx = owner.ctx
 	}
 	trial := p.state == Recovering
 	if trial {
 		p.trial = true
+	} else {
+		p.backoff.started(now, p.cfg.BackoffMin, p.cfg.BackoffMax)
 	}
 	p.total++
 	p.creating++
-	p.goBackground(func() { p.create(owner, trial) })
+	p.goBackground(func() { p.create(owner, ctx, trial) })
 }
 
-// create runs the factory. The new resource goes to the next waiter in turn
-// (not necessarily owner: FIFO wins) or to idle; an error goes to owner if it
-// still waits.
-func (p *Pool[T]) create(owner *waiter[T], trial bool) {
+// create runs the factory with the values of ctx (nil: none). The new
+// resource goes to the next waiter in turn (not necessarily owner: FIFO
+// wins) or to idle; an error goes to owner if it still waits and nothing
+// else can serve it in time.
+func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 	start := p.clock()
-	v, err := p.callFactory()
+	v, err := p.callFactory(ctx)
 	now := p.clock()
 	p.mu.Lock()
 	p.stats.createTime.observe(now - start)
 	strategy := p.strategy
+	ended := false // this success ends a back-off
 	if err == nil {
+		ended = p.backoff.failures > 0
 		p.backoff.succeeded()
 		p.lastFailure = nil
 	}
@@ -579,13 +688,21 @@ func (p *Pool[T]) create(owner *waiter[T], trial bool) {
 	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime(), parkedFor: -1}
 	p.register(r)
 	p.putLocked(r, now, false)
+	if ended && p.state == Active {
+		// The back-off is over: every other waiter that needs a new
+		// resource gets its factory call now. (While Recovering, the
+		// breaker's next state decides.)
+		p.startFactoriesLocked()
+	}
+	p.fillToMinLocked()
 	p.mu.Unlock()
 }
 
 // createFailed handles a failed factory call. The strategy hears of it
-// before the caller does, so that the caller meets the breaker's reaction:
-// at the backend's connection limit, the caller waits for a resource in
-// use instead of getting the error.
+// before the caller does, so that the caller meets the breaker's reaction.
+// The caller it was made for goes on waiting if a resource in use or being
+// created can still serve it (see servableLocked); otherwise it gets the
+// factory's error itself.
 func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 	ev := p.createEvent(err)
 	now := p.clock()
@@ -596,7 +713,7 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 		p.trial = false
 	}
 	p.stats.createErrors++
-	p.backoff.failed(now, err, p.cfg.BackoffMin, p.cfg.BackoffMax)
+	p.backoff.failed(now, p.cfg.BackoffMin, p.cfg.BackoffMax)
 	p.lastFailure = err
 	strategy := p.strategy
 	p.mu.Unlock()
@@ -607,18 +724,56 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 	if owner != nil {
 		owner.creating = false // kept until now: nobody dials for it twice
 	}
-	tell := owner != nil && owner.queued
-	if tell && ev == EventAtLimit && p.state != Active && p.state != Inactive && p.acquired+p.creating > 0 {
-		tell = false // it waits, first in line for a resource in use
-	}
+	tell := owner != nil && owner.queued && !p.servableLocked()
 	if tell {
 		p.waiters.remove(owner)
 	}
 	p.startFactoriesLocked()
+	p.fillToMinLocked()
 	p.mu.Unlock()
 	if tell {
 		owner.ch <- result[T]{err: err} // it waits for this: it left the queue
 	}
+}
+
+// servableLocked reports whether a caller whose own factory call just
+// failed may go on waiting rather than get that call's error: while a resource is
+// in use or being created, which can still serve it. With nothing of the
+// kind, the attempt made for it was the one that could serve it, and its
+// error is the answer (as a caller of a plain driver gets its own dial's
+// error): a factory that fails for good (a bad password, a bad setup
+// query) then fails each caller once, not for as long as it would wait.
+// While Inactive, and without a back-off (NoBackoff: the next call would
+// follow at once), it gets the error.
+func (p *Pool[T]) servableLocked() bool {
+	switch p.state {
+	case Inactive:
+		return false
+	case Active:
+		if p.cfg.BackoffMin <= 0 {
+			return false
+		}
+	}
+	return p.acquired+p.creating > 0
+}
+
+// refusalLocked decides for w, a caller that found no idle resource while
+// the pool has room for a new one that may not be created now: nil when
+// it may wait (for a resource in use, the next factory call or the
+// breaker's next trial), or the error to refuse it with at once (counted).
+func (p *Pool[T]) refusalLocked(w *waiter[T]) error {
+	switch p.state {
+	case Inactive:
+		p.stats.circuitRejects++
+		return p.acquireErrorLocked(ErrCircuitOpen)
+	case Active:
+		if p.acquired+p.creating > 0 || p.backoff.next <= w.limit {
+			return nil
+		}
+		p.stats.backoffRejects++
+		return p.acquireErrorLocked(ErrBackoff)
+	}
+	return nil
 }
 
 // reportCheckFailed tells the strategy that an idle resource failed its
@@ -650,6 +805,9 @@ func (p *Pool[T]) Close() {
 	p.closing.Store(true)
 	if p.timeouts != nil {
 		p.timeouts.Stop()
+	}
+	if p.dials != nil {
+		p.dials.Stop()
 	}
 	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
 		w.ch <- result[T]{err: ErrClosed}
@@ -723,6 +881,8 @@ func (p *Pool[T]) Stats() Stats {
 		Waiting:             p.waiters.len(),
 		Max:                 p.cfg.Max,
 		State:               p.state,
+		CreateFailures:      p.backoff.failures,
+		LastCreateError:     p.lastFailure,
 		Acquires:            c.acquires,
 		Waits:               c.waits,
 		WaitDuration:        c.waitDuration,

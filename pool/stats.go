@@ -13,6 +13,12 @@ type Stats struct {
 	Max      int // the configured Max
 	State    State
 
+	// Why new resources cannot be made, if they cannot: the factory
+	// calls failed in a row (0: the last one succeeded), and the last
+	// one's error (nil after a success).
+	CreateFailures  int
+	LastCreateError error
+
 	// Counters since New.
 	Acquires            int64         // successful Acquire and TryAcquire calls
 	Waits               int64         // Acquire calls that had to wait
@@ -28,7 +34,7 @@ type Stats struct {
 	ReleaseRejects      int64         // of which by BeforeRelease or BeforeAcquire saying no
 	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
 	Misuses             int64         // Release or Destroy of a handle not held
-	BackoffRejects      int64         // acquires failed at once with ErrBackoff
+	BackoffRejects      int64         // acquires refused with ErrBackoff: nothing could serve them before their deadline
 	StateChanges        int64         // changes of State
 
 	// Durations since New, in fixed buckets (see [Observer] to be told of

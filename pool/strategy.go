@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -23,9 +24,13 @@ import (
 //   - errors of the work done with a resource (EventReleased,
 //     EventReleaseFailed): they never move the breaker.
 //
-// CoolDown after opening or limiting it lets one trial factory call through
-// (Recovering); a resource created activates the pool again, a failed trial
-// opens or limits it again for another CoolDown.
+// A cool-down after opening or limiting it (a random time between half and
+// all of coolDown, so that the pools of several replicas of a service do
+// not try together) lets one trial factory call through (Recovering); a
+// resource created activates the pool again, a failed trial opens or
+// limits it again for another cool-down. A pool that has no resource at a
+// full backend thus keeps trying, once per cool-down, for the callers that
+// wait.
 type ThresholdStrategy struct {
 	failures int
 	coolDown time.Duration
@@ -83,7 +88,8 @@ func (s *ThresholdStrategy) step(b Breaker, ev Event, gen uint64) {
 		gen := s.armed
 		// The timer's goroutine exists only while it fires; a change on a
 		// closed pool does nothing.
-		s.timer = time.AfterFunc(s.coolDown, func() { s.step(b, eventCoolDownEnded, gen) })
+		d := s.coolDown/2 + rand.N(s.coolDown/2+1)
+		s.timer = time.AfterFunc(d, func() { s.step(b, eventCoolDownEnded, gen) })
 	}
 	switch next {
 	case Active:

@@ -29,6 +29,7 @@ type waiter[T any] struct {
 	creating   bool          // a factory call was started on its behalf
 	start      time.Duration // when it started waiting, on the pool's clock
 	deadline   time.Duration // its context's deadline on the pool's clock, or noDeadline
+	limit      time.Duration // the earlier of deadline and Config.AcquireTimeout's end
 }
 
 // waitList is a FIFO of waiters: an intrusive doubly linked list, so that a
@@ -187,7 +188,7 @@ func (p *Pool[T]) expireWaiters() {
 		if now-w.start >= p.cfg.AcquireTimeout {
 			p.waiters.remove(w)
 			p.stats.timeouts++
-			w.ch <- result[T]{err: timeoutError{}} // it waits for this: it left the queue
+			w.ch <- result[T]{err: p.acquireErrorLocked(ErrTimeout)} // it waits for this: it left the queue
 		} else if w.start < oldest {
 			oldest = w.start
 		}
