@@ -462,3 +462,80 @@ func mustAcquireInt(t *testing.T, p *Pool[int]) *Resource[int] {
 	}
 	return r
 }
+
+// TestFullBackendTrimsIdle: a pool keeps its idle resources while nothing
+// says the backend is full; once one of its factory calls found the
+// backend at its limit, it gives back what sits idle longer than
+// IdleTimeUnderPressure, keeping what it uses and Min, for as long as the
+// pressure lasts.
+func TestFullBackendTrimsIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 10
+		cfg.Min = 1
+		cfg.AtLimit = atLimit
+		p := newStrategyPool(t, cfg, 0, 250*time.Millisecond)
+		take := func(n int) []*Resource[*item] {
+			var rs []*Resource[*item]
+			for range n {
+				rs = append(rs, mustAcquire(t, p))
+			}
+			return rs
+		}
+		for _, r := range take(6) {
+			r.Release()
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if s := p.Stats(); s.Idle != 6 || s.IdleTrimmed != 0 {
+			t.Fatalf("with no sign of a full backend: %+v", s)
+		}
+
+		// All six in use, and a seventh caller's factory call finds the
+		// backend full: it waits, and gets one of the six.
+		held := take(6)
+		b.fullNext.Store(1)
+		got := acquireAsync(p)
+		synctest.Wait()
+		for _, r := range held {
+			r.Release()
+		}
+		res := <-got
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		res.r.Release()
+		// One caller goes on using one resource; the rest sits idle.
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				mustAcquire(t, p).Release()
+			}
+		}()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if s := p.Stats(); s.Total != 1 || s.IdleTrimmed != 5 {
+			t.Fatalf("3s after the backend was found full: %+v, want the 5 unused given back", s)
+		}
+		// A minute later the pressure is over: idle resources are kept.
+		time.Sleep(time.Minute)
+		close(stop)
+		<-done
+		for _, r := range take(4) {
+			r.Release()
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if s := p.Stats(); s.Idle != 4 || s.IdleTrimmed != 5 {
+			t.Fatalf("after the pressure: %+v", s)
+		}
+	})
+}

@@ -87,6 +87,13 @@ type Config[T any] struct {
 	// unlimited.
 	MaxIdleTime time.Duration
 
+	// IdleTimeUnderPressure is the idle time after which a resource is
+	// given back, beyond Min and MinIdle, for a minute after a factory
+	// call found the backend at its limit (AtLimit): the room serves the
+	// other pools that share the backend and have none. Default
+	// DefaultIdleTimeUnderPressure. It does nothing without AtLimit.
+	IdleTimeUnderPressure time.Duration
+
 	// Strategy, if set, drives the circuit breaker from the start; see
 	// [Pool.SetStrategy].
 	Strategy Strategy
@@ -153,6 +160,7 @@ func (c *Config[T]) validate() error {
 		{"MaxLifetime", c.MaxLifetime},
 		{"MaxLifetimeJitter", c.MaxLifetimeJitter},
 		{"MaxIdleTime", c.MaxIdleTime},
+		{"IdleTimeUnderPressure", c.IdleTimeUnderPressure},
 		{"BackoffMin", c.BackoffMin},
 		{"BackoffMax", c.BackoffMax},
 	} {
@@ -162,6 +170,9 @@ func (c *Config[T]) validate() error {
 	}
 	if c.HealthcheckTimeout == 0 {
 		c.HealthcheckTimeout = DefaultHealthcheckTimeout
+	}
+	if c.IdleTimeUnderPressure == 0 {
+		c.IdleTimeUnderPressure = DefaultIdleTimeUnderPressure
 	}
 	if c.BackoffMin == 0 {
 		c.BackoffMin = DefaultBackoffMin

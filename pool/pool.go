@@ -59,11 +59,17 @@ type Pool[T any] struct {
 	timeoutsArmed bool
 	// dials starts the factory calls the back-off held back, when it ends
 	// (see dialDue): one timer for the pool, armed for dialAt.
-	dials       *time.Timer
-	dialsArmed  bool
-	dialAt      time.Duration
-	waiterCache sync.Pool // of *waiter[T]: see freeWaiter
-	stats       counters
+	dials      *time.Timer
+	dialsArmed bool
+	dialAt     time.Duration
+	// trim gives back idle resources while the backend is at its limit
+	// (pressure.go): until pressureUntil, every half
+	// Config.IdleTimeUnderPressure.
+	trim          *time.Timer
+	trimArmed     bool
+	pressureUntil time.Duration
+	waiterCache   sync.Pool // of *waiter[T]: see freeWaiter
+	stats         counters
 }
 
 // New validates cfg, applies its defaults and returns a pool. Min resources
@@ -715,6 +721,9 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 	p.stats.createErrors++
 	p.backoff.failed(now, p.cfg.BackoffMin, p.cfg.BackoffMax)
 	p.lastFailure = err
+	if ev == EventAtLimit {
+		p.atLimitLocked(now)
+	}
 	strategy := p.strategy
 	p.mu.Unlock()
 	if strategy != nil {
@@ -809,6 +818,9 @@ func (p *Pool[T]) Close() {
 	if p.dials != nil {
 		p.dials.Stop()
 	}
+	if p.trim != nil {
+		p.trim.Stop()
+	}
 	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
 		w.ch <- result[T]{err: ErrClosed}
 	}
@@ -898,6 +910,7 @@ func (p *Pool[T]) Stats() Stats {
 		CallbackPanics:      c.panics,
 		Misuses:             p.misuses.Load(),
 		BackoffRejects:      c.backoffRejects,
+		IdleTrimmed:         c.trimmed,
 		StateChanges:        c.stateChanges,
 		WaitTime:            c.waitTime,
 		UseTime:             c.useTime,

@@ -35,6 +35,7 @@ type Stats struct {
 	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
 	Misuses             int64         // Release or Destroy of a handle not held
 	BackoffRejects      int64         // acquires refused with ErrBackoff: nothing could serve them before their deadline
+	IdleTrimmed         int64         // of Destroyed: idle resources given back early while the backend was at its limit (see Config.IdleTimeUnderPressure)
 	StateChanges        int64         // changes of State
 
 	// Durations since New, in fixed buckets (see [Observer] to be told of
@@ -48,7 +49,7 @@ type Stats struct {
 type counters struct {
 	acquires, waits, canceled, timeouts, circuitRejects   int64
 	created, createErrors, destroyed, expired, hcFailures int64
-	releaseRejects, panics, backoffRejects                int64
+	releaseRejects, panics, backoffRejects, trimmed       int64
 	stateChanges                                          int64
 	waitDuration                                          time.Duration
 

@@ -1,0 +1,75 @@
+package pool
+
+import "time"
+
+// Sharing a full backend. When several pools (the replicas of a service)
+// share a backend that limits its connections, a pool that holds idle
+// resources keeps the others from getting any: the backend refuses them,
+// and the holder, which does not dial, never hears of it. A pool that has
+// found the backend at its limit itself (a factory error Config.AtLimit
+// recognizes) knows the backend is full; for pressureWindow after that, it
+// gives back the resources that sat idle longer than
+// Config.IdleTimeUnderPressure instead of keeping them for MaxIdleTime,
+// keeping Min and MinIdle. Under a steady load the resources it keeps are
+// those it uses (idle ones are reused most recently released first, so the
+// surplus is what sits idle); the room it frees is taken by the trials of
+// the pools that have none (one per cool-down: see ThresholdStrategy), and
+// every pool ends up with about what it uses.
+
+// DefaultIdleTimeUnderPressure is Config.IdleTimeUnderPressure's default.
+const DefaultIdleTimeUnderPressure = time.Second
+
+// pressureWindow is how long after a factory call last found the backend
+// at its limit the pool trims its idle resources.
+const pressureWindow = time.Minute
+
+// atLimitLocked records that a factory call found the backend at its limit
+// at now. The caller holds mu.
+func (p *Pool[T]) atLimitLocked(now time.Duration) {
+	p.pressureUntil = now + pressureWindow
+	p.armTrimLocked()
+}
+
+// armTrimLocked runs trimIdle every half IdleTimeUnderPressure while the
+// pressure lasts. The caller holds mu.
+func (p *Pool[T]) armTrimLocked() {
+	if p.trimArmed || p.closed {
+		return
+	}
+	p.trimArmed = true
+	d := p.cfg.IdleTimeUnderPressure / 2
+	if p.trim == nil {
+		p.trim = time.AfterFunc(d, p.trimIdle)
+		return
+	}
+	p.trim.Reset(d)
+}
+
+// trimIdle destroys the idle resources that sat idle longer than
+// IdleTimeUnderPressure, oldest first, keeping Min resources and MinIdle
+// idle ones, and looks again later while the pressure lasts.
+func (p *Pool[T]) trimIdle() {
+	p.mu.Lock()
+	p.trimArmed = false
+	now := p.clock()
+	if p.closed || now >= p.pressureUntil {
+		p.mu.Unlock()
+		return
+	}
+	var gone []*Resource[T]
+	for p.total-len(gone) > p.cfg.Min && p.idle.Len() > p.cfg.MinIdle {
+		r, _ := p.idle.PeekFront() // the longest idle (see putLocked)
+		if now-r.idleSince < p.cfg.IdleTimeUnderPressure {
+			break
+		}
+		p.idle.PopFront()
+		r.state.Store(stateDestroyed)
+		gone = append(gone, r)
+	}
+	p.stats.trimmed += int64(len(gone))
+	p.armTrimLocked()
+	p.mu.Unlock()
+	for _, r := range gone {
+		p.destroy(r, true)
+	}
+}
