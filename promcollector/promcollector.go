@@ -9,7 +9,8 @@
 //	pooldriver_connections{state="idle"|"used"|"opening"}   gauge
 //	pooldriver_max_connections, _min_connections, _min_idle_connections  gauges: the settings
 //	pooldriver_pending_requests                              gauge: statements waiting for a connection
-//	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others
+//	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others:
+//	                                                         active, inactive, recovering, limited (the server's connection limit)
 //	pooldriver_wait_seconds, _use_seconds, _create_seconds   histograms (pool.HistogramBounds)
 //	pooldriver_…_total                                       a counter for each of Stats' counters
 //
@@ -52,7 +53,10 @@ var counters = []struct {
 	{"leaks_total", "Physical connections kept out of the pool past the leak detection threshold.", func(s *pooldriver.Stats) int64 { return s.Leaks }},
 }
 
-var breakerStates = []pool.State{pool.Active, pool.Inactive, pool.Recovering}
+// breakerStates are every state of pool.State, so that the series of the
+// breaker's current state always reads 1 (at the server's connection limit
+// too).
+var breakerStates = []pool.State{pool.Active, pool.Inactive, pool.Recovering, pool.Limited}
 
 // collector is a prometheus.Collector over one Connector.
 type collector struct {
@@ -83,7 +87,7 @@ func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 		pending:     desc("pending_requests", "Statements waiting for a physical connection."),
 		breaker:     desc("circuit_breaker_state", "1 for the circuit breaker's current state, 0 for the others.", "state"),
 		wait:        desc("wait_seconds", "How long acquiring a physical connection took (0: one was idle), failed waits included."),
-		use:         desc("use_seconds", "How long a physical connection was held before it went back to the pool."),
+		use:         desc("use_seconds", "How long a physical connection was held before it went back to the pool; a hold that parked it for its next statement is not timed (pooldriver.Stats.UseTime)."),
 		create:      desc("create_seconds", "How long opening a physical connection took, failed attempts included."),
 	}
 	for _, ctr := range counters {

@@ -1,16 +1,20 @@
 package promcollector_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pooldriver/pooldriver"
+	_ "github.com/pooldriver/pooldriver/dialects/postgres" // recognizes SQLSTATE 53300 as the server's connection limit
+	"github.com/pooldriver/pooldriver/internal/fakedb"
 	"github.com/pooldriver/pooldriver/internal/servertest"
 	"github.com/pooldriver/pooldriver/pool"
 	"github.com/pooldriver/pooldriver/promcollector"
@@ -64,10 +68,115 @@ func TestCollector(t *testing.T) {
 			t.Fatalf("lint: %v %+v", err, problems)
 		}
 		// Every Stats counter has its metric.
-		if n := testutil.CollectAndCount(col); n != 3+3+1+1+1+1+3+len(counters) {
+		if n := testutil.CollectAndCount(col); n != 3+3+1+4+3+len(counters) {
 			t.Fatalf("%d metrics", n)
 		}
 	})
+}
+
+// TestCollectorBreakerStates drives the breaker by hand through every
+// state of pool.State: the state's series reads 1, each other state's 0.
+func TestCollectorBreakerStates(t *testing.T) {
+	srv := fakedb.NewServer("promcollector_states")
+	defer srv.Close()
+	c := pooldriver.Wrap(srv.Connector(), pooldriver.WithCircuitBreaker(pool.Manual))
+	defer func() { _ = c.Close() }()
+	col := promcollector.New(c, "orders")
+	b := c.Breaker()
+	for _, st := range breakerStates() {
+		switch st {
+		case pool.Active:
+			b.Activate()
+		case pool.Inactive:
+			b.Deactivate()
+		case pool.Recovering:
+			b.Recover()
+		case pool.Limited:
+			b.Limit()
+		default:
+			t.Fatalf("a breaker state this test cannot drive: %v", st)
+		}
+		if got := breakerSeries(t, col); !onlyOne(got, st) {
+			t.Errorf("breaker %v: series %v", st, got)
+		}
+	}
+}
+
+// TestCollectorAtConnectionLimit: a server that refuses every connection
+// for want of room (PostgreSQL's SQLSTATE 53300) limits the breaker, and the
+// gauge says so while a statement waits.
+func TestCollectorAtConnectionLimit(t *testing.T) {
+	srv := fakedb.NewServer("promcollector_limit")
+	defer srv.Close()
+	srv.FailConnects(1<<30, &pgconn.PgError{Severity: "FATAL", Code: "53300", Message: "sorry, too many clients already"})
+	c := pooldriver.Wrap(srv.Connector(), pooldriver.WithMaxConns(2))
+	db := sql.OpenDB(c)
+	defer func() { _ = db.Close() }()
+	col := promcollector.New(c, "orders")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(ctx, "SELECT 1")
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err == nil {
+			t.Error("a statement succeeded on a server that refuses every connection")
+		}
+	}()
+	var got map[string]float64
+	servertest.WaitFor(t, "the breaker's limited series at 1", func() bool {
+		got = breakerSeries(t, col)
+		return got["limited"] == 1
+	})
+	if !onlyOne(got, pool.Limited) {
+		t.Fatalf("at the server's limit: series %v", got)
+	}
+	if s := c.Stats(); s.BreakerChanges == 0 || s.Created != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+// breakerStates lists every state of pool.State, read from its String:
+// a state added to the pool without a series fails the tests.
+func breakerStates() []pool.State {
+	var states []pool.State
+	for st := pool.State(0); !strings.HasPrefix(st.String(), "State("); st++ {
+		states = append(states, st)
+	}
+	return states
+}
+
+// breakerSeries returns the breaker gauge's value by state label.
+func breakerSeries(t *testing.T, col prometheus.Collector) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, m := range family(t, col, "pooldriver_circuit_breaker_state").GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "state" {
+				got[l.GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return got
+}
+
+// onlyOne reports whether got has a series for every breaker state, st's
+// at 1 and the others at 0.
+func onlyOne(got map[string]float64, st pool.State) bool {
+	states := breakerStates()
+	if len(got) != len(states) {
+		return false
+	}
+	for _, s := range states {
+		v, ok := got[s.String()]
+		if !ok || (s == st) != (v == 1) || v != 0 && v != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func TestCollectorOfNilConnector(t *testing.T) {
@@ -138,7 +247,7 @@ pooldriver_pending_requests{pool="orders"} %d
 # HELP pooldriver_circuit_breaker_state 1 for the circuit breaker's current state, 0 for the others.
 # TYPE pooldriver_circuit_breaker_state gauge
 `, idle, used, pending)
-	for _, st := range []string{"active", "inactive", "recovering"} {
+	for _, st := range []string{"active", "inactive", "limited", "recovering"} {
 		v := 0
 		if st == breaker {
 			v = 1
