@@ -68,6 +68,9 @@ func init() {
 		if f&MySQL != 0 {
 			t.class['@'], t.class[':'], t.class['/'] = classSpecial, classSpecial, classSpecial
 		}
+		if f&Postgres != 0 {
+			t.class['&'] = classSpecial
+		}
 		if f&others != 0 {
 			t.class['#'] = classSpecial
 		}
@@ -137,9 +140,7 @@ func mayChangeSession(query string, f Flavor) bool {
 			return true
 		}
 	}
-	// A U&"…" name may spell any name in escapes (U&"set\005fconfig")
-	// that no run of word bytes shows.
-	return f&Postgres != 0 && hasUnicodeIdent(query)
+	return false
 }
 
 // mayStartStatement reports whether the word at q[i] follows nothing but
@@ -157,34 +158,21 @@ func mayStartStatement(q string, i int) bool {
 	return true
 }
 
-// special looks at a special byte of the flavor: '@', '#', and the
-// starts of ":=" and "/*!" or "/*M!".
+// special looks at a special byte of the flavor: '@', '#', the starts of
+// ":=" and "/*!" or "/*M!", and PostgreSQL's &", which may end the U&" of
+// a name whose escapes spell any name (U&"set\005fconfig") where no run of
+// word bytes shows it. The U is not checked: special must stay small
+// enough to be inlined into the scan's loop, or every text pays.
 func special(q string, i int) bool {
 	switch q[i] {
 	case ':':
 		return i+1 < len(q) && q[i+1] == '='
 	case '/':
 		return i+2 < len(q) && q[i+1] == '*' && (q[i+2] == '!' || q[i+2] == 'M')
+	case '&':
+		return i+1 < len(q) && q[i+1] == '"'
 	}
 	return true
-}
-
-// hasUnicodeIdent reports whether q holds a U&" that may start a
-// PostgreSQL identifier with Unicode escapes. It is a pass of its own,
-// after the scan, because a case for '&' in special would keep special
-// from being inlined into the scan's loop, which slows every text.
-func hasUnicodeIdent(q string) bool {
-	for i := 1; i+1 < len(q); i++ {
-		j := strings.IndexByte(q[i:], '&')
-		if j < 0 {
-			return false
-		}
-		i += j
-		if (q[i-1] == 'u' || q[i-1] == 'U') && i+1 < len(q) && q[i+1] == '"' {
-			return true
-		}
-	}
-	return false
 }
 
 // triggerWord reports whether w, a run of ASCII word bytes without '_', is

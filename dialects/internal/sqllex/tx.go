@@ -122,11 +122,12 @@ func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash b
 	l := newLexer(query, my, escapes)
 	var (
 		words      [maxTxWords]string
-		n          int  // leading words of the statement
-		leading    bool // the statement's tokens so far are all words
-		autocommit bool // a word autocommit or implicit_transactions in it
-		stmts      int  // statements with at least one token
-		unknown    bool // one of them starts with no word the rules know
+		n          int    // leading words of the statement
+		leading    bool   // the statement's tokens so far are all words
+		autocommit bool   // a word autocommit or implicit_transactions in it
+		stmts      int    // statements with at least one token
+		head       string // the first statement's first word, if it starts with one
+		unknown    bool   // Any: a statement starts with no word the rules know
 		last       = TxNone
 	)
 	leading = true
@@ -141,7 +142,19 @@ func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash b
 				if se := statementEffect(words[:n], autocommit, f); se != TxNone {
 					last = se
 				}
-				unknown = unknown || f&others != 0 && (n == 0 || !classified(words[0]))
+				if f&others != 0 && !unknown {
+					// Asked only once a second statement shows: a text of
+					// one, the common case, pays nothing.
+					switch {
+					case stmts == 1:
+						head = ""
+						if n > 0 {
+							head = words[0]
+						}
+					case stmts == 2 && !classified(head), n == 0 || !classified(words[0]):
+						unknown = true
+					}
+				}
 			}
 			if t.kind == kEOF {
 				if stmts > 1 && (last == TxEnds || unknown) {

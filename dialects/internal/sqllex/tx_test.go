@@ -77,6 +77,8 @@ func TestTxEffectOf(t *testing.T) {
 		{"SELECT 1; \"x\"", TxUnknown},
 		{"WHILE 1 = 1 SELECT 1; SELECT 2", TxUnknown},
 		{"SELECT 1; frobnicate", TxUnknown},
+		{"SELECT 1; SELECT 2; EXEC p; SELECT 3", TxUnknown},
+		{"SELECT 1; SELECT 2; (SELECT 3)", TxUnknown},
 		{"DECLARE @x int; SELECT @x = 1; UPDATE t SET a = @x", TxNone},
 		{"CREATE TABLE t (a int); INSERT INTO t VALUES (1); select * from t;", TxNone},
 		{"PRAGMA foreign_keys = ON; DELETE FROM t; VACUUM", TxNone},

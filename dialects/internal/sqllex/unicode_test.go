@@ -161,8 +161,9 @@ func TestChangesSessionUnicode(t *testing.T) {
 	}
 }
 
-// TestPrefilterSendsUnicodeToTheLexer: only a U&" makes the quick scan
-// lex a text that it would pass otherwise.
+// TestPrefilterSendsUnicodeToTheLexer: a &" makes the quick scan lex a
+// PostgreSQL text that it would pass otherwise, whether or not a U comes
+// before it; other uses of & do not.
 func TestPrefilterSendsUnicodeToTheLexer(t *testing.T) {
 	for _, tc := range []struct {
 		q    string
@@ -173,7 +174,8 @@ func TestPrefilterSendsUnicodeToTheLexer(t *testing.T) {
 		{`SELECT U&'x'`, false},
 		{`SELECT a & b FROM t`, false},
 		{`SELECT 1&2`, false},
-		{`&"x"`, false},
+		{`SELECT a&"b" FROM t`, true},
+		{`&"x"`, true},
 		{`SELECT U&`, false},
 	} {
 		if got := mayChangeSession(tc.q, Postgres); got != tc.want {
