@@ -25,29 +25,74 @@ type conn struct {
 	queryer driver.QueryerContext
 	pinger  driver.Pinger
 	t       *template
-	sock    net.Conn // the driver's socket, for COM_RESET_CONNECTION; nil if unusable
+	w       *wire    // the socket, watched; nil for a connection the dialect did not dial
+	sock    net.Conn // w, if COM_RESET_CONNECTION can be sent on it (no TLS, no compression); else nil
 
-	// What the conn believes about the server session (see the package
-	// doc). known is false when the next TxStatus must ask the server.
+	// tracking: the server reports changes of the session's state
+	// (session_track_state_change is on, CLIENT_SESSION_TRACK agreed).
+	tracking bool
+
+	// What the conn believes about the server session when the wire cannot
+	// tell (see the package doc). known is false when the next TxStatus must
+	// ask the server.
 	known      bool
 	inTx       bool
 	autocommit bool
 	inTxVar    int8 // 1: @@in_transaction exists; -1: it does not (MySQL); 0: not yet known
 	broken     bool // a raw exchange failed; the protocol stream is lost
+
+	// baseAuto is autocommit as the session started (the server's default,
+	// or the DSN's): 1 on, 0 off, -1 not yet known. Autocommit other than
+	// that is a change of the session. tainted: a statement that may have
+	// changed autocommit ran since; baseAuto can no longer be learnt.
+	baseAuto int8
+	tainted  bool
+
+	// The last text the lexers read, and what they read in it.
+	lexed      string
+	lexedValid bool
+	lexedFacts lexedFacts
 }
 
+// lexedFacts is what the lexers read in a statement's text.
+type lexedFacts struct {
+	changesSession bool // sqllex's rules, or a statement whose changes the server may not report
+	mayChangeTx    bool // see mayChangeTx
+}
+
+// wiredConn is a conn whose socket the dialect dialed and watches: it
+// counts the bytes written and can interrupt blocked I/O. A conn without
+// one (a wrapped connector's, or one on a custom network) lacks both
+// interfaces, so that pooldriver takes the driver's word on them.
+type wiredConn struct{ *conn }
+
 var (
-	_ dialects.Conn            = (*conn)(nil)
-	_ dialects.IdleChecker     = (*conn)(nil)
-	_ dialects.SessionTracker  = (*conn)(nil)
-	_ dialects.SessionBaseline = (*conn)(nil)
+	_ dialects.Conn              = (*conn)(nil)
+	_ dialects.IdleChecker       = (*conn)(nil)
+	_ dialects.SessionTracker    = (*conn)(nil)
+	_ dialects.StatementObserver = (*conn)(nil)
+	_ dialects.SessionBaseline   = (*conn)(nil)
+	_ dialects.BeginTxRollbacker = (*conn)(nil)
+	_ dialects.WriteCounter      = (*wiredConn)(nil)
+	_ dialects.Interrupter       = (*wiredConn)(nil)
 )
+
+// Written returns the bytes written on the socket since it opened (see
+// dialects.WriteCounter): the handshake's, every command's, and those of
+// the dialect's own statements and resets.
+func (c *wiredConn) Written() uint64 { return c.w.written.Load() }
+
+// Interrupt sets the socket's deadline in the past, and keeps it there
+// whatever deadline the driver sets after: blocked I/O fails at once, as
+// does any later, and the driver closes the connection. Safe to call from
+// any goroutine, at any time, more than once (see dialects.Interrupter).
+func (c *wiredConn) Interrupt() { c.w.interrupt() }
 
 // CheckIdle looks, without a round trip, for the server having closed the
 // connection while it was idle (KILL, wait_timeout, a restart). Without the
-// socket (a connection of a wrapped connector, or with TLS, compression or
-// a custom network) it asks the driver's ResetSession, which in
-// go-sql-driver/mysql is that very check on the socket the driver keeps
+// plain socket (a connection of a wrapped connector, or with TLS,
+// compression or a custom network) it asks the driver's ResetSession, which
+// in go-sql-driver/mysql is that very check on the socket the driver keeps
 // (unless the DSN says checkConnLiveness=false) and resets nothing.
 func (c *conn) CheckIdle() error {
 	if c.broken {
@@ -62,10 +107,11 @@ func (c *conn) CheckIdle() error {
 	return dialects.CheckSocket(c.sock)
 }
 
-// newConn returns the conn for dc, a connection the template opened, or
-// closes dc and fails if it lacks what the dialect needs.
-func newConn(t *template, dc driver.Conn, sock net.Conn) (*conn, error) {
-	c, ok := wrapConn(t, dc, sock)
+// newConn returns the conn for dc, a connection the template opened through
+// w (nil if the template did not dial it), or closes dc and fails if it
+// lacks what the dialect needs.
+func newConn(t *template, dc driver.Conn, w *wire) (*conn, error) {
+	c, ok := wrapConn(t, dc, w)
 	if !ok {
 		_ = dc.Close()
 		return nil, fmt.Errorf("pooldriver: mysql: driver connection %T lacks ExecContext, QueryContext or Ping", dc)
@@ -74,10 +120,13 @@ func newConn(t *template, dc driver.Conn, sock net.Conn) (*conn, error) {
 }
 
 // wrapConn returns the conn for dc, or false if dc lacks ExecContext,
-// QueryContext or Ping. t and sock are nil for a connection the dialect
+// QueryContext or Ping. t and w are nil for a connection the dialect
 // did not open (see adapt): it cannot reset its session.
-func wrapConn(t *template, dc driver.Conn, sock net.Conn) (*conn, bool) {
-	c := &conn{dc: dc, t: t, sock: sock}
+func wrapConn(t *template, dc driver.Conn, w *wire) (*conn, bool) {
+	c := &conn{dc: dc, t: t, w: w, baseAuto: -1}
+	if w != nil && t != nil && t.noRawReset == "" {
+		c.sock = w
+	}
 	var ok1, ok2, ok3 bool
 	c.execer, ok1 = dc.(driver.ExecerContext)
 	c.queryer, ok2 = dc.(driver.QueryerContext)
@@ -85,14 +134,187 @@ func wrapConn(t *template, dc driver.Conn, sock net.Conn) (*conn, bool) {
 	return c, ok1 && ok2 && ok3
 }
 
-// ChangesSession reports a statement that may have changed the session:
-// SET (any), user variables assigned by SELECT ... INTO @var or :=,
-// GET_LOCK and RELEASE_*LOCK*, LOCK/UNLOCK, temporary tables, PREPARE and
-// DEALLOCATE, USE, HANDLER, XA, executable comments, ... (see
-// sqllex.ChangesSession), read with MySQL's quoting and comments, and
-// either backslash setting when a string holds a backslash.
+// maxLexedText is the longest text conn.lexed keeps.
+const maxLexedText = 4096
+
+// read returns what the lexers read in query, remembered for the last text.
+func (c *conn) read(query string) lexedFacts {
+	if !c.lexedValid || query != c.lexed {
+		tf := textMemo.Get(query)
+		c.lexedFacts = lexedFacts{
+			changesSession: sqllex.Of(query, sqllex.MySQL).ChangesSession || tf.hidesChanges,
+			mayChangeTx:    tf.mayChangeTx,
+		}
+		c.lexed, c.lexedValid = "", false
+		if len(query) <= maxLexedText {
+			c.lexed, c.lexedValid = query, true
+		}
+	}
+	return c.lexedFacts
+}
+
+// wired returns the wire's state, and whether it can answer: the framing
+// holds, no reply is awaited, and a command's reply told the flags.
+func (c *conn) wired() (uint32, bool) {
+	if c.w == nil {
+		return 0, false
+	}
+	s := c.w.state.Load()
+	return s, s&(wireLost|wireBusy|wireKnown) == wireKnown
+}
+
+// ChangesSession reports a statement that may have changed the session.
+// From the statement's text: SET (any), user variables assigned by SELECT
+// ... INTO @var or :=, GET_LOCK and RELEASE_*LOCK*, LOCK/UNLOCK, temporary
+// tables, PREPARE and DEALLOCATE, USE, HANDLER, XA, executable comments,
+// ... (see sqllex.ChangesSession), read with MySQL's quoting and comments,
+// and either backslash setting when a string holds a backslash; and
+// EXECUTE and compound statements, whose changes the server may not report
+// (see hidesChanges). From the server, on a connection whose socket the
+// dialect watches: SERVER_SESSION_STATE_CHANGED in any OK packet since the
+// last statement, and autocommit other than the session started with;
+// after an error, which carries no flags, any statement that is not a
+// plain SELECT, INSERT, ... counts.
 func (c *conn) ChangesSession(query string) bool {
-	return sqllex.Of(query, sqllex.MySQL).ChangesSession
+	changed, _, _ := c.observe(context.Background(), query, false)
+	return changed
+}
+
+// Observe is ChangesSession and, when askTx, TxStatus (see
+// dialects.StatementObserver). On a watched connection neither costs a
+// round trip, but after a statement that failed and may have opened or
+// ended a transaction.
+func (c *conn) Observe(ctx context.Context, query string, askTx bool) (bool, dialects.TxStatus, error) {
+	return c.observe(ctx, query, askTx)
+}
+
+func (c *conn) observe(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
+	facts := c.read(query)
+	changed = facts.changesSession
+	s, wired := c.wired()
+	if wired {
+		if s&wireChanged != 0 && c.w.takeChanged() {
+			changed = true
+		}
+		if s&wireErr != 0 && query != "" && facts.mayChangeTx {
+			// A failed statement's ERR packet has no flags: a change
+			// it made before it failed (a compound statement, a
+			// procedure) goes unreported.
+			changed = true
+		}
+	}
+	var autocommit, knownAC bool
+	switch {
+	case askTx:
+		var inTx bool
+		inTx, autocommit, err = c.txState(ctx, query, facts.mayChangeTx)
+		if err != nil {
+			return changed, dialects.TxIdle, err
+		}
+		knownAC = true
+		if inTx {
+			status = dialects.TxActive
+		}
+	case wired:
+		autocommit, knownAC = s&wireAutocommit != 0, true
+	case c.known:
+		autocommit, knownAC = c.autocommit, true
+	}
+	if knownAC && (c.baseAuto < 0 && !autocommit || c.baseAuto >= 0 && autocommit != (c.baseAuto == 1)) {
+		// Autocommit off where the session had it on: the next user's
+		// statements would run in a transaction nobody commits.
+		changed = true
+	}
+	c.taint(query, facts.mayChangeTx)
+	return changed, status, nil
+}
+
+// taint notes a statement that may have changed autocommit.
+func (c *conn) taint(query string, mayChangeTx bool) {
+	if query != "" && mayChangeTx {
+		c.tainted = true
+	}
+}
+
+// TxStatus reports whether a transaction is open: on a watched connection,
+// from the status flags of the last reply (see wire), without a round
+// trip; otherwise, or after a failed statement that may have opened or
+// ended one, the server is asked when lastQuery may have changed the
+// transaction state or autocommit is believed off (see the package doc).
+func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatus, error) {
+	mayChangeTx := c.read(lastQuery).mayChangeTx
+	inTx, _, err := c.txState(ctx, lastQuery, mayChangeTx)
+	c.taint(lastQuery, mayChangeTx)
+	if err != nil || !inTx {
+		return dialects.TxIdle, err
+	}
+	return dialects.TxActive, nil
+}
+
+// txState returns whether a transaction is open and autocommit is on after
+// query, which mayChangeTx says may have opened or ended a transaction.
+func (c *conn) txState(ctx context.Context, query string, mayChangeTx bool) (inTx, autocommit bool, err error) {
+	if c.broken {
+		return false, false, errBroken
+	}
+	if s, ok := c.wired(); ok {
+		// After an error the flags are those of the reply before; they
+		// stand if the statement could not have opened or ended a
+		// transaction (with autocommit on). One that ended it by failing
+		// (a deadlock) leaves the belief on the safe side.
+		if s&wireErr == 0 || s&wireAutocommit != 0 && !mayChangeTx {
+			c.known = false // should the wire be lost later, ask the server
+			inTx, autocommit = s&wireInTx != 0, s&wireAutocommit != 0
+			c.learnBase(autocommit, query, mayChangeTx)
+			return inTx, autocommit, nil
+		}
+		c.known = false
+	} else if query != "" && (!c.autocommit || mayChangeTx) {
+		c.known = false
+	}
+	if !c.known {
+		if err := c.refresh(ctx, query); err != nil {
+			return false, false, err
+		}
+	}
+	c.learnBase(c.autocommit, query, mayChangeTx)
+	return c.inTx, c.autocommit, nil
+}
+
+// learnBase takes autocommit for the session's starting value if that is not
+// yet known and nothing since the session started (query included: none,
+// or one that cannot change it) may have changed it.
+func (c *conn) learnBase(autocommit bool, query string, mayChangeTx bool) {
+	if c.baseAuto < 0 && !c.tainted && (query == "" || !mayChangeTx) {
+		c.baseAuto = 0
+		if autocommit {
+			c.baseAuto = 1
+		}
+	}
+}
+
+// MarkBaseline takes the session as it is now for the one it started with
+// (see dialects.SessionBaseline): statements ran on the driver connection
+// behind the conn's back. It forgets the cached transaction state, so the
+// next TxStatus asks the server unless the wire can tell.
+func (c *conn) MarkBaseline() {
+	c.known = false
+	c.baseAuto, c.tainted = -1, false
+	if c.w != nil {
+		c.w.takeChanged()
+	}
+	if s, ok := c.wired(); ok && s&wireErr == 0 {
+		c.learnBase(s&wireAutocommit != 0, "", true)
+	}
+}
+
+// baseline takes the session as it is now for the one it started with, and
+// learns its transaction state (asking the server if the wire cannot
+// tell).
+func (c *conn) baseline(ctx context.Context) error {
+	c.MarkBaseline()
+	_, _, err := c.txState(ctx, "", true)
+	return err
 }
 
 // Driver returns the go-sql-driver/mysql connection.
@@ -101,31 +323,6 @@ func (c *conn) Driver() driver.Conn { return c.dc }
 // Raw returns the go-sql-driver/mysql connection; its type is unexported,
 // so it is of use through the database/sql/driver interfaces only.
 func (c *conn) Raw() any { return c.dc }
-
-// TxStatus asks the server only when lastQuery may have changed the
-// transaction state or autocommit is believed off; see the package doc.
-func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatus, error) {
-	if c.broken {
-		return dialects.TxIdle, errBroken
-	}
-	if lastQuery != "" && (!c.autocommit || txMemo.Get(lastQuery)) {
-		c.known = false
-	}
-	if !c.known {
-		if err := c.refresh(ctx, lastQuery); err != nil {
-			return dialects.TxIdle, err
-		}
-	}
-	if c.inTx {
-		return dialects.TxActive, nil
-	}
-	return dialects.TxIdle, nil
-}
-
-// MarkBaseline forgets the cached transaction state: statements ran on the
-// driver connection behind the conn's back (see dialects.SessionBaseline),
-// so the next TxStatus asks the server.
-func (c *conn) MarkBaseline() { c.known = false }
 
 var errBroken = fmt.Errorf("pooldriver: mysql: connection lost its protocol state: %w", driver.ErrBadConn)
 
@@ -224,7 +421,8 @@ const comResetConnection = 0x1f
 
 // ResetSession sends COM_RESET_CONNECTION on the driver's socket, then
 // restores what the driver set up at connect time (SET NAMES and the DSN's
-// system variables), and reads the transaction state afresh.
+// system variables) and the session tracking, and takes the session as it
+// is then for the one it started with.
 //
 // With TLS, compression or a custom network the socket is out of reach and
 // ResetSession returns an error: pooldriver then closes the connection. So
@@ -251,8 +449,7 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	if err := c.restoreSession(ctx); err != nil {
 		return err
 	}
-	c.known = false
-	return c.refresh(ctx, "")
+	return c.baseline(ctx)
 }
 
 // aLongTimeAgo is a deadline in the past, to interrupt blocked I/O.
@@ -358,7 +555,7 @@ func (c *conn) restoreSession(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pooldriver: mysql: reset session: restoring the character set: %w", err)
 	}
-	if len(cfg.Params) > 0 {
+	if len(cfg.Params) > 0 || c.tracking {
 		var b strings.Builder
 		for k, v := range cfg.Params {
 			if b.Len() == 0 {
@@ -367,6 +564,16 @@ func (c *conn) restoreSession(ctx context.Context) error {
 				b.WriteString(", ")
 			}
 			b.WriteString(k + " = " + v)
+		}
+		if c.tracking {
+			// The reset turned the tracker off with every other
+			// session variable.
+			if b.Len() == 0 {
+				b.WriteString("SET ")
+			} else {
+				b.WriteString(", ")
+			}
+			b.WriteString(trackStateChange)
 		}
 		if _, err := c.execer.ExecContext(ctx, b.String(), nil); err != nil {
 			return fmt.Errorf("pooldriver: mysql: reset session: restoring the DSN's system variables: %w", err)

@@ -190,7 +190,7 @@ func TestDSNConnResets(t *testing.T) {
 }
 
 func TestChangesSession(t *testing.T) {
-	c := &conn{}
+	c, _ := wrapConn(nil, &fakeConn{}, nil)
 	for _, tc := range []struct {
 		query string
 		want  bool
@@ -212,6 +212,11 @@ func TestChangesSession(t *testing.T) {
 		{"USE shop", true},
 		{"PREPARE s FROM 'SELECT 1'", true},
 		{"SELECT pg_advisory_lock(1)", false}, // not MySQL
+		{"EXECUTE IMMEDIATE 'SET @v = 42'", true},
+		{"BEGIN NOT ATOMIC SET @v = 42; END", true},
+		{"EXECUTE IMMEDIATE CONCAT('SELECT GET', '_LOCK(''x'', 0)')", true},
+		{"BEGIN", false},
+		{"COMMIT", false},
 	} {
 		if got := c.ChangesSession(tc.query); got != tc.want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)

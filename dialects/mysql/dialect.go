@@ -75,6 +75,10 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 		return nil, nil, err
 	}
 	t := &template{cfg: cfg, charsets: d.charsets}
+	switch cfg.Net {
+	case "tcp", "tcp4", "tcp6", "unix":
+		t.dial = true
+	}
 	switch {
 	case cfg.TLS != nil:
 		t.noRawReset = "TLS is enabled"
@@ -185,6 +189,7 @@ type template struct {
 	charsets   []string // as in the DSN; the driver keeps its copy private
 	redacted   string
 	noRawReset string // why ResetSession cannot reach the socket, or ""
+	dial       bool   // the network is one the dialect dials itself (not a custom dialer's)
 }
 
 var (
@@ -202,15 +207,20 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 	cfg := t.cfg.Clone()
 	cfg.User = c.User
 	cfg.Passwd = c.Password
-	var sock net.Conn
-	if t.noRawReset == "" {
-		// Keep the socket: ResetSession sends COM_RESET_CONNECTION on it,
-		// which the driver has no method for.
+	var w *wire
+	if t.dial {
+		// Dial the socket, and watch it: the status flags of every reply
+		// tell the transaction state and session changes (see wire), and
+		// ResetSession sends COM_RESET_CONNECTION on it, which the driver
+		// has no method for.
 		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var d net.Dialer
 			nc, err := d.DialContext(ctx, network, addr)
-			sock = nc
-			return nc, err
+			if err != nil {
+				return nil, err
+			}
+			w = newWire(nc, true)
+			return w, nil
 		}
 	}
 	connector, err := mysql.NewConnector(cfg)
@@ -221,16 +231,47 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 	if err != nil {
 		return nil, t.openError(err, c.Password)
 	}
-	mc, err := newConn(t, dc, sock)
+	mc, err := newConn(t, dc, w)
 	if err != nil {
 		return nil, err
 	}
-	// Learn the starting state (the server's or the DSN's autocommit).
-	if err := mc.refresh(ctx, ""); err != nil {
+	if err := mc.startTracking(ctx); err != nil {
 		_ = mc.Close()
 		return nil, err
 	}
-	return mc, nil
+	// Learn the starting state (the server's or the DSN's autocommit).
+	if err := mc.baseline(ctx); err != nil {
+		_ = mc.Close()
+		return nil, err
+	}
+	if w == nil {
+		return mc, nil
+	}
+	return &wiredConn{mc}, nil
+}
+
+// trackStateChange turns on the server's report of any change of the
+// session's state (SERVER_SESSION_STATE_CHANGED): user variables, session
+// variables, temporary tables, prepared statements, the current database.
+const trackStateChange = "session_track_state_change = ON"
+
+// startTracking turns the server's session tracking on, where the wire
+// agreed CLIENT_SESSION_TRACK with it. A server without the variable
+// (MySQL before 5.7, MariaDB before 10.2) tracks nothing: the statement's
+// text is then all there is.
+func (c *conn) startTracking(ctx context.Context) error {
+	if c.w == nil || c.w.state.Load()&(wireTracked|wireLost) != wireTracked {
+		return nil
+	}
+	if _, err := c.execer.ExecContext(ctx, "SET "+trackStateChange, nil); err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
+			return nil
+		}
+		return fmt.Errorf("pooldriver: mysql: turning session tracking on: %w", err)
+	}
+	c.tracking = true
+	return nil
 }
 
 func (t *template) openError(err error, password string) error {

@@ -12,14 +12,80 @@
 // Parameters whose key starts with "pool_" belong to pooldriver and are
 // removed; every other parameter reaches the driver exactly as written.
 //
-// # Transaction state
+// # Transaction state and session changes, from the wire
 //
-// The driver keeps the server's status flags (SERVER_STATUS_IN_TRANS) to
-// itself, so each connection keeps a belief about its session: whether a
-// transaction is open and whether autocommit is on. TxStatus answers from
-// the belief, and first asks the server (SELECT @@in_transaction,
-// @@autocommit: one round trip) when the statement just run may have changed
-// it. The rule:
+// The dialect dials the socket of a connection itself (mysql.Config's
+// DialFunc) and hands go-sql-driver a watched one: it follows the packets
+// the driver writes and the server answers with, and keeps the server
+// status flags of every OK and EOF packet, which end every reply:
+// SERVER_STATUS_IN_TRANS (a transaction is open), SERVER_STATUS_AUTOCOMMIT
+// and SERVER_SESSION_STATE_CHANGED. TxStatus answers from them, with no
+// round trip: a raw BEGIN or COMMIT costs the one round trip the plain
+// driver makes.
+//
+// SERVER_SESSION_STATE_CHANGED comes only from a server told to track the
+// session (the dialect sets session_track_state_change=ON on every new and
+// every reset connection) and to a client that announced
+// CLIENT_SESSION_TRACK in its handshake, which go-sql-driver does not: the
+// watched socket sets that capability bit in the handshake response it
+// writes, when the server offers it. The server then reports, in the OK
+// packet of the statement that did it, a user variable set (SET,
+// EXECUTE IMMEDIATE, a compound statement, a stored procedure), a session
+// variable changed, a temporary table created, a statement prepared, the
+// current database changed. go-sql-driver reads OK packets up to their
+// status flags and ignores what follows.
+//
+// A connection counts as changed, and is reset before anyone else uses it,
+// after a statement that may leave state in the session:
+//
+//   - by its text (a fast hint, and all there is for what the server does
+//     not report): every SET (SET TRANSACTION too, which sets the next
+//     transaction of the session, whoever runs it), user variables assigned
+//     with SELECT ... INTO @var or :=, GET_LOCK, RELEASE_LOCK and
+//     RELEASE_ALL_LOCKS, LOCK and UNLOCK TABLES, FLUSH, CREATE and DROP
+//     TEMPORARY TABLE, PREPARE, DEALLOCATE and DROP PREPARE, USE, HANDLER,
+//     XA, any executable comment (/*! ... */); and EXECUTE (IMMEDIATE or of
+//     a prepared statement) and compound statements run outside a stored
+//     program (BEGIN NOT ATOMIC ... END, IF, CASE, LOOP, WHILE, REPEAT,
+//     FOR, a labelled block), which may take a lock or assign a variable by
+//     SELECT ... INTO under a text that shows neither. Statements are read
+//     by a lexer that knows MySQL's quoting and comments; where a backslash
+//     in a string makes its end depend on NO_BACKSLASH_ESCAPES, both
+//     readings are tried, and what it cannot read with certainty counts;
+//   - by the server: SERVER_SESSION_STATE_CHANGED in any reply since the
+//     last statement; autocommit other than the session started with (the
+//     server's default, or the DSN's autocommit parameter), since the next
+//     user's statements would run in a transaction nobody commits; and,
+//     after a statement that failed (an ERR packet carries no flags), any
+//     statement that is not a plain SELECT, INSERT, UPDATE, DELETE, ...
+//
+// What the server does not report: GET_LOCK and RELEASE_LOCK, LOCK TABLES,
+// SET TRANSACTION, HANDLER, and user variables assigned by SELECT ... INTO
+// or := (MariaDB 10.11). Within a stored procedure or function, these are
+// seen neither by the text nor by the server.
+//
+// After a failed statement the flags are those of the reply before: they
+// stand for a plain statement with autocommit on (a deadlock that rolled
+// the transaction back leaves the belief on the safe side: the connection
+// stays pinned, and the final ROLLBACK is harmless); after any other, the
+// server is asked (SELECT @@in_transaction, @@autocommit: one round trip).
+//
+// The watched socket also counts the bytes written
+// (dialects.WriteCounter), and Interrupt (dialects.Interrupter) fails its
+// blocked I/O at once, for the calls of go-sql-driver that take no context
+// (Commit, Rollback).
+//
+// # Without the wire: asking the server
+//
+// Where the packets cannot be read (TLS, compression: the dialect still
+// counts the bytes and can interrupt them) or the socket is not the
+// dialect's (a custom network registered with mysql.RegisterDialContext, a
+// connection of pooldriver.Wrap), and should the framing of a watched
+// socket ever make no sense (it then stops reading it for good), each
+// connection keeps a belief about its session: whether a transaction is
+// open and whether autocommit is on. TxStatus answers from the belief, and
+// first asks the server (SELECT @@in_transaction, @@autocommit: one round
+// trip) when the statement just run may have changed it. The rule:
 //
 //   - autocommit believed off: ask after every statement, since any of them
 //     may open a transaction;
@@ -31,13 +97,8 @@
 //     unknown all ask, as does an executable comment (/*! ... */) or a text
 //     the lexer cannot split with certainty.
 //
-// So a plain SELECT or INSERT outside a transaction costs no extra round
-// trip. The belief is also read when the connection opens and after a reset.
-// It relies on pooldriver reporting every statement run outside a BeginTx
-// transaction. Inside a transaction, a plain statement that fails with a
-// deadlock makes InnoDB roll back without the belief noticing until the
-// next non-plain statement; that errs on the safe side (the connection stays
-// pinned, and the final ROLLBACK is harmless).
+// Session changes are then those of the statement's text, and autocommit
+// other than the session started with, as far as the belief knows it.
 //
 // MySQL servers without @@in_transaction (it is a MariaDB variable) fall
 // back to reading @@autocommit and inferring the transaction from the
@@ -52,34 +113,20 @@
 // The server then rolls back, drops temporary tables, user variables,
 // prepared statements and GET_LOCK locks, and reverts session variables to
 // the global values; the dialect then repeats what the driver did after
-// logging in: SET NAMES, the DSN's system variables, the DSN's database.
+// logging in: SET NAMES, the DSN's system variables, the DSN's database,
+// and turns the session tracking on again.
 //
 // That needs the plain socket: with TLS, compression or a custom network
 // name (mysql.RegisterDialContext) ResetSession returns an error and
 // pooldriver closes the connection instead. A dialer registered for "tcp"
 // itself is bypassed.
 //
-// # Session changes
-//
-// A connection counts as changed, and is reset (or replaced) before anyone
-// else uses it, after a statement that may leave state in the session:
-// every SET (SET TRANSACTION too, which sets the next transaction of the
-// session, whoever runs it), user variables assigned with SELECT … INTO
-// @var or :=, GET_LOCK, RELEASE_LOCK and RELEASE_ALL_LOCKS, LOCK and UNLOCK
-// TABLES, FLUSH, CREATE and DROP TEMPORARY TABLE, PREPARE, DEALLOCATE and
-// DROP PREPARE, USE, HANDLER, XA, and any executable comment (/*! … */).
-// Statements are read by a lexer that knows MySQL's quoting and comments;
-// where a backslash in a string makes its end depend on
-// NO_BACKSLASH_ESCAPES, both readings are tried, and what it cannot read
-// with certainty counts as a change. Stored procedures and functions are
-// not looked into.
-//
 // # Wrap
 //
 // Importing this package also teaches pooldriver.Wrap to recognize
 // go-sql-driver/mysql's connections: pooldriver.Wrap(connector) tracks
-// transactions (through @@in_transaction, as above) and session changes as
-// a mysql:// DSN does. The dialect did not dial such a connection, so its
+// transactions (through @@in_transaction, as above) and session changes by
+// the statement's text. The dialect did not dial such a connection, so its
 // session cannot be reset: ResetSession returns an error matching
 // dialects.ErrUnsupported, and pooldriver replaces a changed connection
 // instead of resetting it.

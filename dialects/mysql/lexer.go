@@ -15,10 +15,6 @@ var plainKeywords = map[string]bool{
 	"HELP": true, "DO": true, "USE": true,
 }
 
-// txMemo remembers mayChangeTx for the texts seen recently: it is asked of
-// every statement.
-var txMemo = sqllex.NewMemo(mayChangeTx)
-
 // mayChangeTx reports whether the statements in query can open, end or
 // implicitly commit a transaction, or change autocommit, when autocommit is
 // on: true unless every statement starts with a plain keyword (SELECT,
@@ -45,9 +41,39 @@ func mayChangeTx(query string) bool {
 // ';' anywhere in a text with a backslash inside a quoted string (where that
 // string ends depends on the server's sql_mode).
 func statementKeywords(query string) (keywords []string, ok bool) {
+	heads, ok := statementHeads(query)
+	if !ok {
+		return nil, false
+	}
+	for _, h := range heads {
+		if h.first == "" {
+			return nil, false // not a keyword
+		}
+		keywords = append(keywords, h.first)
+	}
+	return keywords, true
+}
+
+// stmtHead is how one statement starts.
+type stmtHead struct {
+	first  string // the first keyword, upper-cased; "" if the statement starts with a quoted name
+	second string // the second word, upper-cased; "" if the next token is not a word
+	label  bool   // the first token is followed by ':': the label of a compound statement
+}
+
+// statementHeads returns how every statement in query starts, with
+// statementKeywords' rules; ok is false when the text cannot be split with
+// certainty, or a statement starts with something other than a word, a
+// quoted name or '('.
+func statementHeads(query string) (heads []stmtHead, ok bool) {
 	s := query
 	i := 0
-	atStart := true // no keyword seen yet in the current statement
+	const (
+		atFirst  = iota // no token seen yet in the current statement
+		atSecond        // after the first token
+		inside          // after the second
+	)
+	at := atFirst
 	sawBackslash := false
 	for i < len(s) {
 		c := s[i]
@@ -73,30 +99,43 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 				return nil, false
 			}
 			sawBackslash = sawBackslash || backslash
-			atStart = false
+			if at == atFirst {
+				heads = append(heads, stmtHead{})
+				at = atSecond
+			} else {
+				at = inside
+			}
 			i = j
 		case c == ';':
-			atStart = true
+			at = atFirst
+			i++
+		case at == atFirst && c == '(':
+			heads = append(heads, stmtHead{first: "SELECT"})
+			at = inside
+			i++
+		case at == atFirst || at == atSecond && sqllex.IsWordByte(c):
+			j := i
+			for j < len(s) && sqllex.IsWordByte(s[j]) {
+				j++
+			}
+			if j == i {
+				return nil, false // not a keyword
+			}
+			w := strings.ToUpper(s[i:j])
+			if at == atFirst {
+				heads = append(heads, stmtHead{first: w})
+				at = atSecond
+			} else {
+				heads[len(heads)-1].second = w
+				at = inside
+			}
+			i = j
+		case at == atSecond && c == ':':
+			heads[len(heads)-1].label = true
+			at = inside
 			i++
 		default:
-			if atStart {
-				atStart = false
-				if c == '(' {
-					keywords = append(keywords, "SELECT")
-					i++
-					continue
-				}
-				j := i
-				for j < len(s) && sqllex.IsWordByte(s[j]) {
-					j++
-				}
-				if j == i {
-					return nil, false // not a keyword
-				}
-				keywords = append(keywords, strings.ToUpper(s[i:j]))
-				i = j
-				continue
-			}
+			at = inside
 			i++
 		}
 	}
@@ -105,5 +144,46 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 		// NO_BACKSLASH_ESCAPES.
 		return nil, false
 	}
-	return keywords, true
+	return heads, true
 }
+
+// hidesChanges reports statements whose effect on the session the server
+// may not report (see the package doc): SQL built at run time (EXECUTE,
+// EXECUTE IMMEDIATE), and compound statements run outside a stored program
+// (BEGIN NOT ATOMIC ... END, IF, CASE, LOOP, WHILE, REPEAT, FOR, a labelled
+// block). They may take a GET_LOCK or assign a user variable with SELECT
+// ... INTO, which MariaDB's session tracker does not report, under any
+// text. Conservative: a text that cannot be split with certainty counts.
+func hidesChanges(query string) bool {
+	heads, ok := statementHeads(query)
+	if !ok {
+		return true
+	}
+	for _, h := range heads {
+		if h.label {
+			return true
+		}
+		switch h.first {
+		case "EXECUTE", "IF", "CASE", "LOOP", "WHILE", "REPEAT", "FOR":
+			return true
+		case "BEGIN":
+			if h.second == "NOT" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// textFacts is what the dialect's own rules read in a text (see
+// mayChangeTx and hidesChanges).
+type textFacts struct {
+	mayChangeTx  bool
+	hidesChanges bool
+}
+
+// textMemo remembers textFacts for the texts seen recently: they are asked
+// of every statement.
+var textMemo = sqllex.NewMemo(func(query string) textFacts {
+	return textFacts{mayChangeTx: mayChangeTx(query), hidesChanges: hidesChanges(query)}
+})

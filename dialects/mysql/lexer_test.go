@@ -66,11 +66,57 @@ func TestStatementKeywords(t *testing.T) {
 	}
 }
 
+// TestHidesChanges: SQL built at run time and compound statements count as
+// changes whose report the server may not send.
+func TestHidesChanges(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"SELECT 1", false},
+		{"BEGIN", false},
+		{"BEGIN WORK", false},
+		{"begin; insert into t values (1)", false},
+		{"SELECT 'EXECUTE IMMEDIATE', `BEGIN` FROM t", false},
+		{"SELECT a FROM t WHERE b = 'x;EXECUTE s'", false},
+		{"INSERT INTO t (execute) VALUES (1)", false},
+		{"CALL p()", false}, // stored programs are not looked into
+		{"EXECUTE IMMEDIATE 'SET @v = 42'", true},
+		{"execute immediate concat('SELECT GET', '_LOCK(''x'', 0)')", true},
+		{"EXECUTE s USING @a", true},
+		{"SELECT 1; EXECUTE IMMEDIATE 'SET @v = 1'", true},
+		{"/* x */ EXECUTE IMMEDIATE 'DO 1'", true},
+		{"BEGIN NOT ATOMIC SET @v = 42; END", true},
+		{"begin  not atomic select get_lock('x', 0); end", true},
+		{"lbl: BEGIN NOT ATOMIC END", true},
+		{"lbl : LOOP LEAVE lbl; END LOOP", true},
+		{"`my label`: BEGIN NOT ATOMIC END", true},
+		{"IF 1 THEN SET @v = 1; END IF", true},
+		{"CASE WHEN 1 THEN SELECT 1; END CASE", true},
+		{"WHILE 0 DO SELECT 1; END WHILE", true},
+		{"REPEAT SELECT 1; UNTIL 1 END REPEAT", true},
+		{"FOR i IN 1..2 DO SELECT i; END FOR", true},
+		{"/*!50000 SELECT 1 */", true},
+		{"SELECT 'unterminated", true},
+		{"SELECT '\\'; EXECUTE IMMEDIATE '", true}, // where statements start depends on sql_mode
+	} {
+		if got := hidesChanges(tc.query); got != tc.want {
+			t.Errorf("hidesChanges(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+		if got := textMemo.Get(tc.query); got.hidesChanges != tc.want || got.mayChangeTx != mayChangeTx(tc.query) {
+			t.Errorf("textMemo.Get(%q) = %+v", tc.query, got)
+		}
+	}
+}
+
 func FuzzStatementKeywords(f *testing.F) {
 	f.Add("SELECT 1; BEGIN")
 	f.Add("/*!40101 START TRANSACTION */")
+	f.Add("lbl: BEGIN NOT ATOMIC SET @v = 1; END")
+	f.Add("`l`:LOOP")
 	f.Fuzz(func(t *testing.T, q string) {
 		statementKeywords(q)
 		mayChangeTx(q)
+		hidesChanges(q)
 	})
 }
