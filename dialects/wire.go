@@ -9,9 +9,12 @@ package dialects
 // another connection. A Conn that cannot see its bytes does not implement
 // it, and its driver's own judgement stands.
 type WriteCounter interface {
-	// Written returns the number of bytes written to the server on this
-	// connection since it opened. It is called between statements only,
-	// never while one runs.
+	// Written returns a count that moves whenever bytes may have been
+	// written to the server on this connection: the bytes themselves where
+	// the dialect sees them, or a coarser count (the PostgreSQL dialect,
+	// for a connection of Wrap's, counts the connection's closing: pgx
+	// sends a statement and fails it "safe to retry" only by closing).
+	// It is called between statements only, never while one runs.
 	Written() uint64
 }
 
