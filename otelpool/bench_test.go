@@ -4,31 +4,33 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/pooldriver/pooldriver"
 	"github.com/pooldriver/pooldriver/internal/fakedb"
 	"github.com/pooldriver/pooldriver/otelpool"
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // BenchmarkExec measures what a registration costs each statement (it
 // records a wait and a use time into the SDK's histograms), side by side
-// with the same pool unregistered, on the in-memory fake server of the root
-// package's benchmarks.
+// with the same pool unregistered and with a no-op Connector.Observe, which
+// costs what observing does to the pool (parking off) without otelpool's
+// recording, on the in-memory fake server of the root package's benchmarks.
 func BenchmarkExec(b *testing.B) {
-	for _, registered := range []bool{false, true} {
-		name := "unregistered"
-		if registered {
-			name = "registered"
-		}
+	for _, name := range []string{"unregistered", "observed", "registered"} {
 		b.Run(name, func(b *testing.B) {
 			srv := fakedb.NewServer("otelpool_" + name)
 			defer srv.Close()
 			c := pooldriver.Wrap(srv.Connector(), pooldriver.WithMaxConns(4))
 			db := sql.OpenDB(c)
 			defer db.Close()
-			if registered {
+			switch name {
+			case "observed":
+				defer c.Observe(func(pool.Timing, time.Duration) {})()
+			case "registered":
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 				defer func() { _ = mp.Shutdown(context.Background()) }()
 				reg, err := otelpool.Register(c, mp, "bench")

@@ -1,8 +1,11 @@
 // Package otelpool exports a pooldriver pool's metrics to OpenTelemetry,
-// named by the semantic conventions for database client connection pools:
+// as the semantic conventions for database client connection pools name
+// them (semconv v1.43.0, the newest of the otel module this one requires;
+// the instruments are made by its generated package dbconv):
 //
 //	db.client.connection.count             {connection}  state=idle|used
 //	db.client.connection.max               {connection}  pool_max_conns
+//	db.client.connection.idle.max          {connection}  pool_max_conns: every connection may sit idle
 //	db.client.connection.idle.min          {connection}  pool_min_idle_conns
 //	db.client.connection.pending_requests  {request}     statements waiting for a connection
 //	db.client.connection.timeouts          {timeout}     acquires that ended with ErrAcquireTimeout
@@ -10,9 +13,10 @@
 //	db.client.connection.wait_time         s             histogram
 //	db.client.connection.use_time          s             histogram
 //
-// each with the attribute db.client.connection.pool.name. The connections
-// are pooldriver's physical ones (see pooldriver.Stats), not database/sql's
-// logical ones.
+// each with the attribute db.client.connection.pool.name, through a meter
+// whose scope is [ScopeName] with the conventions' schema URL. The
+// connections are pooldriver's physical ones (see pooldriver.Stats), not
+// database/sql's logical ones.
 //
 //	db, err := pooldriver.Open(dsn)
 //	c, _ := pooldriver.ConnectorOf(db)
@@ -20,8 +24,12 @@
 //	defer reg.Unregister()
 //
 // The counts are read from the pool when a reader collects. The three
-// durations are recorded as the pool measures them, into histograms whose
-// default buckets are the pool's own (pool.HistogramBounds), from 1µs to 1m.
+// durations are recorded as the pool measures them (pooldriver's
+// Connector.Observe), into histograms whose default buckets are the pool's
+// own (pool.HistogramBounds), from 1µs to 1m. Observing every hold turns
+// the pool's parking off for the Connector while it is registered (see the
+// README, "Parking"): every hold is then timed, in use_time and in the
+// Connector's Stats.UseTime alike, and each hold takes the pool's lock.
 package otelpool
 
 import (
@@ -34,6 +42,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/embedded"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
 
 	"github.com/pooldriver/pooldriver"
 	"github.com/pooldriver/pooldriver/pool"
@@ -42,18 +52,21 @@ import (
 // ScopeName is the instrumentation scope of the meter Register uses.
 const ScopeName = "github.com/pooldriver/pooldriver/otelpool"
 
+// SchemaURL is the semantic conventions' schema the metrics follow.
+const SchemaURL = semconv.SchemaURL
+
 // Attribute keys of the semantic conventions.
 const (
-	PoolNameKey = attribute.Key("db.client.connection.pool.name")
-	StateKey    = attribute.Key("db.client.connection.state")
+	PoolNameKey = semconv.DBClientConnectionPoolNameKey
+	StateKey    = semconv.DBClientConnectionStateKey
 )
 
 // Register reports c's pool metrics, as described in the package comment,
 // through a meter of mp, with poolName as the pool name attribute (""
-// takes c.PoolName(): pool_name, else the DSN without its password). Call
-// Unregister on the result when c is closed, so that mp no longer reads it.
-// Several registrations of one Connector (with different providers or
-// names) are independent.
+// takes c.PoolName(), as the Connector's log lines do). Call Unregister on
+// the result when c is closed, so that mp no longer reads it. Several
+// registrations of one Connector (with different providers or names) are
+// independent.
 func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string) (metric.Registration, error) {
 	switch {
 	case c == nil:
@@ -64,59 +77,58 @@ func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string)
 	if poolName == "" {
 		poolName = c.PoolName()
 	}
-	m := mp.Meter(ScopeName)
-	name := attribute.NewSet(PoolNameKey.String(poolName))
-	idle := attribute.NewSet(PoolNameKey.String(poolName), StateKey.String("idle"))
-	used := attribute.NewSet(PoolNameKey.String(poolName), StateKey.String("used"))
+	m := mp.Meter(ScopeName, metric.WithSchemaURL(SchemaURL))
 
-	var errs []error
-	counter := func(name, unit, desc string) metric.Int64ObservableUpDownCounter {
-		i, err := m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return i
-	}
-	count := counter("db.client.connection.count", "{connection}", "The number of connections that are currently in state described by the state attribute.")
-	maxConns := counter("db.client.connection.max", "{connection}", "The maximum number of open connections allowed.")
-	minIdle := counter("db.client.connection.idle.min", "{connection}", "The minimum number of idle open connections allowed.")
-	pending := counter("db.client.connection.pending_requests", "{request}", "The number of current pending requests for an open connection.")
-	timeouts, err := m.Int64ObservableCounter("db.client.connection.timeouts", metric.WithUnit("{timeout}"),
-		metric.WithDescription("The number of connection timeouts that have occurred trying to obtain a connection from the pool."))
-	errs = append(errs, err)
+	count, errCount := dbconv.NewClientConnectionCountObservable(m)
+	maxConns, errMax := dbconv.NewClientConnectionMaxObservable(m)
+	idleMax, errIdleMax := dbconv.NewClientConnectionIdleMaxObservable(m)
+	idleMin, errIdleMin := dbconv.NewClientConnectionIdleMinObservable(m)
+	pending, errPending := dbconv.NewClientConnectionPendingRequestsObservable(m)
+	timeouts, errTimeouts := dbconv.NewClientConnectionTimeoutsObservable(m)
+	errs := []error{errCount, errMax, errIdleMax, errIdleMin, errPending, errTimeouts}
 
 	bounds := pool.HistogramBounds()
 	seconds := make([]float64, len(bounds))
 	for i, b := range bounds {
 		seconds[i] = b.Seconds()
 	}
-	histogram := func(name, desc string) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(seconds...))
-		errs = append(errs, err)
-		return h
-	}
-	var hists [3]metric.Float64Histogram
-	hists[pool.TimingWait] = histogram("db.client.connection.wait_time", "The time it took to obtain an open connection from the pool.")
-	hists[pool.TimingUse] = histogram("db.client.connection.use_time", "The time between borrowing a connection and returning it to the pool.")
-	hists[pool.TimingCreate] = histogram("db.client.connection.create_time", "The time it took to create a new connection.")
-	if err := errors.Join(errs...); err != nil {
+	buckets := metric.WithExplicitBucketBoundaries(seconds...)
+	wait, errWait := dbconv.NewClientConnectionWaitTime(m, buckets)
+	use, errUse := dbconv.NewClientConnectionUseTime(m, buckets)
+	create, errCreate := dbconv.NewClientConnectionCreateTime(m, buckets)
+	if err := errors.Join(append(errs, errWait, errUse, errCreate)...); err != nil {
 		return nil, fmt.Errorf("otelpool: Register: %w", err)
 	}
+	var hists [3]metric.Float64Histogram
+	hists[pool.TimingWait] = wait.Inst()
+	hists[pool.TimingUse] = use.Inst()
+	hists[pool.TimingCreate] = create.Inst()
 
+	name := attribute.NewSet(count.AttrClientConnectionPoolName(poolName))
+	idle := attribute.NewSet(count.AttrClientConnectionPoolName(poolName), count.AttrClientConnectionState(dbconv.ClientConnectionStateIdle))
+	used := attribute.NewSet(count.AttrClientConnectionPoolName(poolName), count.AttrClientConnectionState(dbconv.ClientConnectionStateUsed))
+	// The SDK accepts only its own instruments, not dbconv's wrappers.
+	countI, maxI, idleMaxI, idleMinI := count.Inst(), maxConns.Inst(), idleMax.Inst(), idleMin.Inst()
+	pendingI, timeoutsI := pending.Inst(), timeouts.Inst()
 	cb, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := c.Stats()
-		o.ObserveInt64(count, int64(s.Idle), metric.WithAttributeSet(idle))
-		o.ObserveInt64(count, int64(s.Active), metric.WithAttributeSet(used))
-		o.ObserveInt64(maxConns, int64(s.MaxConns), metric.WithAttributeSet(name))
-		o.ObserveInt64(minIdle, int64(s.MinIdle), metric.WithAttributeSet(name))
-		o.ObserveInt64(pending, int64(s.Waiting), metric.WithAttributeSet(name))
-		o.ObserveInt64(timeouts, s.AcquireTimeouts, metric.WithAttributeSet(name))
+		o.ObserveInt64(countI, int64(s.Idle), metric.WithAttributeSet(idle))
+		o.ObserveInt64(countI, int64(s.Active), metric.WithAttributeSet(used))
+		o.ObserveInt64(maxI, int64(s.MaxConns), metric.WithAttributeSet(name))
+		// pooldriver has no cap of its own on idle connections: up to
+		// pool_max_conns of them may be idle.
+		o.ObserveInt64(idleMaxI, int64(s.MaxConns), metric.WithAttributeSet(name))
+		o.ObserveInt64(idleMinI, int64(s.MinIdle), metric.WithAttributeSet(name))
+		o.ObserveInt64(pendingI, int64(s.Waiting), metric.WithAttributeSet(name))
+		o.ObserveInt64(timeoutsI, s.AcquireTimeouts, metric.WithAttributeSet(name))
 		return nil
-	}, count, maxConns, minIdle, pending, timeouts)
+	}, countI, maxI, idleMaxI, idleMinI, pendingI, timeoutsI)
 	if err != nil {
 		return nil, fmt.Errorf("otelpool: Register: %w", err)
 	}
 
-	// Built once: recording then allocates nothing of ours.
+	// Built once: recording then allocates nothing of ours (dbconv's
+	// RecordSet would take a pooled slice per call).
 	opts := []metric.RecordOption{metric.WithAttributeSet(name)}
 	ctx := context.Background()
 	stop := c.Observe(func(t pool.Timing, d time.Duration) {
