@@ -274,12 +274,19 @@ func (c *conn) startTracking(ctx context.Context) error {
 	return nil
 }
 
+// openError is the error of a failed connect, scrubbed of the passwords.
 func (t *template) openError(err error, password string) error {
 	secrets := []string{password, t.cfg.Passwd}
 	if len(secrets[1]) > len(secrets[0]) {
 		secrets[0], secrets[1] = secrets[1], secrets[0]
 	}
-	return &redactedError{msg: "pooldriver: mysql: " + dialects.Scrub(err.Error(), secrets...), cause: err}
+	msg := err.Error()
+	if scrubbed := dialects.Scrub(msg, secrets...); scrubbed != msg {
+		return &redactedError{msg: "pooldriver: mysql: " + scrubbed, cause: err}
+	}
+	// Nothing to hide: the driver's own error, as the plain driver returns
+	// it (callers compare a dialer's error with ==).
+	return err
 }
 
 // redactedError carries a message from which every password has been
