@@ -26,12 +26,13 @@ const (
 	paramLeakThreshold     = "pool_leak_detection_threshold"
 	paramName              = "pool_name"
 	paramServerPooling     = "pool_server_pooling"
+	paramResetAlways       = "pool_reset_always"
 )
 
 var knownParams = []string{
 	paramAcquireTimeout, paramConnectTimeout, paramHealthCheckPeriod, paramLeakThreshold, paramMaxConnIdleTime,
 	paramMaxConnLifetime, paramLifetimeJitter, paramMaxConns, paramMinConns, paramMinIdleConns, paramMode, paramName,
-	paramServerPooling,
+	paramResetAlways, paramServerPooling,
 }
 
 // parseDSN finds the DSN's dialect and lets it split the DSN into a
@@ -98,6 +99,11 @@ func applyParams(s *settings, params map[string]string) error {
 			if err != nil {
 				err = fmt.Errorf("pooldriver: %s=%q: %w", k, v, err)
 			}
+		case paramResetAlways:
+			s.resetAlways, err = strconv.ParseBool(v)
+			if err != nil {
+				err = fmt.Errorf("pooldriver: %s=%q: not a boolean (want true or false)", k, v)
+			}
 		case paramServerPooling:
 			s.serverPooling, err = dialects.ParseServerPooling(v)
 			if err != nil {
@@ -142,6 +148,9 @@ func (s *settings) validate() error {
 	}
 	if s.serverPooling == dialects.ServerPoolingTransaction && s.mode == SessionMode {
 		return fmt.Errorf("pooldriver: pool_mode=session (or WithMode(SessionMode)) together with pool_server_pooling=transaction: %w", ErrNoServerSession)
+	}
+	if s.resetAlways && s.serverPooling == dialects.ServerPoolingTransaction {
+		return fmt.Errorf("pooldriver: pool_reset_always (or WithResetAlways) together with pool_server_pooling=transaction: the pooler, not pooldriver, decides which server session a client gets next; set its own reset (PgBouncer: server_reset_query_always = 1)")
 	}
 	if s.minIdleConns > s.maxConns {
 		return fmt.Errorf("pooldriver: pool_min_idle_conns/WithMinIdleConns (%d) is greater than pool_max_conns/WithMaxConns (%d)", s.minIdleConns, s.maxConns)

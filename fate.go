@@ -54,10 +54,17 @@ type connState struct {
 	holds   int   // holds using it: database/sql's logical conns, or a task's cleanup
 	task    *task // the task it is bound to, or nil
 	txOwner *tx   // the *sql.Tx whose transaction is open on it, when tx is txBegun
+
+	// resetAlways: whatever it saw, the Connector resets the session
+	// before the connection goes back to the pool (WithResetAlways), as
+	// the server does not report every change (PostgreSQL 15 does not
+	// report search_path, which a function may set). Set when the
+	// connection is made, never changed.
+	resetAlways bool
 }
 
 func (s connState) String() string {
-	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t", s.tx, s.session, s.rows, s.holds, s.task != nil)
+	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t resetAlways=%t", s.tx, s.session, s.rows, s.holds, s.task != nil, s.resetAlways)
 }
 
 // fate is what happens to a physical connection when a hold or a task lets
@@ -114,13 +121,18 @@ func decide(s connState, mode Mode) fate {
 			return fateKeepForTask
 		}
 	}
+	// Back to the pool. Every hold ran a statement on it (that is how a
+	// hold takes a connection), so with resetAlways it is dirty now; a
+	// task that keeps it is not told so (above): it resets at the task's
+	// end, when the connection comes back here.
 	open := s.tx != txNone
+	dirty := s.session == sessionDirty || s.resetAlways
 	switch {
-	case open && s.session == sessionDirty:
+	case open && dirty:
 		return fateRollbackReset
 	case open:
 		return fateRollback
-	case s.session == sessionDirty:
+	case dirty:
 		return fateReset
 	}
 	return fateRelease

@@ -31,6 +31,18 @@ func TestDecide(t *testing.T) {
 		{"session task, raw tx", connState{task: tk, tx: txRaw}, SessionMode, fateKeepForTask},
 		{"session task, lost", connState{task: tk, session: sessionLost}, SessionMode, fateDestroy},
 		{"session task, held", connState{task: tk, holds: 1}, SessionMode, fateInUse},
+
+		// WithResetAlways: whatever was seen, reset before the pool has it.
+		{"reset always, clean, unbound", connState{resetAlways: true}, TransactionMode, fateReset},
+		{"reset always, raw tx, unbound", connState{resetAlways: true, tx: txRaw}, TransactionMode, fateRollbackReset},
+		{"reset always, BeginTx tx, unbound", connState{resetAlways: true, tx: txBegun}, TransactionMode, fateRollbackReset},
+		{"reset always, dirty, unbound", connState{resetAlways: true, session: sessionDirty}, TransactionMode, fateReset},
+		{"reset always, lost", connState{resetAlways: true, session: sessionLost}, TransactionMode, fateDestroy},
+		{"reset always, held", connState{resetAlways: true, holds: 1}, TransactionMode, fateInUse},
+		{"reset always, rows open", connState{resetAlways: true, rows: 1}, TransactionMode, fateInUse},
+		{"reset always, transaction task, clean", connState{resetAlways: true, task: tk}, TransactionMode, fateReset},
+		{"reset always, transaction task, raw tx", connState{resetAlways: true, task: tk, tx: txRaw}, TransactionMode, fateKeepForTask},
+		{"reset always, session task", connState{resetAlways: true, task: tk}, SessionMode, fateKeepForTask},
 	}
 	for _, c := range cases {
 		if got := decide(c.st, c.mode); got != c.want {
@@ -48,24 +60,30 @@ func TestDecideInvariants(t *testing.T) {
 			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}} {
 				for _, bound := range []*task{nil, tk} {
 					for _, mode := range []Mode{TransactionMode, SessionMode} {
-						st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound}
-						f := decide(st, mode)
-						inUse := use.holds > 0 || use.rows > 0
-						switch {
-						case inUse && f != fateInUse:
-							t.Errorf("%v: %v while in use", st, f)
-						case !inUse && f == fateInUse:
-							t.Errorf("%v: in use while nothing uses it", st)
-						case !inUse && sess == sessionLost && f != fateDestroy:
-							t.Errorf("%v: a lost connection is not destroyed (%v)", st, f)
-						case f == fateKeepForTask && bound == nil:
-							t.Errorf("%v: kept for no task", st)
-						case f == fateRelease && (tx != txNone || sess != sessionClean):
-							t.Errorf("%v: released dirty", st)
-						case (f == fateReset || f == fateRollback) && sess == sessionDirty && tx != txNone:
-							t.Errorf("%v: %v leaves part of the state", st, f)
-						case !inUse && bound != nil && mode == SessionMode && sess != sessionLost && f != fateKeepForTask:
-							t.Errorf("%v: a session task's connection left its task (%v)", st, f)
+						for _, always := range []bool{false, true} {
+							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always}
+							f := decide(st, mode)
+							inUse := use.holds > 0 || use.rows > 0
+							switch {
+							case inUse && f != fateInUse:
+								t.Errorf("%v: %v while in use", st, f)
+							case !inUse && f == fateInUse:
+								t.Errorf("%v: in use while nothing uses it", st)
+							case !inUse && sess == sessionLost && f != fateDestroy:
+								t.Errorf("%v: a lost connection is not destroyed (%v)", st, f)
+							case f == fateKeepForTask && bound == nil:
+								t.Errorf("%v: kept for no task", st)
+							case f == fateRelease && (tx != txNone || sess != sessionClean):
+								t.Errorf("%v: released dirty", st)
+							case (f == fateReset || f == fateRollback) && sess == sessionDirty && tx != txNone:
+								t.Errorf("%v: %v leaves part of the state", st, f)
+							case !inUse && bound != nil && mode == SessionMode && sess != sessionLost && f != fateKeepForTask:
+								t.Errorf("%v: a session task's connection left its task (%v)", st, f)
+							case always && (f == fateRelease || f == fateRollback):
+								t.Errorf("%v: back to the pool without a reset (%v)", st, f)
+							case always && f == fateKeepForTask && decide(connState{tx: tx, session: sess, task: bound}, mode) != fateKeepForTask:
+								t.Errorf("%v: resetAlways made the task keep its connection", st)
+							}
 						}
 					}
 				}

@@ -48,6 +48,8 @@ var dsnCases = []dsnCase{
 			"&pool_leak_detection_threshold=30s&pool_name=orders",
 		maxConns: 4, str: "fake://srv",
 	},
+	{name: "reset always", dsn: "fake://srv?pool_reset_always=true", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
+	{name: "reset always off", dsn: "fake://srv?pool_reset_always=0", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
 	{name: "zero durations", dsn: "fake://srv?pool_acquire_timeout=0s&pool_max_conn_lifetime=0&pool_max_conn_idle_time=0", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
 
 	// Bad pool parameters.
@@ -72,6 +74,8 @@ var dsnCases = []dsnCase{
 	{name: "unknown server pooling", dsn: "fake://srv?pool_server_pooling=statement", errHas: []string{"pool_server_pooling", `"statement"`}},
 	{name: "server pooling the dialect cannot do", dsn: "fake://srv?pool_server_pooling=transaction", errHas: []string{"pool_server_pooling=transaction", "dialect"}},
 	{name: "session tasks behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_mode=session", errHas: []string{"pool_mode=session", "pool_server_pooling=transaction"}},
+	{name: "reset always not a boolean", dsn: "fake://srv?pool_reset_always=always", errHas: []string{"pool_reset_always", `"always"`}},
+	{name: "reset always behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_reset_always=true", errHas: []string{"pool_reset_always", "pool_server_pooling=transaction", "server_reset_query_always"}},
 	{name: "bad value with a password", dsn: "fake://u:" + secret + "@srv?pool_max_conns=0", errHas: []string{"pool_max_conns", `"0"`}},
 
 	// Bad DSNs.

@@ -51,6 +51,7 @@ type settings struct {
 	connectTimeout    time.Duration
 	mode              Mode
 	serverPooling     dialects.ServerPooling
+	resetAlways       bool
 	credentials       func(ctx context.Context) (user, password string, err error)
 	logger            *slog.Logger
 	breaker           pool.Strategy
@@ -175,6 +176,24 @@ func WithMode(m Mode) Option {
 			return fmt.Errorf("pooldriver: WithMode(%d): unknown mode", int(m))
 		}
 		s.mode = m
+		return nil
+	}
+}
+
+// WithResetAlways, when on, resets the session of every connection at the
+// end of every hold before another user can have it (pool_reset_always;
+// PgBouncer's server_reset_query_always): DISCARD ALL on PostgreSQL,
+// COM_RESET_CONNECTION on MySQL/MariaDB, a new connection where the dialect
+// cannot reset one. Without it, pooldriver resets a connection only when it
+// saw the session change, from what the server reports and the statement's
+// text; a change made where neither shows (PostgreSQL 15 does not report
+// search_path, which a function may set) then reaches the next user, as
+// with the plain driver. A task's connection is reset when the task lets
+// go of it. It costs a round trip or two per hold (see the README).
+// Default: off.
+func WithResetAlways(on bool) Option {
+	return func(s *settings) error {
+		s.resetAlways = on
 		return nil
 	}
 }
