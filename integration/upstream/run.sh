@@ -72,7 +72,9 @@ if [ -n "${UPSTREAM_REV:-}" ]; then
 	git -C "$repo" archive "$UPSTREAM_REV" | tar -x -C "$pd"
 	log "pooldriver at $(git -C "$repo" rev-parse --short "$UPSTREAM_REV")"
 else
-	log "pooldriver: working tree of $repo at $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- . 2>/dev/null || echo ' (with local changes)')"
+	rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null) || rev="?"
+	git -C "$repo" diff --quiet HEAD -- . 2>/dev/null || rev+=" (with local changes)"
+	log "pooldriver: working tree of $repo at $rev"
 fi
 
 # reachable <host:port>: whether a server answers there.
