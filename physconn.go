@@ -85,6 +85,7 @@ type physConn struct {
 func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
 	pc := &physConn{c: c, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
+	pc.st.resetAlways = c.s.resetAlways
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
 	// A dialect that prepares statements its own way (PostgreSQL behind a

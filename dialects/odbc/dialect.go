@@ -169,6 +169,7 @@ func (t *template) openError(err error, password string) error {
 			secrets = append(secrets, b, b[1:len(b)-1])
 		}
 	}
+	secrets = append(secrets, t.d.secrets...) // other attributes that hold a password
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	cause := err
 	var oe *odbc.Error
