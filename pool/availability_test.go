@@ -466,8 +466,8 @@ func mustAcquireInt(t *testing.T, p *Pool[int]) *Resource[int] {
 // TestFullBackendTrimsIdle: a pool keeps its idle resources while nothing
 // says the backend is full; once one of its factory calls found the
 // backend at its limit, it gives back what sits idle longer than
-// IdleTimeUnderPressure, keeping what it uses and Min, for as long as the
-// pressure lasts.
+// IdleTimeUnderPressure (parked ones included), keeping what it uses and
+// Min, for as long as the pressure lasts.
 func TestFullBackendTrimsIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b backend
@@ -476,6 +476,7 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 		cfg.Min = 1
 		cfg.AtLimit = atLimit
 		p := newStrategyPool(t, cfg, 0, 250*time.Millisecond)
+		synctest.Wait() // the pre-warm to Min
 		take := func(n int) []*Resource[*item] {
 			var rs []*Resource[*item]
 			for range n {
@@ -506,6 +507,11 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 			t.Fatal(res.err)
 		}
 		res.r.Release()
+		// One caller parks its resource and does not come back for it.
+		parked := mustAcquire(t, p)
+		if !parked.Park() {
+			t.Fatal("Park refused")
+		}
 		// One caller goes on using one resource; the rest sits idle.
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -524,6 +530,9 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 		synctest.Wait()
 		if s := p.Stats(); s.Total != 1 || s.IdleTrimmed != 5 {
 			t.Fatalf("3s after the backend was found full: %+v, want the 5 unused given back", s)
+		}
+		if parked.Unpark() {
+			t.Fatal("the parked resource was not given back")
 		}
 		// A minute later the pressure is over: idle resources are kept.
 		time.Sleep(time.Minute)

@@ -56,18 +56,24 @@ func (p *Pool[T]) trimIdle() {
 		p.mu.Unlock()
 		return
 	}
-	var gone []*Resource[T]
-	for p.total-len(gone) > p.cfg.Min && p.idle.Len() > p.cfg.MinIdle {
-		r, _ := p.idle.PeekFront() // the longest idle (see putLocked)
-		if now-r.idleSince < p.cfg.IdleTimeUnderPressure {
-			break
+	// Parked resources are idle too (their holder parked them when it
+	// last let go): into the ring with the others, where their holder's
+	// Unpark no longer finds them.
+	p.unparkAllLocked(now)
+	idle, n := p.idle.Len(), 0
+	gone := p.idle.Filter(func(r *Resource[T]) bool {
+		// Oldest first, mostly: the ring's front is the longest idle.
+		if p.total-n <= p.cfg.Min || idle-n <= p.cfg.MinIdle || now-r.idleSince < p.cfg.IdleTimeUnderPressure {
+			return true
 		}
-		p.idle.PopFront()
-		r.state.Store(stateDestroyed)
-		gone = append(gone, r)
-	}
+		n++
+		return false
+	}, nil)
 	p.stats.trimmed += int64(len(gone))
 	p.armTrimLocked()
+	for _, r := range gone {
+		r.state.Store(stateDestroyed)
+	}
 	p.mu.Unlock()
 	for _, r := range gone {
 		p.destroy(r, true)
