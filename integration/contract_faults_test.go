@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,13 +54,19 @@ type taskOutcome struct {
 }
 
 func contractShortContexts(t *testing.T, s server, db *subject) {
-	const (
-		tasks   = 500
-		workers = 4
-	)
+	const workers = 4
+	tasks := 500
+	if testing.Short() {
+		tasks = 150
+	}
 	table := db.table(t, s, "cauto", "id int PRIMARY KEY")
 	insert := "INSERT INTO " + table + " VALUES (" + s.placeholder(1) + ")"
-	c := timeout(t, 60*time.Second)
+	c := timeout(t, hangTimeout)
+	// BEGIN's context ends at a random point up to 1.5ms, or up to twice
+	// what a statement takes on this machine now if that is longer: some
+	// end before the BEGIN is sent, some while it runs, some after, and
+	// some tasks get through, however loaded the machine.
+	window := max(1500*time.Microsecond, 2*statementTime(t, db))
 
 	outcomes := make([]taskOutcome, tasks)
 	var next atomic.Int64
@@ -79,7 +86,7 @@ func contractShortContexts(t *testing.T, s server, db *subject) {
 					cancel()
 					continue
 				}
-				bc, cancelBegin := context.WithTimeout(task, rand.N(1500*time.Microsecond))
+				bc, cancelBegin := context.WithTimeout(task, rand.N(window))
 				_, o.begin = r.ExecContext(bc, "BEGIN")
 				cancelBegin()
 				_, o.insert = r.ExecContext(task, insert, id)
@@ -123,7 +130,7 @@ func contractShortContexts(t *testing.T, s server, db *subject) {
 			}
 		}
 	}
-	t.Logf("%d tasks started, %d BEGINs returned nil, %d tasks committed, %d rows", started, begun, committed, len(present))
+	t.Logf("%d tasks started, %d BEGINs returned nil, %d tasks committed, %d rows (BEGIN's contexts: up to %v)", started, begun, committed, len(present), window)
 	for _, id := range firstN(stray, 5) {
 		o := outcomes[id]
 		t.Logf("stray row %d: BEGIN %v; INSERT %v; COMMIT %v", id, o.begin, o.insert, o.commit)
@@ -137,10 +144,24 @@ func contractShortContexts(t *testing.T, s server, db *subject) {
 
 func firstN(ids []int, n int) []int { return ids[:min(n, len(ids))] }
 
+// statementTime is the median time of a short statement through db, now.
+func statementTime(t *testing.T, db *subject) time.Duration {
+	t.Helper()
+	times := make([]time.Duration, 15)
+	for i := range times {
+		start := time.Now()
+		_, err := db.ExecContext(ctx(t), "SELECT 1")
+		require.NoError(t, err)
+		times[i] = time.Since(start)
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
+}
+
 func contractKilledRawTx(t *testing.T, s server, db *subject) {
 	table := db.table(t, s, "ckill", "id int")
 	insert := "INSERT INTO " + table + " VALUES (" + s.placeholder(1) + ")"
-	task, r, end, err := db.startTask(timeout(t, 20*time.Second), pooldriver.TransactionMode)
+	task, r, end, err := db.startTask(timeout(t, hangTimeout), pooldriver.TransactionMode)
 	require.NoError(t, err)
 	defer end()
 
@@ -206,6 +227,7 @@ const (
 	balanceInitial  = 100
 	balanceWorkers  = 8
 	balanceRun      = 5 * time.Second
+	balanceRunShort = 2 * time.Second // under -short (make test)
 )
 
 // transferStage is how far a transfer got.
@@ -234,7 +256,11 @@ func contractKillsKeepBalance(t *testing.T, s server, db *subject, raw bool) {
 	credit := fmt.Sprintf("UPDATE %s SET balance = balance + %s WHERE id = %s", accounts, p(1), p(2))
 	record := fmt.Sprintf("INSERT INTO %s VALUES (%s, %s, %s, %s)", ledger, p(1), p(2), p(3), p(4))
 
-	runCtx, stopRun := context.WithTimeout(context.Background(), balanceRun)
+	run := balanceRun
+	if testing.Short() {
+		run = balanceRunShort
+	}
+	runCtx, stopRun := context.WithTimeout(context.Background(), run)
 	defer stopRun()
 	var (
 		mu        sync.Mutex // protects transfers

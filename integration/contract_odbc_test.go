@@ -233,7 +233,7 @@ func contractODBCTxsOfOneTask(t *testing.T, db *odbcSubject) {
 	s := db.s
 	table := db.table(t, "octx2", "id int")
 	insert := "INSERT INTO " + table + " VALUES (?)"
-	task, end := pooldriver.WithTask(timeout(t, 60*time.Second), db.mode)
+	task, end := pooldriver.WithTask(timeout(t, hangTimeout), db.mode)
 	defer end()
 
 	var (
@@ -294,7 +294,7 @@ func TestContractODBCConnIsOneSession(t *testing.T) {
 func contractODBCConnIsOneSession(t *testing.T, db *odbcSubject) {
 	s, q := db.s, odbcContract(db.s)
 	table := db.table(t, "ocsess", "id int")
-	c := timeout(t, 90*time.Second)
+	c := timeout(t, hangTimeout)
 
 	// Other users of the *sql.DB, all along.
 	stop := make(chan struct{})
@@ -404,7 +404,7 @@ func TestContractODBCNoDirtyConn(t *testing.T) {
 
 func contractODBCNoDirtyConn(t *testing.T, db *odbcSubject) {
 	table := db.table(t, "ocdirty", "id int")
-	c := timeout(t, 120*time.Second)
+	c := timeout(t, hangTimeout)
 	probes := odbcDirtyingStatements(db.s)
 	defaults := make([]string, len(probes))
 	for i, p := range probes {
@@ -475,7 +475,7 @@ func contractODBCKilledRawTx(t *testing.T, db *odbcSubject, useConn bool) {
 	s := db.s
 	table := db.table(t, "ockill", "id int")
 	insert := "INSERT INTO " + table + " VALUES (?)"
-	c := timeout(t, 90*time.Second)
+	c := timeout(t, hangTimeout)
 	task, end := pooldriver.WithTask(c, db.mode)
 	defer end()
 	var r runner = db.DB
@@ -530,7 +530,7 @@ func TestContractODBCNoHang(t *testing.T) {
 
 func contractODBCNoHang(t *testing.T, db *odbcSubject, way string) {
 	table := db.table(t, "ochang", "id int")
-	c := timeout(t, 60*time.Second)
+	c := timeout(t, hangTimeout)
 	task, end := pooldriver.WithTask(c, pooldriver.TransactionMode)
 	defer end()
 	var (
@@ -571,7 +571,7 @@ func contractODBCNoHang(t *testing.T, db *odbcSubject, way string) {
 		n++
 		done := make(chan result, 1)
 		go func() {
-			c, cancel := context.WithTimeout(sc, 5*time.Second)
+			c, cancel := context.WithTimeout(sc, amidRowsTimeout)
 			defer cancel()
 			start := time.Now()
 			_, err := r.ExecContext(c, "INSERT INTO "+table+" VALUES (1)")
@@ -580,8 +580,8 @@ func contractODBCNoHang(t *testing.T, db *odbcSubject, way string) {
 		select {
 		case res := <-done:
 			t.Logf("statement amid open rows: %v after %v", res.err, res.elapsed)
-			require.Less(t, res.elapsed, 2*time.Second, "the statement waited for the open rows")
-		case <-time.After(10 * time.Second):
+			require.Less(t, res.elapsed, amidRowsTimeout/2, "the statement waited for the open rows")
+		case <-time.After(2 * amidRowsTimeout):
 			t.Fatal("the statement amid open rows hung past its context")
 		}
 	}

@@ -129,11 +129,11 @@ func (sub *subject) closeAndCheck(t *testing.T) {
 }
 
 // closeAndDrain closes db, then waits until the server lists none of its
-// sessions (backends). Any still there after 15 s are an error, and killed,
+// sessions (backends). Any still there after waitLimit are an error, and killed,
 // so that they cannot hold locks that would block the cleanup's DROP TABLE.
 func closeAndDrain(t *testing.T, db *sql.DB, backends func(*testing.T) []int64, kill func(*testing.T, int64)) {
 	_ = db.Close()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -245,7 +245,7 @@ func inBothModes(t *testing.T, scenario func(t *testing.T, s server, db *subject
 func contractTxsOfOneTask(t *testing.T, s server, db *subject) {
 	table := db.table(t, s, "ctx2", "id int")
 	insert := "INSERT INTO " + table + " VALUES (" + s.placeholder(1) + ")"
-	task, end := pooldriver.WithTask(timeout(t, 15*time.Second), db.mode)
+	task, end := pooldriver.WithTask(timeout(t, hangTimeout), db.mode)
 	defer end()
 
 	var (
@@ -304,7 +304,7 @@ func TestContractConnIsOneSession(t *testing.T) {
 
 func contractConnIsOneSession(t *testing.T, s server, db *subject) {
 	table := db.table(t, s, "csess", "id int")
-	c := timeout(t, 20*time.Second)
+	c := timeout(t, hangTimeout)
 
 	// Other users of the *sql.DB, all along.
 	stop := make(chan struct{})
@@ -463,7 +463,7 @@ func TestContractHiddenSetting(t *testing.T) {
 			}
 		})
 		forEachFlavour(t, s, allFlavours, dbOpts{maxConns: 1}, func(t *testing.T, s server, db *subject) {
-			c := timeout(t, 30*time.Second)
+			c := timeout(t, hangTimeout)
 			var def string
 			require.NoError(t, db.QueryRowContext(c, "SHOW TimeZone").Scan(&def))
 			require.NotEqual(t, "Pacific/Chatham", def)
@@ -502,7 +502,7 @@ func TestContractHiddenSetting(t *testing.T) {
 
 func contractNoDirtyConn(t *testing.T, s server, db *subject) {
 	table := db.table(t, s, "cdirty", "id int")
-	c := timeout(t, 30*time.Second)
+	c := timeout(t, hangTimeout)
 	probes := dirtyingStatements(s)
 	defaults := make([]string, len(probes))
 	for i, p := range probes {
@@ -584,9 +584,15 @@ func TestContractNoHang(t *testing.T) {
 	})
 }
 
+// amidRowsTimeout is the context of contractNoHang's statement amid open
+// rows. One that waits for the rows to be closed returns only when it
+// ends; one that does not returns in a few round trips, which on a loaded
+// machine can be a second or more: half of it tells the two apart.
+const amidRowsTimeout = 20 * time.Second
+
 func contractNoHang(t *testing.T, s server, db *subject, way string) {
 	table := db.table(t, s, "chang", "id int")
-	c := timeout(t, 30*time.Second)
+	c := timeout(t, hangTimeout)
 	task, end := pooldriver.WithTask(c, pooldriver.TransactionMode)
 	defer end()
 	var (
@@ -633,7 +639,7 @@ func contractNoHang(t *testing.T, s server, db *subject, way string) {
 	for rows.Next() {
 		done := make(chan result, 1)
 		go func() {
-			c, cancel := context.WithTimeout(cmp.Or(mid, sc), 5*time.Second)
+			c, cancel := context.WithTimeout(cmp.Or(mid, sc), amidRowsTimeout)
 			defer cancel()
 			start := time.Now()
 			_, err := r.ExecContext(c, "INSERT INTO "+table+" VALUES (1)")
@@ -642,8 +648,8 @@ func contractNoHang(t *testing.T, s server, db *subject, way string) {
 		select {
 		case res := <-done:
 			t.Logf("statement amid open rows: %v after %v", res.err, res.elapsed)
-			require.Less(t, res.elapsed, 2*time.Second, "the statement waited for the open rows")
-		case <-time.After(10 * time.Second):
+			require.Less(t, res.elapsed, amidRowsTimeout/2, "the statement waited for the open rows")
+		case <-time.After(2 * amidRowsTimeout):
 			t.Fatal("the statement amid open rows hung past its context")
 		}
 	}
@@ -671,7 +677,7 @@ func TestContractStaleStatements(t *testing.T) {
 func contractStaleStatements(t *testing.T, s server, db *subject) {
 	table := db.table(t, s, "cstale", "a int")
 	s.adminExec(t, "INSERT INTO "+table+" VALUES (1)")
-	c := timeout(t, 20*time.Second)
+	c := timeout(t, hangTimeout)
 	query := "SELECT * FROM " + table
 	columns := func(q interface {
 		QueryContext(context.Context, ...any) (*sql.Rows, error)
@@ -771,6 +777,7 @@ func contractKilledWarmConns(t *testing.T, s server, db *subject) {
 		db.tn.waitConns(t, warm)
 	}
 	killed := db.tn.backends(t)
+	sockets := db.tn.sockets(t)
 	for _, id := range killed {
 		db.tn.kill(t, id)
 	}
@@ -782,11 +789,11 @@ func contractKilledWarmConns(t *testing.T, s server, db *subject) {
 	// the client's socket, where the idle check looks (seen once in CI,
 	// with the suite's parallel tests beside it). Connections killed that
 	// recently are indistinguishable from live ones for any client that
-	// does not ping (pgx's stdlib pings only after 1s idle); give the
-	// kernel a moment.
-	time.Sleep(250 * time.Millisecond)
+	// does not ping (pgx's stdlib pings only after 1s idle); wait until
+	// the kernel has the close.
+	sockets.waitClosed(t)
 
-	c := timeout(t, 20*time.Second)
+	c := timeout(t, hangTimeout)
 	for i := range 2 * warm {
 		var one int
 		require.NoError(t, db.QueryRowContext(c, "SELECT 1").Scan(&one), "statement %d after the kill", i)

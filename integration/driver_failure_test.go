@@ -46,10 +46,12 @@ func TestServerKillsIdle(t *testing.T) {
 				idleSince := time.Now()
 				killed := tn.backends(t)
 				require.Len(t, killed, maxConns)
+				sockets := tn.sockets(t)
 				for _, id := range killed {
 					tn.kill(t, id)
 				}
 				tn.waitConns(t, 0)
+				sockets.waitClosed(t) // what the pool's look at an idle connection sees (contractKilledWarmConns)
 				if pastThreshold {
 					// The scenario is time itself: connections idle that long.
 					waitFor(t, "the connections idle past the ping threshold", func() bool {

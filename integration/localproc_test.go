@@ -61,7 +61,7 @@ func (b *syncBuffer) String() string {
 
 // startLocalProcess runs path with args, waits until addr accepts TCP
 // connections (failing the test if the process exits first or takes longer
-// than 15s), and stops it when the test ends: SIGTERM, then SIGKILL after
+// than startLimit), and stops it when the test ends: SIGTERM, then SIGKILL after
 // 5s, and the test fails if it is still not gone. Its output is logged when
 // the test fails.
 func startLocalProcess(t testing.TB, addr, path string, args ...string) *localProcess {
@@ -82,7 +82,7 @@ func startLocalProcess(t testing.TB, addr, path string, args ...string) *localPr
 			t.Logf("%s output:\n%s", p.name, p.out)
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(startLimit)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -95,10 +95,19 @@ func startLocalProcess(t testing.TB, addr, path string, args ...string) *localPr
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not listen on %s after 15s: %v\n%s", p.name, addr, err, p.out)
+			t.Fatalf("%s does not listen on %s after %v: %v\n%s", p.name, addr, startLimit, err, p.out)
 		}
 	}
 }
+
+// startLimit bounds how long a helper server takes to listen, and
+// pgCtlLimit one of PostgreSQL's programs (initdb, pg_ctl): guards against
+// a hang, generous enough for a machine at load 20, where initdb takes ten
+// times its few seconds.
+const (
+	startLimit = time.Minute
+	pgCtlLimit = 3 * time.Minute
+)
 
 // stop ends the process and reaps it; calling it again does nothing.
 func (p *localProcess) stop(t testing.TB) {
@@ -166,7 +175,7 @@ func startLocalPG(t *testing.T) *localPG {
 		require.NoError(t, os.Chown(dir, uid, gid))
 	}
 	pg.port = freePort(t)
-	pg.run(t, 60*time.Second, "initdb", "-D", pg.data(), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
+	pg.run(t, pgCtlLimit, "initdb", "-D", pg.data(), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
 	conf := fmt.Sprintf("port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\nmax_connections = 50\n", pg.port, dir)
 	f, err := os.OpenFile(filepath.Join(pg.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
@@ -174,7 +183,7 @@ func startLocalPG(t *testing.T) *localPG {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	pg.start(t)
-	t.Cleanup(func() { _ = pg.runErr(60*time.Second, "pg_ctl", "-D", pg.data(), "-w", "stop", "-m", "immediate") })
+	t.Cleanup(func() { _ = pg.runErr(pgCtlLimit, "pg_ctl", "-D", pg.data(), "-w", "stop", "-m", "immediate") })
 	return pg
 }
 
@@ -194,7 +203,7 @@ func (pg *localPG) stop(t *testing.T) { pg.ctl(t, "stop", "-m", "immediate") }
 
 func (pg *localPG) ctl(t *testing.T, args ...string) {
 	t.Helper()
-	pg.run(t, 60*time.Second, "pg_ctl", append([]string{"-D", pg.data(), "-w", "-t", "50"}, args...)...)
+	pg.run(t, pgCtlLimit, "pg_ctl", append([]string{"-D", pg.data(), "-w", "-t", strconv.Itoa(int((pgCtlLimit - 10*time.Second).Seconds()))}, args...)...)
 }
 
 // run runs one of PostgreSQL's programs as the cluster's user, bounded by

@@ -40,8 +40,9 @@ const migrateCycles = 20
 
 // migrateOpLimit bounds one migration call; the tools' own lock timeouts
 // (10s) are shorter, so a lock that cannot be taken is an error, and only a
-// call stuck elsewhere hits this.
-const migrateOpLimit = 20 * time.Second
+// call stuck elsewhere hits this. A guard against a hang: a minute, for a
+// call that takes a second on a machine at load 20.
+const migrateOpLimit = time.Minute
 
 // migrateLockTimeout is how long the tools, and PostgreSQL (lock_timeout),
 // wait for a lock.
@@ -285,6 +286,7 @@ func forEachVia(t *testing.T, s server, f func(t *testing.T, tg *migTarget, db *
 // is left held after any of them, and the migrations table ends empty (no
 // version, not dirty).
 func TestMigrateGolangMigrate(t *testing.T) {
+	longTest(t)
 	t.Parallel()
 	forEachServer(t, func(t *testing.T, s server) {
 		t.Parallel()
@@ -390,6 +392,7 @@ func TestMigrateGolangMigrate(t *testing.T) {
 // succeeds, no advisory lock is left held after any of them, and the
 // version table ends at version 0.
 func TestMigrateGoose(t *testing.T) {
+	longTest(t)
 	t.Parallel()
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		t.Parallel()

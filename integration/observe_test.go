@@ -290,15 +290,15 @@ func (tn *tenant) running(t *testing.T, marker string) int64 {
 	return tn.s.adminInt(t, q, tn.name, marker)
 }
 
-// waitFor polls cond until it holds or 15s pass.
+// waitFor polls cond until it holds or waitLimit passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting %v for %s", waitLimit, what)
 		}
 		<-tick.C
 	}

@@ -287,15 +287,15 @@ func (tn *odbcTenant) openTxs(t *testing.T) int64 {
 		JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id WHERE p.USER = ?`, tn.user)
 }
 
-// odbcWaitFor polls cond until it holds or 15s pass.
+// odbcWaitFor polls cond until it holds or waitLimit passes.
 func odbcWaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting %v for %s", waitLimit, what)
 		}
 		<-tick.C
 	}

@@ -336,13 +336,14 @@ func TestODBCTaskEndRollsBack(t *testing.T) {
 
 // TestODBCAcquireTimeout: with the only connection held by a task's
 // transaction, a statement waits pool_acquire_timeout and fails with
-// ErrAcquireTimeout; the caller's shorter deadline wins.
+// ErrAcquireTimeout; the caller's shorter deadline wins (TestAcquireTimeout
+// says why the timeout is seconds).
 func TestODBCAcquireTimeout(t *testing.T) {
 	t.Parallel()
 	forEachODBCServer(t, func(t *testing.T, s odbcServer) {
 		t.Parallel()
 		tn := newODBCTenant(t, s)
-		const timeout = 300 * time.Millisecond
+		const timeout = 2 * time.Second
 		db, c := tn.open(t, "pool_max_conns=1;pool_acquire_timeout="+timeout.String())
 
 		task, end := pooldriver.WithTask(ctx(t))
@@ -361,6 +362,7 @@ func TestODBCAcquireTimeout(t *testing.T) {
 		start = time.Now()
 		_, err = db.ExecContext(short, "SELECT 1")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, pooldriver.ErrAcquireTimeout, "the caller's shorter deadline did not win")
 		assert.Less(t, time.Since(start), timeout)
 
 		require.NoError(t, tx.Commit())

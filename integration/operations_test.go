@@ -78,7 +78,10 @@ func TestLeakDetection(t *testing.T) {
 		t.Parallel()
 		tn := newTenant(t, s)
 		h, logger := newLogLines()
-		db, c := tn.open(t, "pool_leak_detection_threshold=200ms&pool_name=leaky", pooldriver.WithLogger(logger))
+		// The threshold is seconds: on a loaded machine one of the quick
+		// statements below can hold its connection for a few hundred
+		// milliseconds, and must not count as a leak.
+		db, c := tn.open(t, "pool_leak_detection_threshold=2s&pool_name=leaky", pooldriver.WithLogger(logger))
 		for range 10 {
 			_, err := db.ExecContext(ctx(t), "SELECT 1")
 			require.NoError(t, err)
@@ -143,6 +146,9 @@ func TestConnectorReset(t *testing.T) {
 		for range 20 {
 			assert.NotContains(t, old, backendID(t, db, ctx(t), s))
 		}
+		// The server may list a session as gone before the pool has
+		// counted its close: on a loaded machine, by a time slice.
+		settle(t, func() bool { return c.Stats().Destroyed >= 3 })
 		assert.EqualValues(t, 3, c.Stats().Destroyed)
 	})
 }

@@ -97,9 +97,10 @@ func queryRowLoad(ctx context.Context, db *sql.DB, prepared bool) (int, error) {
 // exec mode; pooldriver with pool_server_pooling=transaction fails in
 // neither.
 func TestPgBouncerPlainPgxVersusPooldriver(t *testing.T) {
+	longTest(t)
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		b := startPgBouncer(t, s, 4)
-		c := ctx(t)
+		c := timeout(t, hangTimeout) // seven loads of 3,200 queries
 
 		// Plain pgx, the DSN as is: its statement cache names statements
 		// on server sessions the next transaction may not get.
@@ -146,6 +147,7 @@ func TestPgBouncerPlainPgxVersusPooldriver(t *testing.T) {
 // to the server the same DSN works, and pool_server_pooling=none skips the
 // check.
 func TestPgBouncerFoundWithoutTheParameter(t *testing.T) {
+	longTest(t)
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		b := startPgBouncer(t, s, 4)
 		c := ctx(t)
@@ -169,6 +171,7 @@ func TestPgBouncerFoundWithoutTheParameter(t *testing.T) {
 // TestPgBouncerTransactionPooling: behind transaction pooling with
 // pool_server_pooling=transaction, everything but a session works.
 func TestPgBouncerTransactionPooling(t *testing.T) {
+	longTest(t)
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		b := startPgBouncer(t, s, 4)
 		db, conn := openPooled(t, b.dsn(bouncerTx, behindTx, "pool_max_conns=8"))
@@ -267,7 +270,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 		})
 
 		t.Run("prepared statements", func(t *testing.T) {
-			c := ctx(t)
+			c := timeout(t, hangTimeout)
 			ins, err := db.PrepareContext(c, "INSERT INTO "+table+" VALUES ($1, $2)")
 			require.NoError(t, err)
 			defer ins.Close()
@@ -332,6 +335,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 // every committed write is there, and the server never sees more than 4
 // connections from PgBouncer.
 func TestPgBouncerFourInstances(t *testing.T) {
+	longTest(t)
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		b := startPgBouncer(t, s, 4)
 		direct := openPlainPgx(t, s.dsn, 2)
@@ -348,8 +352,7 @@ func TestPgBouncerFourInstances(t *testing.T) {
 			stmts[i], err = dbs[i].PrepareContext(ctx(t), "INSERT INTO "+table+" VALUES ($1, $2, 'stmt')")
 			require.NoError(t, err)
 		}
-		c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
+		c := timeout(t, hangTimeout)
 
 		var tally errorTally
 		var committed atomic.Int64
@@ -491,6 +494,7 @@ func rawTaskInsert(c context.Context, db *sql.DB, table string, id, inst int) er
 // behind for the next task, as plain pgx keeps it on a *sql.Conn; GORM,
 // sqlx and named prepared statements work.
 func TestPgBouncerSessionPooling(t *testing.T) {
+	longTest(t)
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		// A session pool gives each client connection a server connection
 		// of its own: room for both clients' 4.
@@ -543,7 +547,7 @@ func TestPgBouncerSessionPooling(t *testing.T) {
 		})
 		t.Run("GORM and sqlx", func(t *testing.T) { ormsThrough(t, s, db, conn, pooldriver.SessionMode) })
 		t.Run("prepared statements", func(t *testing.T) {
-			c := ctx(t)
+			c := timeout(t, hangTimeout)
 			n, first := queryRowLoad(c, db, true)
 			assert.Zero(t, n, "pooldriver: first error %v", first)
 			n, first = queryRowLoad(c, plain, true)

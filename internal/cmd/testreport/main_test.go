@@ -1,0 +1,96 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A stream as go test -json writes it: a package without test files, one
+// that passes with a skip, one whose subtest fails, one that does not build.
+const stream = `{"Action":"start","Package":"example.com/m/none"}
+{"Action":"output","Package":"example.com/m/none","Output":"?   \texample.com/m/none\t[no test files]\n"}
+{"Action":"skip","Package":"example.com/m/none","Elapsed":0}
+{"Action":"start","Package":"example.com/m/a"}
+{"Action":"run","Package":"example.com/m/a","Test":"TestOK"}
+{"Action":"pass","Package":"example.com/m/a","Test":"TestOK","Elapsed":0.01}
+{"Action":"run","Package":"example.com/m/a","Test":"TestLong"}
+{"Action":"output","Package":"example.com/m/a","Test":"TestLong","Output":"    a_test.go:9: long test, skipped by -short: make test-all runs it\n"}
+{"Action":"output","Package":"example.com/m/a","Test":"TestLong","Output":"--- SKIP: TestLong (0.00s)\n"}
+{"Action":"skip","Package":"example.com/m/a","Test":"TestLong","Elapsed":0}
+{"Action":"run","Package":"example.com/m/a","Test":"TestSlow"}
+{"Action":"pass","Package":"example.com/m/a","Test":"TestSlow","Elapsed":12.5}
+{"Action":"pass","Package":"example.com/m/a","Elapsed":12.6}
+{"Action":"start","Package":"example.com/m/b"}
+{"Action":"run","Package":"example.com/m/b","Test":"TestX"}
+{"Action":"run","Package":"example.com/m/b","Test":"TestX/sub"}
+{"Action":"output","Package":"example.com/m/b","Test":"TestX/sub","Output":"    b_test.go:7: boom\n"}
+{"Action":"output","Package":"example.com/m/b","Test":"TestX/sub","Output":"--- FAIL: TestX/sub (0.00s)\n"}
+{"Action":"fail","Package":"example.com/m/b","Test":"TestX/sub","Elapsed":0}
+{"Action":"output","Package":"example.com/m/b","Test":"TestX","Output":"--- FAIL: TestX (0.00s)\n"}
+{"Action":"fail","Package":"example.com/m/b","Test":"TestX","Elapsed":0}
+{"Action":"output","Package":"example.com/m/b","Output":"FAIL\texample.com/m/b\t0.01s\n"}
+{"Action":"fail","Package":"example.com/m/b","Elapsed":0.01}
+{"ImportPath":"example.com/m/c [example.com/m/c.test]","Action":"build-output","Output":"c_test.go:3:27: undefined: nope\n"}
+{"ImportPath":"example.com/m/c [example.com/m/c.test]","Action":"build-fail"}
+{"Action":"start","Package":"example.com/m/c"}
+{"Action":"fail","Package":"example.com/m/c","Elapsed":0,"FailedBuild":"example.com/m/c [example.com/m/c.test]"}
+go: a line of the go command's own
+`
+
+func TestReport(t *testing.T) {
+	var out strings.Builder
+	r := newReport(&out, false, 10*time.Second)
+	if err := r.read(strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	r.summary()
+	got := out.String()
+	t.Logf("report:\n%s", got)
+
+	for _, want := range []string{
+		"start example.com/m/a\n",
+		"TestSlow PASS\n",                  // slow enough for a line of its own
+		"12.6s  2 passed, 1 skipped\n",     // the package's end
+		"--- example.com/m/b TestX/sub:\n", // a failure's output
+		"b_test.go:7: boom",
+		"--- build of example.com/m/c [example.com/m/c.test] failed:\n",
+		"undefined: nope",
+		"build failed\n",
+		"go: a line of the go command's own\n",
+		"skipped 1: long test, skipped by -short: make test-all runs it\n      TestLong\n",
+		"FAILED example.com/m/b TestX/sub TestX\n",
+		"2 passed, 2 failed, 1 skipped in ",
+		"(2 packages failed)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, unwanted := range []string{
+		"example.com/m/none",         // no test files: no lines
+		"TestOK",                     // quick and passed
+		"--- example.com/m/b TestX:", // its output is its subtest's
+		"--- example.com/m/b output", // only the FAIL line of go test's
+		"=== RUN",                    // noise in a failure report
+	} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("unwanted %q", unwanted)
+		}
+	}
+}
+
+func TestSkipReason(t *testing.T) {
+	for _, c := range []struct {
+		out  []string
+		want string
+	}{
+		{[]string{"=== RUN   TestA\n", "    a_test.go:12: no server\n", "--- SKIP: TestA (0.00s)\n"}, "no server"},
+		{[]string{"--- SKIP: TestA (0.00s)\n"}, "no reason given"},
+		{[]string{"    a reason: with a colon\n"}, "a reason: with a colon"},
+	} {
+		if got := skipReason(c.out); got != c.want {
+			t.Errorf("skipReason(%q) = %q, want %q", c.out, got, c.want)
+		}
+	}
+}
