@@ -1,10 +1,15 @@
-# pooldriver: `make test` runs every test this machine can run, under -race.
+# pooldriver: `make test` runs the tests that check a change, in a few
+# minutes; `make test-all` runs every test this machine can run (CI runs
+# it: .ci/run). Both under -race, with a line per package as it starts and
+# ends and a summary (internal/cmd/testreport).
 # The integration tests need a PostgreSQL and a MySQL/MariaDB server: see
 # README.md ("Testing") for the environment variables that point at them.
 
 SHELL   := /bin/bash
 GO      ?= go
 GOFLAGS_TEST := -race -count=1 -timeout 20m
+# Extra go test flags for test and test-all, e.g. TESTFLAGS='-run TestFault'.
+TESTFLAGS ?=
 
 # The repository is a Go workspace (go.work): the modules require each other
 # at their next release version, which go.work resolves to the local
@@ -13,9 +18,9 @@ GOFLAGS_TEST := -race -count=1 -timeout 20m
 # a module added there is linted and tested without an edit here.
 export GOWORK := $(CURDIR)/go.work
 MODULES := $(shell GOWORK=$(GOWORK) $(GO) list -m -f '{{.Dir}}' | sed 's|^$(CURDIR)/||; s|^$(CURDIR)$$|.|')
-# Modules with targets of their own below; the others (the root, otelpool,
-# promcollector) are unit-tested alike, against the servers of the DSN
-# variables below where they need one.
+# The modules whose tests make test and test-all run: all but bench (its
+# targets are bench and loadtest), and dialects/odbc only where unixODBC is
+# installed (HAVE_ODBC below).
 UNIT_MODULES := $(filter-out integration bench dialects/odbc,$(MODULES))
 
 # When the DSN variables are unset and a server answers on its standard local
@@ -62,23 +67,39 @@ endif
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
 
-.PHONY: all test test-unit test-odbc test-integration bench loadtest loadtest-quick lint fmt tidy release-check golangci-lint-version
+.PHONY: all test test-all test-unit test-integration bench loadtest loadtest-quick lint fmt tidy release-check golangci-lint-version
 
-all: lint test
+all: lint test-all
 
-test: test-unit test-odbc test-integration
+# One go test for every module, so that packages build and run side by side
+# (-p, one per core), through testreport: a line per package as it starts
+# and as it ends with its time, a line every 30s naming the tests under way,
+# the output of every failure, and `N passed, N failed, N skipped` at the
+# end. V=1: a line for every top-level test.
+TEST_MODULES := $(UNIT_MODULES) integration $(if $(filter yes,$(HAVE_ODBC)),dialects/odbc)
+pkgs = $(foreach m,$(1),$(if $(filter .,$(m)),./...,./$(m)/...))
+TESTREPORT = $(GO) run ./internal/cmd/testreport $(if $(V),-v)
+odbc_note = @if [ "$(HAVE_ODBC)" != yes ]; then echo "dialects/odbc and the ODBC integration tests skipped: apt-get install unixodbc-dev odbc-postgresql odbc-mariadb"; fi
 
+# make test: -short, under which the long suites skip (integration/:
+# faults, PgBouncer, ORMs, migrations; the unit stress tests run shorter).
+test:
+	$(odbc_note)
+	@$(TESTREPORT) $(GO) test -json $(GOFLAGS_TEST) -short $(ODBC_TAGS) $(TESTFLAGS) $(call pkgs,$(TEST_MODULES))
+
+# make test-all: everything make test runs, and the long suites.
+test-all:
+	$(odbc_note)
+	@$(TESTREPORT) $(GO) test -json $(GOFLAGS_TEST) $(ODBC_TAGS) $(TESTFLAGS) $(call pkgs,$(TEST_MODULES))
+
+# Parts of test-all: the modules' own tests, or the integration tests.
 test-unit:
-	@for m in $(UNIT_MODULES); do \
-		echo "go test ($$m)"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; \
-	done
-
-test-odbc:
-	@if [ "$(HAVE_ODBC)" = yes ]; then cd dialects/odbc && $(GO) test $(GOFLAGS_TEST) ./...; \
-	else echo "dialects/odbc skipped: apt-get install unixodbc-dev odbc-postgresql odbc-mariadb"; fi
+	$(odbc_note)
+	@$(TESTREPORT) $(GO) test -json $(GOFLAGS_TEST) $(TESTFLAGS) $(call pkgs,$(filter-out integration,$(TEST_MODULES)))
 
 test-integration:
-	cd integration && $(GO) test $(GOFLAGS_TEST) $(ODBC_TAGS) ./...
+	$(odbc_note)
+	@$(TESTREPORT) $(GO) test -json $(GOFLAGS_TEST) $(ODBC_TAGS) $(TESTFLAGS) ./integration/...
 
 # The integration tests with every server in a container that testcontainers
 # starts from local images built from Debian's packages, none from the
@@ -100,17 +121,22 @@ loadtest:
 loadtest-quick:
 	cd bench && $(GO) run ./cmd/loadtest -quick -out /tmp/pooldriver-loadtest
 
+# golangci-lint once over every module (go.work makes them one build), so
+# that packages shared by several modules are loaded and analysed once, on
+# every core; its cache (~/.cache/golangci-lint) keeps the results of
+# packages that did not change. No go vet besides: golangci-lint's govet
+# runs the analyzers go vet runs (every one of cmd/vet's suite), on the
+# same packages and tests, with the odbc tag where unixODBC is installed.
+LINT_MODULES := $(if $(filter yes,$(HAVE_ODBC)),$(MODULES),$(filter-out dialects/odbc,$(MODULES)))
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@v=$$($(GOLANGCI_LINT) version --short 2>/dev/null); if [ "v$$v" != $(GOLANGCI_LINT_VERSION) ]; then \
 		echo "lint needs golangci-lint $(GOLANGCI_LINT_VERSION) at $(GOLANGCI_LINT) (found: $${v:-none}):"; \
 		echo "  go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)"; exit 1; fi
-	@for m in $(MODULES); do \
-		if [ $$m = dialects/odbc ] && [ "$(HAVE_ODBC)" != yes ]; then echo "go vet, golangci-lint ($$m) skipped: no unixODBC"; continue; fi; \
-		echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; \
-		echo "golangci-lint ($$m)"; (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners $(LINT_TAGS) ./...) || exit 1; \
-	done
-	@if [ "$(HAVE_ODBC)" = yes ]; then echo "go vet (integration, odbc)"; cd integration && $(GO) vet $(ODBC_TAGS) ./...; fi
+	@if [ "$(HAVE_ODBC)" != yes ]; then echo "golangci-lint (dialects/odbc) skipped: no unixODBC"; fi
+	@echo "golangci-lint ($(LINT_MODULES))"
+	@$(GOLANGCI_LINT) run --allow-parallel-runners $(LINT_TAGS) $(call pkgs,$(LINT_MODULES))
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
