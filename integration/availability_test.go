@@ -233,7 +233,7 @@ type restartable struct {
 // goroutines of each flavour calling with 1s timeouts. The first success of
 // each flavour after the server accepts connections again: pooldriver's,
 // in the median of the three, within database/sql's + 50ms. Its dials are
-// spaced by at most 40ms while it is down.
+// spaced by at most 25ms while callers wait and it is down.
 func TestAvailabilityRestart(t *testing.T) {
 	skipShort(t)
 	checkNoGoroutineLeak(t)

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,7 +196,8 @@ func TestRefusalsNameTheirCause(t *testing.T) {
 
 // TestBackoffSpacesHangingDials: after failures, factory calls that hang
 // (a black-holed network) start one per back-off step, not all at once for
-// the callers that wait; once the backend answers, the callers are served.
+// the callers that wait, and no more of them hang at once than the growth
+// limit allows; once the backend answers, the callers are served.
 func TestBackoffSpacesHangingDials(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mode atomic.Int32 // 0: works, 1: fails, 2: hangs for a second, then fails
@@ -246,8 +248,8 @@ func TestBackoffSpacesHangingDials(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
 		mu.Lock()
-		if len(starts) != 8 {
-			t.Errorf("%d calls in 500ms of failures, want one for each of the 8 callers", len(starts))
+		if len(starts) != growthStart {
+			t.Errorf("%d calls hanging after 500ms, want %d (the growth limit)", len(starts), growthStart)
 		}
 		for i := 1; i < len(starts); i++ {
 			if d := starts[i].Sub(starts[i-1]); d < DefaultBackoffMin/2 {
@@ -467,7 +469,7 @@ func mustAcquireInt(t *testing.T, p *Pool[int]) *Resource[int] {
 // says the backend is full; once one of its factory calls found the
 // backend at its limit, it gives back what sits idle longer than
 // IdleTimeUnderPressure (parked ones included), keeping what it uses and
-// Min, for as long as the pressure lasts.
+// Min, for as long as the pressure lasts; meanwhile Park refuses.
 func TestFullBackendTrimsIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b backend
@@ -507,10 +509,12 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 			t.Fatal(res.err)
 		}
 		res.r.Release()
-		// One caller parks its resource and does not come back for it.
-		parked := mustAcquire(t, p)
-		if !parked.Park() {
-			t.Fatal("Park refused")
+		// Holders no longer park: each release goes through the pool,
+		// which hands out the most recently released first.
+		if r := mustAcquire(t, p); r.Park() {
+			t.Fatal("Park accepted while the backend is full")
+		} else {
+			r.Release()
 		}
 		// One caller goes on using one resource; the rest sits idle.
 		stop := make(chan struct{})
@@ -531,9 +535,7 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 		if s := p.Stats(); s.Total != 1 || s.IdleTrimmed != 5 {
 			t.Fatalf("3s after the backend was found full: %+v, want the 5 unused given back", s)
 		}
-		if parked.Unpark() {
-			t.Fatal("the parked resource was not given back")
-		}
+
 		// A minute later the pressure is over: idle resources are kept.
 		time.Sleep(time.Minute)
 		close(stop)
@@ -541,10 +543,61 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 		for _, r := range take(4) {
 			r.Release()
 		}
+		parked := mustAcquire(t, p)
+		if !parked.Park() {
+			t.Fatal("Park refused after the pressure")
+		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		if s := p.Stats(); s.Idle != 4 || s.IdleTrimmed != 5 {
 			t.Fatalf("after the pressure: %+v", s)
+		}
+		// A parked resource is idle too: given back when the backend is
+		// found full again.
+		p.mu.Lock()
+		p.atLimitLocked(p.clock()) // as a factory call at the limit does
+		p.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if s := p.Stats(); s.Total != 1 || s.IdleTrimmed != 8 {
+			t.Fatalf("the backend full again: %+v", s)
+		}
+		if parked.Unpark() {
+			t.Fatal("the parked resource was not given back")
+		}
+	})
+}
+
+// TestGrowthDoublesPerRound: a cold pool with 20 callers makes growthStart
+// factory calls at once, then at most as many as it has resources: 4, 4,
+// 8, 4 (Max 20).
+func TestGrowthDoublesPerRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := backend{block: make(chan struct{})}
+		cfg := b.config()
+		cfg.Max = 20
+		p := newPool(t, cfg)
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				r := mustAcquire(t, p)
+				time.Sleep(time.Second)
+				r.Release()
+			})
+		}
+		var rounds []int64
+		for b.made.Load() < 20 {
+			synctest.Wait()
+			n := b.calls.Load() - b.made.Load() // in flight
+			rounds = append(rounds, n)
+			for range n {
+				b.block <- struct{}{}
+			}
+			synctest.Wait()
+		}
+		wg.Wait()
+		if fmt.Sprint(rounds) != "[4 4 8 4]" {
+			t.Fatalf("factory calls in flight per round: %v, want [4 4 8 4]", rounds)
 		}
 	})
 }

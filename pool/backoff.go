@@ -12,7 +12,7 @@ import (
 // a plain driver that dials for itself would.
 const (
 	DefaultBackoffMin = 10 * time.Millisecond
-	DefaultBackoffMax = 40 * time.Millisecond
+	DefaultBackoffMax = 25 * time.Millisecond
 )
 
 // refillBackoffMax caps the spacing of the factory calls nobody waits for

@@ -33,7 +33,8 @@ const coarseTick = 100 * time.Millisecond
 // back with Unpark, until anyone else takes it. It reports false when r
 // cannot be parked now (someone waits for a resource, the pool is closing,
 // BeforeRelease or the strategy or an observer wants to see each release,
-// r has outlived MaxLifetime by the coarse clock):
+// the backend was found full lately (see pressure.go), r has outlived
+// MaxLifetime by the coarse clock):
 // the holder still has r, and must Release or Destroy it.
 //
 // After Park the handle, like a released one, must not be used except for
@@ -70,7 +71,7 @@ func (r *Resource[T]) Park() bool {
 // parkable reports whether the pool's configuration allows Park: nothing
 // is to be told of each release.
 func (p *Pool[T]) parkable() bool {
-	return p.cfg.BeforeRelease == nil && !p.releaseEvents.Load() && p.observers.list.Load() == nil
+	return p.cfg.BeforeRelease == nil && !p.releaseEvents.Load() && p.observers.list.Load() == nil && !p.pressured.Load()
 }
 
 // Unpark takes back r, which the caller parked. It reports false when

@@ -22,9 +22,10 @@ type Pool[T any] struct {
 
 	misuses atomic.Int64 // counted outside mu: a misuse must not need the lock
 	// Mirrors of mu-guarded state for Park, which takes no lock: closed,
-	// and onRelease.
+	// onRelease, and the pressure of pressure.go.
 	closing       atomic.Bool
 	releaseEvents atomic.Bool
+	pressured     atomic.Bool
 	// The coarse clock of parking (park.go): the pool's clock as of the
 	// last tick, once coarseOn.
 	coarse    atomic.Int64
@@ -68,6 +69,7 @@ type Pool[T any] struct {
 	trim          *time.Timer
 	trimArmed     bool
 	pressureUntil time.Duration
+	growthCapped  bool      // growthLocked held a factory call back
 	waiterCache   sync.Pool // of *waiter[T]: see freeWaiter
 	stats         counters
 }
@@ -516,14 +518,17 @@ func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 }
 
 // startFactoriesLocked starts a factory call for each waiter that has none,
-// as far as Max allows. When no factory call may start (back-off, circuit
-// breaker), see noDialLocked.
+// as far as Max and the growth limit (growthLocked) allow. When no factory
+// call may start (back-off, circuit breaker), see noDialLocked.
 func (p *Pool[T]) startFactoriesLocked() {
 	now := time.Duration(-1) // read once needed: at Max, which a busy pool is at, never
 	for !p.closed && p.total < p.cfg.Max {
 		w := p.waiters.firstWithoutFactory()
 		if w == nil {
 			return
+		}
+		if !p.growthLocked() {
+			return // the next one made starts more (create)
 		}
 		if now < 0 {
 			now = p.clock()
@@ -534,6 +539,27 @@ func (p *Pool[T]) startFactoriesLocked() {
 		}
 		p.startFactoryLocked(w, now)
 	}
+}
+
+// growthStart is how many factory calls a pool with no resource makes at
+// once; see growthLocked.
+const growthStart = 4
+
+// growthLocked reports whether another factory call may start beside those
+// in flight: at most as many as the resources that exist, and at least
+// growthStart. A pool grows at most twofold per round of factory calls, as
+// TCP's slow start: a cold pool with 20 callers makes 4, then 8, then the
+// rest. Several pools that start together against a backend with room for
+// fewer connections than they ask for thus fill it about evenly, and each
+// finds it full (which is how it learns to share it: see pressure.go), and
+// a restarted fleet does not open every connection in one burst. When it
+// says no, growthCapped asks the next success to go on.
+func (p *Pool[T]) growthLocked() bool {
+	if p.creating < max(growthStart, p.total-p.creating) {
+		return true
+	}
+	p.growthCapped = true
+	return false
 }
 
 // noDialLocked tells the waiters that need a new resource, when none may
@@ -583,7 +609,7 @@ func (p *Pool[T]) fillToMinLocked() {
 		return
 	}
 	now := time.Duration(-1)
-	for !p.closed && p.total < p.cfg.Max && p.belowMinLocked() {
+	for !p.closed && p.total < p.cfg.Max && p.belowMinLocked() && p.growthLocked() {
 		if now < 0 {
 			now = p.clock()
 		}
@@ -694,10 +720,11 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime(), parkedFor: -1}
 	p.register(r)
 	p.putLocked(r, now, false)
-	if ended && p.state == Active {
-		// The back-off is over: every other waiter that needs a new
-		// resource gets its factory call now. (While Recovering, the
-		// breaker's next state decides.)
+	if (ended || p.growthCapped) && p.state == Active {
+		// The back-off is over, or the pool may grow further: the other
+		// waiters that need a new resource get their factory calls now.
+		// (While Recovering, the breaker's next state decides.)
+		p.growthCapped = false
 		p.startFactoriesLocked()
 	}
 	p.fillToMinLocked()

@@ -14,7 +14,10 @@ import "time"
 // those it uses (idle ones are reused most recently released first, so the
 // surplus is what sits idle); the room it frees is taken by the trials of
 // the pools that have none (one per cool-down: see ThresholdStrategy), and
-// every pool ends up with about what it uses.
+// every pool ends up with about what it uses. Meanwhile Park refuses: a
+// holder that parks takes back its own resource, and holders that take
+// turns (database/sql reuses its idle connections oldest first) would keep
+// every resource in use now and then, so that none ever looks surplus.
 
 // DefaultIdleTimeUnderPressure is Config.IdleTimeUnderPressure's default.
 const DefaultIdleTimeUnderPressure = time.Second
@@ -27,6 +30,7 @@ const pressureWindow = time.Minute
 // at now. The caller holds mu.
 func (p *Pool[T]) atLimitLocked(now time.Duration) {
 	p.pressureUntil = now + pressureWindow
+	p.pressured.Store(true)
 	p.armTrimLocked()
 }
 
@@ -53,6 +57,7 @@ func (p *Pool[T]) trimIdle() {
 	p.trimArmed = false
 	now := p.clock()
 	if p.closed || now >= p.pressureUntil {
+		p.pressured.Store(false)
 		p.mu.Unlock()
 		return
 	}
