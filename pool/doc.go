@@ -30,6 +30,12 @@
 //     refuses an idle one.
 //   - Refill: Min and MinIdle are made again as soon as a resource is
 //     destroyed, as the back-off allows.
+//   - Sharing a full backend: a pool grows at most twofold per round of
+//     factory calls; for a minute after it found the backend at its limit
+//     (Config.AtLimit), it gives back resources idle longer than
+//     Config.IdleTimeUnderPressure and does not park, so that the pools of
+//     several replicas converge to what each uses; a pool with nothing
+//     keeps trying once per cool-down.
 //
 // Idle resources are kept in a ring buffer and reused most recently released
 // first, so that a pool larger than its load lets the surplus expire by
