@@ -52,10 +52,10 @@ type AcquireError struct {
 func (e *AcquireError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Reason.Error())
-	switch {
-	case e.Reason == ErrTimeout:
+	switch e.Reason {
+	case ErrTimeout:
 		b.WriteString(": " + context.DeadlineExceeded.Error())
-	case e.Reason == context.Canceled || e.Reason == context.DeadlineExceeded:
+	case context.Canceled, context.DeadlineExceeded:
 		b.WriteString(" while waiting for a resource")
 	}
 	fmt.Fprintf(&b, " (%s; total=%d, in use=%d, waiting=%d, max=%d", e.State, e.Total, e.InUse, e.Waiting, e.Max)
