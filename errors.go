@@ -23,17 +23,20 @@ var (
 	ErrClosed = errors.New("pooldriver: connector closed")
 
 	// ErrCircuitOpen is matched by the error of a statement that needed a
-	// new physical connection while the circuit breaker allows none: the
-	// database is unreachable, or at its connection limit with none of the
-	// pool's connections in use to wait for. The error wraps the last
-	// connect error. See WithCircuitBreaker.
+	// new physical connection while the circuit breaker is Inactive (the
+	// database looks unreachable) with none of the pool's connections in
+	// use to wait for. The error says the pool's state and wraps the last
+	// connect error. At the server's connection limit (Limited) callers
+	// wait instead. See WithCircuitBreaker.
 	ErrCircuitOpen = errors.New("pooldriver: circuit open: the database is failing")
 
 	// ErrBackoff is matched by the error of a statement that needed a new
-	// physical connection right after attempts to open one failed: the
-	// pool waits (50 ms after the first failure, doubling up to 2 s, with
-	// jitter) before it dials again, and says so at once meanwhile instead
-	// of dialling for every caller. The error wraps the last connect error.
+	// physical connection while connecting fails, when none of the pool's
+	// connections is in use to wait for and the next connect attempt
+	// (spaced 10 ms, doubling to 25 ms, while callers wait) would come
+	// after the statement's deadline. Otherwise the statement waits for
+	// a connection coming back or for its turn of attempt. The error says
+	// the pool's state and wraps the last connect error.
 	ErrBackoff = pool.ErrBackoff
 
 	// ErrTaskEnded is returned by every statement run with a task's
@@ -93,7 +96,8 @@ var (
 // pool_acquire_timeout for a physical connection in vain. It matches
 // ErrAcquireTimeout and context.DeadlineExceeded (errors.Is), and tells
 // the pool's state when it gave up (errors.As), as HikariCP's "total=10,
-// active=10, idle=0, waiting=33" does.
+// active=10, idle=0, waiting=33" does, and the last connect error, if
+// connecting was failing (Unwrap).
 type AcquireTimeoutError struct {
 	Timeout time.Duration // pool_acquire_timeout
 	Total   int           // physical connections open or being opened
@@ -101,11 +105,16 @@ type AcquireTimeoutError struct {
 	Idle    int           // idle in the pool (just taken, or being checked)
 	Waiting int           // other statements still waiting
 	Max     int           // pool_max_conns
+	Cause   error         // the last connect error since the last success, or nil
 }
 
 func (e *AcquireTimeoutError) Error() string {
-	return fmt.Sprintf("%s after %v (pool: total=%d, in use=%d, idle=%d, waiting=%d, max=%d): %v",
+	msg := fmt.Sprintf("%s after %v (pool: total=%d, in use=%d, idle=%d, waiting=%d, max=%d): %v",
 		ErrAcquireTimeout.Error(), e.Timeout, e.Total, e.InUse, e.Idle, e.Waiting, e.Max, context.DeadlineExceeded)
+	if e.Cause != nil {
+		msg += "; the last connect attempt: " + e.Cause.Error()
+	}
+	return msg
 }
 
 // Is matches ErrAcquireTimeout and context.DeadlineExceeded.
@@ -113,30 +122,64 @@ func (e *AcquireTimeoutError) Is(target error) bool {
 	return target == ErrAcquireTimeout || target == context.DeadlineExceeded
 }
 
-// acquireError turns the pool's errors into pooldriver's.
+// Unwrap returns the last connect error, or nil.
+func (e *AcquireTimeoutError) Unwrap() error { return e.Cause }
+
+// acquireError turns the pool's errors into pooldriver's. A connect made
+// for the caller that failed comes back as the driver returned it.
 func (c *Connector) acquireError(err error) error {
+	var ae *pool.AcquireError
 	switch {
-	case errors.Is(err, pool.ErrTimeout):
-		st := c.pool.Stats()
-		e := &AcquireTimeoutError{Timeout: c.s.acquireTimeout, Total: st.Total, InUse: st.Active, Idle: st.Idle, Waiting: st.Waiting, Max: st.Max}
-		c.logWarn("timed out waiting for a connection", nil, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
-		return e
 	case errors.Is(err, pool.ErrClosed):
 		return ErrClosed
-	case errors.Is(err, pool.ErrCircuitOpen):
-		return &circuitOpenError{cause: err}
+	case !errors.As(err, &ae):
+		return err
+	case ae.Reason == pool.ErrTimeout:
+		st := c.pool.Stats()
+		e := &AcquireTimeoutError{Timeout: c.s.acquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
+		c.logWarn("timed out waiting for a connection", ae.Cause, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
+		return e
 	}
-	return err
+	return &waitError{ae: ae}
 }
 
-// circuitOpenError is ErrCircuitOpen with the pool's reason and the last
-// connect error. Callers turned away by an open circuit can be many and
-// fast: the message is built only when asked for.
-type circuitOpenError struct{ cause error }
+// waitError is a refusal of the pool's other than a timeout (ErrBackoff,
+// ErrCircuitOpen), or a wait that the caller's context ended while
+// connecting was failing, told in pooldriver's words: which rule, the
+// pool's state, the last connect error. Callers turned away can be many
+// and fast: the message is built only when asked for. It matches what the
+// pool's error matches (the reason: ErrBackoff, ErrCircuitOpen through
+// pooldriver's sentinel, or the context's error) and unwraps to the last
+// connect error.
+type waitError struct{ ae *pool.AcquireError }
 
-func (e *circuitOpenError) Error() string        { return ErrCircuitOpen.Error() + ": " + e.cause.Error() }
-func (e *circuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
-func (e *circuitOpenError) Unwrap() error        { return e.cause }
+func (e *waitError) Error() string {
+	ae := e.ae
+	var b strings.Builder
+	switch ae.Reason {
+	case pool.ErrBackoff:
+		b.WriteString("pooldriver: connecting is failing, no connection is in use to wait for, and the next attempt would come after the deadline")
+	case pool.ErrCircuitOpen:
+		b.WriteString(ErrCircuitOpen.Error())
+	default:
+		fmt.Fprintf(&b, "pooldriver: %v while waiting for a connection", ae.Reason)
+	}
+	fmt.Fprintf(&b, " (breaker %s; total=%d, in use=%d, waiting=%d, max=%d", ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max)
+	if ae.Failures > 0 {
+		fmt.Fprintf(&b, "; %d connect attempts failed in a row", ae.Failures)
+	}
+	b.WriteString(")")
+	if ae.Cause != nil {
+		b.WriteString(": the last connect attempt: " + ae.Cause.Error())
+	}
+	return b.String()
+}
+
+func (e *waitError) Is(target error) bool {
+	return target == ErrCircuitOpen && e.ae.Reason == pool.ErrCircuitOpen || e.ae.Is(target)
+}
+
+func (e *waitError) Unwrap() error { return e.ae.Cause }
 
 // redactedError hides a secret that an underlying error might quote, while
 // keeping the error chain for errors.Is and errors.As.

@@ -231,10 +231,16 @@ func WithLogger(l *slog.Logger) Option {
 // DefaultBreakerCoolDown), acts only at the server's connection limit
 // (PostgreSQL SQLSTATE 53300, MySQL 1040/1203/1226): no more connections
 // are opened, and statements wait for one of the pool's within their
-// context instead of failing; after the cool-down one trial connection is
-// opened. A server that is down or unreachable is dialled for each caller
-// that needs a connection, as database/sql does, so that the first caller
-// after it is back succeeds.
+// context instead of failing; after the cool-down (jittered, so that
+// several service replicas do not probe together) one trial connection is
+// opened, also by a pool that has none. While the server is full a pool
+// gives back connections idle for over a second, keeping its minimum, so
+// that replicas converge to a fair share. A server that is down or
+// unreachable is dialled again one attempt per back-off step (10 ms,
+// doubling to 25 ms) while callers wait: a caller waits for a connection in
+// use to come back or for its turn of attempt, and fails only when its own
+// attempt failed with nothing in use, or its deadline comes first. The
+// first success serves every waiting caller.
 //
 // pool.NewThresholdStrategy(n, coolDown) with n > 0 also opens the circuit
 // after n failed or timed-out connection attempts in a row (a failed ping

@@ -21,26 +21,32 @@ type Stats struct {
 	Opening  int // being opened (counted in Total)
 	Waiting  int // operations waiting for a physical connection
 
-	Acquires          int64         // physical connections handed out
-	Waits             int64         // acquires that had to wait
-	WaitDuration      time.Duration // total time spent waiting: by acquires served, timed out, cancelled or refused
-	AcquireTimeouts   int64         // waits that ended with ErrAcquireTimeout
-	CanceledAcquires  int64         // waits that ended because the statement's context ended
-	CircuitRejects    int64         // acquires refused at once with ErrCircuitOpen
-	BackoffRejects    int64         // acquires refused with ErrBackoff while connecting failed
-	BreakerState      pool.State    // the circuit breaker's state now (see Connector.Breaker)
-	BreakerChanges    int64         // changes of the circuit breaker's state
-	Created           int64         // physical connections opened
-	ConnectErrors     int64         // failed attempts to open one
-	Destroyed         int64         // physical connections closed, for any reason
-	Expired           int64         // of which: outlived pool_max_conn_lifetime or pool_max_conn_idle_time
-	HealthFailures    int64         // of which: the background health check's ping failed
-	IdleCheckFailures int64         // of which: found broken (closed by the server, no answer to a ping) when taken from idle
-	AutoRollbacks     int64         // transactions pooldriver rolled back: at task end, or left open when a hold ended
-	SessionResets     int64         // sessions reset before reuse: changed by a statement, or a session-mode task's
-	Panics            int64         // panics recovered while connecting or closing (a WithCredentials function, a driver) or in a Strategy
-	Misuses           int64         // a physical connection released twice: a pooldriver bug if ever not 0
-	Leaks             int64         // connections kept out of the pool past the leak detection threshold, each counted once
+	Acquires         int64         // physical connections handed out
+	Waits            int64         // acquires that had to wait
+	WaitDuration     time.Duration // total time spent waiting: by acquires served, timed out, cancelled or refused
+	AcquireTimeouts  int64         // waits that ended with ErrAcquireTimeout
+	CanceledAcquires int64         // waits that ended because the statement's context ended
+	CircuitRejects   int64         // acquires refused at once with ErrCircuitOpen
+	BackoffRejects   int64         // acquires refused with ErrBackoff while connecting failed
+	BreakerState     pool.State    // the circuit breaker's state now (see Connector.Breaker)
+	BreakerChanges   int64         // changes of the circuit breaker's state
+	Created          int64         // physical connections opened
+	ConnectErrors    int64         // failed attempts to open one
+	// Connecting now: failed attempts in a row (0 after a success) and the
+	// last one's error (nil after a success), the cause an operator reads
+	// first: "server full" and "server down" tell apart here.
+	ConnectFailuresInRow int
+	LastConnectError     error
+	Destroyed            int64 // physical connections closed, for any reason
+	Expired              int64 // of which: outlived pool_max_conn_lifetime or pool_max_conn_idle_time
+	IdleTrimmed          int64 // of which: idle ones given back early while the server was at its connection limit
+	HealthFailures       int64 // of which: the background health check's ping failed
+	IdleCheckFailures    int64 // of which: found broken (closed by the server, no answer to a ping) when taken from idle
+	AutoRollbacks        int64 // transactions pooldriver rolled back: at task end, or left open when a hold ended
+	SessionResets        int64 // sessions reset before reuse: changed by a statement, or a session-mode task's
+	Panics               int64 // panics recovered while connecting or closing (a WithCredentials function, a driver) or in a Strategy
+	Misuses              int64 // a physical connection released twice: a pooldriver bug if ever not 0
+	Leaks                int64 // connections kept out of the pool past the leak detection threshold, each counted once
 
 	// Durations in the fixed buckets of pool.HistogramBounds (1µs to 1m).
 	// Connector.Observe is told of each one as it is measured.
@@ -58,37 +64,40 @@ func (c *Connector) Stats() Stats {
 	}
 	p := c.pool.Stats()
 	return Stats{
-		MaxConns:          p.Max,
-		MinConns:          c.s.minConns,
-		MinIdle:           c.s.minIdleConns,
-		Total:             p.Total,
-		Idle:              p.Idle,
-		Active:            p.Active,
-		Opening:           p.Creating,
-		Waiting:           p.Waiting,
-		Acquires:          p.Acquires,
-		Waits:             p.Waits,
-		WaitDuration:      p.WaitDuration,
-		AcquireTimeouts:   p.Timeouts,
-		CanceledAcquires:  p.CanceledAcquires,
-		CircuitRejects:    p.CircuitRejects,
-		BackoffRejects:    p.BackoffRejects,
-		BreakerState:      p.State,
-		BreakerChanges:    p.StateChanges,
-		Created:           p.Created,
-		ConnectErrors:     p.CreateErrors,
-		Destroyed:         p.Destroyed,
-		Expired:           p.Expired,
-		HealthFailures:    p.HealthcheckFailures,
-		IdleCheckFailures: p.ReleaseRejects, // the Connector sets BeforeAcquire only
-		AutoRollbacks:     c.stats.autoRollbacks.Load(),
-		SessionResets:     c.stats.sessionResets.Load(),
-		Panics:            p.CallbackPanics,
-		Misuses:           p.Misuses,
-		Leaks:             c.stats.leaks.Load(),
-		WaitTime:          p.WaitTime,
-		UseTime:           p.UseTime,
-		CreateTime:        p.CreateTime,
+		MaxConns:             p.Max,
+		MinConns:             c.s.minConns,
+		MinIdle:              c.s.minIdleConns,
+		Total:                p.Total,
+		Idle:                 p.Idle,
+		Active:               p.Active,
+		Opening:              p.Creating,
+		Waiting:              p.Waiting,
+		Acquires:             p.Acquires,
+		Waits:                p.Waits,
+		WaitDuration:         p.WaitDuration,
+		AcquireTimeouts:      p.Timeouts,
+		CanceledAcquires:     p.CanceledAcquires,
+		CircuitRejects:       p.CircuitRejects,
+		BackoffRejects:       p.BackoffRejects,
+		BreakerState:         p.State,
+		BreakerChanges:       p.StateChanges,
+		Created:              p.Created,
+		ConnectErrors:        p.CreateErrors,
+		ConnectFailuresInRow: p.CreateFailures,
+		LastConnectError:     p.LastCreateError,
+		Destroyed:            p.Destroyed,
+		Expired:              p.Expired,
+		IdleTrimmed:          p.IdleTrimmed,
+		HealthFailures:       p.HealthcheckFailures,
+		IdleCheckFailures:    p.ReleaseRejects, // the Connector sets BeforeAcquire only
+		AutoRollbacks:        c.stats.autoRollbacks.Load(),
+		SessionResets:        c.stats.sessionResets.Load(),
+		Panics:               p.CallbackPanics,
+		Misuses:              p.Misuses,
+		Leaks:                c.stats.leaks.Load(),
+		WaitTime:             p.WaitTime,
+		UseTime:              p.UseTime,
+		CreateTime:           p.CreateTime,
 	}
 }
 
