@@ -1,10 +1,13 @@
 package pooldriver_test
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pooldriver/pooldriver"
 )
@@ -61,4 +64,40 @@ func TestNoRetryOnceSent(t *testing.T) {
 			t.Fatalf("%d rows, want 1", n)
 		}
 	})
+}
+
+// TestWaitNamesItsCause: a statement whose context ends while it waits for
+// a connection, with one in use and every connect attempt failing, says so
+// in pooldriver's words: the context's error, the pool's state and the last
+// connect error, all reachable with errors.Is.
+func TestWaitNamesItsCause(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=2")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	if err := conn.PingContext(context.Background()); err != nil { // holds the one connection
+		t.Fatal(err)
+	}
+	refused := errors.New("the test refuses connections")
+	srv.FailConnects(1<<30, refused)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "PING")
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, refused) {
+		t.Fatalf("wait ended by the deadline: %v, want the deadline and the connect error", err)
+	}
+	for _, want := range []string{"pooldriver: ", "while waiting for a connection", "in use=1", "the last connect attempt"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "pool: ") || strings.Contains(err.Error(), "resource") {
+		t.Errorf("%q speaks the pool's jargon", err)
+	}
+	if s := c.Stats(); s.ConnectFailuresInRow == 0 || !errors.Is(s.LastConnectError, refused) {
+		t.Errorf("stats: %d failures in a row, last %v", s.ConnectFailuresInRow, s.LastConnectError)
+	}
 }
