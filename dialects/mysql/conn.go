@@ -172,7 +172,8 @@ func (c *conn) wired() (uint32, bool) {
 // EXECUTE and compound statements, whose changes the server may not report
 // (see hidesChanges). From the server, on a connection whose socket the
 // dialect watches: SERVER_SESSION_STATE_CHANGED in any OK packet since the
-// last statement, and autocommit other than the session started with;
+// last statement (read before the framing was lost, if it was, and the
+// loss itself), and autocommit other than the session started with;
 // after an error, which carries no flags, any statement that is not a
 // plain SELECT, INSERT, ... counts.
 func (c *conn) ChangesSession(query string) bool {
@@ -191,17 +192,19 @@ func (c *conn) Observe(ctx context.Context, query string, askTx bool) (bool, dia
 func (c *conn) observe(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
 	facts := c.read(query)
 	changed = facts.changesSession
+	if c.w != nil {
+		// A change the server reported stands though the framing was
+		// lost since; and the loss itself counts as one (see lose).
+		if c.w.state.Load()&wireChanged != 0 && c.w.takeChanged() {
+			changed = true
+		}
+	}
 	s, wired := c.wired()
-	if wired {
-		if s&wireChanged != 0 && c.w.takeChanged() {
-			changed = true
-		}
-		if s&wireErr != 0 && query != "" && facts.mayChangeTx {
-			// A failed statement's ERR packet has no flags: a change
-			// it made before it failed (a compound statement, a
-			// procedure) goes unreported.
-			changed = true
-		}
+	if wired && s&wireErr != 0 && query != "" && facts.mayChangeTx {
+		// A failed statement's ERR packet has no flags: a change it
+		// made before it failed (a compound statement, a procedure)
+		// goes unreported.
+		changed = true
 	}
 	var autocommit, knownAC bool
 	switch {

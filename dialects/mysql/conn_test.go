@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -220,6 +221,62 @@ func TestChangesSession(t *testing.T) {
 	} {
 		if got := c.ChangesSession(tc.query); got != tc.want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+// TestStartTrackingFallsBack: a server error to the SET (a proxy that offers
+// CLIENT_SESSION_TRACK but rejects the variable) leaves tracking off; an
+// error of the connection fails.
+func TestStartTrackingFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		wantErr bool
+	}{
+		{&mysql.MySQLError{Number: 1193, Message: "Unknown system variable"}, false},
+		{&mysql.MySQLError{Number: 1227, Message: "Access denied"}, false},
+		{&mysql.MySQLError{Number: 1064, Message: "syntax"}, false},
+		{driver.ErrBadConn, true},
+		{io.ErrUnexpectedEOF, true},
+	} {
+		w := newWire(nil, true)
+		w.state.Store(wireTracked)
+		c := &conn{w: w, t: &template{}, execer: failingExecer{tc.err}}
+		err := c.startTracking(t.Context())
+		if (err != nil) != tc.wantErr || c.tracking {
+			t.Errorf("%v: startTracking = %v, tracking %v", tc.err, err, c.tracking)
+		}
+		if tc.wantErr && !errors.Is(err, tc.err) {
+			t.Errorf("%v: the error %v does not wrap it", tc.err, err)
+		}
+	}
+}
+
+type failingExecer struct{ err error }
+
+func (f failingExecer) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+	return nil, f.err
+}
+
+func TestStateChangeOff(t *testing.T) {
+	for _, tc := range []struct {
+		params map[string]string
+		want   bool
+	}{
+		{nil, false},
+		{map[string]string{"sql_mode": "'ANSI'"}, false},
+		{map[string]string{"session_track_state_change": "OFF"}, true},
+		{map[string]string{"session_track_state_change": "off"}, true},
+		{map[string]string{"Session_Track_State_Change": "0"}, true},
+		{map[string]string{"@@session.session_track_state_change": "'OFF'"}, true},
+		{map[string]string{"@@local.session_track_state_change": "false"}, true},
+		{map[string]string{"`session_track_state_change`": "`OFF`"}, true},
+		{map[string]string{"session_track_state_change": "ON"}, false},
+		{map[string]string{"session_track_state_change": "DEFAULT"}, false},
+		{map[string]string{"session_track_state_changes": "OFF"}, false},
+	} {
+		if got := stateChangeOff(tc.params); got != tc.want {
+			t.Errorf("stateChangeOff(%v) = %v, want %v", tc.params, got, tc.want)
 		}
 	}
 }

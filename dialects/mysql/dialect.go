@@ -74,7 +74,7 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &template{cfg: cfg, charsets: d.charsets}
+	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params)}
 	switch cfg.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
 		t.dial = true
@@ -190,6 +190,7 @@ type template struct {
 	redacted   string
 	noRawReset string // why ResetSession cannot reach the socket, or ""
 	dial       bool   // the network is one the dialect dials itself (not a custom dialer's)
+	trackOff   bool   // the DSN turns session_track_state_change off: leave the tracker alone
 }
 
 var (
@@ -214,12 +215,11 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 		// ResetSession sends COM_RESET_CONNECTION on it, which the driver
 		// has no method for.
 		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, network, addr)
+			nc, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			w = newWire(nc, true)
+			w = newWire(nc, !t.trackOff)
 			return w, nil
 		}
 	}
@@ -256,22 +256,45 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 const trackStateChange = "session_track_state_change = ON"
 
 // startTracking turns the server's session tracking on, where the wire
-// agreed CLIENT_SESSION_TRACK with it. A server without the variable
-// (MySQL before 5.7, MariaDB before 10.2) tracks nothing: the statement's
-// text is then all there is.
+// agreed CLIENT_SESSION_TRACK with it and the DSN does not turn it off. A
+// server that refuses (MySQL before 5.7 and MariaDB before 10.2 lack the
+// variable; a proxy may offer CLIENT_SESSION_TRACK and reject the SET)
+// tracks nothing: the statement's text is then all there is. Only an
+// error of the connection itself fails.
 func (c *conn) startTracking(ctx context.Context) error {
-	if c.w == nil || c.w.state.Load()&(wireTracked|wireLost) != wireTracked {
+	if c.w == nil || c.t == nil || c.t.trackOff || c.w.state.Load()&(wireTracked|wireLost) != wireTracked {
 		return nil
 	}
 	if _, err := c.execer.ExecContext(ctx, "SET "+trackStateChange, nil); err != nil {
 		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
+		if errors.As(err, &me) {
 			return nil
 		}
 		return fmt.Errorf("pooldriver: mysql: turning session tracking on: %w", err)
 	}
 	c.tracking = true
 	return nil
+}
+
+// stateChangeOff reports DSN parameters (system variables the driver sets
+// at connect) that turn session_track_state_change off, under any of its
+// spellings: the dialect then leaves it so.
+func stateChangeOff(params map[string]string) bool {
+	for k, v := range params {
+		name := strings.ToLower(strings.Trim(k, "` "))
+		name = strings.TrimPrefix(name, "@@")
+		for _, scope := range []string{"session.", "local."} {
+			name = strings.TrimPrefix(name, scope)
+		}
+		if strings.Trim(name, "`") != "session_track_state_change" {
+			continue
+		}
+		switch strings.ToUpper(strings.Trim(v, "'\"` ")) {
+		case "OFF", "0", "FALSE":
+			return true
+		}
+	}
+	return false
 }
 
 // openError is the error of a failed connect, scrubbed of the passwords.
@@ -282,16 +305,55 @@ func (t *template) openError(err error, password string) error {
 	}
 	msg := err.Error()
 	if scrubbed := dialects.Scrub(msg, secrets...); scrubbed != msg {
-		return &redactedError{msg: "pooldriver: mysql: " + scrubbed, cause: err}
+		return &redactedError{msg: "pooldriver: mysql: " + scrubbed, cause: cleanCause(err, secrets)}
 	}
 	// Nothing to hide: the driver's own error, as the plain driver returns
 	// it (callers compare a dialer's error with ==).
 	return err
 }
 
+// cleanCause returns what a scrubbed error may unwrap to: the first error
+// of err's chain that holds no secret, nor does anything it unwraps to (a
+// net or context error, say); a *mysql.MySQLError on the way is rebuilt
+// scrubbed, so that errors.As still finds its number. nil if none.
+func cleanCause(err error, secrets []string) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if clean(e, secrets) {
+			return e
+		}
+		if me, ok := e.(*mysql.MySQLError); ok {
+			scrubbed := *me
+			scrubbed.Message = dialects.Scrub(me.Message, secrets...)
+			return &scrubbed
+		}
+	}
+	return nil
+}
+
+// clean reports whether neither err's text nor that of anything it unwraps
+// to holds a secret.
+func clean(err error, secrets []string) bool {
+	if msg := err.Error(); dialects.Scrub(msg, secrets...) != msg {
+		return false
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if next := u.Unwrap(); next != nil {
+			return clean(next, secrets)
+		}
+	case interface{ Unwrap() []error }:
+		for _, next := range u.Unwrap() {
+			if next != nil && !clean(next, secrets) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // redactedError carries a message from which every password has been
-// removed; it unwraps to the cause (*mysql.MySQLError, net errors, context
-// errors), none of which holds a password.
+// removed; it unwraps to a cause that holds none either (see cleanCause),
+// or to nothing.
 type redactedError struct {
 	msg   string
 	cause error

@@ -25,7 +25,9 @@
 //
 // SERVER_SESSION_STATE_CHANGED comes only from a server told to track the
 // session (the dialect sets session_track_state_change=ON on every new and
-// every reset connection) and to a client that announced
+// every reset connection, unless the DSN sets it OFF itself, which the
+// dialect then respects; a server or proxy that refuses the SET tracks
+// nothing) and to a client that announced
 // CLIENT_SESSION_TRACK in its handshake, which go-sql-driver does not: the
 // watched socket sets that capability bit in the handshake response it
 // writes, when the server offers it. The server then reports, in the OK
@@ -48,21 +50,30 @@
 //     a prepared statement) and compound statements run outside a stored
 //     program (BEGIN NOT ATOMIC ... END, IF, CASE, LOOP, WHILE, REPEAT,
 //     FOR, a labelled block), which may take a lock or assign a variable by
-//     SELECT ... INTO under a text that shows neither. Statements are read
+//     SELECT ... INTO under a text that shows neither; CALL with an '@'
+//     in its text (a user variable given as an OUT or INOUT parameter is
+//     assigned) and LOAD DATA or LOAD XML with one (a user variable in its
+//     column list is assigned). Statements are read
 //     by a lexer that knows MySQL's quoting and comments; where a backslash
 //     in a string makes its end depend on NO_BACKSLASH_ESCAPES, both
 //     readings are tried, and what it cannot read with certainty counts;
 //   - by the server: SERVER_SESSION_STATE_CHANGED in any reply since the
-//     last statement; autocommit other than the session started with (the
+//     last statement (read before the framing was lost, if it was; the
+//     loss itself counts too, since what the server said after it is
+//     unknown); autocommit other than the session started with (the
 //     server's default, or the DSN's autocommit parameter), since the next
 //     user's statements would run in a transaction nobody commits; and,
 //     after a statement that failed (an ERR packet carries no flags), any
 //     statement that is not a plain SELECT, INSERT, UPDATE, DELETE, ...
 //
 // What the server does not report: GET_LOCK and RELEASE_LOCK, LOCK TABLES,
-// SET TRANSACTION, HANDLER, and user variables assigned by SELECT ... INTO
-// or := (MariaDB 10.11). Within a stored procedure or function, these are
-// seen neither by the text nor by the server.
+// SET TRANSACTION, HANDLER, and user variables assigned by SELECT ... INTO,
+// by :=, as OUT parameters or by LOAD DATA (MariaDB 10.11). Within a
+// stored procedure or function, these are seen neither by the text nor by
+// the server: CALL p() whose body runs SELECT ... INTO @v or GET_LOCK
+// leaves the session changed unseen. If your procedures do that, set
+// pooldriver's pool_reset_always=true (WithResetAlways): every connection
+// is then reset at the end of every hold.
 //
 // After a failed statement the flags are those of the reply before: they
 // stand for a plain statement with autocommit on (a deadlock that rolled
@@ -74,6 +85,38 @@
 // (dialects.WriteCounter), and Interrupt (dialects.Interrupter) fails its
 // blocked I/O at once, for the calls of go-sql-driver that take no context
 // (Commit, Rollback).
+//
+// # MariaDB's metadata cache
+//
+// MariaDB (10.6 and later) offers MARIADB_CLIENT_CACHE_METADATA: the
+// server then skips the column definitions when a prepared statement runs
+// again, and the client reuses those it kept. go-sql-driver v1.10 asks for
+// it, but its Stmt.Exec of a statement that returns rows reads the
+// definitions the server skipped, takes the final packet for one, and
+// blocks until its context ends. pooldriver keeps the statements it
+// prepares (db.Exec with arguments prepares once per connection, then runs
+// the statement again), so the dialect's socket clears the capability in
+// the server's greeting as the driver reads it: the driver never asks for
+// it, and every execution carries its column definitions (a few bytes per
+// column more on the wire). A connection of pooldriver.Wrap is the
+// driver's own: there db.Exec("SELECT ...", args) run twice on one
+// connection blocks until its context ends, as does the plain driver's
+// *sql.Stmt Exec'd twice; use Query for such statements, or New.
+//
+// # rejectReadOnly
+//
+// With the DSN's rejectReadOnly=true, go-sql-driver answers a server's
+// read-only error (1290, 1792: a replica after a failover) with
+// driver.ErrBadConn, so that database/sql runs the statement again on
+// another connection. The statement's bytes reached the server, and a
+// statement that failed may still have done part of its work (error 1290
+// is also that of secure_file_priv, after a procedure's INSERT, say), so
+// pooldriver does not let it run again: through New, the call returns an
+// error (which does not match driver.ErrBadConn), the connection, which
+// the driver closed, is replaced, and the caller's next statement gets a
+// new one. A connection of pooldriver.Wrap does not count its bytes: there
+// the driver's word is taken, and database/sql retries as with the plain
+// driver.
 //
 // # Without the wire: asking the server
 //
@@ -118,8 +161,18 @@
 //
 // That needs the plain socket: with TLS, compression or a custom network
 // name (mysql.RegisterDialContext) ResetSession returns an error and
-// pooldriver closes the connection instead. A dialer registered for "tcp"
-// itself is bypassed.
+// pooldriver closes the connection instead.
+//
+// # Dialers
+//
+// The dialect dials the networks tcp, tcp4, tcp6 and unix itself, through
+// mysql.Config's DialFunc, which go-sql-driver prefers to its registry: a
+// function registered with mysql.RegisterDialContext for one of those
+// networks is bypassed (the driver offers no way to look it up). Register
+// it with this package's RegisterDialContext instead, which registers it
+// with the driver too: the dialect then dials through it and still watches
+// the socket. A function registered for a network name of its own
+// ("user@tunnel(db:3306)/shop") is left to the driver, as above.
 //
 // # Wrap
 //

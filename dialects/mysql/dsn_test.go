@@ -1,10 +1,17 @@
 package mysql
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"maps"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/dialects/internal/secrettest"
@@ -292,4 +299,75 @@ func FuzzParseSecretParam(f *testing.F) {
 			t.Fatalf("Parse(%q) shows %q of the password: %s", dsn, p, out)
 		}
 	})
+}
+
+// TestOpenErrorUnwrapsToNoSecret: a connect error whose text holds the
+// password is scrubbed, and so is everything it unwraps to: a
+// *mysql.MySQLError is rebuilt without it (errors.As still finds its
+// number), a net or context error under a dirty wrapper is kept, and a
+// clean-looking wrapper of a dirty error is passed by. An error with
+// nothing to hide is the driver's own.
+func TestOpenErrorUnwrapsToNoSecret(t *testing.T) {
+	const secret = "hunter22"
+	tmpl, _, err := Dialect.Parse("mysql://app@tcp(127.0.0.1:1)/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := tmpl.(*template)
+	opErr := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		check func(t *testing.T, got error)
+	}{
+		{"MySQLError", &mysql.MySQLError{Number: 1045, SQLState: [5]byte{'2', '8', '0', '0', '0'}, Message: "Access denied for 'app' using " + secret}, func(t *testing.T, got error) {
+			var me *mysql.MySQLError
+			if !errors.As(got, &me) || me.Number != 1045 || me.SQLState != [5]byte{'2', '8', '0', '0', '0'} {
+				t.Errorf("errors.As finds %v", me)
+			}
+		}},
+		{"wrapped MySQLError", fmt.Errorf("login as %s: %w", secret, &mysql.MySQLError{Number: 1045, Message: "denied " + secret}), func(t *testing.T, got error) {
+			var me *mysql.MySQLError
+			if !errors.As(got, &me) || me.Number != 1045 {
+				t.Errorf("errors.As finds %v", me)
+			}
+		}},
+		{"context error", fmt.Errorf("dialing with %s: %w", secret, context.DeadlineExceeded), func(t *testing.T, got error) {
+			if !errors.Is(got, context.DeadlineExceeded) {
+				t.Error("not context.DeadlineExceeded")
+			}
+		}},
+		{"net error", fmt.Errorf("tunnel %s: %w", secret, opErr), func(t *testing.T, got error) {
+			var ne *net.OpError
+			if !errors.As(got, &ne) || ne != opErr {
+				t.Errorf("errors.As finds %v", ne)
+			}
+		}},
+		{"clean wrapper of a dirty error", fmt.Errorf("outer %s: %w", secret, &redactedError{msg: "clean", cause: fmt.Errorf("inner %s: %w", secret, io.ErrUnexpectedEOF)}), func(t *testing.T, got error) {
+			if !errors.Is(got, io.ErrUnexpectedEOF) {
+				t.Error("not io.ErrUnexpectedEOF")
+			}
+		}},
+		{"joined", fmt.Errorf("%s: %w", secret, errors.Join(io.EOF, errors.New("x "+secret))), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tm.openError(tc.err, secret)
+			n := 0
+			for e := got; e != nil; e = errors.Unwrap(e) {
+				for _, text := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
+					if strings.Contains(text, secret) {
+						t.Errorf("link %d (%T) shows the password: %s", n, e, text)
+					}
+				}
+				n++
+			}
+			if tc.check != nil {
+				tc.check(t, got)
+			}
+		})
+	}
+	// Nothing to hide: the error itself.
+	if got := tm.openError(opErr, secret); got != opErr {
+		t.Errorf("a clean error came back as %v", got)
+	}
 }

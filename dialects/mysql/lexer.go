@@ -56,9 +56,10 @@ func statementKeywords(query string) (keywords []string, ok bool) {
 
 // stmtHead is how one statement starts.
 type stmtHead struct {
-	first  string // the first keyword, upper-cased; "" if the statement starts with a quoted name
-	second string // the second word, upper-cased; "" if the next token is not a word
-	label  bool   // the first token is followed by ':': the label of a compound statement
+	first   string // the first keyword, upper-cased; "" if the statement starts with a quoted name
+	second  string // the second word, upper-cased; "" if the next token is not a word
+	label   bool   // the first token is followed by ':': the label of a compound statement
+	userVar bool   // an '@' outside quotes and comments, after the first token: a variable
 }
 
 // statementHeads returns how every statement in query starts, with
@@ -134,6 +135,10 @@ func statementHeads(query string) (heads []stmtHead, ok bool) {
 			heads[len(heads)-1].label = true
 			at = inside
 			i++
+		case at != atFirst && c == '@':
+			heads[len(heads)-1].userVar = true
+			at = inside
+			i++
 		default:
 			at = inside
 			i++
@@ -149,11 +154,16 @@ func statementHeads(query string) (heads []stmtHead, ok bool) {
 
 // hidesChanges reports statements whose effect on the session the server
 // may not report (see the package doc): SQL built at run time (EXECUTE,
-// EXECUTE IMMEDIATE), and compound statements run outside a stored program
+// EXECUTE IMMEDIATE), compound statements run outside a stored program
 // (BEGIN NOT ATOMIC ... END, IF, CASE, LOOP, WHILE, REPEAT, FOR, a labelled
-// block). They may take a GET_LOCK or assign a user variable with SELECT
-// ... INTO, which MariaDB's session tracker does not report, under any
-// text. Conservative: a text that cannot be split with certainty counts.
+// block), and CALL or LOAD with a variable ('@') in their text. The first
+// may take a GET_LOCK or assign a user variable with SELECT ... INTO, which
+// MariaDB's session tracker does not report, under any text; CALL assigns
+// the user variables given for OUT and INOUT parameters, and LOAD DATA
+// those named in its column list, which the tracker does not report
+// either. Conservative: a text that cannot be split with certainty counts,
+// and so does any '@' in a CALL (an IN parameter or a system variable
+// too).
 func hidesChanges(query string) bool {
 	heads, ok := statementHeads(query)
 	if !ok {
@@ -168,6 +178,10 @@ func hidesChanges(query string) bool {
 			return true
 		case "BEGIN":
 			if h.second == "NOT" {
+				return true
+			}
+		case "CALL", "LOAD":
+			if h.userVar {
 				return true
 			}
 		}

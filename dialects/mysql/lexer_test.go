@@ -81,6 +81,15 @@ func TestHidesChanges(t *testing.T) {
 		{"SELECT a FROM t WHERE b = 'x;EXECUTE s'", false},
 		{"INSERT INTO t (execute) VALUES (1)", false},
 		{"CALL p()", false}, // stored programs are not looked into
+		{"CALL p(1, 'a@b', `x@y`, \"c@d\") /* @v */ -- @w", false},
+		{"CALL p(@v)", true}, // an OUT parameter assigns @v
+		{"call p(1, @`my var`)", true},
+		{"CALL p(@@session.sql_mode)", true}, // counts, conservatively
+		{"SELECT 1; CALL p(@v)", true},
+		{"SELECT @v; CALL p()", false},
+		{"LOAD DATA LOCAL INFILE 'f' INTO TABLE t (a, @v) SET b = @v", true},
+		{"load data infile 'x@y' into table t", false},
+		{"LOAD XML LOCAL INFILE 'f' INTO TABLE t (a, @v)", true},
 		{"EXECUTE IMMEDIATE 'SET @v = 42'", true},
 		{"execute immediate concat('SELECT GET', '_LOCK(''x'', 0)')", true},
 		{"EXECUTE s USING @a", true},
@@ -114,6 +123,8 @@ func FuzzStatementKeywords(f *testing.F) {
 	f.Add("/*!40101 START TRANSACTION */")
 	f.Add("lbl: BEGIN NOT ATOMIC SET @v = 1; END")
 	f.Add("`l`:LOOP")
+	f.Add("CALL p(@v, '@w')")
+	f.Add("LOAD DATA INFILE 'f' INTO TABLE t (@v)")
 	f.Fuzz(func(t *testing.T, q string) {
 		statementKeywords(q)
 		mayChangeTx(q)

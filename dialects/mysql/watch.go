@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -10,11 +11,11 @@ import (
 )
 
 // wire is the socket of a connection the dialect dialed, as go-sql-driver
-// sees it. It passes every byte through unchanged (but one bit of the
-// handshake, see below) and follows the protocol on the way: the commands
-// the driver writes and the packets the server answers with. From the OK
-// and EOF packets that end every reply it keeps the server's status flags:
-// whether a transaction is open (SERVER_STATUS_IN_TRANS), whether
+// sees it. It passes every byte through unchanged (but one bit on each side
+// of the handshake, see below) and follows the protocol on the way: the
+// commands the driver writes and the packets the server answers with. From
+// the OK and EOF packets that end every reply it keeps the server's status
+// flags: whether a transaction is open (SERVER_STATUS_IN_TRANS), whether
 // autocommit is on (SERVER_STATUS_AUTOCOMMIT), and whether the session's
 // state changed (SERVER_SESSION_STATE_CHANGED). So the transaction state
 // after a statement costs no round trip, and changes the statement's text
@@ -26,6 +27,14 @@ import (
 // the response it writes, when the server's greeting offers it. The server
 // then appends session-state data to its OK packets, after the fields the
 // driver reads.
+//
+// MariaDB's greeting may offer MARIADB_CLIENT_CACHE_METADATA (the server
+// then skips the column definitions when it executes a prepared statement
+// again). go-sql-driver v1.10 asks for it, but its Stmt.Exec reads the
+// definitions the server skipped and blocks (pooldriver runs a cached
+// prepared statement again on every db.Exec with arguments): the wire
+// clears the bit in the greeting as the driver reads it, so the driver
+// never asks for it and every reply carries its definitions.
 //
 // It reads lengths and the first bytes of packets only; it copies no
 // payload. Should the framing ever make no sense (a packet nobody asked
@@ -56,7 +65,6 @@ type wire struct {
 	cacheMeta   bool   // MariaDB's MARIADB_CLIENT_CACHE_METADATA was agreed
 	serverCaps  uint32 // the server's, from its greeting
 	wantTrack   bool   // ask for CLIENT_SESSION_TRACK if the server offers it
-	patched     []byte // a copy of the chunk that carries the patched handshake byte
 	trackAsked  bool   // the wire set CLIENT_SESSION_TRACK in the handshake response
 	sentReplyTo bool   // the handshake response was seen
 }
@@ -69,7 +77,7 @@ const (
 	wireChanged                // SERVER_SESSION_STATE_CHANGED was read since the last takeChanged
 	wireErr                    // the last reply ended with ERR: what the command did is not in the flags
 	wireBusy                   // a reply is awaited or being read
-	wireLost                   // the framing made no sense: the flags say nothing any more
+	wireLost                   // the framing made no sense: the flags say nothing any more (sets wireChanged too)
 	wireTracked                // the client's capabilities include CLIENT_SESSION_TRACK
 )
 
@@ -156,26 +164,34 @@ const (
 	commandPrefix  = 6   // a command, up to COM_STMT_EXECUTE's cursor flags
 )
 
-// Read reads from the socket and follows what the server sent.
+// Read reads from the socket and follows what the server sent. In the
+// server's greeting it clears MARIADB_CLIENT_CACHE_METADATA (see wire).
 func (w *wire) Read(p []byte) (int, error) {
 	n, err := w.nc.Read(p)
 	if n > 0 && w.state.Load()&wireLost == 0 {
-		w.scan(&w.in, p[:n], false)
+		if at := w.scan(&w.in, p[:n], false); at >= 0 {
+			p[at] &^= extCacheMetadata
+		}
 	}
 	return n, err
 }
 
-// Write follows what the driver writes, then writes it.
+// Write follows what the driver writes, then writes it. In the handshake
+// response it sets CLIENT_SESSION_TRACK (see wire), on a copy that is
+// wiped once written: it holds the user, the database and the password's
+// scramble.
 func (w *wire) Write(p []byte) (int, error) {
-	out := p
+	out, patched := p, false
 	if w.state.Load()&wireLost == 0 {
 		if at := w.scan(&w.out, p, true); at >= 0 {
-			w.patched = append(w.patched[:0], p...)
-			w.patched[at] |= capSessionTrack >> 16
-			out = w.patched
+			out, patched = append([]byte(nil), p...), true
+			out[at] |= capSessionTrack >> 16
 		}
 	}
 	n, err := w.nc.Write(out)
+	if patched {
+		clear(out)
+	}
 	w.written.Add(uint64(n))
 	if n < len(p) {
 		w.lose() // the framing followed bytes that never left
@@ -183,9 +199,11 @@ func (w *wire) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// scan follows the packets in b, which continues what f read before. For
-// the client's bytes (client true) it returns the index in b of the byte
-// to patch (see wire), or -1.
+// scan follows the packets in b, which continues what f read before. It
+// returns the index in b of the byte to patch (see wire), or -1: for the
+// client's bytes (client true), the handshake response's byte that
+// carries CLIENT_SESSION_TRACK; for the server's, the greeting's byte that
+// carries MARIADB_CLIENT_CACHE_METADATA.
 func (w *wire) scan(f *framer, b []byte, client bool) (patch int) {
 	patch = -1
 	i := 0
@@ -209,10 +227,12 @@ func (w *wire) scan(f *framer, b []byte, client bool) (patch int) {
 			if f.npre < f.limit {
 				start := f.npre
 				f.npre += copy(f.pre[f.npre:f.limit], b[i:i+k])
-				if client && start <= 2 && 2 < f.npre {
-					if at := w.patchAt(f); at >= 0 {
+				if w.phase != phaseCommand {
+					if at := w.patchAt(f, client); start <= at && at < f.npre {
 						patch = i + at - start
-						w.trackAsked = true
+						if client {
+							w.trackAsked = true
+						}
 					}
 				}
 			}
@@ -250,11 +270,14 @@ func (w *wire) prefixLimit(client bool) int {
 	return replyPrefix
 }
 
-// patchAt returns the index in f.pre of the handshake response's byte that
-// carries CLIENT_SESSION_TRACK, if the wire is to set it there; else -1.
-// f.pre holds the packet's first bytes, at least three.
-func (w *wire) patchAt(f *framer) int {
-	if !w.wantTrack || w.phase != phaseAuth || w.sentReplyTo || f.seq != 1 ||
+// patchAt returns the index in f.pre of the byte the wire is to patch in
+// the packet whose first bytes f.pre holds (see scan), once f.pre holds
+// enough to tell; else -1.
+func (w *wire) patchAt(f *framer, client bool) int {
+	if !client {
+		return w.cacheMetaAt(f)
+	}
+	if f.npre < 3 || !w.wantTrack || w.phase != phaseAuth || w.sentReplyTo || f.seq != 1 ||
 		w.serverCaps&capSessionTrack == 0 {
 		return -1
 	}
@@ -263,6 +286,29 @@ func (w *wire) patchAt(f *framer) int {
 		return -1 // not a response to patch (TLS follows), or no need
 	}
 	return 2
+}
+
+// cacheMetaAt returns the index in f.pre of the greeting's byte that
+// carries MARIADB_CLIENT_CACHE_METADATA, if the server offers it there;
+// else -1. After the protocol version (10) and the server's version (up to
+// a NUL) come the connection id (4 bytes), the scramble's first part (8),
+// a filler (1), the lower capabilities (2), the character set (1), the
+// status flags (2), the upper capabilities (2), the scramble's length (1),
+// a filler (6), and then, where CLIENT_MYSQL is clear (MariaDB), the
+// extended capabilities (4).
+func (w *wire) cacheMetaAt(f *framer) int {
+	if w.phase != phaseGreeting || f.seq != 0 || f.npre == 0 || f.pre[0] != 10 {
+		return -1
+	}
+	nul := bytes.IndexByte(f.pre[1:f.npre], 0)
+	if nul < 0 {
+		return -1
+	}
+	caps, ext := 1+nul+1+4+8+1, 1+nul+1+27
+	if ext >= f.npre || f.pre[caps]&capMySQL != 0 || f.pre[ext]&extCacheMetadata == 0 {
+		return -1
+	}
+	return ext
 }
 
 // clientPacket follows one logical packet the driver wrote.
@@ -558,8 +604,10 @@ func (w *wire) update(clear, set uint32) {
 	}
 }
 
-// lose stops following the framing for good.
-func (w *wire) lose() { w.state.Or(wireLost) }
+// lose stops following the framing for good. What the server said in the
+// packets it can no longer read is unknown: that counts as a change of the
+// session (wireChanged), once.
+func (w *wire) lose() { w.state.Or(wireLost | wireChanged) }
 
 // takeChanged reports whether SERVER_SESSION_STATE_CHANGED was read since
 // the last call, and forgets it.

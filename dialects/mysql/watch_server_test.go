@@ -5,7 +5,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,8 +130,8 @@ func TestWireMatchesServer(t *testing.T) {
 	}
 	t.Cleanup(func() { // before c closes
 		ctx := context.Background()
-		c.execer.ExecContext(ctx, "UNLOCK TABLES; DROP TABLE IF EXISTS pooldriver_wire", nil)
-		c.execer.ExecContext(ctx, "DROP PROCEDURE IF EXISTS pooldriver_wire_begin", nil)
+		_, _ = c.execer.ExecContext(ctx, "UNLOCK TABLES; DROP TABLE IF EXISTS pooldriver_wire", nil)
+		_, _ = c.execer.ExecContext(ctx, "DROP PROCEDURE IF EXISTS pooldriver_wire_begin", nil)
 	})
 	mysql.RegisterReaderHandler("pooldriver_wire", func() io.Reader { return strings.NewReader("700\n701\n") })
 	defer mysql.DeregisterReaderHandler("pooldriver_wire")
@@ -244,19 +246,36 @@ func TestWireMatchesServer(t *testing.T) {
 func TestWireSeesSessionChanges(t *testing.T) {
 	c := openWired(t, "")
 	ctx := t.Context()
-	run(t, c, "DROP PROCEDURE IF EXISTS pooldriver_wire_setvar")
-	run(t, c, "CREATE PROCEDURE pooldriver_wire_setvar() SET @pooldriver_wire = 1")
+	for _, q := range []string{
+		"DROP PROCEDURE IF EXISTS pooldriver_wire_setvar",
+		"CREATE PROCEDURE pooldriver_wire_setvar() SET @pooldriver_wire = 1",
+		"DROP PROCEDURE IF EXISTS pooldriver_wire_out",
+		"CREATE PROCEDURE pooldriver_wire_out(OUT x INT) SET x = 42",
+		"DROP TABLE IF EXISTS pooldriver_wire_ld",
+		"CREATE TABLE pooldriver_wire_ld (a int)",
+	} {
+		run(t, c, q)
+	}
 	t.Cleanup(func() { // before c closes
-		c.execer.ExecContext(context.Background(), "DROP PROCEDURE IF EXISTS pooldriver_wire_setvar", nil)
+		for _, q := range []string{"DROP PROCEDURE IF EXISTS pooldriver_wire_setvar", "DROP PROCEDURE IF EXISTS pooldriver_wire_out", "DROP TABLE IF EXISTS pooldriver_wire_ld"} {
+			_, _ = c.execer.ExecContext(context.Background(), q, nil)
+		}
 	})
+	mysql.RegisterReaderHandler("pooldriver_wire_ld", func() io.Reader { return strings.NewReader("1\t2\n") })
+	defer mysql.DeregisterReaderHandler("pooldriver_wire_ld")
+	infile := false
+	if v, err := c.queryInts(ctx, "SELECT @@local_infile"); err == nil && v[0] == 1 {
+		infile = true
+	}
 	if err := c.ResetSession(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	type change struct {
 		query   string
 		changes bool
 		byWire  bool // the tracker reports it; the text alone would not tell
-	}{
+	}
+	cases := []change{
 		{"SELECT 1", false, false},
 		{"BEGIN", false, false},
 		{"COMMIT", false, false},
@@ -268,13 +287,34 @@ func TestWireSeesSessionChanges(t *testing.T) {
 		{"EXECUTE IMMEDIATE CONCAT('SELECT GET', '_LOCK(''pooldriver_wire'', 0)')", true, false},
 		{"EXECUTE IMMEDIATE 'SELECT 1 INTO @pooldriver_wire'", true, false},
 		{"SELECT GET_LOCK(CONCAT('pooldriver', '_wire2'), 0)", true, false},
-	} {
+		// The tracker does not report user variables assigned as OUT
+		// parameters or by LOAD DATA's column list: the text counts.
+		{"CALL pooldriver_wire_out(@pooldriver_wire)", true, false},
+		{"CALL pooldriver_wire_out(?)", false, false}, // the OUT parameter comes back as a result, as go-sql-driver runs it (prepared)
+	}
+	if infile {
+		cases = append(cases, change{"LOAD DATA LOCAL INFILE 'Reader::pooldriver_wire_ld' INTO TABLE pooldriver_wire_ld (a, @pooldriver_wire)", true, false})
+	} else {
+		t.Log("local_infile is off on the server: LOAD DATA LOCAL not tried")
+	}
+	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
 			if err := c.ResetSession(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := drain(ctx, c, tc.query); err != nil {
+			var err error
+			if strings.Contains(tc.query, "?") {
+				err = prepared(ctx, c, tc.query, true, arg(int64(0)))
+			} else {
+				err = drain(ctx, c, tc.query)
+			}
+			if err != nil {
 				t.Fatal(err)
+			}
+			if v, err := c.queryInts(ctx, "SELECT @pooldriver_wire IS NOT NULL"); err != nil {
+				t.Fatal(err)
+			} else if set := v[0] != 0; set && !tc.changes {
+				t.Error("@pooldriver_wire is set, and the case says the session is unchanged")
 			}
 			reported := c.w.state.Load()&wireChanged != 0 || c.w.state.Load()&wireAutocommit == 0
 			before := c.w.roundTrips.Load()
@@ -441,7 +481,7 @@ func TestAdapterAutocommitOff(t *testing.T) {
 	run(t, c, "DROP PROCEDURE IF EXISTS pooldriver_wire_acoff")
 	run(t, c, "CREATE PROCEDURE pooldriver_wire_acoff() SET autocommit = 0")
 	t.Cleanup(func() { // before c closes
-		c.execer.ExecContext(context.Background(), "DROP PROCEDURE IF EXISTS pooldriver_wire_acoff", nil)
+		_, _ = c.execer.ExecContext(context.Background(), "DROP PROCEDURE IF EXISTS pooldriver_wire_acoff", nil)
 	})
 	if changed, _, err := c.Observe(ctx, "SELECT 1", true); err != nil || changed {
 		t.Fatalf("SELECT 1: changed %v, %v", changed, err)
@@ -462,4 +502,91 @@ func TestAdapterAutocommitOff(t *testing.T) {
 		}
 	}
 	run(t, fresh, "SET autocommit = 1")
+}
+
+// TestWirePreparedExecAgain: a prepared statement that returns rows, run
+// again with Exec, returns (go-sql-driver v1.10's Stmt.Exec blocks where
+// MariaDB skips the column definitions it sent before, which the wire
+// keeps it from asking for), and the wire follows every reply.
+func TestWirePreparedExecAgain(t *testing.T) {
+	c := openWired(t, "")
+	if c.w.cacheMeta {
+		t.Fatal("the driver asked for MARIADB_CLIENT_CACHE_METADATA")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	st, err := c.dc.(driver.ConnPrepareContext).PrepareContext(ctx, "SELECT ?, 2, 3, 4, 5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := range 3 {
+		if _, err := st.(driver.StmtExecContext).ExecContext(ctx, []driver.NamedValue{arg(int64(i))}); err != nil {
+			t.Fatalf("exec %d: %v", i, err)
+		}
+		r, err := st.(driver.StmtQueryContext).QueryContext(ctx, []driver.NamedValue{arg(int64(i))})
+		if err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+		dest := make([]driver.Value, len(r.Columns()))
+		if len(dest) != 5 || r.Next(dest) != nil || dest[0] != int64(i) || r.Next(dest) != io.EOF {
+			t.Fatalf("query %d: %d columns, %v", i, len(dest), dest)
+		}
+		r.Close()
+		if s := c.w.state.Load(); s&(wireLost|wireBusy|wireKnown) != wireKnown {
+			t.Fatalf("after run %d: wire state %#x", i, s)
+		}
+		if v, err := c.queryInts(ctx, "SELECT 7"); err != nil || v[0] != 7 {
+			t.Fatalf("after run %d: SELECT 7 = %v, %v", i, v, err)
+		}
+	}
+}
+
+// TestWireTrackingOffInDSN: a DSN that turns session_track_state_change off
+// keeps it off, on a new and on a reset connection.
+func TestWireTrackingOffInDSN(t *testing.T) {
+	c := openWired(t, "session_track_state_change=OFF")
+	ctx := t.Context()
+	if c.tracking || c.w.trackAsked {
+		t.Errorf("tracking %v, CLIENT_SESSION_TRACK asked %v", c.tracking, c.w.trackAsked)
+	}
+	for range 2 {
+		if v, err := c.queryInts(ctx, "SELECT @@session_track_state_change"); err != nil || v[0] != 0 {
+			t.Fatalf("session_track_state_change = %v, %v", v, err)
+		}
+		if err := c.ResetSession(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the text shows still counts.
+	run(t, c, "SET @v = 1")
+	if changed, _, _ := c.Observe(ctx, "SET @v = 1", true); !changed {
+		t.Error("SET @v is no change")
+	}
+}
+
+// TestRegisterDialContext: a dial function registered through the dialect
+// for "tcp" opens its connections, whose socket it still watches.
+func TestRegisterDialContext(t *testing.T) {
+	serverDSN(t)
+	var calls atomic.Int32
+	RegisterDialContext("tcp", func(ctx context.Context, addr string) (net.Conn, error) {
+		calls.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	})
+	t.Cleanup(func() { DeregisterDialContext("tcp") })
+	c := openWired(t, "")
+	if calls.Load() != 1 {
+		t.Fatalf("the registered dial function ran %d times", calls.Load())
+	}
+	run(t, c, "BEGIN")
+	if _, st, err := c.Observe(t.Context(), "BEGIN", true); err != nil || st != dialects.TxActive {
+		t.Fatalf("after BEGIN: %v, %v", st, err)
+	}
+	DeregisterDialContext("tcp")
+	openWired(t, "")
+	if calls.Load() != 1 {
+		t.Error("a deregistered dial function still runs")
+	}
 }

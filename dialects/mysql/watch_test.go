@@ -675,3 +675,181 @@ func FuzzWire(f *testing.F) {
 		}
 	})
 }
+
+// TestObserveAfterLoss: a change the server reported stands though the
+// wire lost the framing afterwards, and the loss itself counts as a change,
+// once.
+func TestObserveAfterLoss(t *testing.T) {
+	handshake := newBuilder(mariaCaps, 0)
+	handshake.handshake(serverCaps)
+	newConn := func(t *testing.T) *conn {
+		w := newWire(nil, true)
+		for _, s := range handshake.c.steps {
+			if s.client {
+				w.scan(&w.out, s.b, true)
+			} else {
+				w.scan(&w.in, s.b, false)
+			}
+		}
+		return &conn{w: w, known: true, autocommit: true, baseAuto: 1}
+	}
+	exchange := func(w *wire, query string, reply []byte) {
+		w.scan(&w.out, packets(0, append([]byte{comQuery}, query...)), true)
+		w.scan(&w.in, packets(1, reply), false)
+	}
+	observe := func(t *testing.T, c *conn, q string) bool {
+		t.Helper()
+		changed, _, err := c.Observe(t.Context(), q, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return changed
+	}
+
+	t.Run("reported, then lost", func(t *testing.T) {
+		c := newConn(t)
+		c.MarkBaseline()
+		exchange(c.w, "CALL p()", okPayload(0, statusAutocommit|statusStateChanged, true))
+		c.w.scan(&c.w.in, packets(0, okPayload(0, statusAutocommit, true)), false) // unasked: lost
+		if c.w.state.Load()&wireLost == 0 {
+			t.Fatal("the wire follows")
+		}
+		if !observe(t, c, "SELECT 1") {
+			t.Error("the reported change was dropped")
+		}
+		if observe(t, c, "SELECT 1") {
+			t.Error("the change counts twice")
+		}
+	})
+	t.Run("lost", func(t *testing.T) {
+		c := newConn(t)
+		c.MarkBaseline()
+		exchange(c.w, "DO 1", okPayload(0, statusAutocommit, true))
+		if observe(t, c, "DO 1") {
+			t.Fatal("DO 1 changes the session")
+		}
+		c.w.scan(&c.w.out, []byte{1, 0, 0, 0, 0x09}, true) // COM_STATISTICS: lost
+		if !observe(t, c, "SELECT 1") {
+			t.Error("the loss is no change")
+		}
+		if observe(t, c, "SELECT 1") {
+			t.Error("the loss counts twice")
+		}
+	})
+	t.Run("lost at the handshake", func(t *testing.T) {
+		b := newBuilder(mariaCaps|capSSL, 0)
+		b.handshake(serverCaps)
+		w := newWire(nil, true)
+		for _, s := range b.c.steps[:2] {
+			if s.client {
+				w.scan(&w.out, s.b, true)
+			} else {
+				w.scan(&w.in, s.b, false)
+			}
+		}
+		c := &conn{w: w, known: true, autocommit: true, baseAuto: 1}
+		c.MarkBaseline() // as Open does
+		if observe(t, c, "SELECT 1") {
+			t.Error("a connection whose wire never followed (TLS) reads as changed")
+		}
+	})
+}
+
+// TestWireHidesCacheMetadata: the driver reads MariaDB's greeting without
+// MARIADB_CLIENT_CACHE_METADATA, however the bytes arrive; nothing else
+// changes, and a MySQL greeting (no extended capabilities) passes as is.
+func TestWireHidesCacheMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		offered uint32
+		want    bool // the bit is cleared
+	}{
+		{"MariaDB", serverCaps, true},
+		{"MySQL", serverCaps | capMySQL, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(mariaCaps, 0)
+			b.handshake(tc.offered)
+			g := b.c.steps[0].b
+			ext := bytes4(g, 4+1+len("5.5.5-10.11.6-MariaDB-0+deb12u1")+1+27)
+			if ext&extCacheMetadata == 0 {
+				t.Fatal("the test greeting does not offer the metadata cache")
+			}
+			for cut := 0; cut <= len(g); cut++ {
+				sock := &recordingConn{in: append([]byte(nil), g...)}
+				w := newWire(sock, true)
+				var seen []byte
+				for _, n := range []int{cut, len(g) - cut} {
+					if n == 0 {
+						continue
+					}
+					p := make([]byte, n)
+					if k, err := w.Read(p); k != n || err != nil {
+						t.Fatalf("Read = %d, %v", k, err)
+					}
+					seen = append(seen, p...)
+				}
+				want := append([]byte(nil), g...)
+				if tc.want {
+					want[4+1+len("5.5.5-10.11.6-MariaDB-0+deb12u1")+1+27] &^= extCacheMetadata
+				}
+				if string(seen) != string(want) {
+					t.Fatalf("cut at %d: the driver reads\n%x\nwant\n%x", cut, seen, want)
+				}
+				if w.state.Load()&wireLost != 0 || w.phase != phaseAuth {
+					t.Fatalf("cut at %d: state %#x, phase %d", cut, w.state.Load(), w.phase)
+				}
+			}
+		})
+	}
+}
+
+func bytes4(b []byte, at int) uint32 {
+	return uint32(b[at]) | uint32(b[at+1])<<8 | uint32(b[at+2])<<16 | uint32(b[at+3])<<24
+}
+
+// FuzzWireGreeting feeds a greeting of any bytes: the wire never panics,
+// reads the same however the bytes are cut, and changes at most the one
+// bit of MARIADB_CLIENT_CACHE_METADATA.
+func FuzzWireGreeting(f *testing.F) {
+	b := newBuilder(mariaCaps, 0)
+	b.handshake(serverCaps)
+	f.Add(b.c.steps[0].b[4:], uint(40))
+	f.Add([]byte{10, 0}, uint(1))
+	f.Add([]byte{0xff, 1, 2}, uint(0))
+	f.Fuzz(func(t *testing.T, payload []byte, cut uint) {
+		g := packets(0, payload)
+		at := int(cut % uint(len(g)+1))
+		var seen [2][]byte
+		var ws [2]*wire
+		for i, chunks := range [][][]byte{{g}, {g[:at], g[at:]}} {
+			w := newWire(&recordingConn{in: append([]byte(nil), g...)}, true)
+			for _, ch := range chunks {
+				if len(ch) == 0 {
+					continue
+				}
+				p := make([]byte, len(ch))
+				if n, _ := w.Read(p); n != len(p) {
+					t.Fatalf("Read = %d of %d", n, len(p))
+				}
+				seen[i] = append(seen[i], p...)
+			}
+			ws[i] = w
+		}
+		if !bytes.Equal(seen[0], seen[1]) || ws[0].state.Load() != ws[1].state.Load() || ws[0].phase != ws[1].phase {
+			t.Fatalf("whole and split differ:\n%x\n%x", seen[0], seen[1])
+		}
+		diff := 0
+		for i := range g {
+			if x := g[i] ^ seen[0][i]; x != 0 {
+				if x != extCacheMetadata {
+					t.Fatalf("byte %d changed from %#x to %#x", i, g[i], seen[0][i])
+				}
+				diff++
+			}
+		}
+		if diff > 1 {
+			t.Fatalf("%d bytes changed", diff)
+		}
+	})
+}
