@@ -3,13 +3,16 @@ package integration
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -320,6 +323,126 @@ func TestMySQLWireOneRoundTrip(t *testing.T) {
 					}
 					assert.Equal(t, []string{q}, sent, "what the client sent for %s", q)
 				}
+			})
+		}
+	})
+}
+
+// TestMySQLWireHiddenUserVars (item 2): user variables assigned where
+// MariaDB's session tracker does not report them — a procedure's OUT
+// parameter (CALL p(@v)) and LOAD DATA's column list — never reach the
+// next user: pooldriver counts a CALL or LOAD whose text has an '@' as a
+// session change.
+func TestMySQLWireHiddenUserVars(t *testing.T) {
+	t.Parallel()
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		proc := unique("pd_out")
+		s.adminExec(t, "CREATE PROCEDURE "+proc+"(OUT x INT) SET x = 42")
+		t.Cleanup(func() {
+			if _, err := s.adminDB().ExecContext(context.Background(), "DROP PROCEDURE "+proc); err != nil {
+				t.Errorf("dropping %s: %v", proc, err)
+			}
+		})
+		reader := unique("pd_ld")
+		mysql.RegisterReaderHandler(reader, func() io.Reader { return strings.NewReader("1\t42\n") })
+		t.Cleanup(func() { mysql.DeregisterReaderHandler(reader) })
+		infile := s.adminInt(t, "SELECT @@GLOBAL.local_infile") == 1
+		forEachFlavour(t, s, allFlavours, dbOpts{maxConns: 1}, func(t *testing.T, s server, db *subject) {
+			table := db.table(t, s, "wireld", "a int")
+			c := timeout(t, 30*time.Second)
+			for _, set := range []string{
+				"CALL " + proc + "(@pd_v)",
+				"LOAD DATA LOCAL INFILE 'Reader::" + reader + "' INTO TABLE " + table + " (a, @pd_v)",
+			} {
+				t.Run(set[:4], func(t *testing.T) {
+					if strings.HasPrefix(set, "LOAD") && !infile {
+						t.Skip("local_infile is off on the server")
+					}
+					_, err := db.ExecContext(c, set)
+					require.NoError(t, err)
+					var v sql.NullInt64
+					require.NoError(t, db.QueryRowContext(c, "SELECT @pd_v").Scan(&v)) // the next user
+					if db.pooled() {
+						assert.False(t, v.Valid, "the next user sees @pd_v = %d", v.Int64)
+						return
+					}
+					assert.Equal(t, sql.NullInt64{Int64: 42, Valid: true}, v, "the plain driver's next user does not see @pd_v: the scenario does not bite")
+					_, err = db.ExecContext(c, "SET @pd_v = NULL")
+					require.NoError(t, err)
+				})
+			}
+		})
+	})
+}
+
+// TestMySQLWirePreparedExecAgain: db.Exec of a statement that returns rows,
+// with arguments, three times on one connection. The plain driver prepares
+// it afresh each time; pooldriver runs its prepared statement again, where
+// MariaDB skips the column definitions if the client asked for its
+// metadata cache, and go-sql-driver v1.10's Stmt.Exec then blocks reading
+// definitions that never come. Through New the dialect keeps the driver
+// from asking: every call returns. Through Wrap the connection is the
+// driver's own: each call returns by its context, at the latest
+// (go-sql-driver honours it there), and what happened is logged.
+func TestMySQLWirePreparedExecAgain(t *testing.T) {
+	t.Parallel()
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		forEachFlavour(t, s, allFlavours, dbOpts{maxConns: 1}, func(t *testing.T, s server, db *subject) {
+			limit := 10 * time.Second
+			if db.flavour == wrapFlavour {
+				limit = 3 * time.Second
+			}
+			for i := range 3 {
+				c, cancel := context.WithTimeout(context.Background(), limit)
+				start := time.Now()
+				_, err := db.ExecContext(c, "SELECT ?, 2, 3, 4, 5", i)
+				took := time.Since(start)
+				cancel()
+				if db.flavour != wrapFlavour {
+					require.NoError(t, err, "exec %d", i)
+					continue
+				}
+				assert.Less(t, took, limit+5*time.Second, "exec %d blocked past its context", i)
+				if err != nil {
+					assert.ErrorIs(t, err, context.DeadlineExceeded, "exec %d", i)
+				}
+				t.Logf("Wrap, exec %d: %v after %v", i, err, took.Round(time.Millisecond))
+			}
+			// The pool serves again.
+			var one int
+			require.NoError(t, db.QueryRowContext(timeout(t, 10*time.Second), "SELECT 1").Scan(&one))
+		})
+	})
+}
+
+// TestMySQLWireRejectReadOnly: with rejectReadOnly=true go-sql-driver turns
+// a read-only error into driver.ErrBadConn, which database/sql retries on
+// another connection. Through New the statement's bytes were seen to reach
+// the server, so pooldriver returns an error that does not match
+// driver.ErrBadConn, and the next statement gets a new connection. Wrap's
+// connections do not count their bytes: the driver's word is taken, as by
+// the plain driver. (tx_read_only=1 makes every statement fail
+// with 1792, as a replica's 1290 would.)
+func TestMySQLWireRejectReadOnly(t *testing.T) {
+	t.Parallel()
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		for _, f := range allFlavours {
+			t.Run(string(f), func(t *testing.T) {
+				t.Parallel()
+				tn := newTenant(t, s)
+				table := s.table(t, "wirero", "id int")
+				db := openThrough(t, s, f, tn.dsn("rejectReadOnly=true", "tx_read_only=1"))
+				c := timeout(t, 30*time.Second)
+				_, err := db.ExecContext(c, "INSERT INTO "+table+" VALUES (1)")
+				require.Error(t, err)
+				if f == poolFlavour {
+					assert.NotErrorIs(t, err, driver.ErrBadConn, "database/sql may retry it")
+				} else {
+					assert.ErrorIs(t, err, driver.ErrBadConn)
+				}
+				assert.Zero(t, s.adminInt(t, "SELECT count(*) FROM "+table))
+				var one int
+				require.NoError(t, db.QueryRowContext(c, "SELECT 1").Scan(&one), "the pool does not serve after the read-only error")
 			})
 		}
 	})
