@@ -204,8 +204,9 @@ func contains(ids []int64, id int64) bool {
 // TestCredentialRotation (MariaDB): WithCredentials is asked for every new
 // connection; after the password changes on the server and in the
 // function, new connections use the new one while the open one keeps
-// working; a connection with a stale password fails with an
-// authentication error that does not show it.
+// working; a statement that needs a connection while only a stale
+// password is given waits within its context, then fails with the
+// authentication error as the cause, which does not show it.
 func TestCredentialRotation(t *testing.T) {
 	t.Parallel()
 	// PostgreSQL here trusts 127.0.0.1 (pg_hba.conf) and checks no
@@ -246,10 +247,15 @@ func TestCredentialRotation(t *testing.T) {
 		assert.Equal(t, user, who)
 
 		// Both connections are held: the next statement opens a third, with
-		// the stale password.
+		// the stale password. It waits, within its context, for one of the
+		// held connections or a connect that works, and fails at its
+		// deadline with the server's refusal as the cause.
 		current.Store(&pwA)
-		_, err := db.ExecContext(ctx(t), "SELECT 1")
+		third, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := db.ExecContext(third, "SELECT 1")
 		require.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		var me *mysql.MySQLError
 		if assert.ErrorAs(t, err, &me) {
 			assert.EqualValues(t, 1045, me.Number, "access denied")
@@ -258,15 +264,14 @@ func TestCredentialRotation(t *testing.T) {
 		assert.NotContains(t, err.Error(), pwB)
 		assert.NotContains(t, fmt.Sprintf("%+v %#v", err, err), pwA)
 		st := c.Stats()
-		assert.EqualValues(t, 1, st.ConnectErrors)
-		assert.EqualValues(t, 3, calls.Load())
+		assert.GreaterOrEqual(t, st.ConnectErrors, int64(1))
+		assert.GreaterOrEqual(t, calls.Load(), int64(3))
 		assert.NotContains(t, fmt.Sprintf("%+v %s", st, c), pwA)
+		assert.NotContains(t, fmt.Sprintf("%v", st.LastConnectError), pwA)
 
 		current.Store(&pwB)
-		time.Sleep(150 * time.Millisecond) // the pool waits this long after a failed connect
 		_, err = db.ExecContext(ctx(t), "SELECT 1")
 		require.NoError(t, err)
-		assert.EqualValues(t, 4, calls.Load())
 		assert.EqualValues(t, 3, c.Stats().Created)
 	})
 }
