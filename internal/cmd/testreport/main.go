@@ -110,6 +110,7 @@ type pkgState struct {
 	start   time.Time
 	shown   bool                 // its start line is printed
 	running map[string]time.Time // top-level tests under way (not paused), since when
+	began   map[string]time.Time // top-level tests, when they last started or continued
 	output  map[string][]string  // by test name ("" for the package's own)
 	passed  int
 	failed  []string // tests, in the order they failed
@@ -173,7 +174,7 @@ func (r *report) printfLocked(format string, args ...any) {
 func (r *report) pkgLocked(name string) *pkgState {
 	p := r.pkgs[name]
 	if p == nil {
-		p = &pkgState{start: time.Now(), running: map[string]time.Time{}, output: map[string][]string{}}
+		p = &pkgState{start: time.Now(), running: map[string]time.Time{}, began: map[string]time.Time{}, output: map[string][]string{}}
 		r.pkgs[name] = p
 	}
 	return p
@@ -203,6 +204,7 @@ func (r *report) handle(e event) {
 	case "run", "cont":
 		if top {
 			p.running[e.Test] = time.Now()
+			p.began[e.Test] = time.Now()
 		}
 	case "pause": // a parallel test waiting for its turn is not under way
 		if top {
@@ -211,7 +213,12 @@ func (r *report) handle(e event) {
 	case "output":
 		p.output[e.Test] = append(p.output[e.Test], e.Output)
 	case "pass", "fail", "skip":
+		// A parallel test's own Elapsed ends when its function returns,
+		// before its subtests ran: its time is since it continued.
 		took := time.Duration(e.Elapsed * float64(time.Second))
+		if since, ok := p.began[e.Test]; ok && top {
+			took = max(took, time.Since(since))
+		}
 		switch e.Action {
 		case "pass":
 			p.passed++
@@ -227,6 +234,7 @@ func (r *report) handle(e event) {
 		}
 		if top {
 			delete(p.running, e.Test)
+			delete(p.began, e.Test)
 			if r.verbose || took >= r.slow || e.Action == "fail" {
 				r.printfLocked("      %-*s %8s  %s %s\n", r.width, short(e.Package), round(took), e.Test, strings.ToUpper(e.Action))
 			}
