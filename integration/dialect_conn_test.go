@@ -188,7 +188,9 @@ func TestConnOpenBadPassword(t *testing.T) {
 		if s.name == "mysql" {
 			// The server's refusal itself, as the plain driver returns it.
 			var me *mysql.MySQLError
-			assert.True(t, errors.As(err, &me) && me.Number == 1045, "%#v", err)
+			// 1045 access denied; 1698 the same where the server has no
+			// password for the user at that host (the Docker image's).
+			assert.True(t, errors.As(err, &me) && (me.Number == 1045 || me.Number == 1698), "%#v", err)
 		} else {
 			assert.True(t, strings.HasPrefix(err.Error(), "pooldriver: "+s.name), err.Error())
 		}
