@@ -94,6 +94,13 @@ test:
 test-all:
 	$(odbc_note)
 	$(call gotest,$(ODBC_TAGS),$(call pkgs,$(TEST_MODULES)))
+	GO="$(GO)" bash integration/upstream/run.sh
+
+# go-sql-driver/mysql's and pgx stdlib's own tests through pooldriver,
+# beside the plain driver (about 2 minutes; part of test-all).
+.PHONY: test-upstream
+test-upstream:
+	GO="$(GO)" bash integration/upstream/run.sh
 
 # Parts of test-all: the modules' own tests, or the integration tests.
 test-unit:
