@@ -36,7 +36,7 @@ func main() {
 
 func run() int {
 	verbose := flag.Bool("v", false, "a line for every top-level test as it ends, not only the slow ones")
-	slow := flag.Duration("slow", 10*time.Second, "a top-level test that takes at least this long gets a line of its own")
+	slow := flag.Duration("slow", 10*time.Second, "a top-level test, not parallel, that takes at least this long gets a line of its own")
 	tick := flag.Duration("tick", 30*time.Second, "while a package runs, say which tests are under way this often")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: testreport [-v] [-slow d] [-tick d] go test -json [flags] [packages]")
@@ -111,6 +111,7 @@ type pkgState struct {
 	shown   bool                 // its start line is printed
 	running map[string]time.Time // top-level tests under way (not paused), since when
 	began   map[string]time.Time // top-level tests, when they last started or continued
+	paused  map[string]bool      // top-level tests that are parallel (they paused)
 	output  map[string][]string  // by test name ("" for the package's own)
 	passed  int
 	failed  []string // tests, in the order they failed
@@ -174,7 +175,7 @@ func (r *report) printfLocked(format string, args ...any) {
 func (r *report) pkgLocked(name string) *pkgState {
 	p := r.pkgs[name]
 	if p == nil {
-		p = &pkgState{start: time.Now(), running: map[string]time.Time{}, began: map[string]time.Time{}, output: map[string][]string{}}
+		p = &pkgState{start: time.Now(), running: map[string]time.Time{}, began: map[string]time.Time{}, paused: map[string]bool{}, output: map[string][]string{}}
 		r.pkgs[name] = p
 	}
 	return p
@@ -209,6 +210,7 @@ func (r *report) handle(e event) {
 	case "pause": // a parallel test waiting for its turn is not under way
 		if top {
 			delete(p.running, e.Test)
+			p.paused[e.Test] = true
 		}
 	case "output":
 		p.output[e.Test] = append(p.output[e.Test], e.Output)
@@ -233,9 +235,13 @@ func (r *report) handle(e event) {
 			r.skips[reason] = append(r.skips[reason], e.Test)
 		}
 		if top {
+			// A slow test gets a line, unless it is parallel: those share
+			// the package's parallel phase, which the ticker's lines show.
+			slow := took >= r.slow && !p.paused[e.Test]
 			delete(p.running, e.Test)
 			delete(p.began, e.Test)
-			if r.verbose || took >= r.slow || e.Action == "fail" {
+			delete(p.paused, e.Test)
+			if r.verbose || slow || e.Action == "fail" {
 				r.printfLocked("      %-*s %8s  %s %s\n", r.width, short(e.Package), round(took), e.Test, strings.ToUpper(e.Action))
 			}
 		}

@@ -20,6 +20,10 @@ const stream = `{"Action":"start","Package":"example.com/m/none"}
 {"Action":"skip","Package":"example.com/m/a","Test":"TestLong","Elapsed":0}
 {"Action":"run","Package":"example.com/m/a","Test":"TestSlow"}
 {"Action":"pass","Package":"example.com/m/a","Test":"TestSlow","Elapsed":12.5}
+{"Action":"run","Package":"example.com/m/a","Test":"TestPar"}
+{"Action":"pause","Package":"example.com/m/a","Test":"TestPar"}
+{"Action":"cont","Package":"example.com/m/a","Test":"TestPar"}
+{"Action":"pass","Package":"example.com/m/a","Test":"TestPar","Elapsed":15}
 {"Action":"pass","Package":"example.com/m/a","Elapsed":12.6}
 {"Action":"start","Package":"example.com/m/b"}
 {"Action":"run","Package":"example.com/m/b","Test":"TestX"}
@@ -51,7 +55,7 @@ func TestReport(t *testing.T) {
 	for _, want := range []string{
 		"start example.com/m/a\n",
 		"TestSlow PASS\n",                  // slow enough for a line of its own
-		"12.6s  2 passed, 1 skipped\n",     // the package's end
+		"12.6s  3 passed, 1 skipped\n",     // the package's end
 		"--- example.com/m/b TestX/sub:\n", // a failure's output
 		"b_test.go:7: boom",
 		"--- build of example.com/m/c [example.com/m/c.test] failed:\n",
@@ -60,7 +64,7 @@ func TestReport(t *testing.T) {
 		"go: a line of the go command's own\n",
 		"skipped 1: long test, skipped by -short: make test-all runs it\n      TestLong\n",
 		"FAILED example.com/m/b TestX/sub TestX\n",
-		"2 passed, 2 failed, 1 skipped in ",
+		"3 passed, 2 failed, 1 skipped in ",
 		"(2 packages failed)\n",
 	} {
 		if !strings.Contains(got, want) {
