@@ -36,7 +36,10 @@ func TestLeakDetection(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "INSERT t 2"); err != nil { // takes the physical connection
 		t.Fatal(err)
 	}
-	waitFor(t, "the leak reported", func() bool { return c.Stats().Leaks == 1 })
+	// The count comes before the log line: wait for both.
+	waitFor(t, "the leak reported", func() bool {
+		return c.Stats().Leaks == 1 && len(h.with("leak detection threshold")) == 1
+	})
 	leaks := h.with("leak detection threshold")
 	if len(leaks) != 1 || leaks[0].level != slog.LevelWarn {
 		t.Fatalf("leak lines: %v", leaks)
