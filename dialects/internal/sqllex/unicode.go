@@ -7,7 +7,7 @@ import (
 )
 
 // PostgreSQL's Unicode escapes: in a U&"…" identifier or a U&'…' string,
-// \XXXX and \+XXXXXX stand for a code point, \\ for a backslash, and a
+// \hhhh and \+hhhhhh (h a hex digit) stand for a code point, \\ for a backslash, and a
 // UESCAPE 'c' clause after the closing quote makes c the escape character
 // instead. The rules match names, so an identifier is decoded before they
 // see it: U&"set\005fconfig"(…) calls set_config. Text that PostgreSQL
@@ -90,7 +90,7 @@ func skipSpaceAndComments(s string, i int) int {
 
 // decodeUnicode returns the text of a Unicode literal whose quote is q,
 // from raw, what lies between its quotes, with escape character esc: a
-// doubled quote becomes one, esc esc becomes esc, escXXXX and esc+XXXXXX
+// doubled quote becomes one, esc esc becomes esc, esc with four hex digits or + and six
 // the code point, UTF-16 surrogate pairs one code point. ok is false where
 // PostgreSQL reports an error: any other use of esc, a code point of 0 or
 // past U+10FFFF, a surrogate without its pair. It allocates only when raw
