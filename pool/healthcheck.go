@@ -67,11 +67,13 @@ func (p *Pool[T]) checkIdle(r *Resource[T]) {
 		return // in use now, or gone
 	}
 	p.idle.Filter(func(x *Resource[T]) bool { return x != r }, nil)
+	p.checking++
 	p.mu.Unlock()
 
 	err := p.callHealthcheck(r.value)
 
 	p.mu.Lock()
+	p.checking--
 	if err != nil || p.closed {
 		if err != nil {
 			p.stats.hcFailures++

@@ -59,6 +59,59 @@ func TestHealthcheckChecksIdleOnlyAndRefills(t *testing.T) {
 	})
 }
 
+// TestMinIdleCountsTheOneBeingChecked: an idle resource the healthcheck
+// holds counts as idle for MinIdle. A resource made for MinIdle that
+// arrives while the other idle one is checked does not make the pool dial
+// again: MinIdle idle beside the one in use, never more.
+func TestMinIdleCountsTheOneBeingChecked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.MinIdle, cfg.Max = 2, 4
+		gate := make(chan struct{})
+		var gated atomic.Bool
+		cfg.Factory = func(ctx context.Context) (*item, error) {
+			if gated.Load() {
+				<-gate
+			}
+			return b.factory(ctx)
+		}
+		var hold atomic.Bool
+		checking, resume := make(chan struct{}), make(chan struct{})
+		cfg.Healthcheck = func(context.Context, *item) error {
+			if hold.CompareAndSwap(true, false) {
+				close(checking)
+				<-resume
+			}
+			return nil
+		}
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		synctest.Wait()
+		r, err := p.Acquire(context.Background()) // one idle left
+		if err != nil {
+			t.Fatal(err)
+		}
+		gated.Store(true)
+		p.CheckNow() // refills: a dial for the second idle one, held at the gate
+		synctest.Wait()
+		hold.Store(true)
+		go p.CheckNow()
+		<-checking // the idle one is out for its check
+		close(gate)
+		synctest.Wait() // the dial's resource is idle
+		close(resume)
+		synctest.Wait()
+		if s := p.Stats(); s.Total != 3 || s.Idle != 2 || b.made.Load() != 3 {
+			t.Fatalf("want 2 idle beside the one in use, 3 made: %+v (made %d)", s, b.made.Load())
+		}
+		r.Release()
+	})
+}
+
 func TestExpiryByLifetimeAndIdleTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b backend

@@ -47,7 +47,10 @@ func TestDurationsCounted(t *testing.T) {
 	var b backend
 	cfg := b.config()
 	cfg.Max = 1
-	cfg.AcquireTimeout = 30 * time.Millisecond
+	// Long enough that a waiter is served by the release it waits for
+	// on a loaded machine, whose scheduler can stall a goroutine for
+	// hundreds of milliseconds.
+	cfg.AcquireTimeout = 2 * time.Second
 	cfg.MaxIdleTime = time.Hour // the clock is read at every acquire: every use is timed
 	p := newPool(t, cfg)
 	var obs timings
@@ -63,10 +66,18 @@ func TestDurationsCounted(t *testing.T) {
 	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("want ErrTimeout, got %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	_, err := p.Acquire(ctx)
+	// The cancel comes once the caller waits: a deadline could pass
+	// before Acquire starts, which then fails without waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	canceled := make(chan error)
+	go func() {
+		_, err := p.Acquire(ctx)
+		canceled <- err
+	}()
+	waitFor(t, "a waiter to cancel", func() bool { return p.Stats().Waiting == 1 })
+	time.Sleep(20 * time.Millisecond)
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if err := <-canceled; !errors.Is(err, context.Canceled) {
 		t.Fatalf("want the context's error, got %v", err)
 	}
 	// A waiter served by a release.
@@ -92,11 +103,11 @@ func TestDurationsCounted(t *testing.T) {
 		t.Errorf("the acquire served at once is not a wait of 0: %v", s.WaitTime.Buckets)
 	}
 	// The timed-out and the cancelled waits are in WaitDuration: at least
-	// 30ms + 20ms, plus the waiter's 2ms.
-	if s.WaitDuration != s.WaitTime.Sum || s.WaitDuration < 52*time.Millisecond {
+	// 2s + 20ms, plus the waiter's 2ms.
+	if s.WaitDuration != s.WaitTime.Sum || s.WaitDuration < 2022*time.Millisecond {
 		t.Errorf("WaitDuration %v, histogram sum %v", s.WaitDuration, s.WaitTime.Sum)
 	}
-	if q := s.WaitTime.Quantile(1); q < 25*time.Millisecond {
+	if q := s.WaitTime.Quantile(1); q < 1500*time.Millisecond {
 		t.Errorf("longest wait at most %v: the timeout is missing", q)
 	}
 	if s.UseTime.Count != 3 || s.UseTime.Sum < 7*time.Millisecond {
@@ -148,7 +159,9 @@ func TestFailedCreateAndRejectedIdleCounted(t *testing.T) {
 	var b backend
 	cfg := b.config()
 	cfg.Max = 2
-	cfg.MaxLifetime = 20 * time.Millisecond
+	// Long enough that the idle resource the first part finds has not
+	// expired yet on a loaded machine.
+	cfg.MaxLifetime = time.Second
 	cfg.NoBackoff = true // the caller gets its dial's error
 	var reject bool
 	cfg.BeforeAcquire = func(context.Context, *Resource[*item]) bool { return !reject }
@@ -178,7 +191,7 @@ func TestFailedCreateAndRejectedIdleCounted(t *testing.T) {
 		t.Fatalf("rejected idle: waits %d → %d, rejects %d → %d", s.WaitTime.Count, s2.WaitTime.Count, s.ReleaseRejects, s2.ReleaseRejects)
 	}
 	reject = false
-	time.Sleep(25 * time.Millisecond) // the idle one outlives MaxLifetime
+	time.Sleep(1100 * time.Millisecond) // the idle one outlives MaxLifetime
 	r = mustAcquire(t, p)
 	r.Release()
 	s3 := p.Stats()

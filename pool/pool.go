@@ -45,6 +45,7 @@ type Pool[T any] struct {
 	total       int // idle + acquired + creating + checking
 	acquired    int
 	creating    int
+	checking    int // taken out of idle by the healthcheck, being checked
 	closed      bool
 	state       State
 	trial       bool // Recovering: the one trial factory call is under way
@@ -595,9 +596,11 @@ func (p *Pool[T]) noDialLocked(now time.Duration) {
 }
 
 // belowMinLocked reports whether fewer than Min resources exist, or fewer
-// than MinIdle are idle or being created.
+// than MinIdle are idle, being created or being checked (an idle resource
+// the healthcheck holds comes back idle, or is destroyed and then
+// replaced: counting it as missing would make one too many).
 func (p *Pool[T]) belowMinLocked() bool {
-	return p.total < p.cfg.Min || p.cfg.MinIdle > 0 && p.idleLocked()+p.creating < p.cfg.MinIdle
+	return p.total < p.cfg.Min || p.cfg.MinIdle > 0 && p.idleLocked()+p.creating+p.checking < p.cfg.MinIdle
 }
 
 // fillToMinLocked starts factory calls until Min resources exist and MinIdle
