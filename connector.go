@@ -39,6 +39,10 @@ type Connector struct {
 
 	stats struct {
 		autoRollbacks, sessionResets, leaks atomic.Int64
+		// Opened while Reset ran and closed at once by the factory,
+		// which then opens another: the pool counts one create and no
+		// destroy for the two, so Stats adds these to both.
+		openedStale atomic.Int64
 	}
 }
 
@@ -213,6 +217,7 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 		}
 		pc.closeReason = closeResetAll
 		c.closePhys(pc)
+		c.stats.openedStale.Add(1)
 	}
 }
 

@@ -2,7 +2,10 @@ package pooldriver_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+
+	"github.com/pooldriver/pooldriver"
 )
 
 // TestReset: idle connections are closed at once, one in use (a *sql.Tx
@@ -53,5 +56,41 @@ func TestReset(t *testing.T) {
 	}
 	if st := srv.Stats(); st.DisconnectRollbacks != 0 {
 		t.Fatalf("a transaction was cut: %+v", st)
+	}
+}
+
+// TestResetDuringConnect: a connection whose opening began before Reset is
+// closed as soon as it is open and another is opened in its place; Stats
+// counts both, so that Created - Destroyed is what is open.
+func TestResetDuringConnect(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	srv := newServer(t)
+	entered, resume := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	creds := func(context.Context) (string, string, error) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-resume
+		}
+		return "app", "secret", nil
+	}
+	db, c := newDB(t, srv, "pool_max_conns=2", pooldriver.WithCredentials(creds))
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Exec("INSERT t 1")
+		done <- err
+	}()
+	<-entered // the first connect is under way
+	c.Reset()
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Stats(); st.Connects != 2 || st.Closes != 1 {
+		t.Fatalf("want the first connection closed and a second opened: %+v", st)
+	}
+	st := c.Stats()
+	if st.Created != 2 || st.Destroyed != 1 || st.Total != 1 {
+		t.Fatalf("want 2 created, 1 destroyed, 1 open: %+v", st)
 	}
 }

@@ -63,6 +63,7 @@ func (c *Connector) Stats() Stats {
 		return Stats{}
 	}
 	p := c.pool.Stats()
+	stale := c.stats.openedStale.Load()
 	return Stats{
 		MaxConns:             p.Max,
 		MinConns:             c.s.minConns,
@@ -81,11 +82,11 @@ func (c *Connector) Stats() Stats {
 		BackoffRejects:       p.BackoffRejects,
 		BreakerState:         p.State,
 		BreakerChanges:       p.StateChanges,
-		Created:              p.Created,
+		Created:              p.Created + stale,
 		ConnectErrors:        p.CreateErrors,
 		ConnectFailuresInRow: p.CreateFailures,
 		LastConnectError:     p.LastCreateError,
-		Destroyed:            p.Destroyed,
+		Destroyed:            p.Destroyed + stale,
 		Expired:              p.Expired,
 		IdleTrimmed:          p.IdleTrimmed,
 		HealthFailures:       p.HealthcheckFailures,
