@@ -11,18 +11,6 @@ import (
 	"github.com/pooldriver/pooldriver/internal/fakedb"
 )
 
-// eventually polls cond for up to d.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true
-}
-
 // Regression: a BeginTx transaction whose statement is still running when
 // the task ends and outlives the cleanup timeout. The task's cleanup gives
 // up (the connection is marked lost); the transaction is claimed as ended
@@ -51,26 +39,31 @@ func TestTaskEndGivesUpWaitingLastHolderRollsBack(t *testing.T) {
 		// A slow statement that does not stop when the task's context ends.
 		_, _ = tx.ExecContext(context.WithoutCancel(ctx), "SLEEP 200ms")
 	}()
-	time.Sleep(20 * time.Millisecond) // the statement is running
+	waitFor(t, "the SLEEP to run", func() bool { return srv.Running() == 1 })
 	end()
 	<-done
 	tx.Rollback()
 
-	if !eventually(2*time.Second, func() bool { return c.Stats().Active == 0 && srv.OpenTxCount() == 0 }) {
-		t.Fatalf("physical connection leaked after task end: active=%d, server open tx=%d",
-			c.Stats().Active, srv.OpenTxCount())
-	}
+	waitFor(t, "the physical connection released and its transaction ended on the server", func() bool {
+		return c.Stats().Active == 0 && srv.OpenTxCount() == 0
+	})
 }
 
-// hookConn is a fakedb conn whose "HOOK" statement blocks until released and
-// then reports driver.ErrBadConn, as a dropped connection would.
+// hookConn is a fakedb conn whose "HOOK" statement signals running when it
+// starts, blocks until hook is closed and then reports driver.ErrBadConn, as
+// a dropped connection would.
 type hookConn struct {
 	*fakedb.Conn
-	hook chan struct{}
+	hook    chan struct{}
+	running chan struct{} // buffered; receives once a HOOK runs
 }
 
 func (h *hookConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
 	if q == "HOOK" {
+		select {
+		case h.running <- struct{}{}:
+		default:
+		}
 		<-h.hook
 		return nil, driver.ErrBadConn
 	}
@@ -78,8 +71,9 @@ func (h *hookConn) ExecContext(ctx context.Context, q string, args []driver.Name
 }
 
 type hookConnector struct {
-	base driver.Connector
-	hook chan struct{}
+	base    driver.Connector
+	hook    chan struct{}
+	running chan struct{}
 }
 
 func (h hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -87,7 +81,7 @@ func (h hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hookConn{Conn: c.(*fakedb.Conn), hook: h.hook}, nil
+	return &hookConn{Conn: c.(*fakedb.Conn), hook: h.hook, running: h.running}, nil
 }
 
 func (h hookConnector) Driver() driver.Driver { return h.base.Driver() }
@@ -98,8 +92,8 @@ func (h hookConnector) Driver() driver.Driver { return h.base.Driver() }
 // have it destroyed. It used to be kept forever.
 func TestTaskEndConnBrokenMidStatementIsDestroyed(t *testing.T) {
 	srv := newServer(t)
-	hook := make(chan struct{})
-	c := pooldriver.Wrap(hookConnector{base: srv.Connector(), hook: hook})
+	hook, running := make(chan struct{}), make(chan struct{}, 1)
+	c := pooldriver.Wrap(hookConnector{base: srv.Connector(), hook: hook, running: running})
 	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +110,15 @@ func TestTaskEndConnBrokenMidStatementIsDestroyed(t *testing.T) {
 		_, err := tx.ExecContext(ctx, "HOOK")
 		execDone <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // HOOK is running, holding the conn
+	select {
+	case <-running: // HOOK is running, holding the conn
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for HOOK to run")
+	}
 	endDone := make(chan struct{})
 	go func() { end(); close(endDone) }()
 	// end claims the transaction before it cancels the context.
-	if !eventually(2*time.Second, func() bool { return ctx.Err() != nil }) {
-		t.Fatal("task context not cancelled")
-	}
+	waitFor(t, "the task context cancelled", func() bool { return ctx.Err() != nil })
 	close(hook) // the statement now fails: connection lost
 	if err := <-execDone; err == nil {
 		t.Error("the statement succeeded on a lost connection")
@@ -130,7 +126,5 @@ func TestTaskEndConnBrokenMidStatementIsDestroyed(t *testing.T) {
 	<-endDone
 	tx.Rollback()
 
-	if !eventually(2*time.Second, func() bool { return c.Stats().Active == 0 }) {
-		t.Fatalf("broken physical connection never released/destroyed: %+v", c.Stats())
-	}
+	waitFor(t, "the broken physical connection released/destroyed", func() bool { return c.Stats().Active == 0 })
 }

@@ -55,6 +55,7 @@ var (
 	_ dialects.StaleStatementDetector = (*conn)(nil)
 	_ dialects.SessionBaseline        = (*conn)(nil)
 	_ dialects.WriteCounter           = (*conn)(nil)
+	_ dialects.BeginTxRollbacker      = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
 )
 

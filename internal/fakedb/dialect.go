@@ -39,7 +39,10 @@ func (Dialect) Parse(dsn string) (dialects.Template, map[string]string, error) {
 // dialectConn is the dialects.Conn around a fake conn.
 type dialectConn struct{ c *Conn }
 
-var _ dialects.Conn = (*dialectConn)(nil)
+var (
+	_ dialects.Conn         = (*dialectConn)(nil)
+	_ dialects.WriteCounter = (*dialectConn)(nil)
+)
 
 func (d *dialectConn) Driver() driver.Conn { return d.c }
 

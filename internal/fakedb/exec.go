@@ -14,6 +14,8 @@ func (c *Conn) run(ctx context.Context, cmd command, perr error, args []driver.N
 	c.sent.Add(1)
 	st := &c.srv.stats
 	st.statements.Add(1)
+	st.running.Add(1)
+	defer st.running.Add(-1)
 	if query {
 		st.queries.Add(1)
 	} else {

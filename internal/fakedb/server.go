@@ -194,6 +194,13 @@ func (s *Server) Table(name string) []int64 {
 // OpenTxCount returns the number of conns currently inside a transaction.
 func (s *Server) OpenTxCount() int { return int(s.stats.openTx.Load()) }
 
+// Running returns the number of statements running on the server now.
+// A statement counts from when it reaches the server (when
+// [Stats].Statements counts it) until its call returns: a SLEEP counts for
+// as long as it sleeps, a query until it returns its rows (not while they
+// are read). Tests wait on it to know that a statement is under way.
+func (s *Server) Running() int { return int(s.stats.running.Load()) }
+
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() Stats { return s.stats.snapshot() }
 

@@ -152,3 +152,56 @@ func TestKillAll(t *testing.T) {
 	s.KillAll()
 	wantErr(t, c3.Ping(context.Background()), driver.ErrBadConn)
 }
+
+func TestRunning(t *testing.T) {
+	s := newServer(t)
+	a, b := connect(t, s), connect(t, s)
+	if n := s.Running(); n != 0 {
+		t.Fatalf("Running() = %d on a new server", n)
+	}
+
+	// A SLEEP counts for as long as it sleeps, on either conn.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 2)
+	for _, c := range []*Conn{a, b} {
+		go func() {
+			_, err := c.ExecContext(ctx, "SLEEP 1h", nil)
+			done <- err
+		}()
+	}
+	waitFor(t, "both SLEEPs to run", func() bool { return s.Running() == 2 })
+
+	// A query on a third conn counts until it returns its rows, not while
+	// they are read.
+	c := connect(t, s)
+	r, err := c.QueryContext(context.Background(), "SELECT 3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Running(); n != 2 {
+		t.Fatalf("Running() = %d with a result set open, want 2 (the SLEEPs)", n)
+	}
+	r.Close()
+
+	cancel()
+	for range 2 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("SLEEP: %v", err)
+		}
+	}
+	if n := s.Running(); n != 0 {
+		t.Fatalf("Running() = %d after the SLEEPs returned, want 0", n)
+	}
+
+	// Statements that fail, at the server or before it, count no longer.
+	wantErr(t, execErr(c, "FAIL"), ErrFail)
+	if err := execErr(c, "NOPE"); err == nil {
+		t.Fatal("NOPE ran")
+	}
+	c.Close()
+	wantErr(t, execErr(c, "SELECT 1"), ErrClosed)
+	if n := s.Running(); n != 0 {
+		t.Fatalf("Running() = %d after failed statements, want 0", n)
+	}
+}

@@ -38,6 +38,7 @@ type counters struct {
 	pings, resets, txStatusCalls                                       atomic.Int64
 	begins, rawBegins, commits, rollbacks, disconnectRollbacks, openTx atomic.Int64
 	overlaps                                                           atomic.Int64
+	running                                                            atomic.Int64 // statements in run now (Server.Running)
 }
 
 func (c *counters) snapshot() Stats {
