@@ -15,22 +15,16 @@ import (
 // statements and transaction, and IsValid, so its fields need no lock.
 type conn struct {
 	c *Connector
-	// The hold's physical connection, while held is set. Between holds pc
-	// still points at the last hold's connection (which may be anyone's
-	// by then) and must not be used: it is left in place because most
-	// holds take the same connection back, and an unchanged pointer costs
-	// no write barrier.
-	pc     *physConn
-	held   bool
-	shared bool  // pc is (or was) bound to a task: other holds may use it too
-	taskTx bool  // a *sql.Tx of a task was begun in this hold: the task's end may reach pc
-	lost   error // the hold lost pc: every later operation fails with this
-	tx     *tx   // open transaction begun with BeginTx
-	rows   int   // open result sets
-	// The open rows are those of the hold's first operation, a query
-	// that took no lock (see start): the hold's next operation takes it.
-	rowsSolo bool
-	closed   bool
+	// The hold's physical connection, while the state says it has one
+	// (holdState.held). Between holds pc still points at the last hold's
+	// connection (which may be anyone's by then) and must not be used: it
+	// is left in place because most holds take the same connection back,
+	// and an unchanged pointer costs no write barrier.
+	pc    *physConn
+	state holdState // changed only by step (hold.go)
+	lost  error     // in holdLost: what every later operation of the hold fails with
+	tx    *tx       // open transaction begun with BeginTx
+	rows  int       // open result sets
 	// The handle of the physical connection a hold of l last parked (see
 	// physConn.park): the next hold takes it back without the pool's lock,
 	// unless anyone took it meanwhile. It is not cleared when the hold
@@ -60,111 +54,97 @@ var (
 
 // ExecContext runs query on the hold's physical connection.
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	var le lease
-	err := l.start(ctx, opExec, &le)
-	if err != nil {
-		return nil, err
-	}
-	res, err := le.pc.exec(ctx, query, args)
-	return res, l.finish(ctx, &le, opExec, query, err)
+	var res driver.Result
+	err := l.do(ctx, opExec, &lease{}, query, func(pc *physConn) (err error) {
+		res, err = pc.exec(ctx, query, args)
+		return err
+	})
+	return res, err
 }
 
-// QueryContext runs query; the rows keep the physical connection's lock
-// until they are closed (those of a hold's first query outside any task
-// only from the hold's next operation on: see start).
+// QueryContext runs query; the rows keep the physical connection (see
+// conn.query).
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	var le lease
-	err := l.start(ctx, opStmt, &le)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := le.pc.query(ctx, query, args)
-	return l.openRows(ctx, le, rows, query, err)
-}
-
-// openRows wraps the rows a query returned, or finishes the query that
-// failed.
-func (l *conn) openRows(ctx context.Context, le lease, rows driver.Rows, query string, err error) (driver.Rows, error) {
-	if err != nil {
-		return nil, l.finish(ctx, &le, opStmt, query, err)
-	}
-	r := newRows(l, le, rows, query)
-	_ = l.finish(ctx, &le, opOpenRows, query, nil) // nil: rows change no state until they close
-	return r, nil
+	return l.query(ctx, query, func(pc *physConn) (driver.Rows, error) {
+		return pc.query(ctx, query, args)
+	})
 }
 
 // BeginTx begins a transaction on the hold's physical connection, which
 // never has another transaction open (see pick).
 func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	var le lease
-	err := l.start(ctx, opBegin, &le)
+	var x *tx
+	le := &lease{}
+	err := l.do(ctx, opBegin, le, "", func(pc *physConn) error {
+		var dtx driver.Tx
+		var err error
+		if pc.beginner != nil {
+			dtx, err = pc.beginner.BeginTx(ctx, opts)
+		} else if opts.Isolation != 0 || opts.ReadOnly {
+			err = errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
+		} else {
+			dtx, err = pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
+		}
+		if err != nil {
+			return err
+		}
+		x = &tx{l: l, pc: pc, drv: dtx, task: le.t, ctx: ctx}
+		if le.t != nil {
+			l.to(evTaskTx) // the task's end may reach pc from now on
+		}
+		pc.setTx(txBegun, x)
+		l.tx = x
+		if le.t != nil && !le.t.addTx(x) {
+			// The task ended meanwhile: its transaction must not outlive it.
+			x.claim(txEndedByTask)
+			l.tx = nil
+			if rerr := pc.rollback(x); rerr != nil {
+				return rerr
+			}
+			pc.c.stats.autoRollbacks.Add(1)
+			return errTaskEndedAtBegin
+		}
+		return nil
+	})
+	if errors.Is(err, errTaskEndedAtBegin) {
+		return nil, ErrTaskEnded
+	}
 	if err != nil {
 		return nil, err
 	}
-	pc := le.pc
-	var dtx driver.Tx
-	if pc.beginner != nil {
-		dtx, err = pc.beginner.BeginTx(ctx, opts)
-	} else if opts.Isolation != 0 || opts.ReadOnly {
-		err = errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
-	} else {
-		dtx, err = pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
-	}
-	if err != nil {
-		return nil, l.finish(ctx, &le, opBegin, "", err)
-	}
-	x := &tx{l: l, pc: pc, drv: dtx, task: le.t, ctx: ctx}
-	l.taskTx = l.taskTx || le.t != nil
-	pc.setTx(txBegun, x)
-	l.tx = x
-	if le.t != nil && !le.t.addTx(x) {
-		// The task ended meanwhile: its transaction must not outlive it.
-		x.claim(txEndedByTask)
-		if rerr := pc.rollback(x); rerr != nil {
-			err = rerr
-		} else {
-			pc.c.stats.autoRollbacks.Add(1)
-		}
-		l.tx = nil
-		if ferr := l.finish(ctx, &le, opBegin, "", err); ferr != nil {
-			return nil, ferr
-		}
-		return nil, ErrTaskEnded
-	}
-	return x, l.finish(ctx, &le, opBegin, "", nil)
+	return x, nil
 }
+
+// errTaskEndedAtBegin is what BeginTx's operation returns when the task
+// ended as the transaction began, and was rolled back: finish takes it for
+// the statement's error (the connection is fine), BeginTx returns
+// ErrTaskEnded.
+var errTaskEndedAtBegin = errors.New("pooldriver: the task ended as its transaction began")
 
 // PrepareContext prepares query on the hold's physical connection, which
 // reports syntax errors and the number of parameters now, as database/sql
 // users expect. The statement is prepared again on every other physical
 // connection it later runs on (and cached there).
 func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	var le lease
-	err := l.start(ctx, opPrepare, &le)
+	var st *stmt
+	err := l.do(ctx, opPrepare, &lease{}, query, func(pc *physConn) error {
+		s, err := pc.prepared(ctx, query)
+		if err != nil {
+			return err
+		}
+		st = &stmt{l: l, query: query, numInput: s.NumInput()}
+		st.ranOn(pc)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	s, err := le.pc.prepared(ctx, query)
-	n := -1
-	if err == nil {
-		n = s.NumInput()
-	}
-	if err = l.finish(ctx, &le, opPrepare, query, err); err != nil {
-		return nil, err
-	}
-	st := &stmt{l: l, query: query, numInput: n}
-	st.ranOn(le.pc)
 	return st, nil
 }
 
 // Ping checks the hold's physical connection.
 func (l *conn) Ping(ctx context.Context) error {
-	var le lease
-	err := l.start(ctx, opPing, &le)
-	if err != nil {
-		return err
-	}
-	return l.finish(ctx, &le, opPing, "", le.pc.dc.Ping(ctx))
+	return l.do(ctx, opPing, &lease{}, "", func(pc *physConn) error { return pc.dc.Ping(ctx) })
 }
 
 // CheckNamedValue accepts every argument as it is: no physical connection is
@@ -176,7 +156,7 @@ func (l *conn) CheckNamedValue(*driver.NamedValue) error { return nil }
 // ResetSession is database/sql's hook before it reuses this conn. A logical
 // conn has no session of its own: the hold that ended settled it.
 func (l *conn) ResetSession(context.Context) error {
-	if l.closed {
+	if l.state == holdClosed {
 		return driver.ErrBadConn
 	}
 	return nil
@@ -186,20 +166,20 @@ func (l *conn) ResetSession(context.Context) error {
 // the hold ends here.
 func (l *conn) IsValid() bool {
 	l.endHold()
-	return !l.closed
+	return l.state != holdClosed
 }
 
 // Close closes the logical conn, ending its hold. A transaction it still
 // has is rolled back, never committed.
 func (l *conn) Close() error {
-	if l.closed {
+	if l.state == holdClosed {
 		return nil
 	}
 	if x := l.tx; x != nil {
 		_ = x.Rollback() // a connection it fails on is settled when the hold ends
 	}
-	l.closed = true
 	l.endHold()
+	l.to(evClose)
 	if r := l.parked; r != nil {
 		// database/sql closes a logical conn past its idle limit right
 		// after the hold ended: the connection goes where everyone finds

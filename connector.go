@@ -43,6 +43,7 @@ type Connector struct {
 		// which then opens another: the pool counts one create and no
 		// destroy for the two, so Stats adds these to both.
 		openedStale atomic.Int64
+		misuses     atomic.Int64 // hold events step refused (hold.go)
 	}
 }
 

@@ -9,20 +9,15 @@ import (
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
-// A hold is database/sql's use of one logical conn: from the first
-// operation after database/sql handed the conn out until database/sql takes
-// it back, which it does by calling IsValid (or Close). The hold keeps the
-// physical connection of its first operation throughout, so a *sql.Conn is
-// one session and a *sql.Tx one transaction, as with the plain driver.
-//
-// Every operation (a statement, its rows, BeginTx, Commit, Prepare, Ping,
-// RawConn) runs the same protocol: start picks the physical connection (the
-// hold's, else the task's, else one from the pool) and takes its lock; the
-// operation runs on it; finish records what the operation left (the
-// transaction the server reports, a changed session, a lost connection),
-// binds the connection to a transaction-mode task that now needs it, maps
-// the error and unlocks. endHold lets go of the physical connection, whose
-// fate decide then settles.
+// Every operation of a hold (a statement, BeginTx, a *sql.Tx's Commit and
+// Rollback, Prepare, Ping, RawConn) runs through do, or query for those that
+// open rows, whose Close is the operation's second half: start picks the physical connection (the
+// hold's, else the task's, else one from the pool) and takes its lock as the
+// hold's state says; the operation runs on it; finish records what the
+// operation left (the transaction the server reports, a changed session, a
+// lost connection), binds the connection to a transaction-mode task that
+// now needs it, maps the error and unlocks. endHold lets go of the physical
+// connection, whose fate decide then settles.
 
 // opKind is what an operation does, for the few rules that differ.
 type opKind uint8
@@ -30,7 +25,7 @@ type opKind uint8
 const (
 	opExec      opKind = iota // Exec: a statement that leaves nothing open
 	opStmt                    // a Query that failed before returning rows
-	opOpenRows                // a Query that returned rows: they keep the lock (see conn.rowsSolo)
+	opOpenRows                // a Query that returned rows: they keep the lock (but see holdSoloRows)
 	opCloseRows               // the rows' Close: the statement is over now
 	opBegin                   // BeginTx
 	opEndTx                   // Commit or Rollback of a *sql.Tx
@@ -43,12 +38,41 @@ const (
 type lease struct {
 	pc       *physConn
 	t        *task  // the task of the operation's context, or nil
-	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or solo)
-	solo     bool   // a statement that took no lock: nobody else can reach pc (see start)
+	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or it runs solo)
+	solo     bool   // the hold's first operation, outside any task, run without the lock (see start)
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
 	sent     uint64 // pc.sent() when the operation started: bytes written before it
+}
+
+// do runs one operation of kind k on l's hold: start, then fn on the
+// hold's physical connection, then finish with fn's error. le is the
+// operation's lease: a zero one, except for the end of a *sql.Tx, which
+// names its connection.
+func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn func(pc *physConn) error) error {
+	if err := l.start(ctx, k, le); err != nil {
+		return err
+	}
+	return l.finish(ctx, le, k, query, fn(le.pc))
+}
+
+// query is do for an operation that returns rows: they keep the
+// connection's lock until they close (those of a hold's first query outside
+// any task never have it: see holdSoloRows), and their Close finishes the
+// statement with the lease they keep (rows.Close).
+func (l *conn) query(ctx context.Context, query string, fn func(pc *physConn) (driver.Rows, error)) (driver.Rows, error) {
+	var le lease
+	if err := l.start(ctx, opStmt, &le); err != nil {
+		return nil, err
+	}
+	dr, err := fn(le.pc)
+	if err != nil {
+		return nil, l.finish(ctx, &le, opStmt, query, err)
+	}
+	r := newRows(l, le, dr, query)
+	_ = l.finish(ctx, &le, opOpenRows, query, nil) // nil: rows change no state until they close
+	return r, nil
 }
 
 // lock takes pc's lock for an operation of l. A connection other holds of
@@ -59,7 +83,7 @@ func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 	if pc.sem.tryLock() {
 		return nil
 	}
-	if !l.shared {
+	if l.state != holdShared {
 		return pc.sem.lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
 	}
 	for {
@@ -82,18 +106,21 @@ func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 
 // start begins an operation of kind k on l's hold, filling le.
 func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
-	t := taskFrom(ctx)
-	if t == nil && !l.held && l.tx == nil && l.lost == nil && !l.closed {
+	if l.state == holdNone && l.tx == nil {
+		t := taskFrom(ctx)
+		if t != nil {
+			return l.startWith(ctx, k, t, le)
+		}
 		// The hold's first operation, outside any task: a connection of
 		// its own, which nothing else can reach, so its lock is free and
 		// there is nothing to check on it. A statement needs no lock at
 		// all: nobody else can reach the connection while it runs (the
 		// pool orders the hold's end before the next taker's use). A
-		// query's rows stay open without the lock until they close or the
-		// hold's next operation, which takes it for them (see startWith)
-		// before it can let a task reach the connection. Anything else
-		// takes it. Were the lock taken after all, the general path waits
-		// for it under ctx.
+		// query's rows stay open without the lock (holdSoloRows) until
+		// they close or the hold's next operation, which takes it for them
+		// (see startWith) before it can let a task reach the connection.
+		// Anything else takes it. Were the lock taken after all, the
+		// general path waits for it under ctx.
 		pc, err := l.takeOwn(ctx)
 		if err != nil {
 			return err
@@ -110,23 +137,36 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 			}
 			return nil
 		}
+		return l.startWith(ctx, k, nil, le)
 	}
-	return l.startWith(ctx, k, t, le)
+	switch k {
+	case opEndTx:
+		// le.pc is the transaction's connection, which the hold keeps
+		// while it is open; the end runs even on a lost one (it fails
+		// there), and is the only operation left to a *sql.Tx that its
+		// task's end claimed (see tx.end).
+		if l.rows == 0 {
+			_ = le.pc.sem.lock(context.Background()) // held only by statements, which end
+			le.locked = true
+		}
+		return nil
+	}
+	return l.startWith(ctx, k, taskFrom(ctx), le)
 }
 
 // startWith is start in every other case; t is the task of ctx, or nil.
 func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) error {
-	if l.closed {
+	switch l.state {
+	case holdClosed:
 		return driver.ErrBadConn
-	}
-	if l.lost != nil {
+	case holdLost:
 		return l.lost
 	}
 	if x := l.tx; x != nil && x.endedByTask() {
 		return ErrTaskEnded
 	}
 	le.t = t
-	if l.held {
+	if l.state != holdNone {
 		le.pc = l.pc
 	}
 	if le.t != nil && le.t.err != nil {
@@ -137,18 +177,18 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 		var err error
 		if le.pc == nil {
 			err = l.pick(ctx, k, le)
-		} else if l.shared {
+		} else if l.state == holdShared {
 			err = l.checkShared(le.pc, k)
 		}
 		if err == nil {
 			if l.rows > 0 {
-				if l.rowsSolo {
+				if l.state == holdSoloRows {
 					// Rows of a solo query: take the lock for them now,
 					// before this operation can let anyone reach pc.
 					if err := le.pc.sem.lock(ctx); err != nil {
 						return err
 					}
-					l.rowsSolo = false
+					l.to(evRowsLocked)
 				}
 				return nil // the hold's own rows hold the lock: the driver decides
 			}
@@ -170,7 +210,7 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 		le.pc.sem.unlock()
 		return err
 	}
-	if le.t != nil && !l.shared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
+	if le.t != nil && l.state != holdShared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
 		le.hadState = le.pc.keepsTaskState()
 	}
 	if le.pc.evictions.Load() > 0 {
@@ -219,11 +259,11 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 			if !ok {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
-				l.held = false
+				l.to(evDrop)
 				pc.letGo()
 				continue
 			}
-			l.shared = true
+			l.to(evShare)
 		}
 		le.pc, le.fresh = pc, true
 		return nil
@@ -254,7 +294,7 @@ func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
 	if l.pc != pc {
 		l.pc = pc
 	}
-	l.held = true
+	l.to(evOwn)
 	return pc, nil
 }
 
@@ -286,7 +326,8 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 		return false, nil
 	}
 	st.holds++
-	l.pc, l.held, le.pc, l.shared = pc, true, pc, true
+	l.pc, le.pc = pc, pc
+	l.to(evShare)
 	return true, nil
 }
 
@@ -317,8 +358,7 @@ func (l *conn) checkShared(pc *physConn, k opKind) error {
 func (l *conn) conflictLocked(st *connState, k opKind) error {
 	switch {
 	case st.session == sessionLost:
-		l.lost = lost(errLostShared)
-		return l.lost
+		return l.lose(errLostShared)
 	case st.txOwner != nil && st.txOwner.l != l:
 		return ErrSessionBusy
 	case k == opBegin && st.tx != txNone:
@@ -375,7 +415,7 @@ func (l *conn) checkLocked(pc *physConn, k opKind) error {
 	if x := l.tx; x != nil && x.endedByTask() {
 		return ErrTaskEnded
 	}
-	if !l.shared {
+	if l.state != holdShared {
 		return nil
 	}
 	pc.mu.Lock()
@@ -387,21 +427,30 @@ func (l *conn) checkLocked(pc *physConn, k opKind) error {
 // err; it returns the error for the caller.
 func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, err error) error {
 	pc := le.pc
+	// Whether the hold has pc's lock for this operation, to give back once
+	// no rows of the hold are open: the operation took it, or these are
+	// the hold's rows closing, which kept it, unless they never had it.
+	locked := le.locked
 	switch k {
 	case opOpenRows:
-		pc.addRows(1, l.shared || l.taskTx)
+		pc.addRows(1, !l.state.alone())
 		l.rows++
 		if le.solo {
-			l.rowsSolo = true // the hold's first operation: no other rows
+			l.to(evSoloRows) // the hold's first operation: no other rows
 		}
 		if le.t == nil {
 			// Nothing to learn before the rows close (err is nil: see
-			// openRows), and no task to bind the connection to.
+			// query), and no task to bind the connection to.
 			return nil
 		}
 	case opCloseRows:
-		pc.addRows(-1, l.shared || l.taskTx)
+		pc.addRows(-1, !l.state.alone())
 		l.rows--
+		if l.state == holdSoloRows {
+			l.to(evRowsLocked) // closed: the hold's only rows, without the lock
+		} else {
+			locked = true
+		}
 	}
 	if err == nil && le.t == nil && l.rows == 0 && ((k == opExec || k == opStmt) && (le.locked || le.solo) || k == opCloseRows && pc.usable()) {
 		// The common case, outside any task: the statement succeeded (or
@@ -412,9 +461,11 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		// whose reply arrived committed).
 		if oerr := pc.observe(ctx, query); oerr != nil {
 			pc.lose(oerr, false)
-			l.lost = lost(oerr)
+			l.lose(oerr)
 		}
-		l.unlockIdle(le, k)
+		if locked {
+			pc.sem.unlock()
+		}
 		return nil
 	}
 	// With a result set open, the driver is mid-protocol: it cannot be
@@ -457,16 +508,16 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	}
 	if cause != nil {
 		carried := pc.lose(cause, le.fresh)
-		l.lost = lost(cause)
+		l.lose(cause)
 		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
 		err = l.lostError(le, err, carried || k == opEndTx)
-	} else if le.t != nil && !l.shared && !le.hadState && l.tx == nil && le.t.modeFor(l.c) == TransactionMode && pc.keepsTaskState() {
+	} else if le.t != nil && l.state != holdShared && !le.hadState && l.tx == nil && le.t.modeFor(l.c) == TransactionMode && pc.keepsTaskState() {
 		if e := l.bindForTask(le); err == nil {
 			err = e
 		}
 	}
-	if l.rows == 0 {
-		l.unlockIdle(le, k)
+	if l.rows == 0 && locked {
+		pc.sem.unlock()
 	}
 	return err
 }
@@ -497,17 +548,6 @@ func (l *conn) lostError(le *lease, err error, carried bool) error {
 	return err
 }
 
-// unlockIdle releases pc's lock at the end of an operation of kind k that
-// left no rows of the hold open, if the lock is held for it: taken by the
-// operation, or by the hold's rows whose last Close this is (whoever took
-// it), unless those rows never had it.
-func (l *conn) unlockIdle(le *lease, k opKind) {
-	if (le.locked || k == opCloseRows) && !l.rowsSolo {
-		le.pc.sem.unlock()
-	}
-	l.rowsSolo = false
-}
-
 // bindForTask binds the hold's connection to the transaction-mode task whose
 // statement just opened a raw transaction or changed the session on it, so
 // that the task's next statements run there. When the task already has
@@ -521,7 +561,7 @@ func (l *conn) bindForTask(le *lease) error {
 		ok := t.bind(pc)
 		pc.mu.Unlock()
 		if ok {
-			l.shared = true
+			l.to(evBind)
 			return nil
 		}
 		if _, err := t.lookup(l.c); err != nil {
@@ -530,8 +570,7 @@ func (l *conn) bindForTask(le *lease) error {
 	}
 	if pc.st.tx == txRaw {
 		if err := pc.rollback(nil); err != nil {
-			l.lost = lost(err)
-			return l.lost
+			return l.lose(err)
 		}
 		pc.c.stats.autoRollbacks.Add(1)
 	}
@@ -540,12 +579,12 @@ func (l *conn) bindForTask(le *lease) error {
 
 // endHold ends l's hold: database/sql took l back (IsValid) or closed it.
 func (l *conn) endHold() {
-	if !l.held {
+	if !l.state.held() {
 		return
 	}
 	pc := l.pc
-	alone := !l.shared && !l.taskTx
-	l.held, l.shared, l.taskTx = false, false, false
+	alone := l.state.alone()
+	l.to(evEnd)
 	if l.lost != nil {
 		l.lost = nil // written only when set: see conn.parked
 	}

@@ -50,12 +50,13 @@ type physConn struct {
 	//   - sem is held by whoever runs something on drv or dc: a statement
 	//     (from start to done), open result sets (until their Close), a
 	//     rollback or a reset. Statements on one physical conn never overlap.
-	//     One exception: the statement that begins a hold outside any task
-	//     (see start) runs without it, as the only one that can reach pc,
-	//     and so do the rows of such a query until they close or the hold's
-	//     next operation, which takes sem for them before it can let anyone
-	//     else reach pc (conn.rowsSolo); everything they count as held by
-	//     sem below, they own alone.
+	//     One exception, a transition of the hold's state machine
+	//     (hold.go): the first operation of a hold outside any task runs
+	//     without it, as the only one that can reach pc, and so do the rows
+	//     of such a query (holdSoloRows) until they close or the hold's next
+	//     operation, which takes sem for them before it can let anyone else
+	//     reach pc; everything they count as held by sem below, they own
+	//     alone.
 	//   - st is read and written under mu. Its tx, txOwner and rows fields
 	//     are written only by the holder of sem, which may therefore read
 	//     them without mu; session is written by the holder of sem too, and

@@ -26,10 +26,5 @@ func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 	if !ok {
 		return fmt.Errorf("pooldriver: RawConn: %T is not a pooldriver connection", driverConn)
 	}
-	var le lease
-	err := l.start(ctx, opRaw, &le)
-	if err != nil {
-		return err
-	}
-	return l.finish(ctx, &le, opRaw, "", f(le.pc.dc.Raw()))
+	return l.do(ctx, opRaw, &lease{}, "", func(pc *physConn) error { return f(pc.dc.Raw()) })
 }

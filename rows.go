@@ -9,7 +9,7 @@ import (
 )
 
 // rows wraps the real driver's rows. It pins its physical connection (and
-// holds its lock, but see conn.rowsSolo) until closed. It implements every optional Rows interface;
+// holds its lock, but see holdSoloRows) until closed. It implements every optional Rows interface;
 // where the real rows lack one it answers what database/sql assumes when the
 // interface is missing, so wrapping changes nothing.
 type rows struct {
@@ -73,6 +73,8 @@ func (r *rows) Close() error {
 	err := r.drv.Close()
 	l := r.l
 	r.cctx.d = l.c.s.cleanupTimeout // the rest is zero: see release
+	// The second half of the query's operation (conn.query), whose lease
+	// the rows kept: start ran when the query did.
 	err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)
 	r.cctx.release()
 	return err

@@ -45,7 +45,7 @@ type Stats struct {
 	AutoRollbacks        int64 // transactions pooldriver rolled back: at task end, or left open when a hold ended
 	SessionResets        int64 // sessions reset before reuse: changed by a statement, or a session-mode task's
 	Panics               int64 // panics recovered while connecting or closing (a WithCredentials function, a driver) or in a Strategy
-	Misuses              int64 // a physical connection released twice: a pooldriver bug if ever not 0
+	Misuses              int64 // a physical connection released twice, or a hold changed in a way its state does not allow: a pooldriver bug if ever not 0
 	Leaks                int64 // connections kept out of the pool past the leak detection threshold, each counted once
 
 	// Durations in the fixed buckets of pool.HistogramBounds (1µs to 1m).
@@ -94,7 +94,7 @@ func (c *Connector) Stats() Stats {
 		AutoRollbacks:        c.stats.autoRollbacks.Load(),
 		SessionResets:        c.stats.sessionResets.Load(),
 		Panics:               p.CallbackPanics,
-		Misuses:              p.Misuses,
+		Misuses:              p.Misuses + c.stats.misuses.Load(),
 		Leaks:                c.stats.leaks.Load(),
 		WaitTime:             p.WaitTime,
 		UseTime:              p.UseTime,

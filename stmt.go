@@ -46,41 +46,34 @@ func (s *stmt) Close() error {
 func (s *stmt) NumInput() int { return s.numInput }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	l := s.l
-	var le lease
-	err := l.start(ctx, opExec, &le)
-	if err != nil {
-		return nil, err
-	}
-	pc := le.pc
 	var res driver.Result
-	ds, err := pc.prepared(ctx, s.query)
-	if err == nil {
-		s.ranOn(pc)
-		if args, err = pc.convert(args); err == nil {
-			res, err = pc.stmtExec(ctx, ds, s.query, args)
+	err := s.l.do(ctx, opExec, &lease{}, s.query, func(pc *physConn) error {
+		ds, err := pc.prepared(ctx, s.query)
+		if err != nil {
+			return err
 		}
-	}
-	return res, l.finish(ctx, &le, opExec, s.query, err)
+		s.ranOn(pc)
+		if args, err = pc.convert(args); err != nil {
+			return err
+		}
+		res, err = pc.stmtExec(ctx, ds, s.query, args)
+		return err
+	})
+	return res, err
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	l := s.l
-	var le lease
-	err := l.start(ctx, opStmt, &le)
-	if err != nil {
-		return nil, err
-	}
-	pc := le.pc
-	var rows driver.Rows
-	ds, err := pc.prepared(ctx, s.query)
-	if err == nil {
-		s.ranOn(pc)
-		if args, err = pc.convert(args); err == nil {
-			rows, err = pc.stmtQuery(ctx, ds, s.query, args)
+	return s.l.query(ctx, s.query, func(pc *physConn) (driver.Rows, error) {
+		ds, err := pc.prepared(ctx, s.query)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return l.openRows(ctx, le, rows, s.query, err)
+		s.ranOn(pc)
+		if args, err = pc.convert(args); err != nil {
+			return nil, err
+		}
+		return pc.stmtQuery(ctx, ds, s.query, args)
+	})
 }
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {

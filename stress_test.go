@@ -83,6 +83,9 @@ func runStress(t *testing.T, kills bool) {
 	t.Logf("connector: %+v", st)
 	t.Logf("ops: %v", s.opCounts())
 	t.Logf("accepted errors: %v", s.errCounts())
+	if st.Misuses != 0 {
+		t.Errorf("%d misuses: a hold changed in a way its state does not allow, or a connection released twice", st.Misuses)
+	}
 
 	db.Close()
 	waitFor(t, "server connections closed", func() bool { return srv.Stats().Open == 0 })

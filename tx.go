@@ -67,14 +67,17 @@ func (x *tx) end(commit bool) error {
 	if x.task != nil {
 		x.task.dropTx(x)
 	}
-	pc := x.pc
-	le := lease{pc: pc}
-	if l.rows == 0 {
-		_ = pc.sem.lock(context.Background()) // held only by statements, which end
-		le.locked = true
-	}
-	var err error
 	query := "ROLLBACK" // what ended it, for finish to ask of the session
+	if commit {
+		query = "COMMIT"
+	}
+	return l.do(context.Background(), opEndTx, &lease{pc: x.pc}, query, func(pc *physConn) error {
+		return x.endOn(pc, commit)
+	})
+}
+
+// endOn commits or rolls back x on pc, the hold's connection, locked for it.
+func (x *tx) endOn(pc *physConn, commit bool) error {
 	// The transaction's context bounds its end, as database/sql promises,
 	// also where the driver's Commit and Rollback take none: a Rollback
 	// that database/sql runs because the context already ended gets the
@@ -86,8 +89,8 @@ func (x *tx) end(commit bool) error {
 		defer cancel()
 	}
 	stop := pc.watchBlocking(bound)
+	var err error
 	if commit {
-		query = "COMMIT"
 		err = x.drv.Commit()
 	} else {
 		err = x.drv.Rollback()
@@ -100,7 +103,11 @@ func (x *tx) end(commit bool) error {
 	}
 	if !stop() {
 		if err != nil {
-			err = &interruptedError{what: query, ctx: bound.Err(), cause: err}
+			what := "ROLLBACK"
+			if commit {
+				what = "COMMIT"
+			}
+			err = &interruptedError{what: what, ctx: bound.Err(), cause: err}
 		} else {
 			// It succeeded as the interruption came: the outcome stands,
 			// the connection's I/O does not.
@@ -108,6 +115,6 @@ func (x *tx) end(commit bool) error {
 		}
 	}
 	pc.setTx(txNone, nil)
-	l.tx = nil
-	return l.finish(context.Background(), &le, opEndTx, query, err)
+	x.l.tx = nil
+	return err
 }
