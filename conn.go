@@ -88,20 +88,19 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if err != nil {
 			return err
 		}
-		x = &tx{l: l, pc: pc, drv: dtx, task: le.t, ctx: ctx}
+		x = &tx{l: l, pc: pc, open: openTx{drv: dtx}, task: le.t, ctx: ctx}
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on
 		}
-		pc.setTx(txBegun, x)
+		pc.setTx(txBegun, &x.open)
 		l.tx = x
 		if le.t != nil && !le.t.addTx(x) {
 			// The task ended meanwhile: its transaction must not outlive it.
 			x.claim(txEndedByTask)
 			l.tx = nil
-			if rerr := pc.rollback(x); rerr != nil {
+			if rerr := pc.undo(&x.open, undoBegunAfterEnd); rerr != nil {
 				return rerr
 			}
-			pc.c.stats.autoRollbacks.Add(1)
 			return errTaskEndedAtBegin
 		}
 		return nil

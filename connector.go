@@ -37,8 +37,10 @@ type Connector struct {
 	dialFailures atomic.Int64  // failed connects in a row
 	closing      atomic.Bool
 
-	stats struct {
-		autoRollbacks, sessionResets, leaks atomic.Int64
+	env       physEnv   // what its physical connections need of it
+	physStats physStats // counted by its physical connections (env.stats)
+	stats     struct {
+		leaks atomic.Int64
 		// Opened while Reset ran and closed at once by the factory,
 		// which then opens another: the pool counts one create and no
 		// destroy for the two, so Stats adds these to both.
@@ -50,6 +52,7 @@ type Connector struct {
 var (
 	_ driver.Connector = (*Connector)(nil)
 	_ fmt.Stringer     = (*Connector)(nil)
+	_ physOwner        = (*Connector)(nil)
 )
 
 // New returns a Connector for dsn. It never fails: a bad DSN or option is
@@ -152,6 +155,17 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	if s.leakThreshold > 0 {
 		c.leaks = newLeakDetector(c, s.leakThreshold)
 	}
+	c.env = physEnv{
+		cleanupTimeout: s.cleanupTimeout,
+		resetAlways:    s.resetAlways,
+		parkable:       c.leaks == nil && s.hooks.afterRelease == nil && s.hooks.beforeAcquire == nil,
+		afterRelease:   s.hooks.afterRelease != nil,
+		leaks:          c.leaks != nil,
+		gen:            &c.gen,
+		stats:          &c.physStats,
+		log:            c.log,
+		owner:          c,
+	}
 	p, err := pool.New(pool.Config[*physConn]{
 		Factory:             c.open,
 		Destructor:          c.closePhys,
@@ -210,7 +224,7 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 		}
 		c.connected()
 		pc.gen = gen
-		if !c.stale(pc) {
+		if !c.env.stale(pc) {
 			if c.leaks != nil {
 				c.leaks.add(pc)
 			}
@@ -246,7 +260,7 @@ func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 		return nil, redact(redact(err, creds.Password), secret)
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
-	return newPhysConn(c, dc), nil
+	return newPhysConn(&c.env, dc), nil
 }
 
 // closePhys is the pool's destructor.
@@ -261,7 +275,7 @@ func (c *Connector) closePhys(pc *physConn) {
 
 // healthcheck is the pool's check of an idle connection.
 func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
-	if c.stale(pc) {
+	if c.env.stale(pc) {
 		pc.closeReason = closeResetAll
 		return errStale
 	}
@@ -281,7 +295,7 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 // pool stops trying further idle connections for it).
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
 	pc := r.Value()
-	if c.stale(pc) {
+	if c.env.stale(pc) {
 		pc.closeReason = closeResetAll
 		return false
 	}
@@ -376,4 +390,22 @@ func (c *Connector) Breaker() pool.Breaker {
 		return nil
 	}
 	return c.pool
+}
+
+// acquireError turns the pool's errors into pooldriver's. A connect made
+// for the caller that failed comes back as the driver returned it.
+func (c *Connector) acquireError(err error) error {
+	var ae *pool.AcquireError
+	switch {
+	case errors.Is(err, pool.ErrClosed):
+		return ErrClosed
+	case !errors.As(err, &ae):
+		return err
+	case ae.Reason == pool.ErrTimeout:
+		st := c.pool.Stats()
+		e := &AcquireTimeoutError{Timeout: c.s.acquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
+		c.logWarn("timed out waiting for a connection", ae.Cause, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
+		return e
+	}
+	return &waitError{ae: ae}
 }

@@ -125,24 +125,6 @@ func (e *AcquireTimeoutError) Is(target error) bool {
 // Unwrap returns the last connect error, or nil.
 func (e *AcquireTimeoutError) Unwrap() error { return e.Cause }
 
-// acquireError turns the pool's errors into pooldriver's. A connect made
-// for the caller that failed comes back as the driver returned it.
-func (c *Connector) acquireError(err error) error {
-	var ae *pool.AcquireError
-	switch {
-	case errors.Is(err, pool.ErrClosed):
-		return ErrClosed
-	case !errors.As(err, &ae):
-		return err
-	case ae.Reason == pool.ErrTimeout:
-		st := c.pool.Stats()
-		e := &AcquireTimeoutError{Timeout: c.s.acquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
-		c.logWarn("timed out waiting for a connection", ae.Cause, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
-		return e
-	}
-	return &waitError{ae: ae}
-}
-
 // waitError is a refusal of the pool's other than a timeout (ErrBackoff,
 // ErrCircuitOpen), or a wait that the caller's context ended while
 // connecting was failing, told in pooldriver's words: which rule, the

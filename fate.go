@@ -50,10 +50,11 @@ func (s sessionState) String() string {
 type connState struct {
 	tx      txState
 	session sessionState
-	rows    int   // open result sets; they hold the connection's lock (but see physConn's lock rules)
-	holds   int   // holds using it: database/sql's logical conns, or a task's cleanup
-	task    *task // the task it is bound to, or nil
-	txOwner *tx   // the *sql.Tx whose transaction is open on it, when tx is txBegun
+	rows    int         // open result sets; they hold the connection's lock (but see physConn's lock rules)
+	holds   int         // holds using it: database/sql's logical conns, or a task's cleanup
+	task    taskBinding // the task it is bound to, or nil
+	mode    Mode        // task's mode on the connection's Connector, when task is set
+	txOwner *openTx     // the *sql.Tx's transaction open on it, when tx is txBegun
 
 	// resetAlways: whatever it saw, the Connector resets the session
 	// before the connection goes back to the pool (WithResetAlways), as

@@ -58,7 +58,7 @@ func TestDecideInvariants(t *testing.T) {
 	for _, tx := range []txState{txNone, txBegun, txRaw} {
 		for _, sess := range []sessionState{sessionClean, sessionDirty, sessionLost} {
 			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}} {
-				for _, bound := range []*task{nil, tk} {
+				for _, bound := range []taskBinding{nil, tk} {
 					for _, mode := range []Mode{TransactionMode, SessionMode} {
 						for _, always := range []bool{false, true} {
 							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always}

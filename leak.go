@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -24,19 +23,6 @@ import (
 // the threshold (at most a second).
 func WithLeakDetection(threshold time.Duration) Option {
 	return durationOption("WithLeakDetection", threshold, func(s *settings) { s.leakThreshold = threshold })
-}
-
-// leakStackDepth bounds the frames recorded per acquire.
-const leakStackDepth = 32
-
-// leakMark is a physical connection's record for the leak detector.
-type leakMark struct {
-	takenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
-
-	mu       sync.Mutex // protects the fields below
-	reported bool       // this acquisition was reported
-	n        int
-	pcs      [leakStackDepth]uintptr
 }
 
 // leakDetector watches the physical connections of one Connector.
@@ -92,6 +78,10 @@ func (d *leakDetector) taken(pc *physConn) {
 	m.mu.Unlock()
 	m.takenAt.Store(int64(time.Since(d.epoch)) + 1)
 }
+
+// returned tells c's leak detection that pc is going back to the pool (or
+// being closed).
+func (c *Connector) returned(pc *physConn) { c.leaks.returned(pc) }
 
 // returned records that pc is going back to the pool (or being closed).
 func (d *leakDetector) returned(pc *physConn) {

@@ -254,7 +254,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 		}
 		if useTask && t.modeFor(l.c) == SessionMode {
 			pc.mu.Lock()
-			ok := t.bind(pc)
+			ok := t.bind(l.c, pc)
 			pc.mu.Unlock()
 			if !ok {
 				// Another goroutine of the task bound one first, or the
@@ -290,7 +290,7 @@ func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
 			return nil, err
 		}
 	}
-	pc.st.holds = 1 // fresh from the pool: nobody else can reach it
+	pc.taken() // fresh from the pool: nobody else can reach it
 	if l.pc != pc {
 		l.pc = pc
 	}
@@ -306,7 +306,7 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	st := &pc.st
-	if st.task != t || st.session == sessionLost {
+	if !pc.boundToLocked(t) || st.session == sessionLost {
 		return false, nil
 	}
 	busy := st.rows > 0
@@ -325,7 +325,7 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 		le.separate = true
 		return false, nil
 	}
-	st.holds++
+	pc.joinLocked()
 	l.pc, le.pc = pc, pc
 	l.to(evShare)
 	return true, nil
@@ -359,8 +359,8 @@ func (l *conn) conflictLocked(st *connState, k opKind) error {
 	switch {
 	case st.session == sessionLost:
 		return l.lose(errLostShared)
-	case st.txOwner != nil && st.txOwner.l != l:
-		return ErrSessionBusy
+	case st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open):
+		return ErrSessionBusy // another hold's *sql.Tx
 	case k == opBegin && st.tx != txNone:
 		return ErrSessionBusy
 	}
@@ -558,7 +558,7 @@ func (l *conn) bindForTask(le *lease) error {
 	pc, t := le.pc, le.t
 	if !le.separate {
 		pc.mu.Lock()
-		ok := t.bind(pc)
+		ok := t.bind(l.c, pc)
 		pc.mu.Unlock()
 		if ok {
 			l.to(evBind)
@@ -569,10 +569,9 @@ func (l *conn) bindForTask(le *lease) error {
 		}
 	}
 	if pc.st.tx == txRaw {
-		if err := pc.rollback(nil); err != nil {
+		if err := pc.undo(nil, undoTaskBusy); err != nil {
 			return l.lose(err)
 		}
-		pc.c.stats.autoRollbacks.Add(1)
 	}
 	return ErrTaskConnBusy
 }

@@ -1,7 +1,6 @@
 package pooldriver
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -51,13 +50,7 @@ func (c *Connector) newLogger() *slog.Logger {
 
 // logAt logs msg at level with err, when there is one, and args.
 func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) {
-	if c.log == nil || !c.log.Enabled(context.Background(), level) {
-		return
-	}
-	if err != nil {
-		args = append(args, "error", err)
-	}
-	c.log.Log(context.Background(), level, "pooldriver: "+msg, args...)
+	logAt(c.log, level, msg, err, args...)
 }
 
 // logBreaker logs a change of the circuit breaker's state: at Warn when it
@@ -101,27 +94,13 @@ func (c *Connector) connected() {
 	}
 }
 
-// Why a physical connection was closed, for the DEBUG line that says so.
-const (
-	closeLost      = "broken or in an unknown state"
-	closeRollback  = "rollback failed"
-	closeReset     = "session reset failed"
-	closeReject    = "WithAfterRelease said no"
-	closeResetAll  = "Connector.Reset"
-	closeHook      = "a hook failed"
-	closeIdleCheck = "found closed or not answering when taken from idle"
-	closePing      = "healthcheck ping failed"
-	closeConnector = "connector closed"
-	closeExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
-)
-
 // closeReason says why pc is being closed: what pooldriver recorded, else
 // what the pool does by itself.
 func (c *Connector) closeReason(pc *physConn) string {
 	switch {
 	case pc.closeReason != "":
 		return pc.closeReason
-	case c.stale(pc):
+	case c.env.stale(pc):
 		return closeResetAll
 	case c.closing.Load():
 		return closeConnector

@@ -20,11 +20,11 @@ const maxCachedStmts = 128
 // physConn is one physical connection: a real driver connection owned by the
 // pool, and the one owner of its state.
 type physConn struct {
-	c   *Connector
+	env *physEnv // its Connector's, for everything it needs of it
 	dc  dialects.Conn
 	drv driver.Conn
 	res *pool.Resource[*physConn] // its pool handle, set at its first acquire (one per connection)
-	gen int64                     // the Connector's Reset generation when opened
+	gen int64                     // the Connector's Reset generation when opened (physEnv.stale)
 	// For the log line that says it closed (log.go): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
 	born        time.Time
@@ -83,10 +83,10 @@ type physConn struct {
 	evictions atomic.Int32
 }
 
-func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
+func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
-	pc := &physConn{c: c, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
-	pc.st.resetAlways = c.s.resetAlways
+	pc := &physConn{env: env, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
+	pc.st.resetAlways = env.resetAlways
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
 	// A dialect that prepares statements its own way (PostgreSQL behind a
@@ -110,11 +110,26 @@ func newPhysConn(c *Connector, dc dialects.Conn) *physConn {
 }
 
 // setTx records the transaction now open on the server. The caller holds sem.
-func (pc *physConn) setTx(s txState, owner *tx) {
+func (pc *physConn) setTx(s txState, owner *openTx) {
 	pc.mu.Lock()
 	pc.st.tx, pc.st.txOwner = s, owner
 	pc.mu.Unlock()
 }
+
+// taken records that pc, fresh from the pool, is the hold's that took it:
+// nobody else can reach it yet.
+func (pc *physConn) taken() { pc.st.holds = 1 }
+
+// joinLocked records one more hold on pc, bound to a task. The caller holds
+// mu.
+func (pc *physConn) joinLocked() { pc.st.holds++ }
+
+// bindLocked binds pc to task t, whose mode on pc's Connector is mode. The
+// caller holds mu (and t's: see task.bind).
+func (pc *physConn) bindLocked(t taskBinding, mode Mode) { pc.st.task, pc.st.mode = t, mode }
+
+// boundTo reports whether pc is bound to t. The caller holds mu.
+func (pc *physConn) boundToLocked(t taskBinding) bool { return pc.st.task == t }
 
 // keepsTaskState reports whether a raw transaction is open on pc or its
 // session changed: what a transaction-mode task keeps its connection for.
@@ -164,11 +179,11 @@ func (pc *physConn) lose(cause error, fresh bool) (carried bool) {
 	carried = pc.st.tx != txNone || pc.st.session == sessionDirty
 	pc.st.session = sessionLost
 	if t := pc.st.task; t != nil {
-		if carried || !fresh && t.modeFor(pc.c) == SessionMode {
-			t.markLost(pc.c, pc, cause)
+		if carried || !fresh && pc.st.mode == SessionMode {
+			t.lostConn(pc, cause)
 			carried = true
 		} else {
-			t.unbind(pc.c, pc)
+			t.unbindConn(pc)
 		}
 		pc.st.task = nil
 	}
@@ -504,8 +519,8 @@ func rawTx(s dialects.TxStatus) txState {
 // caller's (a cancelled context must not abort a cleanup) and bounded by the
 // cleanup timeout: owner's, through the driver's Tx, or else a raw one. The
 // caller holds sem. On failure the connection is lost.
-func (pc *physConn) rollback(owner *tx) error {
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
+func (pc *physConn) rollback(owner *openTx) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	defer cancel()
 	var err error
 	if rb, ok := pc.dc.(dialects.BeginTxRollbacker); ok && owner != nil {
@@ -528,11 +543,11 @@ func (pc *physConn) rollback(owner *tx) error {
 // connection is lost.
 func (pc *physConn) resetSession() error {
 	pc.closeStmts()
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	defer cancel()
 	err := pc.dc.ResetSession(ctx)
 	if err == nil {
-		err = pc.c.prepareSession(ctx, pc.dc)
+		err = pc.env.owner.prepareSession(ctx, pc.dc)
 	}
 	if err != nil {
 		pc.lose(err, false)
@@ -557,7 +572,7 @@ func (pc *physConn) letGo() {
 		return
 	}
 	if t := pc.st.task; t != nil {
-		t.unbind(pc.c, pc)
+		t.unbindConn(pc)
 		pc.st.task = nil
 	}
 	// A task ending now must not find its *sql.Tx here: settle rolls it
@@ -596,10 +611,9 @@ func (pc *physConn) letGoAlone() {
 // without the pool's lock if nobody took it meanwhile. It returns pc's
 // handle for that, or nil when pc was not parked: the caller still has it.
 func (pc *physConn) park() *pool.Resource[*physConn] {
-	c := pc.c
 	st := pc.st
 	st.holds--
-	if c.leaks != nil || c.s.hooks.afterRelease != nil || c.s.hooks.beforeAcquire != nil || decide(st, TransactionMode) != fateRelease || c.stale(pc) {
+	if !pc.env.parkable || decide(st, TransactionMode) != fateRelease || pc.env.stale(pc) {
 		return nil
 	}
 	r := pc.res
@@ -616,20 +630,20 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 func (pc *physConn) decideLocked() fate {
 	mode := TransactionMode
 	if pc.st.task != nil {
-		mode = pc.st.task.modeFor(pc.c)
+		mode = pc.st.mode
 	}
 	return decide(pc.st, mode)
 }
 
 // settle applies fate f to pc, which nobody else can reach, and hands it back
-// to the pool (or destroys it). owner is the *sql.Tx whose transaction is
-// open on it, if any.
-func (pc *physConn) settle(f fate, owner *tx) {
-	c := pc.c
-	if c.leaks != nil {
-		c.leaks.returned(pc)
+// to the pool (or destroys it). owner is the *sql.Tx's transaction open on
+// it, if any.
+func (pc *physConn) settle(f fate, owner *openTx) {
+	env := pc.env
+	if env.leaks {
+		env.owner.returned(pc)
 	}
-	if c.stale(pc) {
+	if env.stale(pc) {
 		pc.closeReason, f = closeResetAll, fateDestroy // closing it ends what it carried
 	}
 	switch f {
@@ -645,13 +659,9 @@ func (pc *physConn) settle(f fate, owner *tx) {
 	}
 	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
 	if f == fateRollback || f == fateRollbackReset {
-		if err := pc.rollback(owner); err != nil {
+		if err := pc.undo(owner, undoLeftOpen); err != nil {
 			f = fateDestroy // closing it ends the transaction on the server
 			pc.closeReason = closeRollback
-			c.logWarn("rollback of a transaction left open failed; the connection will be closed", err)
-		} else {
-			c.stats.autoRollbacks.Add(1)
-			c.logWarn("rolled back a transaction left open", nil)
 		}
 	}
 	if f == fateReset || f == fateRollbackReset {
@@ -659,11 +669,11 @@ func (pc *physConn) settle(f fate, owner *tx) {
 			f = fateDestroy // a new connection has a clean session
 			pc.closeReason = closeReset
 			if !errors.Is(err, dialects.ErrUnsupported) {
-				c.logWarn("session reset failed; the connection will be closed", err)
+				env.warn("session reset failed; the connection will be closed", err)
 			}
 		} else {
-			c.stats.sessionResets.Add(1)
-			c.logDebug("session reset")
+			env.stats.sessionResets.Add(1)
+			env.debug("session reset")
 		}
 	}
 	pc.sem.unlock()
@@ -674,13 +684,104 @@ func (pc *physConn) settle(f fate, owner *tx) {
 	pc.release()
 }
 
+// undoReason says why pooldriver rolls back a transaction by itself, for
+// its log line.
+type undoReason uint8
+
+const (
+	undoLeftOpen      undoReason = iota // the hold ended with it open (settle)
+	undoTaskEnded                       // its task ended (endTask)
+	undoBegunAfterEnd                   // a task's *sql.Tx begun as the task ended (BeginTx)
+	undoTaskBusy                        // a raw transaction its task cannot keep: it has another connection (bindForTask)
+)
+
+// undo rolls back the transaction open on pc (owner's, or a raw one when
+// owner is nil), counts it in Stats.AutoRollbacks and logs what needs
+// attention: every rollback pooldriver runs by itself goes through it. On
+// failure the connection is lost (see rollback). The caller holds sem.
+func (pc *physConn) undo(owner *openTx, why undoReason) error {
+	err := pc.rollback(owner)
+	if err == nil {
+		pc.env.stats.autoRollbacks.Add(1)
+	}
+	switch {
+	case why == undoLeftOpen && err != nil:
+		pc.env.warn("rollback of a transaction left open failed; the connection will be closed", err)
+	case why == undoLeftOpen:
+		pc.env.warn("rolled back a transaction left open", nil)
+	case why == undoTaskEnded && err != nil:
+		pc.env.warn("rollback at the end of a task failed; the connection will be closed", err)
+	case why == undoTaskEnded:
+		pc.env.warn("rolled back a transaction still open when its task ended", nil)
+	}
+	return err
+}
+
+// countUndo counts a rollback database/sql ran for a task whose context
+// ended before the task's own end could (tx.endOn): the task's, as if undo
+// had run it.
+func (pc *physConn) countUndo() { pc.env.stats.autoRollbacks.Add(1) }
+
 // release hands pc, settled, back to the pool, unless the AfterRelease hook
 // says no.
 func (pc *physConn) release() {
-	if pc.c.s.hooks.afterRelease != nil && !pc.c.afterRelease(pc) {
+	if pc.env.afterRelease && !pc.env.owner.afterRelease(pc) {
 		pc.closeReason = closeReject
 		pc.res.Destroy()
 		return
 	}
 	pc.res.Release()
+}
+
+// endTask is a task's end on pc: it rolls back owner (the transaction of a
+// *sql.Tx of t's) or, for pc bound to t, the raw transaction, unbinds pc (a
+// session-mode session is then reset before reuse) and lets go of it. It
+// waits for pc's lock at most the cleanup timeout: a connection still busy
+// then (rows nobody closes) is marked lost and destroyed when its last user
+// lets go.
+func (pc *physConn) endTask(t taskBinding, owner *openTx) {
+	session := false
+	pc.mu.Lock()
+	switch {
+	case owner != nil && pc.st.txOwner != owner:
+		// Its hold let go of pc meanwhile, and took the transaction along
+		// to roll it back (see letGo).
+		pc.mu.Unlock()
+		return
+	case owner == nil && pc.st.task != t:
+		pc.mu.Unlock()
+		return
+	case owner == nil:
+		session = pc.st.mode == SessionMode
+		pc.st.task = nil
+	}
+	pc.st.holds++
+	pc.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
+	err := pc.sem.lock(ctx)
+	cancel()
+	if err != nil {
+		pc.lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
+		pc.env.warn("connection still busy when its task ended; it will be closed", err)
+		pc.letGo()
+		return
+	}
+	if session {
+		pc.markDirty() // the task's session: reset it before reuse
+	}
+	undone := false // the task's raw transaction, which other holds may be inside
+	if !pc.isLost() && (owner != nil && pc.st.txOwner == owner || owner == nil && pc.st.tx == txRaw) {
+		undone = owner == nil
+		_ = pc.undo(owner, undoTaskEnded) // on failure pc is lost
+	}
+	if undone && pc.heldByOthers() {
+		// A *sql.Conn of the task still holds pc: its next statements
+		// would run outside the transaction just rolled back, and
+		// autocommit. They fail instead, and pc is closed when the last of
+		// them lets go.
+		pc.lose(ErrTaskEnded, false)
+	}
+	pc.sem.unlock()
+	pc.letGo()
 }

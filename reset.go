@@ -14,6 +14,3 @@ func (c *Connector) Reset() {
 	n := c.pool.CloseIdle()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)
 }
-
-// stale reports whether pc was opened before the last Reset.
-func (c *Connector) stale(pc *physConn) bool { return pc.gen != c.gen.Load() }

@@ -91,8 +91,8 @@ func (c *Connector) Stats() Stats {
 		IdleTrimmed:          p.IdleTrimmed,
 		HealthFailures:       p.HealthcheckFailures,
 		IdleCheckFailures:    p.ReleaseRejects, // the Connector sets BeforeAcquire only
-		AutoRollbacks:        c.stats.autoRollbacks.Load(),
-		SessionResets:        c.stats.sessionResets.Load(),
+		AutoRollbacks:        c.physStats.autoRollbacks.Load(),
+		SessionResets:        c.physStats.sessionResets.Load(),
 		Panics:               p.CallbackPanics,
 		Misuses:              p.Misuses + c.stats.misuses.Load(),
 		Leaks:                c.stats.leaks.Load(),

@@ -110,36 +110,51 @@ func (t *task) lookup(c *Connector) (*physConn, error) {
 	return nil, nil
 }
 
-// bind binds pc to t on pc's Connector. The caller holds pc.mu. It fails
+// bind binds pc, a connection of c, to t. The caller holds pc.mu. It fails
 // when t ended or already has a connection (or a lost one) there.
-func (t *task) bind(pc *physConn) bool {
+func (t *task) bind(c *Connector, pc *physConn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
 		return false
 	}
 	for _, b := range t.bindings {
-		if b.c == pc.c {
+		if b.c == c {
 			return false
 		}
 	}
-	t.bindings = append(t.bindings, binding{c: pc.c, pc: pc})
-	pc.st.task = t
+	t.bindings = append(t.bindings, binding{c: c, pc: pc})
+	pc.bindLocked(t, t.modeFor(c))
 	return true
 }
 
-// unbind forgets pc as t's connection on c, unless it was lost (the record
+// unbindConn forgets pc as t's connection, unless it was lost (the record
 // stays: the task's later statements must fail). The caller holds pc.mu.
-func (t *task) unbind(c *Connector, pc *physConn) {
+func (t *task) unbindConn(pc *physConn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, b := range t.bindings {
-		if b.c == c && b.pc == pc && b.lost == nil {
+		if b.pc == pc && b.lost == nil {
 			t.bindings = append(t.bindings[:i], t.bindings[i+1:]...)
 			return
 		}
 	}
 }
+
+// lostConn records that pc, t's connection, was lost while it carried a
+// transaction or session of t's. The caller holds pc.mu.
+func (t *task) lostConn(pc *physConn, cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.bindings {
+		if b := &t.bindings[i]; b.pc == pc {
+			b.pc, b.lost = nil, &lostError{cause: cause}
+			return
+		}
+	}
+}
+
+var _ taskBinding = (*task)(nil)
 
 // markLost records that t's connection on c, lostPC, was lost while it
 // carried a transaction or session of t's (or may have: its state after a
@@ -206,67 +221,12 @@ func (t *task) end() {
 		}
 		t.cancel(ErrTaskEnded)
 		for _, x := range claimed {
-			x.pc.cleanUp(t, x)
+			x.pc.endTask(t, &x.open)
 		}
 		for _, b := range bs {
 			if b.pc != nil {
-				b.pc.cleanUp(t, nil)
+				b.pc.endTask(t, nil)
 			}
 		}
 	})
-}
-
-// cleanUp is a task's end on pc: it rolls back x (a *sql.Tx of t's) or, for
-// pc bound to t, the raw transaction, unbinds pc (a session-mode session
-// is then reset before reuse) and lets go of it. It waits for pc's lock at
-// most the cleanup timeout: a connection still busy then (rows nobody
-// closes) is marked lost and destroyed when its last user lets go.
-func (pc *physConn) cleanUp(t *task, x *tx) {
-	pc.mu.Lock()
-	switch {
-	case x != nil && pc.st.txOwner != x:
-		// Its hold let go of pc meanwhile, and took the transaction along
-		// to roll it back (see letGo).
-		pc.mu.Unlock()
-		return
-	case x == nil && pc.st.task != t:
-		pc.mu.Unlock()
-		return
-	case x == nil:
-		pc.st.task = nil
-	}
-	pc.st.holds++
-	pc.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), pc.c.s.cleanupTimeout)
-	err := pc.sem.lock(ctx)
-	cancel()
-	if err != nil {
-		pc.lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
-		pc.c.logWarn("connection still busy when its task ended; it will be closed", err)
-		pc.letGo()
-		return
-	}
-	if x == nil && t.modeFor(pc.c) == SessionMode {
-		pc.markDirty() // the task's session: reset it before reuse
-	}
-	undone := false // the task's raw transaction, which other holds may be inside
-	if !pc.isLost() && (x != nil && pc.st.txOwner == x || x == nil && pc.st.tx == txRaw) {
-		undone = x == nil
-		if err := pc.rollback(x); err != nil {
-			pc.c.logWarn("rollback at the end of a task failed; the connection will be closed", err)
-		} else {
-			pc.c.stats.autoRollbacks.Add(1)
-			pc.c.logWarn("rolled back a transaction still open when its task ended", nil)
-		}
-	}
-	if undone && pc.heldByOthers() {
-		// A *sql.Conn of the task still holds pc: its next statements
-		// would run outside the transaction just rolled back, and
-		// autocommit. They fail instead, and pc is closed when the last of
-		// them lets go.
-		pc.lose(ErrTaskEnded, false)
-	}
-	pc.sem.unlock()
-	pc.letGo()
 }

@@ -25,7 +25,7 @@ var errTxDone = errors.New("pooldriver: transaction has already been committed o
 type tx struct {
 	l     *conn
 	pc    *physConn
-	drv   driver.Tx
+	open  openTx          // the driver's transaction, as pc knows it
 	task  *task           // the task it was begun in, or nil
 	ctx   context.Context // BeginTx's: it bounds Commit and Rollback (see end)
 	state atomic.Int32
@@ -85,20 +85,20 @@ func (x *tx) endOn(pc *physConn, commit bool) error {
 	bound := x.ctx
 	if bound.Err() != nil {
 		var cancel context.CancelFunc
-		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.c.s.cleanupTimeout)
+		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.env.cleanupTimeout)
 		defer cancel()
 	}
 	stop := pc.watchBlocking(bound)
 	var err error
 	if commit {
-		err = x.drv.Commit()
+		err = x.open.drv.Commit()
 	} else {
-		err = x.drv.Rollback()
+		err = x.open.drv.Rollback()
 		if x.task != nil && x.task.ending() {
 			// database/sql rolls back because the task's context ended
 			// (its parent was cancelled, say) before the task's own end
 			// claimed the transaction: this is the task's rollback.
-			pc.c.stats.autoRollbacks.Add(1)
+			pc.countUndo()
 		}
 	}
 	if !stop() {

@@ -1,0 +1,114 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql/driver"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// physEnv is what the physical connections of one Connector need of it,
+// handed to each when it is made, so that a physical connection never
+// reaches up into the Connector, a task or a transaction: the Connector
+// fills it once (newConnector) and never changes it.
+type physEnv struct {
+	cleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
+	resetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
+	// Nothing is told of a connection's release (no leak detection, no
+	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
+	parkable     bool
+	afterRelease bool          // the AfterRelease hook is set: owner.afterRelease has a say
+	leaks        bool          // leak detection is on: owner.returned is told
+	gen          *atomic.Int64 // the Connector's Reset generation: a connection of an older one is stale
+	stats        *physStats
+	log          *slog.Logger // nil: nothing is logged
+	owner        physOwner
+}
+
+// physStats are the counters the physical connections keep for their
+// Connector's Stats.
+type physStats struct {
+	autoRollbacks atomic.Int64 // transactions rolled back by pooldriver (undo)
+	sessionResets atomic.Int64
+}
+
+// physOwner is what a physical connection asks of its Connector while it is
+// settled: the Connector implements it.
+type physOwner interface {
+	// prepareSession runs the AfterConnect hook on a session just reset.
+	prepareSession(ctx context.Context, dc dialects.Conn) error
+	// afterRelease is the AfterRelease hook's verdict on a connection about
+	// to go back to the pool (asked only when physEnv.afterRelease).
+	afterRelease(pc *physConn) bool
+	// returned tells leak detection that pc is back (only when
+	// physEnv.leaks).
+	returned(pc *physConn)
+}
+
+// taskBinding is the task a physical connection is bound to, as the
+// connection sees it: the task implements it (task.go).
+type taskBinding interface {
+	// unbindConn forgets pc, which goes back to the pool, as the task's.
+	unbindConn(pc *physConn)
+	// lostConn records that pc broke while it carried the task's state:
+	// the task's later statements on its Connector fail until it ends.
+	lostConn(pc *physConn, cause error)
+}
+
+// openTx is a transaction begun with BeginTx, as its physical connection
+// sees it: the driver's, to roll back should the connection be settled
+// with it still open. The *sql.Tx's wrapper (tx) holds one.
+type openTx struct {
+	drv driver.Tx
+}
+
+// stale reports whether pc was opened before the Connector's last Reset.
+func (e *physEnv) stale(pc *physConn) bool { return pc.gen != e.gen.Load() }
+
+// logAt logs msg on l at level with err, when there is one, and args. A nil
+// l logs nothing.
+func logAt(l *slog.Logger, level slog.Level, msg string, err error, args ...any) {
+	if l == nil || !l.Enabled(context.Background(), level) {
+		return
+	}
+	if err != nil {
+		args = append(args, "error", err)
+	}
+	l.Log(context.Background(), level, "pooldriver: "+msg, args...)
+}
+
+func (e *physEnv) warn(msg string, err error) { logAt(e.log, slog.LevelWarn, msg, err) }
+
+func (e *physEnv) debug(msg string) { logAt(e.log, slog.LevelDebug, msg, nil) }
+
+// Why a physical connection was closed, for the DEBUG line that says so.
+const (
+	closeLost      = "broken or in an unknown state"
+	closeRollback  = "rollback failed"
+	closeReset     = "session reset failed"
+	closeReject    = "WithAfterRelease said no"
+	closeResetAll  = "Connector.Reset"
+	closeHook      = "a hook failed"
+	closeIdleCheck = "found closed or not answering when taken from idle"
+	closePing      = "healthcheck ping failed"
+	closeConnector = "connector closed"
+	closeExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
+)
+
+// leakStackDepth bounds the frames recorded per acquire.
+const leakStackDepth = 32
+
+// leakMark is a physical connection's record for the leak detector
+// (leak.go).
+type leakMark struct {
+	takenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
+
+	mu       sync.Mutex // protects the fields below
+	reported bool       // this acquisition was reported
+	n        int
+	pcs      [leakStackDepth]uintptr
+}
