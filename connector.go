@@ -8,20 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
 )
-
-// idlePingAfter: a physical connection idle longer than this is pinged
-// before it is handed out, so that one the server closed meanwhile is
-// replaced instead of failing the caller's statement.
-const idlePingAfter = time.Second
-
-// idlePingTimeout caps that ping: a server that does not answer an empty
-// query within it is taken as unreachable for this connection.
-const idlePingTimeout = time.Second
 
 // Connector is a database/sql driver.Connector that pools physical
 // connections. Use it with sql.OpenDB; database/sql's DB.Close closes it.
@@ -32,7 +22,6 @@ type Connector struct {
 	pool *pool.Pool[*physConn]
 	log  *slog.Logger // nil: nothing is logged
 
-	gen          atomic.Int64  // bumped by Reset; connections of an older one are closed
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
 	closing      atomic.Bool
@@ -161,7 +150,6 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 		parkable:       c.leaks == nil && s.hooks.afterRelease == nil && s.hooks.beforeAcquire == nil,
 		afterRelease:   s.hooks.afterRelease != nil,
 		leaks:          c.leaks != nil,
-		gen:            &c.gen,
 		stats:          &c.physStats,
 		log:            c.log,
 		owner:          c,
@@ -216,7 +204,7 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 		defer cancel()
 	}
 	for {
-		gen := c.gen.Load()
+		gen := c.env.gen.Load()
 		pc, err := c.dial(ctx)
 		if err != nil {
 			c.connectFailed(err)
@@ -224,7 +212,7 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 		}
 		c.connected()
 		pc.gen = gen
-		if !c.env.stale(pc) {
+		if !pc.stale() {
 			if c.leaks != nil {
 				c.leaks.add(pc)
 			}
@@ -275,7 +263,7 @@ func (c *Connector) closePhys(pc *physConn) {
 
 // healthcheck is the pool's check of an idle connection.
 func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
-	if c.env.stale(pc) {
+	if pc.stale() {
 		pc.closeReason = closeResetAll
 		return errStale
 	}
@@ -286,35 +274,9 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 	return nil
 }
 
-// checkIdle checks an idle connection before it is handed out, pre-warmed
-// ones included: without a round trip when the dialect can (a connection
-// the server closed has an error or end-of-file waiting on its socket), and
-// with a ping when it sat idle long. The ping is bounded by the caller's
-// context and by idlePingTimeout, so a black-holed server costs a caller at
-// most that, and a caller whose context ended gets its error at once (the
-// pool stops trying further idle connections for it).
+// checkIdle is the pool's BeforeAcquire: see physConn.checkIdle.
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
-	pc := r.Value()
-	if c.env.stale(pc) {
-		pc.closeReason = closeResetAll
-		return false
-	}
-	// Every idle hand-out is peeked at, one parked moments ago included:
-	// the server may have killed it since (TestServerKillsIdle).
-	if pc.idleChecker != nil && pc.idleChecker.CheckIdle() != nil {
-		pc.closeReason = closeIdleCheck
-		return false
-	}
-	if r.IdleFor() < idlePingAfter {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
-	defer cancel()
-	if pc.dc.Ping(ctx) != nil {
-		pc.closeReason = closeIdleCheck
-		return false
-	}
-	return true
+	return r.Value().checkIdle(ctx, r)
 }
 
 var errStale = errors.New("pooldriver: opened before Connector.Reset")

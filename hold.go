@@ -1,6 +1,14 @@
 package pooldriver
 
-import "fmt"
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
 
 // A hold is database/sql's use of one logical conn: from the first
 // operation after database/sql handed the conn out until database/sql takes
@@ -208,4 +216,623 @@ func (l *conn) lose(cause error) error {
 	l.lost = lost(cause)
 	l.to(evLose)
 	return l.lost
+}
+
+// Every operation of a hold (a statement, BeginTx, a *sql.Tx's Commit and
+// Rollback, Prepare, Ping, RawConn) runs through do, or query for those that
+// open rows, whose Close is the operation's second half: start picks the physical connection (the
+// hold's, else the task's, else one from the pool) and takes its lock as the
+// hold's state says; the operation runs on it; finish records what the
+// operation left (the transaction the server reports, a changed session, a
+// lost connection), binds the connection to a transaction-mode task that
+// now needs it, maps the error and unlocks. endHold lets go of the physical
+// connection, whose fate decide then settles.
+
+// opKind is what an operation does, for the few rules that differ.
+type opKind uint8
+
+const (
+	opExec      opKind = iota // Exec: a statement that leaves nothing open
+	opStmt                    // a Query that failed before returning rows
+	opOpenRows                // a Query that returned rows: they keep the lock (but see holdSoloRows)
+	opCloseRows               // the rows' Close: the statement is over now
+	opBegin                   // BeginTx
+	opEndTx                   // Commit or Rollback of a *sql.Tx
+	opPrepare                 // Prepare: no state change
+	opPing                    // Ping: no state change
+	opRaw                     // RawConn: anything may have happened
+)
+
+// lease is one operation's use of its hold's physical connection.
+type lease struct {
+	pc       *physConn
+	t        *task  // the task of the operation's context, or nil
+	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or it runs solo)
+	solo     bool   // the hold's first operation, outside any task, run without the lock (see start)
+	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
+	separate bool   // on a pool connection because the task's own was busy with rows
+	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
+	sent     uint64 // pc.sent() when the operation started: bytes written before it
+}
+
+// do runs one operation of kind k on l's hold: start, then fn on the
+// hold's physical connection, then finish with fn's error. le is the
+// operation's lease: a zero one, except for the end of a *sql.Tx, which
+// names its connection.
+func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn func(pc *physConn) error) error {
+	if err := l.start(ctx, k, le); err != nil {
+		return err
+	}
+	return l.finish(ctx, le, k, query, fn(le.pc))
+}
+
+// query is do for an operation that returns rows: they keep the
+// connection's lock until they close (those of a hold's first query outside
+// any task never have it: see holdSoloRows), and their Close finishes the
+// statement with the lease they keep (rows.Close).
+func (l *conn) query(ctx context.Context, query string, fn func(pc *physConn) (driver.Rows, error)) (driver.Rows, error) {
+	var le lease
+	if err := l.start(ctx, opStmt, &le); err != nil {
+		return nil, err
+	}
+	dr, err := fn(le.pc)
+	if err != nil {
+		return nil, l.finish(ctx, &le, opStmt, query, err)
+	}
+	r := newRows(l, le, dr, query)
+	_ = l.finish(ctx, &le, opOpenRows, query, nil) // nil: rows change no state until they close
+	return r, nil
+}
+
+// lock takes pc's lock for an operation of l. A connection other holds of
+// the task share may be busy with their rows, which may never be closed
+// while this goroutine waits (the reader may be waiting for it): that is a
+// busyError, with its bounded wait, not an unbounded wait for the lock.
+func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
+	if pc.sem.tryLock() {
+		return nil
+	}
+	if l.state != holdShared {
+		return pc.sem.lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
+	}
+	for {
+		if err := l.checkShared(pc, k); err != nil {
+			return err
+		}
+		// A statement of another hold runs: wait for it, but look again
+		// now and then, in case it left rows open.
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := pc.sem.lock(wctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// taskFrom returns the task ctx carries, or nil.
+func taskFrom(ctx context.Context) *task {
+	t, _ := ctx.Value(taskKey{}).(*task)
+	return t
+}
+
+// start begins an operation of kind k on l's hold, filling le.
+func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
+	if l.state == holdNone && l.tx == nil {
+		t := taskFrom(ctx)
+		if t != nil {
+			return l.startWith(ctx, k, t, le)
+		}
+		// The hold's first operation, outside any task: a connection of
+		// its own, which nothing else can reach, so its lock is free and
+		// there is nothing to check on it. A statement needs no lock at
+		// all: nobody else can reach the connection while it runs (the
+		// pool orders the hold's end before the next taker's use). A
+		// query's rows stay open without the lock (holdSoloRows) until
+		// they close or the hold's next operation, which takes it for them
+		// (see startWith) before it can let a task reach the connection.
+		// Anything else takes it. Were the lock taken after all, the
+		// general path waits for it under ctx.
+		pc, err := l.takeOwn(ctx)
+		if err != nil {
+			return err
+		}
+		le.fresh = true
+		if solo := k == opExec || k == opStmt; solo || pc.sem.tryLock() {
+			if pc.evictions.Load() > 0 {
+				pc.dropEvicted()
+			}
+			le.pc = pc
+			le.locked, le.solo = !solo, solo
+			if pc.written != nil {
+				le.sent = pc.written.Written()
+			}
+			return nil
+		}
+		return l.startWith(ctx, k, nil, le)
+	}
+	switch k {
+	case opEndTx:
+		// le.pc is the transaction's connection, which the hold keeps
+		// while it is open; the end runs even on a lost one (it fails
+		// there), and is the only operation left to a *sql.Tx that its
+		// task's end claimed (see tx.end).
+		if l.rows == 0 {
+			_ = le.pc.sem.lock(context.Background()) // held only by statements, which end
+			le.locked = true
+		}
+		return nil
+	}
+	return l.startWith(ctx, k, taskFrom(ctx), le)
+}
+
+// startWith is start in every other case; t is the task of ctx, or nil.
+func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) error {
+	switch l.state {
+	case holdClosed:
+		return driver.ErrBadConn
+	case holdLost:
+		return l.lost
+	}
+	if x := l.tx; x != nil && x.endedByTask() {
+		return ErrTaskEnded
+	}
+	le.t = t
+	if l.state != holdNone {
+		le.pc = l.pc
+	}
+	if le.t != nil && le.t.err != nil {
+		return le.t.err
+	}
+	var deadline time.Time
+	for {
+		var err error
+		if le.pc == nil {
+			err = l.pick(ctx, k, le)
+		} else if l.state == holdShared {
+			err = l.checkShared(le.pc, k)
+		}
+		if err == nil {
+			if l.rows > 0 {
+				if l.state == holdSoloRows {
+					// Rows of a solo query: take the lock for them now,
+					// before this operation can let anyone reach pc.
+					if err := le.pc.sem.lock(ctx); err != nil {
+						return err
+					}
+					l.to(evRowsLocked)
+				}
+				return nil // the hold's own rows hold the lock: the driver decides
+			}
+			err = l.lock(ctx, le.pc, k)
+		}
+		if b, ok := err.(*busyError); ok {
+			err = b.wait(ctx, &deadline)
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	le.locked = true
+	if err := l.checkLocked(le.pc, k); err != nil {
+		le.pc.sem.unlock()
+		return err
+	}
+	if le.t != nil && l.state != holdShared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
+		le.hadState = le.pc.keepsTaskState()
+	}
+	if le.pc.evictions.Load() > 0 {
+		le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
+	}
+	le.sent = le.pc.sent()
+	return nil
+}
+
+// pick chooses the physical connection of a new hold: the task's, if its
+// context carries a task with one; otherwise one from the pool, bound to
+// the task at once in session mode. BeginTx in a transaction-mode task
+// always takes its own from the pool: a *sql.Tx never shares a connection
+// with another transaction.
+func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
+	t := le.t
+	for {
+		useTask := t != nil && !le.separate && !(k == opBegin && t.modeFor(l.c) == TransactionMode)
+		if useTask {
+			pc, err := t.lookup(l.c)
+			if err != nil {
+				return err
+			}
+			if pc != nil {
+				ok, err := l.share(pc, t, k, le)
+				if err != nil {
+					return err
+				}
+				if ok {
+					return nil
+				}
+				continue // unbound meanwhile, or busy: look again
+			}
+		}
+		if useTask && t.modeFor(l.c) == SessionMode && l.c.s.serverPooling == dialects.ServerPoolingTransaction {
+			return ErrNoServerSession
+		}
+		pc, err := l.takeOwn(ctx)
+		if err != nil {
+			return err
+		}
+		if useTask && t.modeFor(l.c) == SessionMode {
+			pc.mu.Lock()
+			ok := t.bind(l.c, pc)
+			pc.mu.Unlock()
+			if !ok {
+				// Another goroutine of the task bound one first, or the
+				// task ended: let this one go and look again.
+				l.to(evDrop)
+				pc.letGo()
+				continue
+			}
+			l.to(evShare)
+		}
+		le.pc, le.fresh = pc, true
+		return nil
+	}
+}
+
+// takeOwn makes a connection from the pool the hold's own: the one the
+// logical conn last parked, if it is still there and passes the idle check,
+// else one the pool hands out.
+func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
+	var pc *physConn
+	if r := l.parked; r != nil && r.Unpark() {
+		if r.Value().checkIdle(ctx, r) {
+			pc = r.Value() // pc.res is r since its first acquire
+		} else if ctx.Err() != nil {
+			r.Destroy() // the caller gave up: nothing to tell the breaker
+		} else {
+			r.Reject()
+		}
+	}
+	if pc == nil {
+		var err error
+		if pc, err = l.c.acquire(ctx); err != nil {
+			return nil, err
+		}
+	}
+	pc.taken() // fresh from the pool: nobody else can reach it
+	if l.pc != pc {
+		l.pc = pc
+	}
+	l.to(evOwn)
+	return pc, nil
+}
+
+// share makes pc, bound to task t, the hold's connection, unless a rule
+// forbids it: it is taken by a *sql.Tx of the task, or busy with rows of
+// another statement (then a transaction-mode statement outside a
+// transaction goes to the pool instead: le.separate).
+func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	st := &pc.st
+	if !pc.boundToLocked(t) || st.session == sessionLost {
+		return false, nil
+	}
+	busy := st.rows > 0
+	switch {
+	case st.txOwner != nil:
+		return false, ErrSessionBusy
+	case k == opBegin && st.tx != txNone:
+		return false, ErrSessionBusy
+	case busy && st.tx != txNone:
+		return false, &busyError{pc: pc, err: ErrConnBusy}
+	case busy && (t.modeFor(l.c) == SessionMode || st.session == sessionDirty):
+		// Another connection would not have the task's session (its SET,
+		// its temporary table): refuse rather than run without it.
+		return false, &busyError{pc: pc, err: ErrSessionBusy}
+	case busy:
+		le.separate = true
+		return false, nil
+	}
+	pc.joinLocked()
+	l.pc, le.pc = pc, pc
+	l.to(evShare)
+	return true, nil
+}
+
+// checkShared applies share's rules to a later operation of a hold whose
+// connection other holds of its task may use too.
+func (l *conn) checkShared(pc *physConn, k opKind) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	st := &pc.st
+	if err := l.conflictLocked(st, k); err != nil {
+		return err
+	}
+	switch {
+	case l.rows > 0:
+		return nil
+	case st.rows > 0 && st.tx != txNone:
+		return &busyError{pc: pc, err: ErrConnBusy}
+	case st.rows > 0:
+		return &busyError{pc: pc, err: ErrSessionBusy}
+	}
+	return nil
+}
+
+// conflictLocked is what no operation on a shared connection may meet,
+// checked before the wait for its lock and again after: the connection
+// lost, another hold's transaction on it, or (for BeginTx) any transaction
+// open on it. The caller holds pc.mu.
+func (l *conn) conflictLocked(st *connState, k opKind) error {
+	switch {
+	case st.session == sessionLost:
+		return l.lose(errLostShared)
+	case st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open):
+		return ErrSessionBusy // another hold's *sql.Tx
+	case k == opBegin && st.tx != txNone:
+		return ErrSessionBusy
+	}
+	return nil
+}
+
+// busyWait bounds how long a statement waits for rows that another
+// statement of its task holds open on the task's connection. Another
+// goroutine of the task reading a few rows closes them in time; the same
+// goroutine, reading them in a loop, never can: past busyWait the statement
+// fails with the busyError's error instead of hanging until its context
+// ends.
+const busyWait = 500 * time.Millisecond
+
+// busyError says that pc, which the statement must use, is busy with
+// another statement's open rows.
+type busyError struct {
+	pc  *physConn
+	err error
+}
+
+func (e *busyError) Error() string { return e.err.Error() }
+func (e *busyError) Unwrap() error { return e.err }
+
+// wait waits until the rows are closed, at most until the deadline
+// (busyWait after the first wait of the statement) or ctx's end.
+func (e *busyError) wait(ctx context.Context, deadline *time.Time) error {
+	if deadline.IsZero() {
+		*deadline = time.Now().Add(busyWait)
+	}
+	wctx, cancel := context.WithDeadline(ctx, *deadline)
+	defer cancel()
+	if err := e.pc.sem.lock(wctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return e.err
+	}
+	e.pc.sem.unlock() // free now: look again, from the start
+	return nil
+}
+
+var errLostShared = errors.New("pooldriver: the connection broke during another statement of the task, or the task ended and undid its transaction or session")
+
+// checkLocked is what the holder of pc's lock must check before it runs
+// anything, because it may have changed while the operation waited: a
+// statement of a *sql.Tx whose task's end claimed it fails (it would run
+// after the task's rollback, outside the transaction); and, on a shared
+// connection, no statement runs inside another hold's transaction and
+// BeginTx never runs where a transaction is open.
+func (l *conn) checkLocked(pc *physConn, k opKind) error {
+	if x := l.tx; x != nil && x.endedByTask() {
+		return ErrTaskEnded
+	}
+	if l.state != holdShared {
+		return nil
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return l.conflictLocked(&pc.st, k)
+}
+
+// finish ends an operation of kind k that ran query on le.pc and returned
+// err; it returns the error for the caller.
+func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, err error) error {
+	pc := le.pc
+	// Whether the hold has pc's lock for this operation, to give back once
+	// no rows of the hold are open: the operation took it, or these are
+	// the hold's rows closing, which kept it, unless they never had it.
+	locked := le.locked
+	switch k {
+	case opOpenRows:
+		pc.addRows(1, !l.state.alone())
+		l.rows++
+		if le.solo {
+			l.to(evSoloRows) // the hold's first operation: no other rows
+		}
+		if le.t == nil {
+			// Nothing to learn before the rows close (err is nil: see
+			// query), and no task to bind the connection to.
+			return nil
+		}
+	case opCloseRows:
+		pc.addRows(-1, !l.state.alone())
+		l.rows--
+		if l.state == holdSoloRows {
+			l.to(evRowsLocked) // closed: the hold's only rows, without the lock
+		} else {
+			locked = true
+		}
+	}
+	if err == nil && le.t == nil && l.rows == 0 && (k == opExec || k == opStmt || k == opCloseRows && pc.usable()) {
+		// The common case, outside any task: the statement succeeded (or
+		// the hold's last rows closed cleanly) and only what it did to the
+		// transaction and the session is left to learn.
+		// If that fails, the connection is lost as below; the statement
+		// itself succeeded, and says so, as with the plain driver (a COMMIT
+		// whose reply arrived committed).
+		if oerr := pc.observe(ctx, query); oerr != nil {
+			pc.lose(oerr, false)
+			l.lose(oerr)
+		}
+		if locked {
+			pc.sem.unlock()
+		}
+		return nil
+	}
+	cause := l.lostBy(ctx, le, k, query, err)
+	if cause != nil {
+		carried := pc.lose(cause, le.fresh)
+		l.lose(cause)
+		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
+		err = l.lostError(le, err, carried || k == opEndTx)
+	} else if l.leavesTaskState(le) {
+		if e := l.bindForTask(le); err == nil {
+			err = e
+		}
+	}
+	if l.rows == 0 && locked {
+		pc.sem.unlock()
+	}
+	return err
+}
+
+// lostBy observes what an operation of kind k that ran query and returned
+// err left on le.pc, outside finish's common case, and returns why the
+// connection is lost, or nil when it is not.
+func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, err error) error {
+	pc := le.pc
+	// With a result set open, the driver is mid-protocol: it cannot be
+	// asked anything, and its Validator may say no (go-sql-driver/mysql
+	// does while its buffer holds unread rows). The rows' Close observes.
+	idle := l.rows == 0
+	switch {
+	case err != nil && pc.broken(err):
+		return err
+	case idle && k == opCloseRows && !pc.usable():
+		// Rows report a broken connection from Next, which the driver's
+		// Close may not repeat.
+		if err != nil {
+			return err
+		}
+		return errors.New("pooldriver: the driver reports the connection unusable")
+	case idle && (k == opExec || k == opStmt || k == opCloseRows || k == opRaw):
+		oerr := pc.observe(ctx, query)
+		if oerr == nil {
+			if k == opRaw {
+				pc.markDirty() // whatever the callback did, we could not see it
+			}
+			return nil
+		}
+		// The statement ran, or may have: its own outcome stands (a
+		// COMMIT whose reply arrived did commit), but what it left on
+		// the connection is unknown, so the connection is lost and the
+		// hold's (and the task's) later statements fail.
+		cause := oerr
+		if err != nil {
+			cause = err // the statement's own error says more
+		}
+		le.fresh = false
+		if le.t != nil {
+			// It may have begun a transaction (a raw BEGIN) that is now
+			// gone: the task's next statements must not run without it.
+			le.t.markLost(l.c, pc, cause)
+		}
+		return cause
+	case idle && k == opEndTx && err == nil:
+		pc.observeEndTx(ctx, query)
+	}
+	return nil
+}
+
+// leavesTaskState reports whether the operation, of a transaction-mode task
+// on a connection not bound to it, left a raw transaction or a changed
+// session there that it did not find: the task must keep the connection
+// (bindForTask).
+func (l *conn) leavesTaskState(le *lease) bool {
+	return le.t != nil && l.state != holdShared && !le.hadState && l.tx == nil && le.t.modeFor(l.c) == TransactionMode && le.pc.keepsTaskState()
+}
+
+// lostError is what an operation that lost its connection returns, err
+// being its own error (nil if it succeeded and only what followed failed).
+// Where the connection carried a transaction or session the hold or the
+// task relied on, that is ErrConnLost: the caller must know its state is
+// gone. Otherwise it is the driver's own error, as with the plain driver
+// (a context's error stays that error), with one difference: the driver's
+// driver.ErrBadConn, which lets database/sql run the statement again on
+// another connection, passes only for the hold's first operation on a
+// fresh connection and only where no byte of it reached the server, as far
+// as the dialect can tell. database/sql's rule is to retry only what
+// provably did not run.
+func (l *conn) lostError(le *lease, err error, carried bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case carried:
+		return l.lost
+	case !errors.Is(err, driver.ErrBadConn):
+		return err
+	}
+	if sent := le.pc.written != nil && le.pc.sent() != le.sent; sent || !le.fresh {
+		return &notRetriedError{cause: err, sent: sent}
+	}
+	return err
+}
+
+// bindForTask binds the hold's connection to the transaction-mode task whose
+// statement just opened a raw transaction or changed the session on it, so
+// that the task's next statements run there. When the task already has
+// another connection (its own was busy with rows), the transaction is rolled
+// back at once and the caller told, rather than left to believe the next
+// statements join it. The caller holds pc's lock.
+func (l *conn) bindForTask(le *lease) error {
+	pc, t := le.pc, le.t
+	if !le.separate {
+		pc.mu.Lock()
+		ok := t.bind(l.c, pc)
+		pc.mu.Unlock()
+		if ok {
+			l.to(evBind)
+			return nil
+		}
+		if _, err := t.lookup(l.c); err != nil {
+			return err // ended: the hold's end settles the connection
+		}
+	}
+	if pc.st.tx == txRaw {
+		if err := pc.undo(nil, undoTaskBusy); err != nil {
+			return l.lose(err)
+		}
+	}
+	return ErrTaskConnBusy
+}
+
+// endHold ends l's hold: database/sql took l back (IsValid) or closed it.
+func (l *conn) endHold() {
+	if !l.state.held() {
+		return
+	}
+	pc := l.pc
+	alone := l.state.alone()
+	l.to(evEnd)
+	if l.lost != nil {
+		l.lost = nil // written only when set: see conn.parked
+	}
+	if alone {
+		if r := pc.park(); r != nil {
+			if l.parked != r {
+				l.parked = r
+			}
+			return
+		}
+		if l.parked != nil {
+			l.parked = nil // see conn.parked: Close must not Return it
+		}
+		pc.letGoAlone()
+		return
+	}
+	pc.letGo()
 }

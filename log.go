@@ -100,7 +100,7 @@ func (c *Connector) closeReason(pc *physConn) string {
 	switch {
 	case pc.closeReason != "":
 		return pc.closeReason
-	case c.env.stale(pc):
+	case pc.stale():
 		return closeResetAll
 	case c.closing.Load():
 		return closeConnector

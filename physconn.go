@@ -109,6 +109,48 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	return pc
 }
 
+// idlePingAfter: a physical connection idle longer than this is pinged
+// before it is handed out, so that one the server closed meanwhile is
+// replaced instead of failing the caller's statement.
+const idlePingAfter = time.Second
+
+// idlePingTimeout caps that ping: a server that does not answer an empty
+// query within it is taken as unreachable for this connection.
+const idlePingTimeout = time.Second
+
+// checkIdle checks an idle connection before it is handed out, pre-warmed
+// ones included: without a round trip when the dialect can (a connection
+// the server closed has an error or end-of-file waiting on its socket), and
+// with a ping when it sat idle long. The ping is bounded by the caller's
+// context and by idlePingTimeout, so a black-holed server costs a caller at
+// most that, and a caller whose context ended gets its error at once (the
+// pool stops trying further idle connections for it).
+func (pc *physConn) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
+	if pc.stale() {
+		pc.closeReason = closeResetAll
+		return false
+	}
+	// Every idle hand-out is peeked at, one parked moments ago included:
+	// the server may have killed it since (TestServerKillsIdle).
+	if pc.idleChecker != nil && pc.idleChecker.CheckIdle() != nil {
+		pc.closeReason = closeIdleCheck
+		return false
+	}
+	if r.IdleFor() < idlePingAfter {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
+	defer cancel()
+	if pc.dc.Ping(ctx) != nil {
+		pc.closeReason = closeIdleCheck
+		return false
+	}
+	return true
+}
+
+// stale reports whether pc was opened before its Connector's last Reset.
+func (pc *physConn) stale() bool { return pc.gen != pc.env.gen.Load() }
+
 // setTx records the transaction now open on the server. The caller holds sem.
 func (pc *physConn) setTx(s txState, owner *openTx) {
 	pc.mu.Lock()
@@ -613,7 +655,7 @@ func (pc *physConn) letGoAlone() {
 func (pc *physConn) park() *pool.Resource[*physConn] {
 	st := pc.st
 	st.holds--
-	if !pc.env.parkable || decide(st, TransactionMode) != fateRelease || pc.env.stale(pc) {
+	if !pc.env.parkable || decide(st, TransactionMode) != fateRelease || pc.stale() {
 		return nil
 	}
 	r := pc.res
@@ -643,7 +685,7 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 	if env.leaks {
 		env.owner.returned(pc)
 	}
-	if env.stale(pc) {
+	if pc.stale() {
 		pc.closeReason, f = closeResetAll, fateDestroy // closing it ends what it carried
 	}
 	switch f {

@@ -14,16 +14,17 @@ import (
 // physEnv is what the physical connections of one Connector need of it,
 // handed to each when it is made, so that a physical connection never
 // reaches up into the Connector, a task or a transaction: the Connector
-// fills it once (newConnector) and never changes it.
+// fills it once (newConnector) and never changes it, but for gen, which
+// Reset bumps.
 type physEnv struct {
 	cleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
 	resetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
 	// Nothing is told of a connection's release (no leak detection, no
 	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
 	parkable     bool
-	afterRelease bool          // the AfterRelease hook is set: owner.afterRelease has a say
-	leaks        bool          // leak detection is on: owner.returned is told
-	gen          *atomic.Int64 // the Connector's Reset generation: a connection of an older one is stale
+	afterRelease bool         // the AfterRelease hook is set: owner.afterRelease has a say
+	leaks        bool         // leak detection is on: owner.returned is told
+	gen          atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (physConn.stale)
 	stats        *physStats
 	log          *slog.Logger // nil: nothing is logged
 	owner        physOwner
@@ -65,9 +66,6 @@ type taskBinding interface {
 type openTx struct {
 	drv driver.Tx
 }
-
-// stale reports whether pc was opened before the Connector's last Reset.
-func (e *physEnv) stale(pc *physConn) bool { return pc.gen != e.gen.Load() }
 
 // logAt logs msg on l at level with err, when there is one, and args. A nil
 // l logs nothing.

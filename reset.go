@@ -10,7 +10,7 @@ func (c *Connector) Reset() {
 	if c.pool == nil {
 		return
 	}
-	c.gen.Add(1)
+	c.env.gen.Add(1)
 	n := c.pool.CloseIdle()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)
 }

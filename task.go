@@ -66,12 +66,6 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 	return ctx, t.end
 }
 
-// taskFrom returns the task ctx carries, or nil.
-func taskFrom(ctx context.Context) *task {
-	t, _ := ctx.Value(taskKey{}).(*task)
-	return t
-}
-
 // ending reports whether the task's context is done: the task has ended or
 // is ending.
 func (t *task) ending() bool {
