@@ -160,5 +160,18 @@ tidy:
 release-check:
 	bash .ci/release-check
 
+# The root package's structure, for a refactoring's before and after: its
+# files in floors from the face down, the arrows between them (how many run
+# upward) and its longest, most complex functions; and the files one db.Exec
+# outside a task runs code in (coverage of BenchmarkExec, N and 2N times).
+ROOT_FLOORS := driver.go,connector.go,options.go,dsn.go,middleware.go,doc.go,raw.go,reset.go,stats.go,hooks.go,log.go,leak.go;conn.go,stmt.go,rows.go,tx.go,hold.go;task.go;physconn.go,physenv.go,connlock.go,fate.go;mode.go,errors.go
+.PHONY: arch
+arch:
+	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' .
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for n in 1000 2000; do \
+		$(GO) test -count=1 -run '^$$' -bench '^BenchmarkExec$$/^pooldriver$$' -benchtime=$${n}x -covermode=count \
+			-coverpkg=github.com/pooldriver/pooldriver -coverprofile=$$d/exec$$n.out . >/dev/null || exit 1; done && \
+		echo && echo "files one db.Exec outside a task runs code in:" && $(GO) run ./internal/cmd/archstat -covdiff $$d/exec1000.out $$d/exec2000.out
+
 golangci-lint-version:
 	@echo $(GOLANGCI_LINT_VERSION)

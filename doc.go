@@ -34,6 +34,17 @@
 // session. When a hold ends, a transaction left open is rolled back and a
 // changed session reset before anyone else gets the connection.
 //
+// A hold is in one of a few states, changed by one function (see README,
+// "How that works"):
+//
+//	none ──► own ──► shared (bound to a task)     any ──► lost ──► none
+//	          ╰──► reachable (a task's *sql.Tx)    none ──► closed
+//
+// own: nobody else can reach the physical connection (db.Exec outside a
+// task runs without taking its lock); reachable: the task's end may roll
+// back a *sql.Tx on it; shared: the task's other holds use it too; lost:
+// every later statement of the hold fails with [ErrConnLost].
+//
 // # Tasks
 //
 // A context can carry a task ([WithTask], [Middleware]). While a task keeps

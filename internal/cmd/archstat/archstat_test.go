@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestTiny(t *testing.T) {
+	p, err := load("./testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrs := arrows(p)
+	want := map[arrow]string{
+		{"face.go", "mid.go"}:  "Mid, Mid.Base, Mid.Run",
+		{"face.go", "base.go"}: "Base.Size",
+		{"mid.go", "base.go"}:  "Base, Base.Size",
+		{"base.go", "mid.go"}:  "Mid, Mid.Base",
+	}
+	for a, names := range want {
+		if got := strings.Join(arrs[a], ", "); got != names {
+			t.Errorf("%s → %s: %q, want %q", a.from, a.to, got, names)
+		}
+	}
+	if len(arrs) != len(want) {
+		t.Errorf("%d arrows, want %d: %v", len(arrs), len(want), arrs)
+	}
+
+	// Given floors: base.go → mid.go goes up; util.go is unplaced.
+	fl, floorOf, up := floors(p.names, arrs, "face.go;mid.go;base.go")
+	if len(fl) != 3 || !up[arrow{"base.go", "mid.go"}] || up[arrow{"mid.go", "base.go"}] {
+		t.Errorf("layers: floors %v, upward %v", fl, up)
+	}
+	if _, ok := floorOf["util.go"]; ok {
+		t.Error("util.go placed")
+	}
+
+	// Automatic: face.go above the SCC {base.go mid.go}, which ties and so
+	// ranks base.go first: mid.go → base.go is the upward one.
+	fl, _, up = floors(p.names, arrs, "")
+	if got := strings.Join(fl[0], " ") + "; " + strings.Join(fl[1], " "); got != "face.go; util.go {base.go mid.go}" {
+		t.Errorf("automatic floors %q", got)
+	}
+	n := 0
+	for _, u := range up {
+		if u {
+			n++
+		}
+	}
+	if n != 1 || !up[arrow{"mid.go", "base.go"}] {
+		t.Errorf("automatic upward %v", up)
+	}
+
+	for _, f := range functions(p) {
+		if strings.HasSuffix(f.name, "Mid.Run") && (f.cyc != 8 || f.lines != 18) {
+			t.Errorf("%s: lines %d, complexity %d; want 18, 8", f.name, f.lines, f.cyc)
+		}
+		if strings.HasSuffix(f.name, " twice") && f.cyc != 1 {
+			t.Errorf("%s: complexity %d", f.name, f.cyc)
+		}
+	}
+}
+
+func TestCoverDiff(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		path := dir + "/" + name
+		if err := os.WriteFile(path, []byte("mode: count\n"+s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a := write("a.out", "m/x.go:1.1,2.2 1 5\nm/x.go:3.1,4.2 1 0\nm/y.go:1.1,2.2 1 7\n")
+	b := write("b.out", "m/x.go:1.1,2.2 1 10\nm/x.go:3.1,4.2 1 0\nm/y.go:1.1,2.2 1 7\n")
+	var out strings.Builder
+	if err := coverDiff(&out, a, b, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "       2      1      1       1  m/x.go\n") ||
+		strings.Contains(out.String(), "y.go") ||
+		!strings.Contains(out.String(), "1 of 2 files") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
