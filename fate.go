@@ -62,10 +62,17 @@ type connState struct {
 	// report search_path, which a function may set). Set when the
 	// connection is made, never changed.
 	resetAlways bool
+	// parkable: nothing is told of the connection's release (physEnv):
+	// a hold that had it alone may park it rather than release it. Set
+	// when the connection is made, never changed.
+	parkable bool
+	// stale: opened before its Connector's last Reset. Not kept: the
+	// connection fills it in when it asks decide (physConn.verdict).
+	stale bool
 }
 
 func (s connState) String() string {
-	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t resetAlways=%t", s.tx, s.session, s.rows, s.holds, s.task != nil, s.resetAlways)
+	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t resetAlways=%t parkable=%t stale=%t", s.tx, s.session, s.rows, s.holds, s.task != nil, s.resetAlways, s.parkable, s.stale)
 }
 
 // fate is what happens to a physical connection when a hold or a task lets
@@ -76,6 +83,7 @@ const (
 	fateInUse         fate = iota // still held, or rows open: whoever lets go last decides
 	fateKeepForTask               // stays bound to its task, out of the pool
 	fateRelease                   // back to the pool as it is
+	fatePark                      // back to the pool as it is, parked for the hold that had it alone (physConn.park)
 	fateRollback                  // roll the transaction back, then back to the pool
 	fateReset                     // reset the session, then back to the pool
 	fateRollbackReset             // both, in that order
@@ -90,6 +98,8 @@ func (f fate) String() string {
 		return "keep for task"
 	case fateRelease:
 		return "release"
+	case fatePark:
+		return "park"
 	case fateRollback:
 		return "rollback"
 	case fateReset:
@@ -105,7 +115,7 @@ func (f fate) String() string {
 // decide is the one place that decides a physical connection's fate when
 // something lets go of it. mode is the mode of the task it is bound to
 // (ignored when it is not bound). It has no side effects: the caller applies
-// the result (letGo).
+// the result (physConn.settle, or park).
 func decide(s connState, mode Mode) fate {
 	if s.holds > 0 || s.rows > 0 {
 		return fateInUse
@@ -122,6 +132,9 @@ func decide(s connState, mode Mode) fate {
 			return fateKeepForTask
 		}
 	}
+	if s.stale {
+		return fateDestroy // opened before Reset: closing it ends what it carried
+	}
 	// Back to the pool. Every hold ran a statement on it (that is how a
 	// hold takes a connection), so with resetAlways it is dirty now; a
 	// task that keeps it is not told so (above): it resets at the task's
@@ -135,6 +148,8 @@ func decide(s connState, mode Mode) fate {
 		return fateRollback
 	case dirty:
 		return fateReset
+	case s.parkable:
+		return fatePark
 	}
 	return fateRelease
 }

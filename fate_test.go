@@ -43,6 +43,25 @@ func TestDecide(t *testing.T) {
 		{"reset always, transaction task, clean", connState{resetAlways: true, task: tk}, TransactionMode, fateReset},
 		{"reset always, transaction task, raw tx", connState{resetAlways: true, task: tk, tx: txRaw}, TransactionMode, fateKeepForTask},
 		{"reset always, session task", connState{resetAlways: true, task: tk}, SessionMode, fateKeepForTask},
+
+		// Parkable: nothing is told of the release, so a clean connection
+		// is parked; anything to settle first is settled as without.
+		{"parkable, clean, unbound", connState{parkable: true}, TransactionMode, fatePark},
+		{"parkable, raw tx, unbound", connState{parkable: true, tx: txRaw}, TransactionMode, fateRollback},
+		{"parkable, dirty, unbound", connState{parkable: true, session: sessionDirty}, TransactionMode, fateReset},
+		{"parkable, reset always", connState{parkable: true, resetAlways: true}, TransactionMode, fateReset},
+		{"parkable, held", connState{parkable: true, holds: 1}, TransactionMode, fateInUse},
+		{"parkable, transaction task, clean", connState{parkable: true, task: tk}, TransactionMode, fatePark},
+
+		// Stale (opened before Reset): closed when it would go back to
+		// the pool, whatever it carries; a task keeps it until it ends.
+		{"stale, clean, unbound", connState{stale: true}, TransactionMode, fateDestroy},
+		{"stale, raw tx, unbound", connState{stale: true, tx: txRaw}, TransactionMode, fateDestroy},
+		{"stale, parkable", connState{stale: true, parkable: true}, TransactionMode, fateDestroy},
+		{"stale, held", connState{stale: true, holds: 1}, TransactionMode, fateInUse},
+		{"stale, transaction task, raw tx", connState{stale: true, task: tk, tx: txRaw}, TransactionMode, fateKeepForTask},
+		{"stale, transaction task, clean", connState{stale: true, task: tk}, TransactionMode, fateDestroy},
+		{"stale, session task", connState{stale: true, task: tk}, SessionMode, fateKeepForTask},
 	}
 	for _, c := range cases {
 		if got := decide(c.st, c.mode); got != c.want {
@@ -60,8 +79,9 @@ func TestDecideInvariants(t *testing.T) {
 			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}} {
 				for _, bound := range []taskBinding{nil, tk} {
 					for _, mode := range []Mode{TransactionMode, SessionMode} {
-						for _, always := range []bool{false, true} {
-							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always}
+						for i := range 8 {
+							always, parkable, stale := i&1 != 0, i&2 != 0, i&4 != 0
+							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always, parkable: parkable, stale: stale}
 							f := decide(st, mode)
 							inUse := use.holds > 0 || use.rows > 0
 							switch {
@@ -73,7 +93,7 @@ func TestDecideInvariants(t *testing.T) {
 								t.Errorf("%v: a lost connection is not destroyed (%v)", st, f)
 							case f == fateKeepForTask && bound == nil:
 								t.Errorf("%v: kept for no task", st)
-							case f == fateRelease && (tx != txNone || sess != sessionClean):
+							case (f == fateRelease || f == fatePark) && (tx != txNone || sess != sessionClean):
 								t.Errorf("%v: released dirty", st)
 							case (f == fateReset || f == fateRollback) && sess == sessionDirty && tx != txNone:
 								t.Errorf("%v: %v leaves part of the state", st, f)
@@ -83,6 +103,10 @@ func TestDecideInvariants(t *testing.T) {
 								t.Errorf("%v: back to the pool without a reset (%v)", st, f)
 							case always && f == fateKeepForTask && decide(connState{tx: tx, session: sess, task: bound}, mode) != fateKeepForTask:
 								t.Errorf("%v: resetAlways made the task keep its connection", st)
+							case f == fatePark && (!parkable || tx != txNone || sess != sessionClean || always):
+								t.Errorf("%v: parked without being parkable and clean", st)
+							case stale && (f == fateRelease || f == fatePark || f == fateRollback || f == fateReset || f == fateRollbackReset):
+								t.Errorf("%v: stale, back to the pool (%v)", st, f)
 							}
 						}
 					}

@@ -86,7 +86,7 @@ type physConn struct {
 func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
 	pc := &physConn{env: env, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
-	pc.st.resetAlways = env.resetAlways
+	pc.st.resetAlways, pc.st.parkable = env.resetAlways, env.parkable
 	pc.execer, _ = drv.(driver.ExecerContext)
 	pc.queryer, _ = drv.(driver.QueryerContext)
 	// A dialect that prepares statements its own way (PostgreSQL behind a
@@ -608,7 +608,7 @@ func (pc *physConn) resetSession() error {
 func (pc *physConn) letGo() {
 	pc.mu.Lock()
 	pc.st.holds--
-	f := pc.decideLocked()
+	f := pc.verdict(pc.st)
 	if f == fateInUse || f == fateKeepForTask {
 		pc.mu.Unlock()
 		return
@@ -632,7 +632,7 @@ func (pc *physConn) letGo() {
 // it needs no lock.
 func (pc *physConn) letGoAlone() {
 	pc.st.holds--
-	f := decide(pc.st, TransactionMode)
+	f := pc.verdict(pc.st)
 	if f == fateInUse {
 		return
 	}
@@ -646,16 +646,16 @@ func (pc *physConn) letGoAlone() {
 	pc.settle(f, owner)
 }
 
-// park is letGoAlone for a connection that goes back to the pool as it is
-// (fateRelease) when nothing is to be told of its release (no AfterRelease
-// or BeforeAcquire hook, no leak detection): it is parked instead (pool.Resource.Park), free
-// for anyone, and the hold's logical conn takes it back at its next hold
-// without the pool's lock if nobody took it meanwhile. It returns pc's
-// handle for that, or nil when pc was not parked: the caller still has it.
+// park is letGoAlone for a connection decide says to park (fatePark: clean,
+// and nothing is to be told of its release): it is parked
+// (pool.Resource.Park), free for anyone, and the hold's logical conn takes
+// it back at its next hold without the pool's lock if nobody took it
+// meanwhile. It returns pc's handle for that, or nil when pc was not
+// parked: the caller still has it.
 func (pc *physConn) park() *pool.Resource[*physConn] {
 	st := pc.st
 	st.holds--
-	if !pc.env.parkable || decide(st, TransactionMode) != fateRelease || pc.stale() {
+	if pc.verdict(st) != fatePark {
 		return nil
 	}
 	r := pc.res
@@ -667,14 +667,16 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 	return r // someone else may have pc already: it is not to be touched
 }
 
-// decideLocked is decide on pc's state and the mode of its task. The caller
-// holds mu.
-func (pc *physConn) decideLocked() fate {
+// verdict is decide on st, pc's state (or what it is about to be), with
+// what pc knows besides: whether it is stale, and the mode of its task.
+// The caller holds mu, or has pc alone.
+func (pc *physConn) verdict(st connState) fate {
+	st.stale = pc.stale()
 	mode := TransactionMode
-	if pc.st.task != nil {
-		mode = pc.st.mode
+	if st.task != nil {
+		mode = st.mode
 	}
-	return decide(pc.st, mode)
+	return decide(st, mode)
 }
 
 // settle applies fate f to pc, which nobody else can reach, and hands it back
@@ -685,15 +687,15 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 	if env.leaks {
 		env.owner.returned(pc)
 	}
-	if pc.stale() {
-		pc.closeReason, f = closeResetAll, fateDestroy // closing it ends what it carried
-	}
 	switch f {
-	case fateRelease:
+	case fateRelease, fatePark: // park is letGoAlone's to try first
 		pc.release()
 		return
 	case fateDestroy:
-		if pc.closeReason == "" {
+		switch {
+		case pc.stale():
+			pc.closeReason = closeResetAll
+		case pc.closeReason == "":
 			pc.closeReason = closeLost
 		}
 		pc.res.Destroy()
