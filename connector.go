@@ -17,8 +17,8 @@ import (
 // connections. Use it with sql.OpenDB; database/sql's DB.Close closes it.
 type Connector struct {
 	tmpl dialects.Template
-	err  error // a configuration error, reported by Connect (see New)
-	s    settings
+	err  error  // a configuration error, reported by Connect (see New)
+	cfg  Config // as given, validated; tmpl above is its template adapted to the pooler (behindPooler)
 	pool *pool.Pool[*physConn]
 	log  *slog.Logger // nil: nothing is logged
 
@@ -63,11 +63,21 @@ func NewConnector(dsn string, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := defaultSettings()
-	if err := applyParams(&s, params); err != nil {
+	cfg := defaultConfig(t)
+	if err := cfg.applyParams(params); err != nil {
 		return nil, err
 	}
-	return newConnector(t, s, opts)
+	return newConnector(cfg, opts)
+}
+
+// NewConnectorWithConfig returns a Connector for cfg, which ParseConfig
+// made, after checking the settings together; later changes to cfg do not
+// change the Connector. An error names the setting that is wrong.
+func NewConnectorWithConfig(cfg *Config) (*Connector, error) {
+	if cfg == nil {
+		return nil, errors.New("pooldriver: NewConnectorWithConfig(nil): a Config from ParseConfig is required")
+	}
+	return newConnector(*cfg, nil)
 }
 
 // Wrap pools the connections of any database/sql driver's connector. The
@@ -83,8 +93,8 @@ func Wrap(c driver.Connector, opts ...Option) *Connector {
 	if c == nil {
 		return &Connector{err: errors.New("pooldriver: Wrap(nil): a driver.Connector is required")}
 	}
-	conn, err := newConnector(dialects.Wrap(c), defaultSettings(), opts)
-	if err == nil && conn.s.credentials != nil {
+	conn, err := newConnector(defaultConfig(dialects.Wrap(c)), opts)
+	if err == nil && conn.cfg.Credentials != nil {
 		_ = conn.Close() // the error to report is the one below
 		err = errors.New("pooldriver: WithCredentials cannot be used with Wrap: the wrapped connector logs in by itself")
 	}
@@ -103,13 +113,14 @@ func Open(dsn string, opts ...Option) (*sql.DB, error) {
 		return nil, err
 	}
 	db := sql.OpenDB(c)
-	db.SetMaxIdleConns(max(2, c.s.maxConns))
+	db.SetMaxIdleConns(max(2, c.cfg.MaxConns))
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	return db, nil
 }
 
-func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, error) {
+// newConnector opens a Connector for s with opts applied over it.
+func newConnector(s Config, opts []Option) (*Connector, error) {
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("pooldriver: nil Option")
@@ -121,34 +132,35 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	t, err := behindPooler(t, s.serverPooling)
+	t, err := behindPooler(s.tmpl, s.ServerPooling)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.hooks.check(t); err != nil {
+	if err := s.checkHooks(t); err != nil {
 		return nil, err
 	}
-	if s.breaker == nil {
+	breaker := s.CircuitBreaker
+	if breaker == nil {
 		st, err := pool.NewThresholdStrategy(DefaultBreakerFailures, DefaultBreakerCoolDown)
 		if err != nil {
 			return nil, fmt.Errorf("pooldriver: %w", err)
 		}
-		s.breaker = st
+		breaker = st
 	}
 	var atLimit func(error) bool
 	if d, ok := t.(dialects.ConnLimitDetector); ok {
 		atLimit = d.AtConnLimit
 	}
-	c := &Connector{tmpl: t, s: s}
+	c := &Connector{tmpl: t, cfg: s}
 	c.log = c.newLogger()
-	if s.leakThreshold > 0 {
-		c.leaks = newLeakDetector(c, s.leakThreshold)
+	if s.LeakDetectionThreshold > 0 {
+		c.leaks = newLeakDetector(c, s.LeakDetectionThreshold)
 	}
 	c.env = physEnv{
-		cleanupTimeout: s.cleanupTimeout,
-		resetAlways:    s.resetAlways,
-		parkable:       c.leaks == nil && s.hooks.afterRelease == nil && s.hooks.beforeAcquire == nil,
-		afterRelease:   s.hooks.afterRelease != nil,
+		cleanupTimeout: s.CleanupTimeout,
+		resetAlways:    s.ResetAlways,
+		parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
+		afterRelease:   s.AfterRelease != nil,
 		leaks:          c.leaks != nil,
 		stats:          &c.physStats,
 		log:            c.log,
@@ -159,16 +171,16 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 		Destructor:          c.closePhys,
 		Healthcheck:         c.healthcheck,
 		BeforeAcquire:       c.checkIdle,
-		Min:                 s.minConns,
-		MinIdle:             s.minIdleConns,
-		Max:                 s.maxConns,
-		AcquireTimeout:      s.acquireTimeout,
-		HealthcheckInterval: s.healthCheckPeriod,
-		HealthcheckTimeout:  s.cleanupTimeout,
-		MaxLifetime:         s.maxConnLifetime,
-		MaxLifetimeJitter:   s.jitter(),
-		MaxIdleTime:         s.maxConnIdleTime,
-		Strategy:            s.breaker,
+		Min:                 s.MinConns,
+		MinIdle:             s.MinIdleConns,
+		Max:                 s.MaxConns,
+		AcquireTimeout:      s.AcquireTimeout,
+		HealthcheckInterval: s.HealthCheckPeriod,
+		HealthcheckTimeout:  s.CleanupTimeout,
+		MaxLifetime:         s.MaxConnLifetime,
+		MaxLifetimeJitter:   s.MaxConnLifetimeJitter,
+		MaxIdleTime:         s.MaxConnIdleTime,
+		Strategy:            breaker,
 		AtLimit:             atLimit,
 		OnStateChange:       c.logBreaker,
 	})
@@ -179,6 +191,7 @@ func newConnector(t dialects.Template, s settings, opts []Option) (*Connector, e
 		return nil, fmt.Errorf("pooldriver: %w", err)
 	}
 	c.pool = p
+	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
 }
 
@@ -198,9 +211,9 @@ func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Templ
 // template's credentials or those WithCredentials returns now, and prepared
 // by the AfterConnect hook. One opened while Reset ran is opened again.
 func (c *Connector) open(ctx context.Context) (*physConn, error) {
-	if c.s.connectTimeout > 0 {
+	if c.cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.s.connectTimeout)
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 		defer cancel()
 	}
 	for {
@@ -228,8 +241,8 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 	creds := c.tmpl.Credentials()
 	secret := creds.Password
-	if c.s.credentials != nil {
-		u, p, err := c.s.credentials(ctx)
+	if c.cfg.Credentials != nil {
+		u, p, err := c.cfg.Credentials(ctx)
 		if err != nil {
 			return nil, redact(fmt.Errorf("pooldriver: credentials: %w", err), p)
 		}
@@ -290,7 +303,7 @@ func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 	if pc.res == nil {
 		pc.res = r // the pool keeps one handle per connection for its life
 	}
-	if c.s.hooks.beforeAcquire != nil {
+	if c.cfg.BeforeAcquire != nil {
 		if err := c.beforeAcquire(ctx, pc); err != nil {
 			pc.closeReason = closeHook
 			r.Destroy()
@@ -339,6 +352,16 @@ func (c *Connector) String() string {
 	return c.tmpl.String()
 }
 
+// Config returns a copy of the Config c uses: the DSN's settings with the
+// options applied (a CircuitBreaker left nil is the default one). A
+// Connector whose configuration failed (see Err) returns nil.
+func (c *Connector) Config() *Config {
+	if c.tmpl == nil {
+		return nil
+	}
+	return c.cfg.Copy()
+}
+
 // Err returns the configuration error New deferred, or nil.
 func (c *Connector) Err() error { return c.err }
 
@@ -365,7 +388,7 @@ func (c *Connector) acquireError(err error) error {
 		return err
 	case ae.Reason == pool.ErrTimeout:
 		st := c.pool.Stats()
-		e := &AcquireTimeoutError{Timeout: c.s.acquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
+		e := &AcquireTimeoutError{Timeout: c.cfg.AcquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
 		c.logWarn("timed out waiting for a connection", ae.Cause, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
 		return e
 	}

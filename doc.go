@@ -57,15 +57,30 @@
 // reused. A *sql.Tx begun with a task's context is still its own
 // transaction: the task's other statements do not run inside it.
 //
-// # DSN
+// # DSN and Config
 //
 // The scheme picks the dialect, which must be imported: postgres://,
 // postgresql:// and key=value strings (dialects/postgres), mysql://
 // followed by a go-sql-driver DSN (dialects/mysql), odbc:// followed by an
-// ODBC connection string (dialects/odbc). pooldriver's own settings are the
-// query parameters pool_max_conns, pool_min_conns, pool_acquire_timeout,
-// pool_connect_timeout,
-// pool_health_check_period, pool_max_conn_lifetime, pool_max_conn_idle_time
-// and pool_mode; they are removed before the DSN reaches the real driver, and
-// the [Option] functions override them.
+// ODBC connection string (dialects/odbc). pooldriver's own settings are
+// query parameters, removed before the DSN reaches the real driver; each
+// is a field of [Config], and the [Option] functions override them:
+//
+//	pool_max_conns                 MaxConns               10
+//	pool_min_conns                 MinConns               0
+//	pool_min_idle_conns            MinIdleConns           0
+//	pool_acquire_timeout           AcquireTimeout         30s
+//	pool_connect_timeout           ConnectTimeout         10s
+//	pool_health_check_period       HealthCheckPeriod      30s
+//	pool_max_conn_lifetime         MaxConnLifetime        1h
+//	pool_max_conn_lifetime_jitter  MaxConnLifetimeJitter  a tenth of the lifetime
+//	pool_max_conn_idle_time        MaxConnIdleTime        30m
+//	pool_leak_detection_threshold  LeakDetectionThreshold 0
+//	pool_name                      Name                   the DSN without its password
+//	pool_mode                      Mode                   transaction
+//	pool_server_pooling            ServerPooling          unset
+//	pool_reset_always              ResetAlways            false
+//
+// [ParseConfig] reads a DSN into a Config, to read, change and log before
+// [NewConnectorWithConfig] opens a Connector with it, as with pgxpool.
 package pooldriver

@@ -460,7 +460,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 				continue // unbound meanwhile, or busy: look again
 			}
 		}
-		if useTask && t.modeFor(l.c) == SessionMode && l.c.s.serverPooling == dialects.ServerPoolingTransaction {
+		if useTask && t.modeFor(l.c) == SessionMode && l.c.cfg.ServerPooling == dialects.ServerPoolingTransaction {
 			return ErrNoServerSession
 		}
 		pc, err := l.takeOwn(ctx)

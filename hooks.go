@@ -15,15 +15,6 @@ import (
 // A hook runs with the connection to itself, never at the same time as a
 // statement on it. A hook that panics counts as one that failed.
 
-// hooks are the hook options of a Connector.
-type hooks struct {
-	beforeConnect func(ctx context.Context, config any) error
-	afterConnect  func(ctx context.Context, raw any) error
-	beforeAcquire func(ctx context.Context, raw any) error
-	afterRelease  func(raw any) bool
-	beforeClose   func(raw any)
-}
-
 // WithBeforeConnect sets f to shape the driver's configuration of every new
 // physical connection before it connects: config is that connection's own
 // copy, with the credentials filled in, and f may change it. Use the
@@ -32,7 +23,7 @@ type hooks struct {
 // connection attempt. PostgreSQL only: NewConnector rejects it for other
 // dialects, and with Wrap (configure the wrapped connector instead).
 func WithBeforeConnect(f func(ctx context.Context, config any) error) Option {
-	return hookOption("WithBeforeConnect", f == nil, func(h *hooks) { h.beforeConnect = f })
+	return hookOption("WithBeforeConnect", f == nil, func(c *Config) { c.BeforeConnect = f })
 }
 
 // WithAfterConnect sets f to run on every new physical connection before
@@ -47,7 +38,7 @@ func WithBeforeConnect(f func(ctx context.Context, config any) error) Option {
 // fails with the error (errors.Is reaches it); after a reset, the
 // connection is closed instead of reused.
 func WithAfterConnect(f func(ctx context.Context, raw any) error) Option {
-	return hookOption("WithAfterConnect", f == nil, func(h *hooks) { h.afterConnect = f })
+	return hookOption("WithAfterConnect", f == nil, func(c *Config) { c.AfterConnect = f })
 }
 
 // WithBeforeAcquire sets f to run each time a physical connection is taken
@@ -59,7 +50,7 @@ func WithAfterConnect(f func(ctx context.Context, raw any) error) Option {
 // must not change the session: pooldriver would not know (use
 // WithAfterConnect). It runs on every acquire: keep it cheap.
 func WithBeforeAcquire(f func(ctx context.Context, raw any) error) Option {
-	return hookOption("WithBeforeAcquire", f == nil, func(h *hooks) { h.beforeAcquire = f })
+	return hookOption("WithBeforeAcquire", f == nil, func(c *Config) { c.BeforeAcquire = f })
 }
 
 // WithAfterRelease sets f to run each time a physical connection goes back
@@ -67,29 +58,29 @@ func WithBeforeAcquire(f func(ctx context.Context, raw any) error) Option {
 // false closes it instead (pgxpool's AfterRelease). It runs in the
 // goroutine that ends the statement or hold: keep it cheap.
 func WithAfterRelease(f func(raw any) bool) Option {
-	return hookOption("WithAfterRelease", f == nil, func(h *hooks) { h.afterRelease = f })
+	return hookOption("WithAfterRelease", f == nil, func(c *Config) { c.AfterRelease = f })
 }
 
 // WithBeforeClose sets f to run just before a physical connection is closed
 // (pgxpool's BeforeClose).
 func WithBeforeClose(f func(raw any)) Option {
-	return hookOption("WithBeforeClose", f == nil, func(h *hooks) { h.beforeClose = f })
+	return hookOption("WithBeforeClose", f == nil, func(c *Config) { c.BeforeClose = f })
 }
 
 // hookOption is the Option that sets a hook with set, unless it is missing.
-func hookOption(name string, missing bool, set func(*hooks)) Option {
-	return func(s *settings) error {
+func hookOption(name string, missing bool, set func(*Config)) Option {
+	return func(c *Config) error {
 		if missing {
 			return fmt.Errorf("pooldriver: %s(nil): a function is required", name)
 		}
-		set(&s.hooks)
+		set(c)
 		return nil
 	}
 }
 
-// check reports a hook that template t cannot run.
-func (h *hooks) check(t dialects.Template) error {
-	if h.beforeConnect == nil {
+// checkHooks reports a hook that c's template cannot run.
+func (c *Config) checkHooks(t dialects.Template) error {
+	if c.BeforeConnect == nil {
 		return nil
 	}
 	if _, ok := t.(dialects.ConfigurableTemplate); !ok {
@@ -114,7 +105,7 @@ func call(name string, f func() error) (err error) {
 // prepareSession runs the AfterConnect hook on dc, new or just reset, and
 // makes what it left the session's baseline. The caller has dc to itself.
 func (c *Connector) prepareSession(ctx context.Context, dc dialects.Conn) error {
-	f := c.s.hooks.afterConnect
+	f := c.cfg.AfterConnect
 	if f == nil {
 		return nil
 	}
@@ -137,7 +128,7 @@ func (c *Connector) prepareSession(ctx context.Context, dc dialects.Conn) error 
 // openConfigured opens a physical connection, through the BeforeConnect
 // hook when there is one.
 func (c *Connector) openConfigured(ctx context.Context, creds dialects.Credentials) (dialects.Conn, error) {
-	f := c.s.hooks.beforeConnect
+	f := c.cfg.BeforeConnect
 	if f == nil {
 		return c.tmpl.Open(ctx, creds)
 	}
@@ -148,14 +139,14 @@ func (c *Connector) openConfigured(ctx context.Context, creds dialects.Credentia
 
 // beforeAcquire runs the BeforeAcquire hook on pc, just taken from the pool.
 func (c *Connector) beforeAcquire(ctx context.Context, pc *physConn) error {
-	f := c.s.hooks.beforeAcquire
+	f := c.cfg.BeforeAcquire
 	return call("BeforeAcquire", func() error { return f(ctx, pc.dc.Raw()) })
 }
 
 // afterRelease runs the AfterRelease hook on pc, settled and about to go
 // back to the pool.
 func (c *Connector) afterRelease(pc *physConn) bool {
-	f := c.s.hooks.afterRelease
+	f := c.cfg.AfterRelease
 	ok := false
 	err := call("AfterRelease", func() error {
 		ok = f(pc.dc.Raw())
@@ -169,7 +160,7 @@ func (c *Connector) afterRelease(pc *physConn) bool {
 
 // beforeClose runs the BeforeClose hook on pc.
 func (c *Connector) beforeClose(pc *physConn) {
-	if f := c.s.hooks.beforeClose; f != nil {
+	if f := c.cfg.BeforeClose; f != nil {
 		if err := call("BeforeClose", func() error { f(pc.dc.Raw()); return nil }); err != nil {
 			c.logWarn("the BeforeClose hook failed", err)
 		}

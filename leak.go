@@ -22,7 +22,7 @@ import (
 // reported once; 0 turns it off. Report times are precise to a quarter of
 // the threshold (at most a second).
 func WithLeakDetection(threshold time.Duration) Option {
-	return durationOption("WithLeakDetection", threshold, func(s *settings) { s.leakThreshold = threshold })
+	return durationOption("WithLeakDetection", threshold, func(c *Config) { c.LeakDetectionThreshold = threshold })
 }
 
 // leakDetector watches the physical connections of one Connector.

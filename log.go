@@ -12,7 +12,8 @@ import (
 // carries the attribute "pool" (WithPoolName); none carries a password.
 //
 //	DEBUG connection opened, connection closed (with the reason), session reset
-//	INFO  connected again after failed attempts; a connection reported as leaked came back
+//	INFO  the pool opened, with its Config; connected again after failed
+//	      attempts; a connection reported as leaked came back
 //	WARN  transactions rolled back by pooldriver, failed rollbacks and resets,
 //	      connect failures in a row (the 2nd, 4th, 8th, ...), acquire timeouts,
 //	      leaks (leak.go)
@@ -20,11 +21,11 @@ import (
 // WithPoolName names the Connector's pool: the attribute "pool" of every
 // log line (pool_name in the DSN). Default: the DSN without its password.
 func WithPoolName(name string) Option {
-	return func(s *settings) error {
+	return func(c *Config) error {
 		if name == "" {
 			return errors.New("pooldriver: WithPoolName(\"\"): a name is required")
 		}
-		s.poolName = name
+		c.Name = name
 		return nil
 	}
 }
@@ -33,8 +34,8 @@ func WithPoolName(name string) Option {
 // gave, else the DSN without its password. Log lines carry it, and the
 // exporters (otelpool, promcollector) use it when given no name.
 func (c *Connector) PoolName() string {
-	if c.s.poolName != "" {
-		return c.s.poolName
+	if c.cfg.Name != "" {
+		return c.cfg.Name
 	}
 	return c.String()
 }
@@ -42,10 +43,10 @@ func (c *Connector) PoolName() string {
 // newLogger returns c's logger, with the pool name on every line, or nil
 // when nothing is logged.
 func (c *Connector) newLogger() *slog.Logger {
-	if c.s.logger == nil {
+	if c.cfg.Logger == nil {
 		return nil
 	}
-	return c.s.logger.With("pool", c.PoolName())
+	return c.cfg.Logger.With("pool", c.PoolName())
 }
 
 // logAt logs msg at level with err, when there is one, and args.

@@ -6,85 +6,23 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
-// Default settings, the same as the DSN's pool_* parameters' defaults.
-const (
-	DefaultMaxConns          = 10
-	DefaultMinConns          = 0
-	DefaultAcquireTimeout    = 30 * time.Second
-	DefaultHealthCheckPeriod = 30 * time.Second
-	DefaultMaxConnLifetime   = time.Hour
-	DefaultMaxConnIdleTime   = 30 * time.Minute
-	DefaultCleanupTimeout    = 5 * time.Second
-	DefaultConnectTimeout    = 10 * time.Second
-
-	// The default circuit breaker (see WithCircuitBreaker) acts only at
-	// the server's connection limit (DefaultBreakerFailures 0: it never
-	// opens on failed connection attempts), and tries a new connection
-	// DefaultBreakerCoolDown after it stopped opening them.
-	DefaultBreakerFailures = 0
-	DefaultBreakerCoolDown = 250 * time.Millisecond
-)
-
-// defaultJitter stands for the default lifetime jitter, a tenth of the
-// lifetime, until the settings are used.
-const defaultJitter = -1
-
-// settings are a Connector's pool settings: the DSN's pool_* parameters with
-// the options applied over them.
-type settings struct {
-	maxConns          int
-	minConns          int
-	acquireTimeout    time.Duration
-	healthCheckPeriod time.Duration
-	maxConnLifetime   time.Duration
-	lifetimeJitter    time.Duration // defaultJitter: a tenth of maxConnLifetime
-	maxConnIdleTime   time.Duration
-	minIdleConns      int
-	leakThreshold     time.Duration
-	poolName          string
-	hooks             hooks
-	cleanupTimeout    time.Duration
-	connectTimeout    time.Duration
-	mode              Mode
-	serverPooling     dialects.ServerPooling
-	resetAlways       bool
-	credentials       func(ctx context.Context) (user, password string, err error)
-	logger            *slog.Logger
-	breaker           pool.Strategy
-}
-
-func defaultSettings() settings {
-	return settings{
-		maxConns:          DefaultMaxConns,
-		minConns:          DefaultMinConns,
-		acquireTimeout:    DefaultAcquireTimeout,
-		healthCheckPeriod: DefaultHealthCheckPeriod,
-		maxConnLifetime:   DefaultMaxConnLifetime,
-		lifetimeJitter:    defaultJitter,
-		maxConnIdleTime:   DefaultMaxConnIdleTime,
-		cleanupTimeout:    DefaultCleanupTimeout,
-		connectTimeout:    DefaultConnectTimeout,
-		mode:              TransactionMode,
-	}
-}
-
-// Option changes a Connector setting. Options override the DSN's pool_*
-// parameters. A bad value is reported by NewConnector (or, for New, by the
-// first Connect), naming the option and the value.
-type Option func(*settings) error
+// Option changes a Connector setting: a field of its Config. Options
+// override the DSN's pool_* parameters. A bad value is reported by
+// NewConnector (or, for New, by the first Connect), naming the option and
+// the value.
+type Option func(*Config) error
 
 // WithMaxConns sets the maximum number of physical connections (pool_max_conns);
 // n must be at least 1.
 func WithMaxConns(n int) Option {
-	return func(s *settings) error {
+	return func(c *Config) error {
 		if n < 1 {
 			return fmt.Errorf("pooldriver: WithMaxConns(%d): must be at least 1", n)
 		}
-		s.maxConns = n
+		c.MaxConns = n
 		return nil
 	}
 }
@@ -92,13 +30,13 @@ func WithMaxConns(n int) Option {
 // WithMinConns sets the number of physical connections kept open and created
 // in the background after start (pool_min_conns); 0 ≤ n ≤ max conns.
 func WithMinConns(n int) Option {
-	return countOption("WithMinConns", n, func(s *settings) { s.minConns = n })
+	return countOption("WithMinConns", n, func(c *Config) { c.MinConns = n })
 }
 
 // WithAcquireTimeout bounds the wait for a physical connection
 // (pool_acquire_timeout); 0 leaves only the caller's context.
 func WithAcquireTimeout(d time.Duration) Option {
-	return durationOption("WithAcquireTimeout", d, func(s *settings) { s.acquireTimeout = d })
+	return durationOption("WithAcquireTimeout", d, func(c *Config) { c.AcquireTimeout = d })
 }
 
 // WithConnectTimeout bounds each attempt to open a physical connection
@@ -109,20 +47,25 @@ func WithAcquireTimeout(d time.Duration) Option {
 // attempt still outlives the caller that started it and gave up: the next
 // waiter gets the connection.
 func WithConnectTimeout(d time.Duration) Option {
-	return durationOption("WithConnectTimeout", d, func(s *settings) { s.connectTimeout = d })
+	return durationOption("WithConnectTimeout", d, func(c *Config) { c.ConnectTimeout = d })
 }
 
 // WithHealthCheckPeriod sets how often idle connections are checked,
 // expired and topped up to the minimum (pool_health_check_period); 0
 // disables the background check.
 func WithHealthCheckPeriod(d time.Duration) Option {
-	return durationOption("WithHealthCheckPeriod", d, func(s *settings) { s.healthCheckPeriod = d })
+	return durationOption("WithHealthCheckPeriod", d, func(c *Config) { c.HealthCheckPeriod = d })
 }
 
 // WithMaxConnLifetime closes a physical connection this long after it was
 // opened, once it is idle (pool_max_conn_lifetime); 0: unlimited.
 func WithMaxConnLifetime(d time.Duration) Option {
-	return durationOption("WithMaxConnLifetime", d, func(s *settings) { s.maxConnLifetime = d })
+	return durationOption("WithMaxConnLifetime", d, func(c *Config) {
+		c.MaxConnLifetime = d
+		if !c.jitterGiven {
+			c.MaxConnLifetimeJitter = d / 10
+		}
+	})
 }
 
 // WithMaxConnLifetimeJitter adds to each physical connection's lifetime a
@@ -131,28 +74,20 @@ func WithMaxConnLifetime(d time.Duration) Option {
 // (pool_min_conns) are not all closed and reopened together. Default: a
 // tenth of the lifetime; 0: none.
 func WithMaxConnLifetimeJitter(d time.Duration) Option {
-	return durationOption("WithMaxConnLifetimeJitter", d, func(s *settings) { s.lifetimeJitter = d })
+	return durationOption("WithMaxConnLifetimeJitter", d, func(c *Config) { c.MaxConnLifetimeJitter, c.jitterGiven = d, true })
 }
 
 // WithMinIdleConns keeps n physical connections idle, ready for the next
 // statements, as far as pool_max_conns allows (pool_min_idle_conns): the
 // healthcheck opens more while fewer are idle. Default 0.
 func WithMinIdleConns(n int) Option {
-	return countOption("WithMinIdleConns", n, func(s *settings) { s.minIdleConns = n })
-}
-
-// jitter returns the lifetime jitter to use.
-func (s *settings) jitter() time.Duration {
-	if s.lifetimeJitter == defaultJitter {
-		return s.maxConnLifetime / 10
-	}
-	return s.lifetimeJitter
+	return countOption("WithMinIdleConns", n, func(c *Config) { c.MinIdleConns = n })
 }
 
 // WithMaxConnIdleTime closes a physical connection idle this long
 // (pool_max_conn_idle_time); 0: unlimited.
 func WithMaxConnIdleTime(d time.Duration) Option {
-	return durationOption("WithMaxConnIdleTime", d, func(s *settings) { s.maxConnIdleTime = d })
+	return durationOption("WithMaxConnIdleTime", d, func(c *Config) { c.MaxConnIdleTime = d })
 }
 
 // WithCleanupTimeout bounds each rollback and session reset run when a task
@@ -160,22 +95,22 @@ func WithMaxConnIdleTime(d time.Duration) Option {
 // must be positive. A connection whose cleanup does not finish in time is
 // closed, never reused.
 func WithCleanupTimeout(d time.Duration) Option {
-	return func(s *settings) error {
+	return func(c *Config) error {
 		if d <= 0 {
 			return fmt.Errorf("pooldriver: WithCleanupTimeout(%v): must be positive", d)
 		}
-		s.cleanupTimeout = d
+		c.CleanupTimeout = d
 		return nil
 	}
 }
 
 // WithMode sets the default mode of tasks that do not choose one (pool_mode).
 func WithMode(m Mode) Option {
-	return func(s *settings) error {
+	return func(c *Config) error {
 		if !m.valid() {
 			return fmt.Errorf("pooldriver: WithMode(%d): unknown mode", int(m))
 		}
-		s.mode = m
+		c.Mode = m
 		return nil
 	}
 }
@@ -192,8 +127,8 @@ func WithMode(m Mode) Option {
 // go of it. It costs a round trip or two per hold (see the README).
 // Default: off.
 func WithResetAlways(on bool) Option {
-	return func(s *settings) error {
-		s.resetAlways = on
+	return func(c *Config) error {
+		c.ResetAlways = on
 		return nil
 	}
 }
@@ -203,11 +138,11 @@ func WithResetAlways(on bool) Option {
 // rotated password is picked up by the next connection opened, while open
 // ones keep working.
 func WithCredentials(f func(ctx context.Context) (user, password string, err error)) Option {
-	return func(s *settings) error {
+	return func(c *Config) error {
 		if f == nil {
 			return fmt.Errorf("pooldriver: WithCredentials(nil): a function is required")
 		}
-		s.credentials = f
+		c.Credentials = f
 		return nil
 	}
 }
@@ -219,8 +154,8 @@ func WithCredentials(f func(ctx context.Context) (user, password string, err err
 // "pool" (WithPoolName). No password is ever logged. Default: nothing is
 // logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(s *settings) error {
-		s.logger = l
+	return func(c *Config) error {
+		c.Logger = l
 		return nil
 	}
 }
@@ -253,31 +188,31 @@ func WithLogger(l *slog.Logger) Option {
 // breaker to be driven by hand (Connector.Breaker). Changes are logged
 // (WithLogger) and counted in Stats.
 func WithCircuitBreaker(s pool.Strategy) Option {
-	return func(st *settings) error {
+	return func(c *Config) error {
 		if s == nil {
 			return fmt.Errorf("pooldriver: WithCircuitBreaker(nil): a strategy is required")
 		}
-		st.breaker = s
+		c.CircuitBreaker = s
 		return nil
 	}
 }
 
-func countOption(name string, n int, set func(*settings)) Option {
-	return func(s *settings) error {
+func countOption(name string, n int, set func(*Config)) Option {
+	return func(c *Config) error {
 		if n < 0 {
 			return fmt.Errorf("pooldriver: %s(%d): must not be negative", name, n)
 		}
-		set(s)
+		set(c)
 		return nil
 	}
 }
 
-func durationOption(name string, d time.Duration, set func(*settings)) Option {
-	return func(s *settings) error {
+func durationOption(name string, d time.Duration, set func(*Config)) Option {
+	return func(c *Config) error {
 		if d < 0 {
 			return fmt.Errorf("pooldriver: %s(%v): must not be negative", name, d)
 		}
-		set(s)
+		set(c)
 		return nil
 	}
 }

@@ -72,7 +72,7 @@ func (r *rows) Close() error {
 	r.closed = true
 	err := r.drv.Close()
 	l := r.l
-	r.cctx.d = l.c.s.cleanupTimeout // the rest is zero: see release
+	r.cctx.d = r.le.pc.env.cleanupTimeout // the rest is zero: see release
 	// The second half of the query's operation (conn.query), whose lease
 	// the rows kept: start ran when the query did.
 	err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)

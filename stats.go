@@ -66,8 +66,8 @@ func (c *Connector) Stats() Stats {
 	stale := c.stats.openedStale.Load()
 	return Stats{
 		MaxConns:             p.Max,
-		MinConns:             c.s.minConns,
-		MinIdle:              c.s.minIdleConns,
+		MinConns:             c.cfg.MinConns,
+		MinIdle:              c.cfg.MinIdleConns,
 		Total:                p.Total,
 		Idle:                 p.Idle,
 		Active:               p.Active,

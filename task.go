@@ -82,7 +82,7 @@ func (t *task) modeFor(c *Connector) Mode {
 	if t.hasMode {
 		return t.mode
 	}
-	return c.s.mode
+	return c.cfg.Mode
 }
 
 // lookup returns the connection bound to t on c, or the error that every

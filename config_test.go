@@ -1,0 +1,287 @@
+package pooldriver
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/fakedb"
+)
+
+// A value other than the default for every pool_* parameter, and what
+// Config.String writes for it.
+var paramSamples = map[string][2]string{
+	paramAcquireTimeout:    {"1500ms", "1.5s"},
+	paramConnectTimeout:    {"2s", "2s"},
+	paramHealthCheckPeriod: {"0", "0"},
+	paramLeakThreshold:     {"90s", "1m30s"},
+	paramMaxConnIdleTime:   {"2h", "2h"},
+	paramMaxConnLifetime:   {"45m", "45m"},
+	paramLifetimeJitter:    {"3m", "3m"},
+	paramMaxConns:          {"7", "7"},
+	paramMinConns:          {"2", "2"},
+	paramMinIdleConns:      {"1", "1"},
+	paramMode:              {"session", "session"},
+	paramName:              {"orders", "orders"},
+	paramResetAlways:       {"1", "true"},
+	paramServerPooling:     {"none", "none"},
+}
+
+func fakeDSN(t *testing.T, query string) string {
+	t.Helper()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	srv := fakedb.NewServer(name)
+	t.Cleanup(srv.Close)
+	dsn := "fake://app:s3cret@" + name
+	if query != "" {
+		dsn += "?" + query
+	}
+	return dsn
+}
+
+// poolParams returns the pool_* settings Config.String wrote, as a DSN's
+// query.
+func poolParams(s string) string {
+	var kv []string
+	for _, f := range strings.Fields(s) {
+		if strings.HasPrefix(f, "pool_") {
+			kv = append(kv, f)
+		}
+	}
+	return strings.Join(kv, "&")
+}
+
+// TestConfigParamsRoundTrip: every pool_* parameter, given a value other
+// than its default, reaches its Config field, is written back by String
+// in the DSN's own form, and parses again to the same Config: DSN → Config
+// → DSN. The table of parameters and the samples name the same keys.
+func TestConfigParamsRoundTrip(t *testing.T) {
+	if len(paramSamples) != len(params) {
+		t.Fatalf("%d samples for %d parameters", len(paramSamples), len(params))
+	}
+	var query []string
+	for _, p := range params {
+		s, ok := paramSamples[p.key]
+		if !ok {
+			t.Fatalf("no sample for %s", p.key)
+		}
+		query = append(query, p.key+"="+s[0])
+	}
+	dsn := fakeDSN(t, strings.Join(query, "&"))
+	cfg, err := ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		MaxConns: 7, MinConns: 2, MinIdleConns: 1, AcquireTimeout: 1500 * time.Millisecond,
+		ConnectTimeout: 2 * time.Second, HealthCheckPeriod: 0, MaxConnLifetime: 45 * time.Minute,
+		MaxConnLifetimeJitter: 3 * time.Minute, MaxConnIdleTime: 2 * time.Hour,
+		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: DefaultCleanupTimeout, Mode: SessionMode,
+		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, Name: "orders",
+	}
+	if got := *cfg; got.tmpl == nil || !sameSettings(got, want) {
+		t.Fatalf("ParseConfig:\n got %+v\nwant %+v", got, want)
+	}
+	s := cfg.String()
+	for _, p := range params {
+		if kv := p.key + "=" + paramSamples[p.key][1]; !strings.Contains(s, " "+kv) {
+			t.Errorf("String() lacks %s: %s", kv, s)
+		}
+	}
+	if strings.Contains(s, "s3cret") {
+		t.Fatalf("String() shows the password: %s", s)
+	}
+	again, err := ParseConfig(fakeDSN(t, poolParams(s)))
+	if err != nil {
+		t.Fatalf("ParseConfig(String()): %v", err)
+	}
+	if !sameSettings(*again, *cfg) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", *again, *cfg)
+	}
+
+	// The defaults: a DSN without parameters, written back with every
+	// parameter, parses to the same.
+	def, err := ParseConfig(fakeDSN(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err = ParseConfig(fakeDSN(t, poolParams(def.String())))
+	if err != nil {
+		t.Fatalf("ParseConfig(defaults' String()): %v", err)
+	}
+	if !sameSettings(*again, *def) || def.MaxConns != DefaultMaxConns || def.MaxConnLifetimeJitter != DefaultMaxConnLifetime/10 {
+		t.Fatalf("defaults round trip:\n got %+v\nwant %+v", *again, *def)
+	}
+}
+
+// sameSettings compares the settings of two Configs (not their template,
+// nor the functions).
+func sameSettings(a, b Config) bool {
+	a.tmpl, b.tmpl = nil, nil
+	a.jitterGiven, b.jitterGiven = false, false
+	return a.String() == b.String() && a.MaxConns == b.MaxConns && a.MinConns == b.MinConns &&
+		a.MinIdleConns == b.MinIdleConns && a.AcquireTimeout == b.AcquireTimeout &&
+		a.ConnectTimeout == b.ConnectTimeout && a.HealthCheckPeriod == b.HealthCheckPeriod &&
+		a.MaxConnLifetime == b.MaxConnLifetime && a.MaxConnLifetimeJitter == b.MaxConnLifetimeJitter &&
+		a.MaxConnIdleTime == b.MaxConnIdleTime && a.LeakDetectionThreshold == b.LeakDetectionThreshold &&
+		a.CleanupTimeout == b.CleanupTimeout && a.Mode == b.Mode && a.ServerPooling == b.ServerPooling &&
+		a.ResetAlways == b.ResetAlways && a.Name == b.Name
+}
+
+// TestConfigParamErrors: a bad value of every parameter is an error that
+// names the parameter and the value; an unknown parameter names every
+// known one. None shows the password.
+func TestConfigParamErrors(t *testing.T) {
+	bad := map[string]string{
+		paramAcquireTimeout: "soon", paramConnectTimeout: "-1s", paramHealthCheckPeriod: "1x",
+		paramLeakThreshold: "-5m", paramMaxConnIdleTime: "1", paramMaxConnLifetime: "forever",
+		paramLifetimeJitter: "-1m", paramMaxConns: "0", paramMinConns: "-1", paramMinIdleConns: "two",
+		paramMode: "statement", paramName: "", paramResetAlways: "maybe", paramServerPooling: "statement",
+	}
+	for _, p := range params {
+		v, ok := bad[p.key]
+		if !ok {
+			t.Fatalf("no bad value for %s", p.key)
+		}
+		_, err := ParseConfig(fakeDSN(t, p.key+"="+v))
+		if err == nil || !strings.Contains(err.Error(), p.key) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s=%q: %v", p.key, v, err)
+		}
+	}
+	_, err := ParseConfig(fakeDSN(t, "pool_max_con=3"))
+	if err == nil || !strings.Contains(err.Error(), "pool_max_con") || !strings.Contains(err.Error(), paramKeys()) {
+		t.Errorf("unknown parameter: %v", err)
+	}
+}
+
+// TestNewConnectorWithConfig: the Config's fields are the settings; what
+// only the settings together can get wrong is reported by
+// NewConnectorWithConfig, naming them; the Connector keeps its own copy,
+// which Config reads back; a Config not made by ParseConfig is refused.
+func TestNewConnectorWithConfig(t *testing.T) {
+	cfg, err := ParseConfig(fakeDSN(t, "pool_min_conns=20"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewConnectorWithConfig(cfg); err == nil || !strings.Contains(err.Error(), paramMinConns) || !strings.Contains(err.Error(), paramMaxConns) {
+		t.Fatalf("min above max: %v", err)
+	}
+	cfg.MaxConns = 30
+	cfg.AfterRelease = func(any) bool { return true }
+	c, err := NewConnectorWithConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg.MaxConns = 1 // the Connector's copy is not changed
+	got := c.Config()
+	if got.MaxConns != 30 || got.MinConns != 20 || got.AfterRelease == nil || c.Stats().MaxConns != 30 {
+		t.Fatalf("read back %+v, stats %+v", got, c.Stats())
+	}
+	got.MaxConns = 2
+	if c.Config().MaxConns != 30 {
+		t.Fatal("Config() returned the Connector's own")
+	}
+	cfg = c.Config()
+	for _, bad := range []struct {
+		name string
+		cfg  *Config
+		want string
+	}{
+		{"nil", nil, "ParseConfig"},
+		{"zero", &Config{}, "ParseConfig"},
+		{"max", func() *Config { c := cfg.Copy(); c.MaxConns = 0; return c }(), "MaxConns"},
+		{"cleanup", func() *Config { c := cfg.Copy(); c.CleanupTimeout = 0; return c }(), "CleanupTimeout"},
+		{"lifetime", func() *Config { c := cfg.Copy(); c.MaxConnLifetime = -time.Second; return c }(), paramMaxConnLifetime},
+		{"mode", func() *Config { c := cfg.Copy(); c.Mode = 7; return c }(), "Mode"},
+	} {
+		if _, err := NewConnectorWithConfig(bad.cfg); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want an error naming %s", bad.name, err, bad.want)
+		}
+	}
+}
+
+// TestConfigOptionsOverDSN: options set the Config's fields over the DSN's
+// parameters, as Connector.Config shows; the lifetime jitter follows the
+// lifetime unless it was given.
+func TestConfigOptionsOverDSN(t *testing.T) {
+	c, err := NewConnector(fakeDSN(t, "pool_max_conns=3&pool_max_conn_lifetime=10m"), WithMaxConns(5), WithMode(SessionMode), WithMaxConnLifetime(20*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := c.Config()
+	if got.MaxConns != 5 || got.Mode != SessionMode || got.MaxConnLifetime != 20*time.Minute || got.MaxConnLifetimeJitter != 2*time.Minute {
+		t.Fatalf("%+v", got)
+	}
+	c2, err := NewConnector(fakeDSN(t, "pool_max_conn_lifetime_jitter=1s"), WithMaxConnLifetime(20*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if j := c2.Config().MaxConnLifetimeJitter; j != time.Second {
+		t.Fatalf("given jitter changed to %v", j)
+	}
+	if bad := New("nope://x"); bad.Config() != nil {
+		t.Fatal("a Connector whose configuration failed has a Config")
+	}
+}
+
+// TestConfigLoggedAtOpen: the Connector logs its Config once, at INFO, as
+// attributes, without the password; String names what only a Config sets.
+func TestConfigLoggedAtOpen(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c, err := NewConnector(fakeDSN(t, "pool_max_conns=4"), WithLogger(logger), WithCredentials(func(context.Context) (string, string, error) {
+		return "app", "other-s3cret", nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := buf.String()
+	if n := strings.Count(out, "pool opened"); n != 1 {
+		t.Fatalf("%d lines saying the pool opened:\n%s", n, out)
+	}
+	for _, want := range []string{"level=INFO", "config.pool_max_conns=4", "config.pool_mode=transaction", "config.dsn=", "config.set=Credentials,Logger"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the line lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Fatalf("the password is logged:\n%s", out)
+	}
+	if s := c.Config().String(); !strings.HasSuffix(s, "set=Credentials,Logger") {
+		t.Fatalf("String: %s", s)
+	}
+}
+
+// TestParamsDocumented: the package doc and the README's table list every
+// pool_* parameter with its Config field and default, from the table the
+// parser uses.
+func TestParamsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range params {
+		line := regexp.MustCompile(`(?m)^//\s+` + p.key + `\s+(\w+)\s+(.*)$`).FindSubmatch(doc)
+		if line == nil || string(line[1]) != p.field || string(line[2]) != p.def {
+			t.Errorf("doc.go: want the line %q %q %q, got %q", p.key, p.field, p.def, line)
+		}
+		row := regexp.MustCompile("(?m)^\\| `" + p.key + "` \\| `(\\w+)` \\|[^|]*\\| ([^|]*)\\|").FindSubmatch(readme)
+		if row == nil || string(row[1]) != p.field || !strings.Contains(string(row[2]), p.def) {
+			t.Errorf("README.md: want a row for %s with %s and %q, got %q", p.key, p.field, p.def, row)
+		}
+	}
+}
