@@ -389,8 +389,9 @@ func (c *Connector) acquireError(err error) error {
 	case ae.Reason == pool.ErrTimeout:
 		st := c.pool.Stats()
 		e := &AcquireTimeoutError{Timeout: c.cfg.AcquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
+		e.LeakDetectionOff = c.leaks == nil
 		c.logWarn("timed out waiting for a connection", ae.Cause, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
 		return e
 	}
-	return &waitError{ae: ae}
+	return &waitError{ae: ae, leakHint: c.leaks == nil && ae.InUse >= ae.Max}
 }

@@ -427,12 +427,15 @@ func TestAcquireTimeoutThroughDatabaseSQL(t *testing.T) {
 	if !errors.As(err, &te) {
 		t.Fatalf("%v (%T) is no *AcquireTimeoutError", err, err)
 	}
-	want := pooldriver.AcquireTimeoutError{Timeout: 50 * time.Millisecond, Total: 1, InUse: 1, Idle: 0, Waiting: 0, Max: 1}
+	want := pooldriver.AcquireTimeoutError{Timeout: 50 * time.Millisecond, Total: 1, InUse: 1, Idle: 0, Waiting: 0, Max: 1, LeakDetectionOff: true}
 	if *te != want {
 		t.Fatalf("pool state %+v, want %+v", *te, want)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "total=1, in use=1, idle=0, waiting=0, max=1") {
 		t.Fatalf("message %q does not tell the pool's state", msg)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "pool_leak_detection_threshold") {
+		t.Fatalf("message %q, of an exhausted pool without leak detection, does not suggest it", msg)
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("timed out after %v, before pool_acquire_timeout", d)

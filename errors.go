@@ -106,6 +106,9 @@ type AcquireTimeoutError struct {
 	Waiting int           // other statements still waiting
 	Max     int           // pool_max_conns
 	Cause   error         // the last connect error since the last success, or nil
+	// LeakDetectionOff: leak detection (WithLeakDetection) was off; when
+	// every connection was in use, the message suggests it.
+	LeakDetectionOff bool
 }
 
 func (e *AcquireTimeoutError) Error() string {
@@ -114,8 +117,15 @@ func (e *AcquireTimeoutError) Error() string {
 	if e.Cause != nil {
 		msg += "; the last connect attempt: " + e.Cause.Error()
 	}
+	if e.LeakDetectionOff && e.InUse >= e.Max {
+		msg += leakHint
+	}
 	return msg
 }
+
+// leakHint ends the message of a wait that found every connection in use
+// while leak detection is off.
+const leakHint = "; every connection was in use: if some are held and never given back, leak detection (" + paramLeakThreshold + ", WithLeakDetection) logs who holds them"
 
 // Is matches ErrAcquireTimeout and context.DeadlineExceeded.
 func (e *AcquireTimeoutError) Is(target error) bool {
@@ -133,7 +143,10 @@ func (e *AcquireTimeoutError) Unwrap() error { return e.Cause }
 // pool's error matches (the reason: ErrBackoff, ErrCircuitOpen through
 // pooldriver's sentinel, or the context's error) and unwraps to the last
 // connect error.
-type waitError struct{ ae *pool.AcquireError }
+type waitError struct {
+	ae       *pool.AcquireError
+	leakHint bool // every connection was in use and leak detection is off
+}
 
 func (e *waitError) Error() string {
 	ae := e.ae
@@ -153,6 +166,9 @@ func (e *waitError) Error() string {
 	b.WriteString(")")
 	if ae.Cause != nil {
 		b.WriteString(": the last connect attempt: " + ae.Cause.Error())
+	}
+	if e.leakHint {
+		b.WriteString(leakHint)
 	}
 	return b.String()
 }

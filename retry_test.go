@@ -101,3 +101,40 @@ func TestWaitNamesItsCause(t *testing.T) {
 		t.Errorf("stats: %d failures in a row, last %v", s.ConnectFailuresInRow, s.LastConnectError)
 	}
 }
+
+// TestWaitForBusyPoolNamesItsCause: a wait for a connection that the
+// caller's deadline ends, with every connection in use and connecting
+// fine, still says what it waited for (the pool's counts and breaker) and
+// matches the context's error; with leak detection off it points at it.
+func TestWaitForBusyPoolNamesItsCause(t *testing.T) {
+	for _, leaks := range []bool{false, true} {
+		srv := newServer(t)
+		var opts []pooldriver.Option
+		if leaks {
+			opts = append(opts, pooldriver.WithLeakDetection(time.Hour))
+		}
+		db, _ := newDB(t, srv, "pool_max_conns=1", opts...)
+		conn, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.PingContext(context.Background()); err != nil { // holds the one connection
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err = db.ExecContext(ctx, "PING")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("leaks=%t: %v, want the deadline", leaks, err)
+		}
+		for _, want := range []string{"pooldriver: ", "while waiting for a connection", "breaker active", "in use=1", "max=1"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("leaks=%t: %q lacks %q", leaks, err, want)
+			}
+		}
+		if hint := strings.Contains(err.Error(), "pool_leak_detection_threshold"); hint == leaks {
+			t.Errorf("leaks=%t: %q: suggests leak detection %t", leaks, err, hint)
+		}
+		_ = conn.Close()
+	}
+}
