@@ -98,7 +98,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			// The task ended meanwhile: its transaction must not outlive it.
 			x.claim(txEndedByTask)
 			l.tx = nil
-			if rerr := pc.undo(&x.open, undoBegunAfterEnd); rerr != nil {
+			if rerr := pc.undo(ctx, &x.open, undoBegunAfterEnd); rerr != nil {
 				return rerr
 			}
 			return errTaskEndedAtBegin

@@ -803,7 +803,7 @@ func (l *conn) bindForTask(le *lease) error {
 		}
 	}
 	if pc.st.tx == txRaw {
-		if err := pc.undo(nil, undoTaskBusy); err != nil {
+		if err := pc.undo(context.Background(), nil, undoTaskBusy); err != nil {
 			return l.lose(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package pooldriver
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -14,7 +15,10 @@ import (
 //	DEBUG connection opened, connection closed (with the reason), session reset
 //	INFO  the pool opened, with its Config; connected again after failed
 //	      attempts; a connection reported as leaked came back
-//	WARN  transactions rolled back by pooldriver, failed rollbacks and resets,
+//	DEBUG (also) a transaction its task's end rolled back, with the task's
+//	      context for the handler
+//	WARN  transactions rolled back because a hold ended with them open,
+//	      failed rollbacks and resets,
 //	      connect failures in a row (the 2nd, 4th, 8th, ...), acquire timeouts,
 //	      leaks (leak.go)
 
@@ -51,7 +55,7 @@ func (c *Connector) newLogger() *slog.Logger {
 
 // logAt logs msg at level with err, when there is one, and args.
 func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) {
-	logAt(c.log, level, msg, err, args...)
+	logAt(context.Background(), c.log, level, msg, err, args...)
 }
 
 // logBreaker logs a change of the circuit breaker's state: at Warn when it

@@ -35,8 +35,15 @@ func newCapture() (*capture, *slog.Logger) {
 
 func (h *capture) Enabled(context.Context, slog.Level) bool { return true }
 
-func (h *capture) Handle(_ context.Context, r slog.Record) error {
+// requestKey carries a request's ID in a context, as a service's slog
+// handler would read it (capture records it as the attribute "request").
+type requestKey struct{}
+
+func (h *capture) Handle(ctx context.Context, r slog.Record) error {
 	rec := record{level: r.Level, msg: r.Message, attrs: map[string]slog.Value{}}
+	if id, ok := ctx.Value(requestKey{}).(string); ok {
+		rec.attrs["request"] = slog.StringValue(id)
+	}
 	for _, a := range h.attrs {
 		rec.attrs[a.Key] = a.Value
 	}
@@ -194,4 +201,42 @@ func (r record) String() string {
 		fmt.Fprintf(&b, " %s=%v", k, v)
 	}
 	return b.String()
+}
+
+// TestTaskEndRollbackLoggedAtDebug: the rollback of a transaction a task's
+// end finds open is the README's own idiom (defer end()), so it is logged
+// at DEBUG, not WARN, with the task's context for the handler (a request's
+// attributes), and counted apart in Stats.TaskEndRollbacks; a transaction
+// a hold left open still needs attention (WARN).
+func TestTaskEndRollbackLoggedAtDebug(t *testing.T) {
+	srv := newServer(t)
+	h, logger := newCapture()
+	db, c := newDB(t, srv, "", pooldriver.WithLogger(logger))
+	for i, id := range []string{"r1", "r2"} {
+		ctx, end := pooldriver.WithTask(context.WithValue(context.Background(), requestKey{}, id))
+		if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 { // a *sql.Tx of the task, left open too
+			if _, err := db.BeginTx(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end()
+	}
+	waitFor(t, "the rollbacks", func() bool { return c.Stats().TaskEndRollbacks == 3 })
+	r := h.with("rolled back a transaction still open when its task ended")
+	if len(r) != 3 {
+		t.Fatalf("%d lines, want 3: %v", len(r), r)
+	}
+	for i, rec := range r {
+		want := map[bool]string{true: "r1", false: "r2"}[i == 0]
+		if rec.level != slog.LevelDebug || rec.attrs["request"].String() != want {
+			t.Errorf("line %d: %v, want DEBUG with request=%s", i, rec, want)
+		}
+	}
+	if st := c.Stats(); st.AutoRollbacks != 3 {
+		t.Fatalf("stats: %+v", st)
+	}
+	checkLines(t, h, "fake://"+srv.Name())
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -703,7 +704,7 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 	}
 	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
 	if f == fateRollback || f == fateRollbackReset {
-		if err := pc.undo(owner, undoLeftOpen); err != nil {
+		if err := pc.undo(context.Background(), owner, undoLeftOpen); err != nil {
 			f = fateDestroy // closing it ends the transaction on the server
 			pc.closeReason = closeRollback
 		}
@@ -740,13 +741,19 @@ const (
 )
 
 // undo rolls back the transaction open on pc (owner's, or a raw one when
-// owner is nil), counts it in Stats.AutoRollbacks and logs what needs
-// attention: every rollback pooldriver runs by itself goes through it. On
-// failure the connection is lost (see rollback). The caller holds sem.
-func (pc *physConn) undo(owner *openTx, why undoReason) error {
+// owner is nil), counts it in Stats.AutoRollbacks (and TaskEndRollbacks)
+// and logs it: what needs attention at WARN (a transaction a hold left
+// open, a rollback that failed), a task's end at DEBUG with ctx, the
+// task's, for the handler. Every rollback pooldriver runs by itself goes
+// through it. On failure the connection is lost (see rollback). The caller
+// holds sem.
+func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) error {
 	err := pc.rollback(owner)
 	if err == nil {
 		pc.env.stats.autoRollbacks.Add(1)
+		if why == undoTaskEnded || why == undoBegunAfterEnd {
+			pc.env.stats.taskEndRollbacks.Add(1)
+		}
 	}
 	switch {
 	case why == undoLeftOpen && err != nil:
@@ -754,9 +761,9 @@ func (pc *physConn) undo(owner *openTx, why undoReason) error {
 	case why == undoLeftOpen:
 		pc.env.warn("rolled back a transaction left open", nil)
 	case why == undoTaskEnded && err != nil:
-		pc.env.warn("rollback at the end of a task failed; the connection will be closed", err)
+		logAt(ctx, pc.env.log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
 	case why == undoTaskEnded:
-		pc.env.warn("rolled back a transaction still open when its task ended", nil)
+		logAt(ctx, pc.env.log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
 	}
 	return err
 }
@@ -764,7 +771,10 @@ func (pc *physConn) undo(owner *openTx, why undoReason) error {
 // countUndo counts a rollback database/sql ran for a task whose context
 // ended before the task's own end could (tx.endOn): the task's, as if undo
 // had run it.
-func (pc *physConn) countUndo() { pc.env.stats.autoRollbacks.Add(1) }
+func (pc *physConn) countUndo() {
+	pc.env.stats.autoRollbacks.Add(1)
+	pc.env.stats.taskEndRollbacks.Add(1)
+}
 
 // release hands pc, settled, back to the pool, unless the AfterRelease hook
 // says no.
@@ -777,13 +787,13 @@ func (pc *physConn) release() {
 	pc.res.Release()
 }
 
-// endTask is a task's end on pc: it rolls back owner (the transaction of a
+// endTask is a task's end on pc (ctx is the task's, for the log's handler): it rolls back owner (the transaction of a
 // *sql.Tx of t's) or, for pc bound to t, the raw transaction, unbinds pc (a
 // session-mode session is then reset before reuse) and lets go of it. It
 // waits for pc's lock at most the cleanup timeout: a connection still busy
 // then (rows nobody closes) is marked lost and destroyed when its last user
 // lets go.
-func (pc *physConn) endTask(t taskBinding, owner *openTx) {
+func (pc *physConn) endTask(ctx context.Context, t taskBinding, owner *openTx) {
 	session := false
 	pc.mu.Lock()
 	switch {
@@ -802,8 +812,8 @@ func (pc *physConn) endTask(t taskBinding, owner *openTx) {
 	pc.st.holds++
 	pc.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
-	err := pc.sem.lock(ctx)
+	lctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
+	err := pc.sem.lock(lctx)
 	cancel()
 	if err != nil {
 		pc.lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
@@ -817,7 +827,7 @@ func (pc *physConn) endTask(t taskBinding, owner *openTx) {
 	undone := false // the task's raw transaction, which other holds may be inside
 	if !pc.isLost() && (owner != nil && pc.st.txOwner == owner || owner == nil && pc.st.tx == txRaw) {
 		undone = owner == nil
-		_ = pc.undo(owner, undoTaskEnded) // on failure pc is lost
+		_ = pc.undo(ctx, owner, undoTaskEnded) // on failure pc is lost
 	}
 	if undone && pc.heldByOthers() {
 		// A *sql.Conn of the task still holds pc: its next statements

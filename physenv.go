@@ -33,8 +33,9 @@ type physEnv struct {
 // physStats are the counters the physical connections keep for their
 // Connector's Stats.
 type physStats struct {
-	autoRollbacks atomic.Int64 // transactions rolled back by pooldriver (undo)
-	sessionResets atomic.Int64
+	autoRollbacks    atomic.Int64 // transactions rolled back by pooldriver (undo)
+	taskEndRollbacks atomic.Int64 // of which: at a task's end
+	sessionResets    atomic.Int64
 }
 
 // physOwner is what a physical connection asks of its Connector while it is
@@ -67,21 +68,24 @@ type openTx struct {
 	drv driver.Tx
 }
 
-// logAt logs msg on l at level with err, when there is one, and args. A nil
-// l logs nothing.
-func logAt(l *slog.Logger, level slog.Level, msg string, err error, args ...any) {
-	if l == nil || !l.Enabled(context.Background(), level) {
+// logAt logs msg on l at level with err, when there is one, and args, with
+// ctx for the handler (a task's or request's attributes). A nil l logs
+// nothing.
+func logAt(ctx context.Context, l *slog.Logger, level slog.Level, msg string, err error, args ...any) {
+	if l == nil || !l.Enabled(ctx, level) {
 		return
 	}
 	if err != nil {
 		args = append(args, "error", err)
 	}
-	l.Log(context.Background(), level, "pooldriver: "+msg, args...)
+	l.Log(ctx, level, "pooldriver: "+msg, args...)
 }
 
-func (e *physEnv) warn(msg string, err error) { logAt(e.log, slog.LevelWarn, msg, err) }
+func (e *physEnv) warn(msg string, err error) {
+	logAt(context.Background(), e.log, slog.LevelWarn, msg, err)
+}
 
-func (e *physEnv) debug(msg string) { logAt(e.log, slog.LevelDebug, msg, nil) }
+func (e *physEnv) debug(msg string) { logAt(context.Background(), e.log, slog.LevelDebug, msg, nil) }
 
 // Why a physical connection was closed, for the DEBUG line that says so.
 const (

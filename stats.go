@@ -43,6 +43,7 @@ type Stats struct {
 	HealthFailures       int64 // of which: the background health check's ping failed
 	IdleCheckFailures    int64 // of which: found broken (closed by the server, no answer to a ping) when taken from idle
 	AutoRollbacks        int64 // transactions pooldriver rolled back: at task end, or left open when a hold ended
+	TaskEndRollbacks     int64 // of which: at a task's end (logged at DEBUG; the others at WARN)
 	SessionResets        int64 // sessions reset before reuse: changed by a statement, or a session-mode task's
 	Panics               int64 // panics recovered while connecting or closing (a WithCredentials function, a driver) or in a Strategy
 	Misuses              int64 // a physical connection released twice, or a hold changed in a way its state does not allow: a pooldriver bug if ever not 0
@@ -92,6 +93,7 @@ func (c *Connector) Stats() Stats {
 		HealthFailures:       p.HealthcheckFailures,
 		IdleCheckFailures:    p.ReleaseRejects, // the Connector sets BeforeAcquire only
 		AutoRollbacks:        c.physStats.autoRollbacks.Load(),
+		TaskEndRollbacks:     c.physStats.taskEndRollbacks.Load(),
 		SessionResets:        c.physStats.sessionResets.Load(),
 		Panics:               p.CallbackPanics,
 		Misuses:              p.Misuses + c.stats.misuses.Load(),

@@ -16,6 +16,7 @@ type task struct {
 	hasMode bool  // false: each Connector's default mode applies
 	err     error // a misuse found by WithTask, returned by every statement
 	cancel  context.CancelCauseFunc
+	ctx     context.Context // the task's, for the log lines of its end
 	done    <-chan struct{} // the task's context's Done
 	stop    func() bool     // stops the context.AfterFunc that ends the task
 	once    sync.Once
@@ -62,6 +63,7 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 	ctx, t.cancel = context.WithCancelCause(ctx)
 	t.done = ctx.Done()
 	ctx = context.WithValue(ctx, taskKey{}, t)
+	t.ctx = ctx
 	t.stop = context.AfterFunc(ctx, t.end)
 	return ctx, t.end
 }
@@ -215,11 +217,11 @@ func (t *task) end() {
 		}
 		t.cancel(ErrTaskEnded)
 		for _, x := range claimed {
-			x.pc.endTask(t, &x.open)
+			x.pc.endTask(t.ctx, t, &x.open)
 		}
 		for _, b := range bs {
 			if b.pc != nil {
-				b.pc.endTask(t, nil)
+				b.pc.endTask(t.ctx, t, nil)
 			}
 		}
 	})
