@@ -211,11 +211,10 @@ func (l *conn) to(e holdEvent) {
 }
 
 // lose records that the hold lost its connection for cause: every later
-// operation of the hold fails with the loss.
-func (l *conn) lose(cause error) error {
+// operation of the hold fails with the loss, l.lost.
+func (l *conn) lose(cause error) {
 	l.lost = lost(cause)
 	l.to(evLose)
-	return l.lost
 }
 
 // Every operation of a hold (a statement, BeginTx, a *sql.Tx's Commit and
@@ -573,7 +572,8 @@ func (l *conn) checkShared(pc *physConn, k opKind) error {
 func (l *conn) conflictLocked(st *connState, k opKind) error {
 	switch {
 	case st.session == sessionLost:
-		return l.lose(errLostShared)
+		l.lose(errLostShared)
+		return l.lost
 	case st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open):
 		return ErrSessionBusy // another hold's *sql.Tx
 	case k == opBegin && st.tx != txNone:
@@ -804,7 +804,8 @@ func (l *conn) bindForTask(le *lease) error {
 	}
 	if pc.st.tx == txRaw {
 		if err := pc.undo(context.Background(), nil, undoTaskBusy); err != nil {
-			return l.lose(err)
+			l.lose(err)
+			return l.lost
 		}
 	}
 	return ErrTaskConnBusy

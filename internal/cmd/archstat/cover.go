@@ -61,7 +61,7 @@ func coverDiff(w io.Writer, pathA, pathB string, verbose bool) error {
 		sorted = append(sorted, f)
 	}
 	sort.Strings(sorted)
-	fmt.Fprintf(w, "A = %s\nB = %s\n\n  blocks  ran-A  ran-B  differ  file\n", pathA, pathB)
+	printf(w, "A = %s\nB = %s\n\n  blocks  ran-A  ran-B  differ  file\n", pathA, pathB)
 	nDiffer := 0
 	for _, f := range sorted {
 		blocks := map[string]bool{}
@@ -83,15 +83,15 @@ func coverDiff(w io.Writer, pathA, pathB string, verbose bool) error {
 			continue
 		}
 		nDiffer++
-		fmt.Fprintf(w, "  %6d  %5d  %5d  %6d  %s\n", len(blocks), ranA, ranB, len(differ), f)
+		printf(w, "  %6d  %5d  %5d  %6d  %s\n", len(blocks), ranA, ranB, len(differ), f)
 		if verbose {
 			sort.Slice(differ, func(i, j int) bool { return line(differ[i]) < line(differ[j]) })
 			for _, k := range differ {
-				fmt.Fprintf(w, "          %-14s %d → %d\n", k, a[f][k], b[f][k])
+				printf(w, "          %-14s %d → %d\n", k, a[f][k], b[f][k])
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n%d of %d files have blocks whose counts differ\n", nDiffer, len(files))
+	printf(w, "\n%d of %d files have blocks whose counts differ\n", nDiffer, len(files))
 	return nil
 }
 

@@ -78,7 +78,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "archstat:", err)
+		_, _ = fmt.Fprintln(os.Stderr, "archstat:", err)
 		os.Exit(1)
 	}
 }
@@ -367,16 +367,16 @@ func complexity(body ast.Node) int {
 func report(w io.Writer, p *pkg, layers string, top int, verbose bool) {
 	arrs := arrows(p)
 	fl, floorOf, up := floors(p.names, arrs, layers)
-	fmt.Fprintf(w, "package %s: %d files (non-test)\n", p.path, len(p.names))
+	printf(w, "package %s: %d files (non-test)\n", p.path, len(p.names))
 	if layers == "" {
-		fmt.Fprint(w, "automatic floors, from the top: SCCs condensed, floor = longest path to a sink; an arrow\n"+
+		printf(w, "%s", "automatic floors, from the top: SCCs condensed, floor = longest path to a sink; an arrow\n"+
 			"inside an SCC {…} is upward when it goes to a file ranked above its source, the files ranked\n"+
 			"by arrows out − in within the SCC, ties by name (printed in rank order):\n")
 	} else {
-		fmt.Fprintf(w, "floors from -layers, from the top; A → B is upward when A's floor is below B's:\n")
+		printf(w, "floors from -layers, from the top; A → B is upward when A's floor is below B's:\n")
 	}
 	for i, f := range fl {
-		fmt.Fprintf(w, "  floor %d: %s\n", i+1, strings.Join(f, " "))
+		printf(w, "  floor %d: %s\n", i+1, strings.Join(f, " "))
 	}
 	var unplaced []string
 	present := map[string]bool{}
@@ -388,7 +388,7 @@ func report(w io.Writer, p *pkg, layers string, top int, verbose bool) {
 	}
 	for f := range floorOf {
 		if !present[f] {
-			fmt.Fprintf(w, "  (%s is not in the package)\n", f)
+			printf(w, "  (%s is not in the package)\n", f)
 		}
 	}
 	var list []arrow
@@ -406,19 +406,19 @@ func report(w io.Writer, p *pkg, layers string, top int, verbose bool) {
 	sort.Slice(list, func(i, j int) bool {
 		return list[i].from < list[j].from || list[i].from == list[j].from && list[i].to < list[j].to
 	})
-	fmt.Fprintf(w, "\nfiles %d, arrows %d, upward %d (%.1f%%), floors %d\n",
+	printf(w, "\nfiles %d, arrows %d, upward %d (%.1f%%), floors %d\n",
 		len(p.names), len(list), nUp, 100*float64(nUp)/float64(max(1, len(list))), len(fl))
 	if len(unplaced) > 0 {
-		fmt.Fprintf(w, "unplaced %d: %s; arrows to or from them %d\n", len(unplaced), strings.Join(unplaced, " "), nUnplaced)
+		printf(w, "unplaced %d: %s; arrows to or from them %d\n", len(unplaced), strings.Join(unplaced, " "), nUnplaced)
 	}
 	for _, which := range []string{"upward", "all"} {
 		if which == "all" && !verbose {
 			break
 		}
-		fmt.Fprintf(w, "\n%s arrows:\n", which)
+		printf(w, "\n%s arrows:\n", which)
 		for _, a := range list {
 			if up[a] || which == "all" {
-				fmt.Fprintf(w, "  %s → %s (%s)\n", a.from, a.to, strings.Join(arrs[a], ", "))
+				printf(w, "  %s → %s (%s)\n", a.from, a.to, strings.Join(arrs[a], ", "))
 			}
 		}
 	}
@@ -427,7 +427,7 @@ func report(w io.Writer, p *pkg, layers string, top int, verbose bool) {
 	for _, f := range fns {
 		total += f.lines
 	}
-	fmt.Fprintf(w, "\nfunctions %d, lines in them %d\n", len(fns), total)
+	printf(w, "\nfunctions %d, lines in them %d\n", len(fns), total)
 	for _, by := range []string{"lines", "complexity"} {
 		sort.Slice(fns, func(i, j int) bool {
 			a, b := [2]int{fns[i].lines, fns[i].cyc}, [2]int{fns[j].lines, fns[j].cyc}
@@ -436,9 +436,13 @@ func report(w io.Writer, p *pkg, layers string, top int, verbose bool) {
 			}
 			return a[0] > b[0] || a[0] == b[0] && (a[1] > b[1] || a[1] == b[1] && fns[i].name < fns[j].name)
 		})
-		fmt.Fprintf(w, "\ntop %d by %s:\n  lines  cyclo  function\n", top, by)
+		printf(w, "\ntop %d by %s:\n  lines  cyclo  function\n", top, by)
 		for _, f := range fns[:min(top, len(fns))] {
-			fmt.Fprintf(w, "  %5d  %5d  %s\n", f.lines, f.cyc, f.name)
+			printf(w, "  %5d  %5d  %s\n", f.lines, f.cyc, f.name)
 		}
 	}
 }
+
+// printf writes to the report; a failed write of stdout leaves nothing to
+// report it to.
+func printf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
