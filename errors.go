@@ -125,7 +125,7 @@ func (e *AcquireTimeoutError) Error() string {
 
 // leakHint ends the message of a wait that found every connection in use
 // while leak detection is off.
-const leakHint = "; every connection was in use: if some are held and never given back, leak detection (" + paramLeakThreshold + ", WithLeakDetection) logs who holds them"
+const leakHint = "; every connection was in use: if some are held and never given back, leak detection (pool_leak_detection_threshold, WithLeakDetection) logs who holds them"
 
 // Is matches ErrAcquireTimeout and context.DeadlineExceeded.
 func (e *AcquireTimeoutError) Is(target error) bool {
