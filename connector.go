@@ -384,6 +384,11 @@ func (c *Connector) acquireError(err error) error {
 	switch {
 	case errors.Is(err, pool.ErrClosed):
 		return ErrClosed
+	case !errors.As(err, &ae) && (err == context.Canceled || err == context.DeadlineExceeded): //nolint:errorlint // the pool returns the context's own error
+		// The caller's context ended the wait while connecting was fine:
+		// say what it waited for, as for the pool's own refusals.
+		st := c.pool.Stats()
+		ae = &pool.AcquireError{Reason: err, State: st.State, Total: st.Total, InUse: st.Active, Waiting: st.Waiting, Max: st.Max}
 	case !errors.As(err, &ae):
 		return err
 	case ae.Reason == pool.ErrTimeout:

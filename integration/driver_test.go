@@ -160,7 +160,7 @@ func TestAcquireTimeout(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		var te *pooldriver.AcquireTimeoutError
 		require.ErrorAs(t, err, &te)
-		assert.Equal(t, pooldriver.AcquireTimeoutError{Timeout: timeout, Total: 1, InUse: 1, Idle: 0, Waiting: 0, Max: 1}, *te)
+		assert.Equal(t, pooldriver.AcquireTimeoutError{Timeout: timeout, Total: 1, InUse: 1, Idle: 0, Waiting: 0, Max: 1, LeakDetectionOff: true}, *te)
 		assert.Contains(t, err.Error(), "total=1, in use=1, idle=0, waiting=0, max=1")
 		assert.GreaterOrEqual(t, elapsed, timeout)
 		assert.Less(t, elapsed, timeout+5*time.Second)

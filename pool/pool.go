@@ -309,10 +309,10 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		p.waiters.remove(w)
 		p.stats.canceled++
 		waited := p.waitEndedLocked(w)
-		// Say what the caller waited for: the pool's counts, the
-		// breaker, the last factory error (errors.Is still matches the
-		// context's error).
-		giveUp = p.acquireErrorLocked(giveUp)
+		if p.backoff.failures > 0 || p.state != Active {
+			// New resources could not be made meanwhile: say why.
+			giveUp = p.acquireErrorLocked(giveUp)
+		}
 		p.mu.Unlock()
 		p.observers.notify(TimingWait, waited)
 		return nil, false, giveUp
