@@ -59,15 +59,11 @@ func New(dsn string, opts ...Option) *Connector {
 
 // NewConnector is New with the DSN and options validated eagerly.
 func NewConnector(dsn string, opts ...Option) (*Connector, error) {
-	t, params, err := parseDSN(dsn)
+	cfg, err := ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	cfg := defaultConfig(t)
-	if err := cfg.applyParams(params); err != nil {
-		return nil, err
-	}
-	return newConnector(cfg, opts)
+	return newConnector(*cfg, opts)
 }
 
 // NewConnectorWithConfig returns a Connector for cfg, which ParseConfig
