@@ -69,10 +69,14 @@ type connState struct {
 	// stale: opened before its Connector's last Reset. Not kept: the
 	// connection fills it in when it asks decide (physConn.verdict).
 	stale bool
+	// rejected: the AfterRelease hook said no to the settled connection
+	// going back to the pool. Not kept: settle fills it in when it asks
+	// decide, after the hook ran.
+	rejected bool
 }
 
 func (s connState) String() string {
-	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t resetAlways=%t parkable=%t stale=%t", s.tx, s.session, s.rows, s.holds, s.task != nil, s.resetAlways, s.parkable, s.stale)
+	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t resetAlways=%t parkable=%t stale=%t rejected=%t", s.tx, s.session, s.rows, s.holds, s.task != nil, s.resetAlways, s.parkable, s.stale, s.rejected)
 }
 
 // fate is what happens to a physical connection when a hold or a task lets
@@ -114,8 +118,10 @@ func (f fate) String() string {
 
 // decide is the one place that decides a physical connection's fate when
 // something lets go of it. mode is the mode of the task it is bound to
-// (ignored when it is not bound). It has no side effects: the caller applies
-// the result (physConn.settle, or park).
+// (ignored when it is not bound). What it knows besides the state is in
+// the state too: staleness, the AfterRelease hook's verdict, parkability.
+// It has no side effects: the caller applies the result (physConn.settle,
+// or park).
 func decide(s connState, mode Mode) fate {
 	if s.holds > 0 || s.rows > 0 {
 		return fateInUse
@@ -132,8 +138,10 @@ func decide(s connState, mode Mode) fate {
 			return fateKeepForTask
 		}
 	}
-	if s.stale {
-		return fateDestroy // opened before Reset: closing it ends what it carried
+	if s.stale || s.rejected {
+		// Opened before Reset, or the AfterRelease hook wants it closed:
+		// closing it ends what it carried.
+		return fateDestroy
 	}
 	// Back to the pool. Every hold ran a statement on it (that is how a
 	// hold takes a connection), so with resetAlways it is dirty now; a

@@ -62,6 +62,13 @@ func TestDecide(t *testing.T) {
 		{"stale, transaction task, raw tx", connState{stale: true, task: tk, tx: txRaw}, TransactionMode, fateKeepForTask},
 		{"stale, transaction task, clean", connState{stale: true, task: tk}, TransactionMode, fateDestroy},
 		{"stale, session task", connState{stale: true, task: tk}, SessionMode, fateKeepForTask},
+
+		// Rejected (the AfterRelease hook said no, asked of a settled
+		// connection): closed rather than released.
+		{"rejected, clean, unbound", connState{rejected: true}, TransactionMode, fateDestroy},
+		{"rejected and stale", connState{rejected: true, stale: true}, TransactionMode, fateDestroy},
+		{"rejected, held", connState{rejected: true, holds: 1}, TransactionMode, fateInUse},
+		{"rejected, session task", connState{rejected: true, task: tk}, SessionMode, fateKeepForTask},
 	}
 	for _, c := range cases {
 		if got := decide(c.st, c.mode); got != c.want {
@@ -79,9 +86,9 @@ func TestDecideInvariants(t *testing.T) {
 			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}} {
 				for _, bound := range []taskBinding{nil, tk} {
 					for _, mode := range []Mode{TransactionMode, SessionMode} {
-						for i := range 8 {
-							always, parkable, stale := i&1 != 0, i&2 != 0, i&4 != 0
-							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always, parkable: parkable, stale: stale}
+						for i := range 16 {
+							always, parkable, stale, rejected := i&1 != 0, i&2 != 0, i&4 != 0, i&8 != 0
+							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always, parkable: parkable, stale: stale, rejected: rejected}
 							f := decide(st, mode)
 							inUse := use.holds > 0 || use.rows > 0
 							switch {
@@ -107,6 +114,8 @@ func TestDecideInvariants(t *testing.T) {
 								t.Errorf("%v: parked without being parkable and clean", st)
 							case stale && (f == fateRelease || f == fatePark || f == fateRollback || f == fateReset || f == fateRollbackReset):
 								t.Errorf("%v: stale, back to the pool (%v)", st, f)
+							case rejected && (f == fateRelease || f == fatePark || f == fateRollback || f == fateReset || f == fateRollbackReset):
+								t.Errorf("%v: rejected by the hook, back to the pool (%v)", st, f)
 							}
 						}
 					}

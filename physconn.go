@@ -682,17 +682,27 @@ func (pc *physConn) verdict(st connState) fate {
 
 // settle applies fate f to pc, which nobody else can reach, and hands it back
 // to the pool (or destroys it). owner is the *sql.Tx's transaction open on
-// it, if any.
+// it, if any. A rollback or reset it runs leaves pc either settled or lost;
+// the AfterRelease hook's verdict on the settled connection is then decide's
+// last input (connState.rejected), so that every close is decide's.
 func (pc *physConn) settle(f fate, owner *openTx) {
 	env := pc.env
 	if env.leaks {
 		env.owner.returned(pc)
 	}
+	if f == fateRollback || f == fateReset || f == fateRollbackReset {
+		f = pc.clean(f, owner)
+	}
+	if f == fateRelease && env.afterRelease {
+		rejected := !env.owner.afterRelease(pc)
+		if f = pc.verdict(connState{rejected: rejected}); f == fateDestroy && rejected && !pc.stale() {
+			pc.closeReason = closeReject
+		}
+	}
 	switch f {
 	case fateRelease, fatePark: // park is letGoAlone's to try first
-		pc.release()
-		return
-	case fateDestroy:
+		pc.res.Release()
+	default: // fateDestroy
 		switch {
 		case pc.stale():
 			pc.closeReason = closeResetAll
@@ -700,33 +710,35 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 			pc.closeReason = closeLost
 		}
 		pc.res.Destroy()
-		return
 	}
+}
+
+// clean runs what f asks (a rollback, a reset, both, in that order) on pc,
+// which nobody else can reach, and returns what is left to do: fateRelease,
+// or fateDestroy when a step failed (pc is lost then; closing it ends what
+// the server still has).
+func (pc *physConn) clean(f fate, owner *openTx) fate {
+	env := pc.env
 	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
+	defer pc.sem.unlock()
 	if f == fateRollback || f == fateRollbackReset {
 		if err := pc.undo(context.Background(), owner, undoLeftOpen); err != nil {
-			f = fateDestroy // closing it ends the transaction on the server
 			pc.closeReason = closeRollback
+			return fateDestroy
 		}
 	}
 	if f == fateReset || f == fateRollbackReset {
 		if err := pc.resetSession(); err != nil {
-			f = fateDestroy // a new connection has a clean session
 			pc.closeReason = closeReset
 			if !errors.Is(err, dialects.ErrUnsupported) {
 				env.warn("session reset failed; the connection will be closed", err)
 			}
-		} else {
-			env.stats.sessionResets.Add(1)
-			env.debug("session reset")
+			return fateDestroy
 		}
+		env.stats.sessionResets.Add(1)
+		env.debug("session reset")
 	}
-	pc.sem.unlock()
-	if f == fateDestroy {
-		pc.res.Destroy()
-		return
-	}
-	pc.release()
+	return fateRelease
 }
 
 // undoReason says why pooldriver rolls back a transaction by itself, for
@@ -774,17 +786,6 @@ func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) err
 func (pc *physConn) countUndo() {
 	pc.env.stats.autoRollbacks.Add(1)
 	pc.env.stats.taskEndRollbacks.Add(1)
-}
-
-// release hands pc, settled, back to the pool, unless the AfterRelease hook
-// says no.
-func (pc *physConn) release() {
-	if pc.env.afterRelease && !pc.env.owner.afterRelease(pc) {
-		pc.closeReason = closeReject
-		pc.res.Destroy()
-		return
-	}
-	pc.res.Release()
 }
 
 // endTask is a task's end on pc (ctx is the task's, for the log's handler): it rolls back owner (the transaction of a
