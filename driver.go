@@ -44,18 +44,43 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 // pooldriver: opened with sql.OpenDB(New(dsn)), sql.OpenDB(NewConnector(…)),
 // sql.OpenDB(Wrap(…)), Open, or sql.Open("pooldriver", dsn). A DB that was
 // closed still has its Connector (closed too). ok is false for any other
-// driver's DB, and for a DB whose connector wraps pooldriver's in a
-// driver of its own (a tracing wrapper, say): keep the *Connector then.
+// driver's DB.
+//
+// Behind a wrapper (tracing, metrics), ConnectorOf follows DB.Driver() to
+// pooldriver's [Driver] through drivers that say what they wrap, with
+// Unwrap() driver.Driver or Unwrap() driver.Connector, up to 16 deep. It
+// needs none where the wrapper's connector returns the inner one's Driver
+// (uptrace's otelsql.OpenDB, DataDog's sqltrace). XSAM/otelsql (v0.44.0:
+// Open, OpenDB, Register), ngrok/sqlmw, instrumentedsql and ocsql keep the
+// inner driver in an unexported field with no method to reach it, so ok is
+// false behind them: keep the Connector you give the wrapper
+// (c := New(dsn); db := otelsql.OpenDB(c); c.Stats()).
 func ConnectorOf(db *sql.DB) (c *Connector, ok bool) {
 	if db == nil {
 		return nil, false
 	}
-	d, ok := db.Driver().(Driver)
-	if !ok || d.c == nil {
-		return nil, false
+	var v any = db.Driver()
+	for range maxWrappers {
+		switch d := v.(type) {
+		case Driver:
+			return d.c, d.c != nil
+		case *Connector:
+			return d, d != nil
+		case interface{ Unwrap() driver.Driver }:
+			v = d.Unwrap()
+		case interface{ Unwrap() driver.Connector }:
+			v = d.Unwrap()
+		default:
+			return nil, false
+		}
 	}
-	return d.c, true
+	return nil, false
 }
+
+// maxWrappers bounds how many wrappers ConnectorOf and RawConn look
+// through, so that an Unwrap that returns its receiver, or a cycle of them,
+// ends the search instead of looping.
+const maxWrappers = 16
 
 // Open is not supported: a pool per call would leak. database/sql uses
 // OpenConnector.

@@ -105,7 +105,9 @@ func (c *Connector) Stats() Stats {
 }
 
 // StatsOf returns the Stats of the Connector under db (see ConnectorOf),
-// however db was opened; ok is false when db is not pooldriver's.
+// however db was opened; ok is false when db is not pooldriver's, or is
+// behind a wrapper that does not expose pooldriver's driver (XSAM/otelsql:
+// call Stats on the Connector given to it).
 func StatsOf(db *sql.DB) (s Stats, ok bool) {
 	c, ok := ConnectorOf(db)
 	if !ok {
