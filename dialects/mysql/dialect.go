@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -196,6 +197,7 @@ type template struct {
 var (
 	_ dialects.Template          = (*template)(nil)
 	_ dialects.ConnLimitDetector = (*template)(nil)
+	_ dialects.AddressedTemplate = (*template)(nil)
 )
 
 func (t *template) Credentials() dialects.Credentials {
@@ -203,6 +205,23 @@ func (t *template) Credentials() dialects.Credentials {
 }
 
 func (t *template) String() string { return t.redacted }
+
+// Address is the DSN's host and port (the driver's defaults, 127.0.0.1
+// and 3306, when it gives none) and database; for a unix socket, the
+// socket's path and no port; for a custom dialer's network, its address as
+// written.
+func (t *template) Address() dialects.Address {
+	a := dialects.Address{Host: t.cfg.Addr, Database: t.cfg.DBName}
+	if t.cfg.Net == "unix" {
+		return a
+	}
+	if h, p, err := net.SplitHostPort(t.cfg.Addr); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 {
+			a.Host, a.Port = h, n
+		}
+	}
+	return a
+}
 
 func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
 	cfg := t.cfg.Clone()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -54,13 +55,40 @@ type template struct {
 	configErr error  // set by once
 }
 
-var _ dialects.Template = (*template)(nil)
+var _ dialects.AddressedTemplate = (*template)(nil)
 
 func (t *template) Credentials() dialects.Credentials {
 	return dialects.Credentials{User: t.d.user, Password: t.d.password}
 }
 
 func (t *template) String() string { return t.d.redacted() }
+
+// Address is what the connection string says of the server: SERVER (or
+// SERVERNAME, psqlODBC's; a "host,port" as SQL Server's drivers write it
+// is split), PORT, and DATABASE (or DB). A data source name alone
+// (odbc://MyDSN) keeps its server in odbc.ini, which is not read here: the
+// host is then unknown.
+func (t *template) Address() dialects.Address {
+	var a dialects.Address
+	port := ""
+	for _, at := range t.d.attrs {
+		switch strings.ToUpper(at.Key) {
+		case "SERVER", "SERVERNAME":
+			a.Host = strings.TrimSpace(at.Value)
+		case "PORT":
+			port = strings.TrimSpace(at.Value)
+		case "DATABASE", "DB":
+			a.Database = strings.TrimSpace(at.Value)
+		}
+	}
+	if h, p, ok := strings.Cut(a.Host, ","); ok && port == "" {
+		a.Host, port = strings.TrimSpace(h), strings.TrimSpace(p)
+	}
+	if n, err := strconv.Atoi(port); err == nil && n > 0 {
+		a.Port = n
+	}
+	return a
+}
 
 // Open builds a connection string for c (the template's attributes as
 // written, then UID and PWD written as the server's driver reads them),

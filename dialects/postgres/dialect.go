@@ -59,6 +59,7 @@ type template struct {
 var (
 	_ dialects.ConfigurableTemplate = (*template)(nil)
 	_ dialects.ConnLimitDetector    = (*template)(nil)
+	_ dialects.AddressedTemplate    = (*template)(nil)
 )
 
 var _ dialects.PoolerTemplate = (*template)(nil)
@@ -68,6 +69,14 @@ func (t *template) Credentials() dialects.Credentials {
 }
 
 func (t *template) String() string { return t.redacted }
+
+// Address is the DSN's first host (pgx tries the others after it), its
+// port and database, as pgx read them (environment variables and defaults
+// included). For a unix socket the host is the socket's directory
+// (/var/run/postgresql), and the port the one in the socket's name.
+func (t *template) Address() dialects.Address {
+	return dialects.Address{Host: t.cfg.Host, Port: int(t.cfg.Port), Database: t.cfg.Database}
+}
 
 func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
 	return t.OpenConfigured(ctx, c, nil)
