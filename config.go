@@ -15,10 +15,10 @@ import (
 )
 
 // Config is a Connector's whole configuration: the pool's settings, its
-// hooks, credentials, logger and circuit breaker, as fields that can be
-// read, changed and printed. [ParseConfig] makes one from a DSN, every
-// setting filled in (the DSN's pool_* parameters, else the defaults);
-// [NewConnectorWithConfig] opens a Connector with it, and
+// hooks, credentials, logger, circuit breaker and tracer, as fields that
+// can be read, changed and printed. [ParseConfig] makes one from a DSN,
+// every setting filled in (the DSN's pool_* parameters, else the
+// defaults); [NewConnectorWithConfig] opens a Connector with it, and
 // [Connector.Config] reads back the one a Connector uses. The settings
 // carry pgxpool's names where pgxpool has the setting. A Config must be
 // made by ParseConfig (it holds the DSN's credential template).
@@ -43,7 +43,7 @@ type Config struct {
 	// (PostgreSQL only: PgBouncer's session or transaction pooling).
 	ServerPooling dialects.ServerPooling
 	ResetAlways   bool   // pool_reset_always: reset every connection at the end of every hold
-	Name          string // pool_name: the pool's name in logs and metrics; "": the DSN without its password
+	Name          string // pool_name: the pool's name in logs, metrics and spans; "": host:port/database (Connector.PoolName)
 
 	// The hooks on a physical connection's life: see WithBeforeConnect,
 	// WithAfterConnect, WithBeforeAcquire, WithAfterRelease and
@@ -63,6 +63,9 @@ type Config struct {
 	// CircuitBreaker drives the pool's breaker (WithCircuitBreaker); nil:
 	// pool.NewThresholdStrategy(DefaultBreakerFailures, DefaultBreakerCoolDown).
 	CircuitBreaker pool.Strategy
+	// Tracer hears of the pool's acquires and connects, for traces
+	// (WithTracer, otelpool.WithTracing); nil: nothing is traced.
+	Tracer Tracer
 
 	tmpl dialects.Template // the DSN's credential template; nil: not made by ParseConfig
 	// The jitter was given (DSN, option): otherwise it follows
@@ -174,7 +177,7 @@ var params = []param{
 		get: func(c *Config) string { return c.Mode.String() },
 	},
 	{
-		key: paramName, field: "Name", def: "the DSN without its password",
+		key: paramName, field: "Name", def: "host:port/database",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return fmt.Errorf("pooldriver: %s is empty", paramName)
@@ -316,7 +319,7 @@ func (c *Config) validate() error {
 
 // String prints c as the DSN without its password, then every pool_*
 // setting as key=value, then what only a Config has (hooks, credentials, a
-// logger, a breaker) by name.
+// logger, a breaker, a tracer) by name.
 func (c *Config) String() string {
 	var b strings.Builder
 	if c.tmpl != nil {
@@ -338,7 +341,7 @@ func (c *Config) String() string {
 
 // LogValue is c as a group of attributes: dsn (without its password), every
 // pool_* setting, cleanup_timeout and, when any, set (the hooks,
-// credentials function, logger and breaker given).
+// credentials function, logger, breaker and tracer given).
 func (c *Config) LogValue() slog.Value {
 	attrs := make([]slog.Attr, 0, len(params)+3)
 	if c.tmpl != nil {
@@ -367,6 +370,7 @@ func (c *Config) extras() []string {
 		{"BeforeAcquire", c.BeforeAcquire != nil}, {"AfterRelease", c.AfterRelease != nil},
 		{"BeforeClose", c.BeforeClose != nil}, {"Credentials", c.Credentials != nil},
 		{"Logger", c.Logger != nil}, {"CircuitBreaker", c.CircuitBreaker != nil},
+		{"Tracer", c.Tracer != nil},
 	} {
 		if f.on {
 			set = append(set, f.name)

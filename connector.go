@@ -21,6 +21,7 @@ type Connector struct {
 	cfg  Config // as given, validated; tmpl above is its template adapted to the pooler (behindPooler)
 	pool *pool.Pool[*physConn]
 	log  *slog.Logger // nil: nothing is logged
+	name string       // PoolName, once the Connector is made
 
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
@@ -148,6 +149,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		atLimit = d.AtConnLimit
 	}
 	c := &Connector{tmpl: t, cfg: s}
+	c.name = c.poolName()
 	c.log = c.newLogger()
 	if s.LeakDetectionThreshold > 0 {
 		c.leaks = newLeakDetector(c, s.LeakDetectionThreshold)
@@ -205,8 +207,18 @@ func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Templ
 
 // open is the pool's factory: a new physical connection, logged in with the
 // template's credentials or those WithCredentials returns now, and prepared
-// by the AfterConnect hook. One opened while Reset ran is opened again.
+// by the AfterConnect hook. One opened while Reset ran is opened again. ctx
+// has the values of the acquire that needed it (a trace's span), or none
+// when the pool opens one by itself, and not its cancellation.
 func (c *Connector) open(ctx context.Context) (*physConn, error) {
+	if c.cfg.Tracer != nil {
+		return c.openTraced(ctx)
+	}
+	return c.connect(ctx)
+}
+
+// connect is open, untraced.
+func (c *Connector) connect(ctx context.Context) (*physConn, error) {
 	if c.cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.ConnectTimeout)
@@ -290,7 +302,17 @@ func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 
 var errStale = errors.New("pooldriver: opened before Connector.Reset")
 
+// acquire takes a physical connection from the pool for a hold. Without a
+// Tracer this is one nil check more than take.
 func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
+	if c.cfg.Tracer != nil {
+		return c.acquireTraced(ctx)
+	}
+	return c.take(ctx)
+}
+
+// take is acquire, untraced.
+func (c *Connector) take(ctx context.Context) (*physConn, error) {
 	r, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, c.acquireError(err)

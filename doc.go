@@ -76,7 +76,7 @@
 //	pool_max_conn_lifetime_jitter  MaxConnLifetimeJitter  a tenth of the lifetime
 //	pool_max_conn_idle_time        MaxConnIdleTime        30m
 //	pool_leak_detection_threshold  LeakDetectionThreshold 0
-//	pool_name                      Name                   the DSN without its password
+//	pool_name                      Name                   host:port/database
 //	pool_mode                      Mode                   transaction
 //	pool_server_pooling            ServerPooling          unset
 //	pool_reset_always              ResetAlways            false

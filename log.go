@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -23,7 +24,8 @@ import (
 //	      leaks (leak.go)
 
 // WithPoolName names the Connector's pool: the attribute "pool" of every
-// log line (pool_name in the DSN). Default: the DSN without its password.
+// log line, and the pool name of the exporters' metrics and spans
+// (pool_name in the DSN). Default: see Connector.PoolName.
 func WithPoolName(name string) Option {
 	return func(c *Config) error {
 		if name == "" {
@@ -35,11 +37,34 @@ func WithPoolName(name string) Option {
 }
 
 // PoolName returns the name of c's pool: the one WithPoolName or pool_name
-// gave, else the DSN without its password. Log lines carry it, and the
-// exporters (otelpool, promcollector) use it when given no name.
+// gave, else host:port/database, the name the OpenTelemetry conventions
+// give a pool without one (server.address:server.port/db.namespace), such
+// as db.example.com:5432/shop. The host is the DSN's first (PostgreSQL
+// tries the others after it); for a unix socket it is the socket's path
+// (PostgreSQL: its directory, with the port of the socket's name; MySQL:
+// no port); ":port" or "/database" is left out where the DSN has none and
+// the driver no default. Where the DSN names no host (Wrap of another
+// driver's connector, which hides its configuration; an ODBC data source
+// name, whose server is in odbc.ini) it is the DSN without its password,
+// as String returns it: give such a pool a name. Log lines carry it, and
+// the exporters (otelpool, promcollector) use it when given no name. Two
+// pools of one service on the same database need names of their own.
 func (c *Connector) PoolName() string {
+	if c.name != "" {
+		return c.name
+	}
+	return c.poolName()
+}
+
+// poolName works PoolName out.
+func (c *Connector) poolName() string {
 	if c.cfg.Name != "" {
 		return c.cfg.Name
+	}
+	if a, ok := c.tmpl.(dialects.AddressedTemplate); ok {
+		if s := a.Address().String(); s != "" {
+			return s
+		}
 	}
 	return c.String()
 }

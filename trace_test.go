@@ -1,0 +1,160 @@
+package pooldriver_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// recorder is a Tracer that records what it is told, and marks the context
+// it returns so that End can check it gets it back.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	acq    []pooldriver.TraceAcquireEndData
+	conn   []pooldriver.TraceConnectEndData
+	// parents of the connects: the acquire (its number) whose context
+	// they ran with, or -1 for none.
+	connParent []int
+	seq        int
+}
+
+type traceKey struct{}
+
+func (r *recorder) TraceAcquireStart(ctx context.Context, d pooldriver.TraceAcquireStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	r.events = append(r.events, "acquire start "+d.PoolName)
+	return context.WithValue(ctx, traceKey{}, r.seq)
+}
+
+func (r *recorder) TraceAcquireEnd(ctx context.Context, d pooldriver.TraceAcquireEndData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := ctx.Value(traceKey{}).(int); !ok {
+		r.events = append(r.events, "acquire end without its start's context")
+	}
+	r.events = append(r.events, "acquire end "+d.PoolName)
+	r.acq = append(r.acq, d)
+}
+
+func (r *recorder) TraceConnectStart(ctx context.Context, d pooldriver.TraceConnectStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	parent, ok := ctx.Value(traceKey{}).(int)
+	if !ok {
+		parent = -1
+	}
+	r.connParent = append(r.connParent, parent)
+	r.events = append(r.events, "connect start "+d.PoolName)
+	return ctx
+}
+
+func (r *recorder) TraceConnectEnd(_ context.Context, d pooldriver.TraceConnectEndData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "connect end "+d.PoolName)
+	r.conn = append(r.conn, d)
+}
+
+func (r *recorder) snapshot() (events []string, acq []pooldriver.TraceAcquireEndData, conn []pooldriver.TraceConnectEndData, parents []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...), append(acq, r.acq...), append(conn, r.conn...), append(parents, r.connParent...)
+}
+
+func TestTracerAcquireAndConnect(t *testing.T) {
+	srv := newServer(t)
+	rec := &recorder{}
+	db, c := newDB(t, srv, "pool_name=orders", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
+	if _, err := db.Exec("INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	events, acq, conn, parents := rec.snapshot()
+	want := []string{"acquire start orders", "connect start orders", "connect end orders", "acquire end orders"}
+	if strings.Join(events, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("events %q, want %q", events, want)
+	}
+	if acq[0].Err != nil || acq[0].Wait <= 0 || conn[0].Err != nil || conn[0].Duration <= 0 {
+		t.Errorf("acquire %+v, connect %+v", acq[0], conn[0])
+	}
+	if parents[0] != 1 {
+		t.Errorf("the connect ran with the context of acquire %d, want 1 (the one that caused it)", parents[0])
+	}
+	if !strings.Contains(c.Config().String(), "set=Tracer") {
+		t.Errorf("Config.String() = %q: does not name the Tracer", c.Config().String())
+	}
+}
+
+func TestTracerConnectFails(t *testing.T) {
+	srv := newServer(t)
+	rec := &recorder{}
+	db, _ := newDB(t, srv, "", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
+	boom := errors.New("connection refused")
+	srv.FailConnects(1, boom)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "INSERT t 1"); err == nil {
+		t.Fatal("Exec succeeded; want the connect's error")
+	}
+	waitFor(t, "the failed connect traced", func() bool {
+		_, _, conn, _ := rec.snapshot()
+		return len(conn) > 0
+	})
+	_, acq, conn, _ := rec.snapshot()
+	if !errors.Is(conn[0].Err, boom) {
+		t.Errorf("connect error %v, want %v", conn[0].Err, boom)
+	}
+	if len(acq) == 0 || acq[0].Err == nil {
+		t.Errorf("acquires %+v: want the first to have failed", acq)
+	}
+}
+
+func TestTracerAcquireTimeout(t *testing.T) {
+	srv := newServer(t)
+	rec := &recorder{}
+	db, _ := newDB(t, srv, "pool_acquire_timeout=20ms", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
+	tx, err := db.Begin() // holds the only connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	_, err = db.Exec("INSERT t 1")
+	var te *pooldriver.AcquireTimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("Exec: %v, want an *AcquireTimeoutError", err)
+	}
+	_, acq, _, _ := rec.snapshot()
+	last := acq[len(acq)-1]
+	if !errors.As(last.Err, &te) || last.Wait < 20*time.Millisecond {
+		t.Errorf("last acquire %+v: want the timeout, after at least 20ms", last)
+	}
+}
+
+// The pool's own connects (pool_min_conns) run with no acquire's context.
+func TestTracerBackgroundConnect(t *testing.T) {
+	srv := newServer(t)
+	rec := &recorder{}
+	newDB(t, srv, "pool_min_conns=1", pooldriver.WithTracer(rec))
+	waitFor(t, "the pre-warm connect traced", func() bool {
+		_, _, conn, _ := rec.snapshot()
+		return len(conn) > 0
+	})
+	if _, _, _, parents := rec.snapshot(); parents[0] != -1 {
+		t.Errorf("pre-warm connect ran with acquire %d's context", parents[0])
+	}
+}
+
+func TestWithTracerNil(t *testing.T) {
+	srv := newServer(t)
+	_, err := pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithTracer(nil))
+	if err == nil || !strings.Contains(err.Error(), "WithTracer(nil)") {
+		t.Fatalf("WithTracer(nil): %v", err)
+	}
+}
