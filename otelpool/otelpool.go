@@ -23,6 +23,15 @@
 //	reg, err := otelpool.Register(c, otel.GetMeterProvider(), "shop")
 //	defer reg.Unregister()
 //
+// Spans of the pool's acquires and connects (pool.acquire, pool.connect)
+// come from [WithTracing], an Option of the Connector (see [Tracer]):
+//
+//	db, err := pooldriver.Open(dsn, otelpool.WithTracing(otel.GetTracerProvider()))
+//
+// The spans carry the Connector's PoolName (pool_name, else
+// host:port/database) as the pool name, and so do the metrics unless
+// Register is given another.
+//
 // The counts are read from the pool when a reader collects. The three
 // durations are recorded as the pool measures them (pooldriver's
 // Connector.Observe), into histograms whose default buckets are the pool's

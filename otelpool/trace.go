@@ -1,0 +1,122 @@
+package otelpool
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// The names of the spans a Tracer records. The database client conventions
+// name no span for a pool's acquire or connect, so these are pooldriver's.
+const (
+	AcquireSpanName = "pool.acquire"
+	ConnectSpanName = "pool.connect"
+)
+
+// Tracer records OpenTelemetry spans of a pool's acquires and connects: it
+// is a [pooldriver.Tracer] (see there for which are traced), made by
+// [NewTracer]; [WithTracing] is the Option that sets one.
+//
+//   - pool.acquire (SpanKind internal): a hold going to the pool for a
+//     physical connection, from the start of its wait to having one, a
+//     child of the statement's span (the caller's context);
+//   - pool.connect (SpanKind client): an attempt to open a physical
+//     connection, a child of the acquire that caused it, or a root span
+//     for those the pool opens by itself (pool_min_conns, the refill).
+//
+// Both carry db.client.connection.pool.name (the Connector's PoolName). One
+// that failed has the status Error, with the error's text (pooldriver's
+// errors hold no password) and error.type: pooldriver.AcquireTimeoutError,
+// pooldriver.ErrCircuitOpen, pooldriver.ErrClosed, context.DeadlineExceeded,
+// context.Canceled, else the type of the innermost cause (a driver's error
+// type, *net.OpError, ...), as semconv.ErrorType names it.
+type Tracer struct {
+	tracer trace.Tracer
+}
+
+var _ pooldriver.Tracer = (*Tracer)(nil)
+
+// NewTracer returns a Tracer that records spans through a tracer of tp,
+// whose instrumentation scope is [ScopeName] with the conventions' schema
+// URL. A nil tp is an error.
+func NewTracer(tp trace.TracerProvider) (*Tracer, error) {
+	if tp == nil {
+		return nil, errors.New("otelpool: NewTracer: the TracerProvider is nil")
+	}
+	return &Tracer{tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(SchemaURL))}, nil
+}
+
+// WithTracing is the pooldriver Option that traces the pool's acquires and
+// connects through tp (see [Tracer]):
+//
+//	c, err := pooldriver.NewConnector(dsn, otelpool.WithTracing(otel.GetTracerProvider()))
+//
+// A nil tp makes NewConnector fail.
+func WithTracing(tp trace.TracerProvider) pooldriver.Option {
+	t, err := NewTracer(tp)
+	if err != nil {
+		return func(*pooldriver.Config) error { return err }
+	}
+	return pooldriver.WithTracer(t)
+}
+
+// TraceAcquireStart starts the pool.acquire span.
+func (t *Tracer) TraceAcquireStart(ctx context.Context, d pooldriver.TraceAcquireStartData) context.Context {
+	ctx, _ = t.tracer.Start(ctx, AcquireSpanName, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(semconv.DBClientConnectionPoolName(d.PoolName)))
+	return ctx
+}
+
+// TraceAcquireEnd ends the pool.acquire span with its outcome.
+func (t *Tracer) TraceAcquireEnd(ctx context.Context, d pooldriver.TraceAcquireEndData) {
+	end(trace.SpanFromContext(ctx), d.Err)
+}
+
+// TraceConnectStart starts the pool.connect span.
+func (t *Tracer) TraceConnectStart(ctx context.Context, d pooldriver.TraceConnectStartData) context.Context {
+	ctx, _ = t.tracer.Start(ctx, ConnectSpanName, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.DBClientConnectionPoolName(d.PoolName)))
+	return ctx
+}
+
+// TraceConnectEnd ends the pool.connect span with its outcome.
+func (t *Tracer) TraceConnectEnd(ctx context.Context, d pooldriver.TraceConnectEndData) {
+	end(trace.SpanFromContext(ctx), d.Err)
+}
+
+// end ends span, failed with err unless it is nil.
+func end(span trace.Span, err error) {
+	if err != nil {
+		span.SetAttributes(attribute.KeyValue{Key: semconv.ErrorTypeKey, Value: attribute.StringValue(errorType(err))})
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// errorType names err for error.type, with few values: pooldriver's own
+// outcomes by name, else the innermost cause's type.
+func errorType(err error) string {
+	var timeout *pooldriver.AcquireTimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		return "pooldriver.AcquireTimeoutError"
+	case errors.Is(err, pooldriver.ErrCircuitOpen):
+		return "pooldriver.ErrCircuitOpen"
+	case errors.Is(err, pooldriver.ErrClosed):
+		return "pooldriver.ErrClosed"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "context.DeadlineExceeded"
+	case errors.Is(err, context.Canceled):
+		return "context.Canceled"
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
+	}
+	return semconv.ErrorType(err).Value.AsString()
+}

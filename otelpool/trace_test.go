@@ -1,0 +1,215 @@
+package otelpool_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/fakedb"
+	"github.com/pooldriver/pooldriver/otelpool"
+)
+
+// traced opens a fake server's pool of one connection, traced into a span
+// recorder, named orders.
+func traced(t *testing.T, params string) (*sql.DB, *pooldriver.Connector, *fakedb.Server, *tracetest.SpanRecorder, trace.Tracer) {
+	t.Helper()
+	srv := fakedb.NewServer(strings.ReplaceAll(t.Name(), "/", "_"))
+	t.Cleanup(srv.Close)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	dsn := "fake://app:s3cret@" + srv.Name() + "?pool_name=orders&pool_max_conns=1"
+	if params != "" {
+		dsn += "&" + params
+	}
+	c, err := pooldriver.NewConnector(dsn, otelpool.WithTracing(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, c, srv, rec, tp.Tracer("test")
+}
+
+// ended returns the ended spans named name whose parent is parent.
+func ended(rec *tracetest.SpanRecorder, name string, parent trace.SpanContext) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == name && s.Parent().SpanID() == parent.SpanID() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
+	for _, a := range s.Attributes() {
+		if a.Key == key {
+			return a.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// checkSpan checks the pool name, the status, error.type and that no
+// password shows.
+func checkSpan(t *testing.T, s sdktrace.ReadOnlySpan, errType string) {
+	t.Helper()
+	if got := attr(s, otelpool.PoolNameKey); got != "orders" {
+		t.Errorf("%s: pool name %q, want orders", s.Name(), got)
+	}
+	if got := attr(s, "error.type"); got != errType {
+		t.Errorf("%s: error.type %q, want %q", s.Name(), got, errType)
+	}
+	wantStatus := codes.Unset
+	if errType != "" {
+		wantStatus = codes.Error
+	}
+	if s.Status().Code != wantStatus {
+		t.Errorf("%s: status %v %q, want %v", s.Name(), s.Status().Code, s.Status().Description, wantStatus)
+	}
+	if strings.Contains(s.Status().Description+s.Name()+attr(s, otelpool.PoolNameKey), "s3cret") {
+		t.Errorf("%s: the password shows: %q", s.Name(), s.Status().Description)
+	}
+}
+
+// A statement that waits for the only connection, held by a transaction,
+// gets it when the transaction ends: its pool.acquire span is a child of
+// the statement's span, lasts the wait, and succeeded.
+func TestTraceWait(t *testing.T) {
+	db, c, _, rec, tr := traced(t, "")
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, parent := tr.Start(context.Background(), "handler")
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(ctx, "INSERT t 1")
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Waiting == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the statement never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond) // a wait of some length, to see in the span
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	spans := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	if len(spans) != 1 {
+		t.Fatalf("%d pool.acquire spans under the handler's, want 1", len(spans))
+	}
+	s := spans[0]
+	checkSpan(t, s, "")
+	if s.SpanContext().TraceID() != parent.SpanContext().TraceID() || s.SpanKind() != trace.SpanKindInternal {
+		t.Errorf("span %v kind %v: not in the handler's trace", s.SpanContext(), s.SpanKind())
+	}
+	if d := s.EndTime().Sub(s.StartTime()); d < 5*time.Millisecond {
+		t.Errorf("pool.acquire lasted %v, want the wait (≥ 5ms)", d)
+	}
+	// The transaction's acquire, which connected: the connect is its child.
+	roots := ended(rec, otelpool.AcquireSpanName, trace.SpanContext{})
+	if len(roots) != 1 {
+		t.Fatalf("%d pool.acquire spans without a parent, want 1 (the transaction's)", len(roots))
+	}
+	connects := ended(rec, otelpool.ConnectSpanName, roots[0].SpanContext())
+	if len(connects) != 1 {
+		t.Fatalf("%d pool.connect spans under the transaction's acquire, want 1", len(connects))
+	}
+	checkSpan(t, connects[0], "")
+	if connects[0].SpanKind() != trace.SpanKindClient {
+		t.Errorf("pool.connect kind %v, want client", connects[0].SpanKind())
+	}
+}
+
+// A wait that the acquire timeout ends is recorded as failed, with
+// error.type pooldriver.AcquireTimeoutError.
+func TestTraceWaitTimesOut(t *testing.T) {
+	db, _, _, rec, tr := traced(t, "pool_acquire_timeout=20ms")
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	ctx, parent := tr.Start(context.Background(), "handler")
+	_, err = db.ExecContext(ctx, "INSERT t 1")
+	parent.End()
+	var te *pooldriver.AcquireTimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("Exec: %v, want an *AcquireTimeoutError", err)
+	}
+	spans := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	if len(spans) != 1 {
+		t.Fatalf("%d pool.acquire spans under the handler's, want 1", len(spans))
+	}
+	checkSpan(t, spans[0], "pooldriver.AcquireTimeoutError")
+	if d := spans[0].EndTime().Sub(spans[0].StartTime()); d < 20*time.Millisecond {
+		t.Errorf("pool.acquire lasted %v, want the timeout (≥ 20ms)", d)
+	}
+	if !strings.Contains(spans[0].Status().Description, "timed out") {
+		t.Errorf("status %q: does not say it timed out", spans[0].Status().Description)
+	}
+}
+
+// A connect that fails is a failed pool.connect span, the child of the
+// statement's pool.acquire, itself failed, itself the child of the
+// statement's span.
+func TestTraceConnectFails(t *testing.T) {
+	db, _, srv, rec, tr := traced(t, "")
+	srv.FailConnects(1, &refused{})
+	ctx, parent := tr.Start(context.Background(), "handler")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := db.ExecContext(ctx, "INSERT t 1")
+	parent.End()
+	if err == nil {
+		t.Fatal("Exec succeeded, want the connect's error")
+	}
+	acquires := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	if len(acquires) == 0 {
+		t.Fatal("no pool.acquire span under the handler's")
+	}
+	var connects []sdktrace.ReadOnlySpan
+	for _, a := range acquires {
+		connects = append(connects, ended(rec, otelpool.ConnectSpanName, a.SpanContext())...)
+	}
+	if len(connects) == 0 {
+		t.Fatal("no pool.connect span under the statement's pool.acquire")
+	}
+	checkSpan(t, connects[0], "*otelpool_test.refused")
+	checkSpan(t, acquires[0], "*otelpool_test.refused")
+}
+
+// refused is a connect error of a type of its own.
+type refused struct{}
+
+func (*refused) Error() string { return "connection refused" }
+
+func TestNewTracerNil(t *testing.T) {
+	if _, err := otelpool.NewTracer(nil); err == nil {
+		t.Error("NewTracer(nil): no error")
+	}
+	srv := fakedb.NewServer(t.Name())
+	defer srv.Close()
+	if _, err := pooldriver.NewConnector("fake://"+srv.Name(), otelpool.WithTracing(nil)); err == nil || !strings.Contains(err.Error(), "TracerProvider is nil") {
+		t.Errorf("WithTracing(nil): %v", err)
+	}
+}
