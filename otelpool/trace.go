@@ -3,6 +3,7 @@ package otelpool
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -38,6 +39,30 @@ const (
 // type, *net.OpError, ...), as semconv.ErrorType names it.
 type Tracer struct {
 	tracer trace.Tracer
+	// The start options of the last pool name seen, built once: a Tracer
+	// usually serves one Connector, whose name does not change.
+	opts atomic.Pointer[startOptions]
+}
+
+// startOptions are the options of the spans of one pool.
+type startOptions struct {
+	pool             string
+	acquire, connect []trace.SpanStartOption
+}
+
+// options returns the start options of pool's spans.
+func (t *Tracer) options(pool string) *startOptions {
+	if o := t.opts.Load(); o != nil && o.pool == pool {
+		return o
+	}
+	name := trace.WithAttributes(semconv.DBClientConnectionPoolName(pool))
+	o := &startOptions{
+		pool:    pool,
+		acquire: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), name},
+		connect: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), name},
+	}
+	t.opts.Store(o)
+	return o
 }
 
 var _ pooldriver.Tracer = (*Tracer)(nil)
@@ -68,8 +93,7 @@ func WithTracing(tp trace.TracerProvider) pooldriver.Option {
 
 // TraceAcquireStart starts the pool.acquire span.
 func (t *Tracer) TraceAcquireStart(ctx context.Context, d pooldriver.TraceAcquireStartData) context.Context {
-	ctx, _ = t.tracer.Start(ctx, AcquireSpanName, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(semconv.DBClientConnectionPoolName(d.PoolName)))
+	ctx, _ = t.tracer.Start(ctx, AcquireSpanName, t.options(d.PoolName).acquire...)
 	return ctx
 }
 
@@ -80,8 +104,7 @@ func (t *Tracer) TraceAcquireEnd(ctx context.Context, d pooldriver.TraceAcquireE
 
 // TraceConnectStart starts the pool.connect span.
 func (t *Tracer) TraceConnectStart(ctx context.Context, d pooldriver.TraceConnectStartData) context.Context {
-	ctx, _ = t.tracer.Start(ctx, ConnectSpanName, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(semconv.DBClientConnectionPoolName(d.PoolName)))
+	ctx, _ = t.tracer.Start(ctx, ConnectSpanName, t.options(d.PoolName).connect...)
 	return ctx
 }
 
