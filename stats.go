@@ -52,8 +52,21 @@ type Stats struct {
 	// Durations in the fixed buckets of pool.HistogramBounds (1µs to 1m).
 	// Connector.Observe is told of each one as it is measured.
 	WaitTime   pool.Histogram // how long each acquire waited (0: a connection was idle), failed waits included
-	UseTime    pool.Histogram // how long each physical connection was held before it went back to the pool; a hold whose logical conn parked it (see README "Parking") is not timed
+	UseTime    pool.Histogram // how long each physical connection was held before it went back to the pool, for the holds that were timed (see UntimedUses)
 	CreateTime pool.Histogram // how long each attempt to open a physical connection took, failed ones included
+
+	// UntimedUses counts the holds that ended without being timed in
+	// UseTime: those that parked their connection for their logical
+	// conn's next hold or took it back from parking (see README
+	// "Parking": parking reads no clock), and connections refused by the
+	// idle check as they were handed out. UseTime.Count + UntimedUses =
+	// Acquires - Active, every hold that ended, whatever else is
+	// configured: an observer (otelpool) does not turn parking off. What
+	// does (leak detection, an AfterRelease or BeforeAcquire hook, the
+	// server found at its connection limit lately) makes every hold
+	// timed: UntimedUses then grows by the idle check's refusals
+	// (IdleCheckFailures) only.
+	UntimedUses int64
 }
 
 // Stats returns a snapshot of the Connector's state. It never contains
@@ -100,6 +113,7 @@ func (c *Connector) Stats() Stats {
 		Leaks:                c.stats.leaks.Load(),
 		WaitTime:             p.WaitTime,
 		UseTime:              p.UseTime,
+		UntimedUses:          p.UntimedUses,
 		CreateTime:           p.CreateTime,
 	}
 }

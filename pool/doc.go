@@ -36,6 +36,12 @@
 //     Config.IdleTimeUnderPressure and does not park, so that the pools of
 //     several replicas converge to what each uses; a pool with nothing
 //     keeps trying once per cool-down.
+//   - Durations that mean the same however the pool is configured and
+//     observed: every wait and factory call is in [Stats]' histograms and
+//     told to the [Observer]s; every use that ended is either timed (in
+//     [Stats].UseTime, told as TimingUse) or counted in
+//     [Stats].UntimedUses (a use parking ended or began: parking reads no
+//     clock, see [Resource.Park]). Observing does not stop parking.
 //
 // Idle resources are kept in a ring buffer and reused most recently released
 // first, so that a pool larger than its load lets the surplus expire by

@@ -16,8 +16,9 @@ const (
 	// Acquire or TryAcquire served at once from idle is a wait of 0.
 	TimingWait Timing = iota
 	// TimingUse is the time a resource was held: from Acquire until
-	// Release or Destroy, for the uses whose start the pool knows (see
-	// [Stats].UseTime).
+	// Release, Destroy or Reject, for the uses the pool times (a use that
+	// ends with Park or begins with Unpark is not: see
+	// [Stats].UntimedUses).
 	TimingUse
 	// TimingCreate is the time a factory call took, failed ones included.
 	TimingCreate
@@ -40,7 +41,10 @@ func (t Timing) String() string {
 // ([Stats] keeps the same durations in histograms). It is called from the
 // goroutine that acquired, released or created, concurrently, never with
 // the pool's lock held. It runs on the path of every Acquire and Release,
-// so it must be quick; it must not block or panic.
+// so it must be quick; it must not block or panic. Observing changes
+// neither what the pool measures nor how: holders still park
+// ([Resource.Park]), and their untimed uses are counted in
+// [Stats].UntimedUses, not told.
 type Observer func(t Timing, d time.Duration)
 
 // observers is the copy-on-write list of a pool's observers: the hot path

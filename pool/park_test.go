@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -106,11 +107,9 @@ func TestParkRefusedWhenReleasesAreWatched(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		set  func(*Config[*item])
-		obs  bool
 	}{
-		{"BeforeRelease", func(c *Config[*item]) { c.BeforeRelease = func(*item) bool { return true } }, false},
-		{"strategy", func(c *Config[*item]) { c.Strategy = releaseCounter{} }, false},
-		{"observer", func(*Config[*item]) {}, true},
+		{"BeforeRelease", func(c *Config[*item]) { c.BeforeRelease = func(*item) bool { return true } }},
+		{"strategy", func(c *Config[*item]) { c.Strategy = releaseCounter{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b backend
@@ -118,10 +117,6 @@ func TestParkRefusedWhenReleasesAreWatched(t *testing.T) {
 			cfg.Max = 1
 			tc.set(&cfg)
 			p := newPool(t, cfg)
-			if tc.obs {
-				stop := p.Observe(func(Timing, time.Duration) {})
-				defer stop()
-			}
 			r := mustAcquire(t, p)
 			if r.Park() {
 				t.Fatal("Park succeeded")
@@ -342,6 +337,9 @@ func TestParkStress(t *testing.T) {
 	if s.WaitTime.Count < s.Acquires {
 		t.Fatalf("waits %d < acquires %d", s.WaitTime.Count, s.Acquires)
 	}
+	if s.UseTime.Count+s.UntimedUses != s.Acquires || s.UntimedUses == 0 {
+		t.Fatalf("uses: UseTime.Count %d + UntimedUses %d, acquires %d", s.UseTime.Count, s.UntimedUses, s.Acquires)
+	}
 }
 
 // Reject counts like a failed BeforeAcquire: the holder's own check of a
@@ -494,4 +492,146 @@ func TestReturn(t *testing.T) {
 		t.Fatalf("TryAcquire = %v, %t; want the returned resource", r2, ok)
 	}
 	r2.Release()
+}
+
+// An observer does not stop parking, and the uses add up whether or not
+// one is registered: every use that ended is timed (UseTime, told to the
+// observer as TimingUse) or counted in UntimedUses.
+func TestParkWithObserver(t *testing.T) {
+	for _, observed := range []bool{false, true} {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 2
+		p := newPool(t, cfg)
+		var obs timings
+		if observed {
+			stop := p.Observe(obs.observe)
+			defer stop()
+		}
+		r := mustAcquire(t, p) // made for a waiter: timed from the start, but it ends with Park
+		const rounds = 50
+		for i := range rounds {
+			if !r.Park() {
+				t.Fatalf("observed %t: Park %d refused", observed, i)
+			}
+			if !r.Unpark() {
+				t.Fatalf("observed %t: Unpark %d failed", observed, i)
+			}
+		}
+		r.Release()                 // began with Unpark: untimed
+		mustAcquire(t, p).Release() // from idle, no clock read: untimed
+		r = mustAcquire(t, p)
+		r.IdleFor()
+		r.Release() // timed from IdleFor's clock read
+		r = mustAcquire(t, p)
+		if !r.Park() {
+			t.Fatal("Park refused")
+		}
+		other := mustAcquire(t, p) // takes the parked one
+		if other != r {
+			t.Fatal("the parked resource was not taken")
+		}
+		other.Destroy() // taken from idle (parked): no clock read, untimed
+		s := p.Stats()
+		if want := int64(rounds + 4); s.UntimedUses != want {
+			t.Errorf("observed %t: UntimedUses %d, want %d (parks, the Unparked use, two from idle, the last park)", observed, s.UntimedUses, want)
+		}
+		if s.UseTime.Count != 1 {
+			t.Errorf("observed %t: UseTime.Count %d, want 1", observed, s.UseTime.Count)
+		}
+		if s.UseTime.Count+s.UntimedUses != s.Acquires-int64(s.Active) {
+			t.Errorf("observed %t: UseTime.Count %d + UntimedUses %d != Acquires %d - Active %d", observed, s.UseTime.Count, s.UntimedUses, s.Acquires, s.Active)
+		}
+		if observed {
+			obs.checkMatches(t, TimingUse, s.UseTime)
+			if n, _, _ := obs.get(TimingWait); n != s.WaitTime.Count {
+				t.Errorf("observer told %d waits, WaitTime counted %d", n, s.WaitTime.Count)
+			}
+		}
+	}
+}
+
+// Every way a use ends adds up: Release, Destroy, Park, Reject, parked
+// resources taken by the pool, expired at Unpark, or refused as they were
+// handed out, with and without an observer, with time-based expiry (every
+// acquire from idle timed) and without.
+func TestUsesAddUp(t *testing.T) {
+	for _, observed := range []bool{false, true} {
+		for _, expiry := range []bool{false, true} {
+			var b backend
+			cfg := b.config()
+			cfg.Max = 3
+			if expiry {
+				cfg.MaxIdleTime = time.Hour
+			}
+			var refuse atomic.Bool
+			cfg.BeforeAcquire = func(context.Context, *Resource[*item]) bool { return !refuse.Swap(false) }
+			p := newPool(t, cfg)
+			if observed {
+				stop := p.Observe(func(Timing, time.Duration) {})
+				defer stop()
+			}
+			check := func(what string) {
+				t.Helper()
+				s := p.Stats()
+				if s.UseTime.Count+s.UntimedUses != s.Acquires-int64(s.Active) {
+					t.Fatalf("observed %t expiry %t, %s: UseTime.Count %d + UntimedUses %d != Acquires %d - Active %d",
+						observed, expiry, what, s.UseTime.Count, s.UntimedUses, s.Acquires, s.Active)
+				}
+			}
+			rng := rand.New(rand.NewPCG(3, 5))
+			var held, parked []*Resource[*item]
+			for i := range 400 {
+				switch n := rng.IntN(9); {
+				case n == 0 && len(held) < cfg.Max:
+					if r, ok := p.TryAcquire(); ok {
+						held = append(held, r)
+					}
+				case n == 1 && len(held) < cfg.Max:
+					refuse.Store(rng.IntN(4) == 0)
+					if r, ok := p.TryAcquire(); ok {
+						held = append(held, r)
+					}
+					refuse.Store(false)
+				case n == 2 && len(parked) > 0:
+					r := parked[0]
+					parked = parked[1:]
+					if r.Unpark() {
+						held = append(held, r)
+					}
+				case n == 3 && len(held) > 0:
+					if held[0].Park() {
+						parked = append(parked, held[0])
+					} else {
+						held[0].Release()
+					}
+					held = held[1:]
+				case n == 4 && len(held) > 0:
+					held[0].Destroy()
+					held = held[1:]
+				case n == 5 && len(held) > 0:
+					held[0].Reject()
+					held = held[1:]
+				case n == 6 && len(parked) > 0:
+					parked[0].Return()
+					parked = parked[1:]
+				case len(held) > 0:
+					held[0].Release()
+					held = held[1:]
+				default:
+					if len(held)+len(parked) < cfg.Max {
+						held = append(held, mustAcquire(t, p))
+					}
+				}
+				check(fmt.Sprint("step ", i))
+			}
+			for _, r := range held {
+				r.Release()
+			}
+			check("at rest")
+			if s := p.Stats(); s.UntimedUses == 0 || s.Misuses != 0 {
+				t.Fatalf("observed %t expiry %t: %+v", observed, expiry, s)
+			}
+		}
+	}
 }

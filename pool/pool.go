@@ -406,6 +406,7 @@ func (p *Pool[T]) reject(r *Resource[T], expired, waited bool) {
 	if !waited {
 		p.stats.immediate--
 	}
+	p.stats.untimed++ // a hand-out that ended before its use began
 	if expired {
 		p.stats.expired++
 	} else {
@@ -474,24 +475,29 @@ func (p *Pool[T]) release(r *Resource[T]) {
 
 // destroyAcquired implements Resource.Destroy: the end of a use, too.
 func (p *Pool[T]) destroyAcquired(r *Resource[T]) {
+	now := time.Duration(-1) // no clock read for a use that cannot be timed
 	if r.acquiredAt >= 0 {
-		now := p.clock()
-		p.mu.Lock()
-		held, _ := p.useEndedLocked(r, now)
-		p.mu.Unlock()
+		now = p.clock()
+	}
+	p.mu.Lock()
+	held, timed := p.useEndedLocked(r, now)
+	p.mu.Unlock()
+	if timed {
 		p.observers.notify(TimingUse, held)
 	}
 	p.destroy(r, false)
 }
 
 // useEndedLocked counts the use of r that ends at now, when its start is
-// known, and returns its length; timed is false when it is not. The start
-// is known when the pool read the clock as it handed r out (to a waiter, by
-// TryAcquire, or from idle when resources expire with time) or IdleFor read
-// it since: the pool reads it for no other reason, to keep the acquire of
-// an idle resource free of clock reads when nothing expires.
+// known, and returns its length; timed is false when it is not, and the use
+// counts in UntimedUses. The start is known when the pool read the clock as
+// it handed r out (to a waiter, by TryAcquire, or from idle when resources
+// expire with time) or IdleFor read it since: the pool reads it for no
+// other reason, to keep the acquire of an idle resource free of clock reads
+// when nothing expires.
 func (p *Pool[T]) useEndedLocked(r *Resource[T], now time.Duration) (held time.Duration, timed bool) {
 	if r.acquiredAt < 0 {
+		p.stats.untimed++
 		return 0, false
 	}
 	held = now - r.acquiredAt
@@ -911,6 +917,9 @@ func (p *Pool[T]) Stats() Stats {
 	}
 	c.acquires += c.reuses
 	c.immediate += c.reuses
+	// A park ended a use, untimed; it ended since by Unpark (a reuse), by
+	// the pool (parkEnds), or not yet (see park.go).
+	c.untimed += c.reuses + c.parkEnds + int64(parked)
 	// Acquires served at once from idle are waits of 0, counted here
 	// rather than on their path.
 	c.waitTime.Buckets[0] += c.immediate
@@ -944,6 +953,7 @@ func (p *Pool[T]) Stats() Stats {
 		StateChanges:        c.stateChanges,
 		WaitTime:            c.waitTime,
 		UseTime:             c.useTime,
+		UntimedUses:         c.untimed,
 		CreateTime:          c.createTime,
 	}
 }

@@ -41,8 +41,21 @@ type Stats struct {
 	// Durations since New, in fixed buckets (see [Observer] to be told of
 	// each one as it is measured).
 	WaitTime   Histogram // every Acquire's wait, as TimingWait; one served at once from idle counts as 0
-	UseTime    Histogram // how long resources were held, as TimingUse; a use is timed when the clock was read as it began (see IdleFor): always with MaxLifetime or MaxIdleTime set; never when it ended with Park
+	UseTime    Histogram // how long resources were held, as TimingUse, for the uses that were timed (see UntimedUses)
 	CreateTime Histogram // factory calls, failed ones included, as TimingCreate
+
+	// UntimedUses counts the uses that ended without being timed, so that
+	// UseTime.Count + UntimedUses = Acquires - Active (every hand-out that
+	// ended) whatever the configuration and the observers. A use is timed
+	// when the pool read the clock as it began (to a waiter, by TryAcquire,
+	// from idle when MaxLifetime or MaxIdleTime is set) or IdleFor read it
+	// since, and it ended with Release, Destroy or Reject. Untimed: a use
+	// that ended with Park or began with Unpark (parking reads no clock:
+	// see [Resource.Park]), one that began from idle with no clock read,
+	// and a hand-out refused by BeforeAcquire or found expired before its
+	// holder had it. A snapshot taken while holders park and unpark may be
+	// off by the few in flight.
+	UntimedUses int64
 }
 
 // counters are the cumulative part of Stats, guarded by Pool.mu.
@@ -57,5 +70,7 @@ type counters struct {
 	// added to waitTime by Stats so that their path only adds one.
 	immediate                     int64
 	reuses                        int64 // Unparks of resources destroyed since (the others count on each resource)
+	parkEnds                      int64 // parks ended other than by Unpark: taken by the pool, or expired at Unpark
+	untimed                       int64 // uses that ended untimed, other than by Park (Stats adds those)
 	waitTime, useTime, createTime Histogram
 }

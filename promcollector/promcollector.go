@@ -12,7 +12,16 @@
 //	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others:
 //	                                                         active, inactive, recovering, limited (the server's connection limit)
 //	pooldriver_wait_seconds, _use_seconds, _create_seconds   histograms (pool.HistogramBounds)
+//	pooldriver_untimed_uses_total                            counter: holds that ended untimed (parked)
 //	pooldriver_…_total                                       a counter for each of Stats' counters
+//
+// use_seconds counts the holds pooldriver timed; a hold that parked its
+// connection for its logical conn's next statement, or took it back from
+// parking, is not timed (parking reads no clock: see the README,
+// "Parking") and counts in untimed_uses_total instead. The two add up to
+// every hold that ended, acquires_total less the connections in use,
+// whatever else is configured (otelpool registered or not); with leak
+// detection, which keeps parking off, untimed_uses_total stays 0.
 //
 // The connections are pooldriver's physical ones; database/sql's logical
 // ones are what client_golang's collectors.NewDBStatsCollector reports.
@@ -47,7 +56,9 @@ var counters = []struct {
 	{"connections_idle_trimmed_total", "Idle physical connections given back early while the server was at its connection limit.", func(s *pooldriver.Stats) int64 { return s.IdleTrimmed }},
 	{"health_check_failures_total", "Physical connections closed because the background health check failed.", func(s *pooldriver.Stats) int64 { return s.HealthFailures }},
 	{"idle_check_failures_total", "Physical connections closed because they were found broken when taken from idle.", func(s *pooldriver.Stats) int64 { return s.IdleCheckFailures }},
+	{"untimed_uses_total", "Holds of a physical connection that ended without being timed in use_seconds: they parked it or took it back from parking.", func(s *pooldriver.Stats) int64 { return s.UntimedUses }},
 	{"auto_rollbacks_total", "Transactions pooldriver rolled back: at task end, or left open when a hold ended.", func(s *pooldriver.Stats) int64 { return s.AutoRollbacks }},
+	{"task_end_rollbacks_total", "Of auto_rollbacks_total: transactions still open when their task ended, rolled back.", func(s *pooldriver.Stats) int64 { return s.TaskEndRollbacks }},
 	{"session_resets_total", "Sessions reset before reuse.", func(s *pooldriver.Stats) int64 { return s.SessionResets }},
 	{"panics_total", "Panics recovered while connecting, closing or in a circuit breaker strategy.", func(s *pooldriver.Stats) int64 { return s.Panics }},
 	{"misuses_total", "Physical connections released twice (a pooldriver bug if ever not 0).", func(s *pooldriver.Stats) int64 { return s.Misuses }},
@@ -88,7 +99,7 @@ func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 		pending:     desc("pending_requests", "Statements waiting for a physical connection."),
 		breaker:     desc("circuit_breaker_state", "1 for the circuit breaker's current state, 0 for the others.", "state"),
 		wait:        desc("wait_seconds", "How long acquiring a physical connection took (0: one was idle), failed waits included."),
-		use:         desc("use_seconds", "How long a physical connection was held before it went back to the pool; a hold that parked it for its next statement is not timed (pooldriver.Stats.UseTime)."),
+		use:         desc("use_seconds", "How long a physical connection was held before it went back to the pool, for the holds that were timed; the others count in untimed_uses_total (pooldriver.Stats.UseTime)."),
 		create:      desc("create_seconds", "How long opening a physical connection took, failed attempts included."),
 	}
 	for _, ctr := range counters {

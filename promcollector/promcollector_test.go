@@ -40,6 +40,7 @@ func TestCollector(t *testing.T) {
 			"circuit_rejects": 0, "backoff_rejects": 0, "circuit_breaker_changes": 0, "connections_created": 2, "connect_errors": 0,
 			"connections_closed": 0, "connections_expired": 0, "connections_idle_trimmed": 0, "health_check_failures": 0,
 			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "panics": 0, "misuses": 0, "leaks": 0,
+			"untimed_uses": 2, "task_end_rollbacks": 0,
 		}
 		want := gauges(2, 0, 0, "active")
 		var names []string
@@ -57,7 +58,8 @@ func TestCollector(t *testing.T) {
 		}{
 			"pooldriver_wait_seconds": {4, s.WaitTime},
 			// One hold went back to the pool for a waiter; the other two
-			// parked their connection, which is not timed (pool.Resource.Park).
+			// parked their connection, which is not timed (pool.Resource.Park)
+			// but counted in untimed_uses_total.
 			"pooldriver_use_seconds":    {1, s.UseTime},
 			"pooldriver_create_seconds": {2, s.CreateTime},
 		} {
@@ -311,5 +313,47 @@ func checkHistogram(t *testing.T, col prometheus.Collector, name string, count i
 		if b.GetUpperBound() != bounds[i].Seconds() || b.GetCumulativeCount() != uint64(cum) {
 			t.Errorf("%s: bucket %d is ≤%v: %d, the pool's ≤%v: %d", name, i, b.GetUpperBound(), b.GetCumulativeCount(), bounds[i], cum)
 		}
+	}
+}
+
+// TestCollectorUntimedUses: on a fake server, serial statements park their
+// connection; the holds not in use_seconds are in untimed_uses_total, the
+// two adding up to acquires_total, and task-end rollbacks have their
+// counter.
+func TestCollectorUntimedUses(t *testing.T) {
+	srv := fakedb.NewServer("promcollector_untimed")
+	defer srv.Close()
+	c, err := pooldriver.NewConnector("fake://" + srv.Name()) // its dialect sees BEGIN
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer func() { _ = db.Close() }()
+	col := promcollector.New(c, "orders")
+	for i := range 20 {
+		if _, err := db.Exec("ECHO ?", int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, end := pooldriver.WithTask(context.Background())
+	if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	end() // rolls back the transaction the task left open
+	servertest.WaitFor(t, "the task's rollback", func() bool { return c.Stats().TaskEndRollbacks == 1 })
+
+	s := c.Stats()
+	untimed := family(t, col, "pooldriver_untimed_uses_total").GetMetric()[0].GetCounter().GetValue()
+	acquires := family(t, col, "pooldriver_acquires_total").GetMetric()[0].GetCounter().GetValue()
+	timed := family(t, col, "pooldriver_use_seconds").GetMetric()[0].GetHistogram().GetSampleCount()
+	rollbacks := family(t, col, "pooldriver_task_end_rollbacks_total").GetMetric()[0].GetCounter().GetValue()
+	if untimed == 0 || untimed != float64(s.UntimedUses) || timed != uint64(s.UseTime.Count) {
+		t.Fatalf("untimed_uses_total %v, use_seconds count %d; Stats: UntimedUses %d, UseTime.Count %d", untimed, timed, s.UntimedUses, s.UseTime.Count)
+	}
+	if s.Active == 0 && float64(timed)+untimed != acquires {
+		t.Fatalf("use_seconds count %d + untimed_uses_total %v != acquires_total %v", timed, untimed, acquires)
+	}
+	if rollbacks != 1 {
+		t.Fatalf("task_end_rollbacks_total %v, want 1", rollbacks)
 	}
 }
