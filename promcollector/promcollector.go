@@ -80,8 +80,8 @@ type collector struct {
 }
 
 // New returns a Collector of c's Stats, every metric labelled
-// pool=poolName ("" takes c.PoolName(): pool_name, else the DSN without its
-// password). A nil c collects nothing.
+// pool=poolName ("" takes c.PoolName(): pool_name, else
+// host:port/database). A nil c collects nothing.
 func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 	if poolName == "" && c != nil {
 		poolName = c.PoolName()

@@ -199,8 +199,8 @@ func TestCollectorOfNilConnector(t *testing.T) {
 	if err := reg.Register(promcollector.New(c, "other")); err == nil {
 		t.Fatal("a second collector with the same pool name was accepted")
 	}
-	// Without a name, the Connector's: pool_name, else the DSN without its
-	// password (checked below).
+	// Without a name, the Connector's: pool_name, else host:port/database
+	// (checked below).
 	if err := reg.Register(promcollector.New(c, "")); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestCollectorOfNilConnector(t *testing.T) {
 			}
 		}
 	}
-	if unnamed == 0 || c.PoolName() != "postgres://u:xxxxx@127.0.0.1:1/db" {
+	if unnamed == 0 || c.PoolName() != "127.0.0.1:1/db" {
 		t.Fatalf("no metric labelled with the Connector's pool name %q", c.PoolName())
 	}
 }
