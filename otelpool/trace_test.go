@@ -55,7 +55,7 @@ func ended(rec *tracetest.SpanRecorder, name string, parent trace.SpanContext) [
 func attr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 	for _, a := range s.Attributes() {
 		if a.Key == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
