@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,6 +299,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("pooldriver: Mode (%s) = %d: unknown mode", paramMode, int(c.Mode))
 	case c.ServerPooling == dialects.ServerPoolingTransaction && c.Mode == SessionMode:
 		return fmt.Errorf("pooldriver: %s=session (or WithMode(SessionMode)) together with %s=transaction: %w", paramMode, paramServerPooling, ErrNoServerSession)
+	case c.Tracer != nil && isNilPointer(c.Tracer):
+		return fmt.Errorf("pooldriver: Tracer (WithTracer) is a nil %T", c.Tracer)
 	case c.ResetAlways && c.ServerPooling == dialects.ServerPoolingTransaction:
 		return fmt.Errorf("pooldriver: %s (or WithResetAlways) together with %s=transaction: the pooler, not pooldriver, decides which server session a client gets next; set its own reset (PgBouncer: server_reset_query_always = 1)", paramResetAlways, paramServerPooling)
 	}
@@ -315,6 +318,13 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// isNilPointer reports whether v, not nil itself, holds a nil pointer (a
+// typed nil, whose methods would fail on first use).
+func isNilPointer(v any) bool {
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
 // String prints c as the DSN without its password, then every pool_*

@@ -157,4 +157,8 @@ func TestWithTracerNil(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WithTracer(nil)") {
 		t.Fatalf("WithTracer(nil): %v", err)
 	}
+	_, err = pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithTracer((*recorder)(nil)))
+	if err == nil || !strings.Contains(err.Error(), "nil *pooldriver_test.recorder") {
+		t.Fatalf("WithTracer((*recorder)(nil)): %v", err)
+	}
 }

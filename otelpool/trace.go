@@ -36,7 +36,8 @@ const (
 // errors hold no password) and error.type: pooldriver.AcquireTimeoutError,
 // pooldriver.ErrCircuitOpen, pooldriver.ErrClosed, context.DeadlineExceeded,
 // context.Canceled, else the type of the innermost cause (a driver's error
-// type, *net.OpError, ...), as semconv.ErrorType names it.
+// type, *net.OpError, ...), as semconv.ErrorType names it. A Tracer not
+// made by NewTracer (the zero Tracer) records nothing.
 type Tracer struct {
 	tracer trace.Tracer
 	// The start options of the last pool name seen, built once: a Tracer
@@ -93,23 +94,35 @@ func WithTracing(tp trace.TracerProvider) pooldriver.Option {
 
 // TraceAcquireStart starts the pool.acquire span.
 func (t *Tracer) TraceAcquireStart(ctx context.Context, d pooldriver.TraceAcquireStartData) context.Context {
+	if t == nil || t.tracer == nil {
+		return ctx
+	}
 	ctx, _ = t.tracer.Start(ctx, AcquireSpanName, t.options(d.PoolName).acquire...)
 	return ctx
 }
 
 // TraceAcquireEnd ends the pool.acquire span with its outcome.
 func (t *Tracer) TraceAcquireEnd(ctx context.Context, d pooldriver.TraceAcquireEndData) {
+	if t == nil || t.tracer == nil {
+		return // ctx holds no span of ours: the caller's must not be ended
+	}
 	end(trace.SpanFromContext(ctx), d.Err)
 }
 
 // TraceConnectStart starts the pool.connect span.
 func (t *Tracer) TraceConnectStart(ctx context.Context, d pooldriver.TraceConnectStartData) context.Context {
+	if t == nil || t.tracer == nil {
+		return ctx
+	}
 	ctx, _ = t.tracer.Start(ctx, ConnectSpanName, t.options(d.PoolName).connect...)
 	return ctx
 }
 
 // TraceConnectEnd ends the pool.connect span with its outcome.
 func (t *Tracer) TraceConnectEnd(ctx context.Context, d pooldriver.TraceConnectEndData) {
+	if t == nil || t.tracer == nil {
+		return // ctx holds no span of ours: the caller's must not be ended
+	}
 	end(trace.SpanFromContext(ctx), d.Err)
 }
 

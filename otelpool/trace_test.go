@@ -213,3 +213,18 @@ func TestNewTracerNil(t *testing.T) {
 		t.Errorf("WithTracing(nil): %v", err)
 	}
 }
+
+// The zero Tracer records nothing, and does not end the caller's span.
+func TestZeroTracer(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
+	var zero otelpool.Tracer
+	zero.TraceAcquireEnd(zero.TraceAcquireStart(ctx, pooldriver.TraceAcquireStartData{}), pooldriver.TraceAcquireEndData{})
+	zero.TraceConnectEnd(zero.TraceConnectStart(ctx, pooldriver.TraceConnectStartData{}), pooldriver.TraceConnectEndData{})
+	if n := len(rec.Ended()); n != 0 || !parent.IsRecording() {
+		t.Errorf("%d spans ended, the handler's recording: %v", n, parent.IsRecording())
+	}
+	parent.End()
+}
