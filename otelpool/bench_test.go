@@ -17,8 +17,9 @@ import (
 // BenchmarkExec measures what a registration costs each statement (it
 // records a wait and a use time into the SDK's histograms), side by side
 // with the same pool unregistered and with a no-op Connector.Observe, which
-// costs what observing does to the pool (parking off) without otelpool's
-// recording, on the in-memory fake server of the root package's benchmarks.
+// costs what being observed costs the pool (parking stays on) without
+// otelpool's recording, on the in-memory fake server of the root package's
+// benchmarks.
 func BenchmarkExec(b *testing.B) {
 	for _, name := range []string{"unregistered", "observed", "registered"} {
 		b.Run(name, func(b *testing.B) {

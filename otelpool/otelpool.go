@@ -35,10 +35,18 @@
 // The counts are read from the pool when a reader collects. The three
 // durations are recorded as the pool measures them (pooldriver's
 // Connector.Observe), into histograms whose default buckets are the pool's
-// own (pool.HistogramBounds), from 1µs to 1m. Observing every hold turns
-// the pool's parking off for the Connector while it is registered (see the
-// README, "Parking"): every hold is then timed, in use_time and in the
-// Connector's Stats.UseTime alike, and each hold takes the pool's lock.
+// own (pool.HistogramBounds), from 1µs to 1m. Registering does not change
+// what the pool measures: parking stays on (see the README, "Parking"),
+// and use_time records exactly the holds the
+// Connector's Stats.UseTime counts. A hold that parked its connection for
+// its logical conn's next statement, or took it back from parking (serial
+// statements, a transaction begun where the last statement parked), is not
+// timed: it is counted in Stats.UntimedUses (promcollector's
+// pooldriver_untimed_uses_total), for which the conventions have no
+// instrument. use_time's count plus UntimedUses is every hold that ended,
+// so for serial work use_time may have no data point at all. With leak
+// detection, or an AfterRelease or BeforeAcquire hook, parking is off and
+// every hold is timed.
 package otelpool
 
 import (
