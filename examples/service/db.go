@@ -7,6 +7,7 @@ import (
 
 	"github.com/pooldriver/pooldriver"
 	_ "github.com/pooldriver/pooldriver/dialects/postgres" // postgres:// DSNs
+	"github.com/pooldriver/pooldriver/otelpool"
 )
 
 // Connect opens the service's database: the DSN's settings (its pool_*
@@ -26,8 +27,15 @@ func Connect(dsn string, o Options) (*sql.DB, error) {
 		cfg.MaxConns = o.MaxConns
 	}
 	cfg.Logger = o.Logger
-	// pool spans: the tracer of the pool's acquire and connect spans is
-	// set on cfg here, from o.TracerProvider (not wired yet).
+	// The pool's spans: pool.acquire for each statement or transaction
+	// that goes to the pool for a connection (a child of the request's
+	// span, through the statement's context), and pool.connect for each
+	// connection it opens, a child of the acquire that needed it.
+	if o.TracerProvider != nil {
+		if cfg.Tracer, err = otelpool.NewTracer(o.TracerProvider); err != nil {
+			return nil, err
+		}
+	}
 	c, err := pooldriver.NewConnectorWithConfig(cfg)
 	if err != nil {
 		return nil, err

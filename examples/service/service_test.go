@@ -185,6 +185,24 @@ func TestService(t *testing.T) {
 		}) {
 			t.Errorf("no DEBUG line of pool %s with the span of the refused note's request (%s): the task end's rollback", name, refused)
 		}
+		// The pool's spans: every acquire a child of a request's span
+		// (the statements run with the request's context) or of none (the
+		// test's Migrate), every connect a child of an acquire or of none
+		// (the pool's own), all served.
+		acquires, connects := poolSpans(t, h.spans.Ended(), name)
+		if !slices.ContainsFunc(acquires, func(a sdktrace.ReadOnlySpan) bool { return childOf(a, spans) }) || len(connects) == 0 {
+			t.Errorf("%d pool.acquire spans (none a request's child) and %d pool.connect spans of pool %s, want some of each", len(acquires), len(connects), name)
+		}
+		for _, a := range acquires {
+			if a.Parent().IsValid() && !childOf(a, spans) || a.Status().Code == codes.Error {
+				t.Errorf("pool.acquire span %s: parent %s, status %v; want a request's child, served", a.SpanContext().SpanID(), a.Parent().SpanID(), a.Status())
+			}
+		}
+		for _, c := range connects {
+			if c.Parent().IsValid() && !childOf(c, acquires) || c.Status().Code == codes.Error {
+				t.Errorf("pool.connect span %s: parent %s, status %v; want an acquire's child (or none: the pool's own), connected", c.SpanContext().SpanID(), c.Parent().SpanID(), c.Status())
+			}
+		}
 		// The access log line of each request carries its span.
 		for _, s := range spans {
 			id := s.SpanContext().SpanID().String()
@@ -339,9 +357,10 @@ func testServerLimit(t *testing.T, h *harness, admin *sql.DB, dsn string, srv *h
 	}
 	// The spans of the limited pool's requests: the refused one (a
 	// server error), those until it was served, the waiting one.
-	spans := h.spans.Ended()
+	all := h.spans.Ended()[before:]
+	spans := requestSpans(all)
 	var statuses []int
-	for _, s := range spans[before:] {
+	for _, s := range spans {
 		for _, a := range s.Attributes() {
 			if a.Key == semconv.HTTPResponseStatusCodeKey {
 				statuses = append(statuses, int(a.Value.AsInt64()))
@@ -351,8 +370,29 @@ func testServerLimit(t *testing.T, h *harness, admin *sql.DB, dsn string, srv *h
 	if len(statuses) < 3 || statuses[0] != http.StatusServiceUnavailable || statuses[len(statuses)-1] != http.StatusOK {
 		t.Errorf("the limited pool's request spans: statuses %v, want 503 first and 200 last", statuses)
 	}
-	checkSpan(t, spans[before], "GET /healthz", "/healthz", http.StatusServiceUnavailable)
+	checkSpan(t, spans[0], "GET /healthz", "/healthz", http.StatusServiceUnavailable)
 	checkSpan(t, spans[len(spans)-1], "GET /healthz", "/healthz", http.StatusOK)
+
+	// The pool's spans say the same: the refused request's acquire failed
+	// with the connect it made, which names the server's refusal; the
+	// waiting request's acquire was served.
+	acquires, connects := poolSpans(t, all, limited)
+	refused := func(s sdktrace.ReadOnlySpan) bool {
+		return s.Status().Code == codes.Error && strings.Contains(s.Status().Description, "53300")
+	}
+	if !slices.ContainsFunc(connects, func(c sdktrace.ReadOnlySpan) bool { return refused(c) && childOf(c, acquires) }) {
+		t.Errorf("no failed pool.connect span naming the server's refusal (53300) under an acquire, among %d connects", len(connects))
+	}
+	if !slices.ContainsFunc(acquires, func(a sdktrace.ReadOnlySpan) bool {
+		return a.Status().Code == codes.Error && a.Parent().SpanID() == spans[0].SpanContext().SpanID()
+	}) {
+		t.Error("the refused request's pool.acquire span is not marked failed")
+	}
+	if !slices.ContainsFunc(acquires, func(a sdktrace.ReadOnlySpan) bool {
+		return a.Status().Code != codes.Error && a.Parent().SpanID() == spans[len(spans)-1].SpanContext().SpanID()
+	}) {
+		t.Error("the waiting request's pool.acquire span is missing or failed")
+	}
 }
 
 // harness is what the services of a test share: a Prometheus registry,
@@ -469,14 +509,14 @@ func (h *harness) collect(t *testing.T) metricdata.ResourceMetrics {
 	return rm
 }
 
-// waitSpans waits until n spans have ended (a request's span ends as its
-// handler returns, which may be just after the client has the answer),
-// and returns them in the order they started.
+// waitSpans waits until n request spans have ended (a request's span ends
+// as its handler returns, which may be just after the client has the
+// answer), and returns them in the order they started.
 func (h *harness) waitSpans(t *testing.T, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	var spans []sdktrace.ReadOnlySpan
 	eventually(t, fmt.Sprintf("%d spans ended", n), func() (bool, string) {
-		spans = h.spans.Ended()
+		spans = requestSpans(h.spans.Ended())
 		return len(spans) >= n, fmt.Sprintf("%d ended", len(spans))
 	})
 	if len(spans) != n {
@@ -484,6 +524,41 @@ func (h *harness) waitSpans(t *testing.T, n int) []sdktrace.ReadOnlySpan {
 	}
 	slices.SortStableFunc(spans, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
 	return spans
+}
+
+// requestSpans returns the service's request spans of spans, leaving out
+// the pool's (otelpool's scope).
+func requestSpans(spans []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	return slices.DeleteFunc(slices.Clone(spans), func(s sdktrace.ReadOnlySpan) bool {
+		return s.InstrumentationScope().Name == otelpool.ScopeName
+	})
+}
+
+// poolSpans returns the spans of pool's acquires and connects among spans,
+// each checked to carry the pool's name.
+func poolSpans(t *testing.T, spans []sdktrace.ReadOnlySpan, pool string) (acquires, connects []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	for _, s := range spans {
+		if s.InstrumentationScope().Name != otelpool.ScopeName || !hasAttr(s.Attributes(), semconv.DBClientConnectionPoolName(pool)) {
+			continue
+		}
+		switch s.Name() {
+		case otelpool.AcquireSpanName:
+			acquires = append(acquires, s)
+		case otelpool.ConnectSpanName:
+			connects = append(connects, s)
+		default:
+			t.Errorf("a span of the pool's scope named %q", s.Name())
+		}
+	}
+	return acquires, connects
+}
+
+// childOf reports whether s's parent is one of spans.
+func childOf(s sdktrace.ReadOnlySpan, spans []sdktrace.ReadOnlySpan) bool {
+	return slices.ContainsFunc(spans, func(p sdktrace.ReadOnlySpan) bool {
+		return s.Parent().SpanID() == p.SpanContext().SpanID() && s.SpanContext().TraceID() == p.SpanContext().TraceID()
+	})
 }
 
 // logRecords parses the JSON log, a record a line.
