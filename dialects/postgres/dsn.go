@@ -63,6 +63,13 @@ func split(dsn string) (splitDSN, error) {
 
 var errTwoAts = errors.New("pooldriver: postgres: invalid DSN: more than one '@' before the host; percent-encode an '@' in the user name or password as %40")
 
+// errAtInPath is for an '@' after the host's '/': an unescaped '/' in the
+// password, which pgx (as libpq) ends the user info or the host at. It
+// would read app:2024/x@db as host app, port 2024 and database x@db, and
+// app:se@cr/et@db as password se, host cr and database et@db: String and
+// the pool's name (host:port/database) would show the rest of the password.
+var errAtInPath = errors.New("pooldriver: postgres: invalid DSN: an '@' after the host; percent-encode a '/' in the user name or password as %2F, an '@' in the database name as %40")
+
 func splitURL(prefix, rest string) (splitDSN, error) {
 	d := splitDSN{params: map[string]string{}}
 	var user, redactedUser string
@@ -83,6 +90,9 @@ func splitURL(prefix, rest string) (splitDSN, error) {
 		rest = rest[i+1:]
 	}
 	base, query, hasQuery := strings.Cut(rest, "?")
+	if strings.Contains(base, "@") {
+		return splitDSN{}, errAtInPath
+	}
 	var kept, keptRedacted []string
 	if hasQuery {
 		for pair := range strings.SplitSeq(query, "&") {

@@ -312,7 +312,11 @@ func percentEncode(s string) string {
 // quoted by the error or String(), whatever pgx makes of the DSN.
 func TestParseUnescapedPasswordDoesNotShow(t *testing.T) {
 	t.Setenv("PGPASSWORD", "")
-	for _, pw := range []string{"se/cret9", "s?ecret9", "se#cret9", "sec@ret9", "s/e:c@r?t#9"} {
+	// "2024/Spring9": digits before the '/' make a valid port, so pgx
+	// reads app:2024 as the host and the rest as the database name; in
+	// "se@cr/et9" the first '@' ends the user info, and "et9@…" is the
+	// database name.
+	for _, pw := range []string{"se/cret9", "s?ecret9", "se#cret9", "sec@ret9", "s/e:c@r?t#9", "2024/Spring9", "se@cr/et9"} {
 		for _, dsn := range []string{
 			"postgres://app:" + pw + "@127.0.0.1:5432",
 			"postgres://app:" + pw + "@127.0.0.1:5432/db?sslmode=disable",
@@ -334,6 +338,13 @@ func TestParseUnescapedPasswordDoesNotShow(t *testing.T) {
 			}
 			if p := secrettest.LeakedPiece(out, pw, allowed); p != "" {
 				t.Errorf("Parse(%q) shows %q of the password: %s", dsn, p, out)
+			}
+			if err == nil {
+				// The pool's default name (and so metrics, spans, logs).
+				a := tp.(dialects.AddressedTemplate).Address().String()
+				if p := secrettest.LeakedPiece(a, pw, allowed); p != "" {
+					t.Errorf("Parse(%q).Address() = %q shows %q of the password", dsn, a, p)
+				}
 			}
 			if pw == "sec@ret9" && (err == nil || !strings.Contains(err.Error(), "%40")) {
 				t.Errorf("Parse(%q): %v; want the error saying to percent-encode '@'", dsn, err)
