@@ -33,7 +33,9 @@ import "time"
 // every use that ended (Acquires - Active) whatever else is configured.
 // An Observer does not stop parking (it is told of the durations the pool
 // measures, and these are not measured): registering one (an exporter)
-// changes neither the numbers nor the cost of a holder that parks. Only
+// changes neither the numbers nor whether holders park. It does cost a
+// holder that parks what the observer itself costs: Unpark tells it a wait
+// of 0 (TimingWait), as an Acquire served from idle does. Only
 // what must see each release stops it: BeforeRelease, a strategy that
 // hears of releases, and the pressure of pressure.go.
 //
