@@ -12,7 +12,7 @@
 //	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others:
 //	                                                         active, inactive, recovering, limited (the server's connection limit)
 //	pooldriver_wait_seconds, _use_seconds, _create_seconds   histograms (pool.HistogramBounds)
-//	pooldriver_untimed_uses_total                            counter: holds that ended untimed (parked)
+//	pooldriver_untimed_uses_total                            counter: holds that ended untimed (parked, or refused by the idle check)
 //	pooldriver_…_total                                       a counter for each of Stats' counters
 //
 // use_seconds counts the holds pooldriver timed; a hold that parked its
@@ -21,7 +21,9 @@
 // "Parking") and counts in untimed_uses_total instead. The two add up to
 // every hold that ended, acquires_total less the connections in use,
 // whatever else is configured (otelpool registered or not); with leak
-// detection, which keeps parking off, untimed_uses_total stays 0.
+// detection, which keeps parking off, untimed_uses_total counts only the
+// connections refused by the idle check as they were handed out
+// (idle_check_failures_total).
 //
 // The connections are pooldriver's physical ones; database/sql's logical
 // ones are what client_golang's collectors.NewDBStatsCollector reports.
@@ -56,7 +58,7 @@ var counters = []struct {
 	{"connections_idle_trimmed_total", "Idle physical connections given back early while the server was at its connection limit.", func(s *pooldriver.Stats) int64 { return s.IdleTrimmed }},
 	{"health_check_failures_total", "Physical connections closed because the background health check failed.", func(s *pooldriver.Stats) int64 { return s.HealthFailures }},
 	{"idle_check_failures_total", "Physical connections closed because they were found broken when taken from idle.", func(s *pooldriver.Stats) int64 { return s.IdleCheckFailures }},
-	{"untimed_uses_total", "Holds of a physical connection that ended without being timed in use_seconds: they parked it or took it back from parking.", func(s *pooldriver.Stats) int64 { return s.UntimedUses }},
+	{"untimed_uses_total", "Holds of a physical connection that ended without being timed in use_seconds: they parked it or took it back from parking, or it failed the idle check as it was handed out.", func(s *pooldriver.Stats) int64 { return s.UntimedUses }},
 	{"auto_rollbacks_total", "Transactions pooldriver rolled back: at task end, or left open when a hold ended.", func(s *pooldriver.Stats) int64 { return s.AutoRollbacks }},
 	{"task_end_rollbacks_total", "Of auto_rollbacks_total: transactions still open when their task ended, rolled back.", func(s *pooldriver.Stats) int64 { return s.TaskEndRollbacks }},
 	{"session_resets_total", "Sessions reset before reuse.", func(s *pooldriver.Stats) int64 { return s.SessionResets }},
