@@ -103,32 +103,51 @@ func (w *paramWatch) scan(b []byte) {
 	if old&watchLost != 0 {
 		return
 	}
+	// The framing lives in locals while the loop runs: pgx hands over a
+	// few messages per read, and this runs on every read.
 	var set uint32
-	for len(b) > 0 {
-		if w.body > 0 {
-			k := int(min(w.body, int64(len(b))))
-			w.body -= int64(k)
-			b = b[k:]
+	typ, nhdr := w.hdr[0], w.nhdr
+	skip := w.body // from b's start to the next header; may lie past b's end
+	for skip < int64(len(b)) {
+		b = b[skip:]
+		if nhdr == 0 && len(b) >= len(w.hdr) {
+			// A whole header in b, the usual case: read it in place.
+			typ = b[0]
+			size := binary.BigEndian.Uint32(b[1:len(w.hdr)])
+			if size < 4 {
+				w.state.Or(watchLost)
+				return
+			}
+			if typ == 'S' {
+				set |= watchSeen
+			}
+			skip = 1 + int64(size) // the type byte, then size bytes
 			continue
 		}
-		k := copy(w.hdr[w.nhdr:], b)
-		w.nhdr += k
-		b = b[k:]
-		if w.nhdr < len(w.hdr) {
+		k := copy(w.hdr[nhdr:], b)
+		nhdr += k
+		if nhdr < len(w.hdr) {
+			skip = int64(k) // b is all read
 			break
 		}
-		w.nhdr = 0
+		nhdr = 0
+		typ = w.hdr[0]
 		size := binary.BigEndian.Uint32(w.hdr[1:])
 		if size < 4 {
 			w.state.Or(watchLost)
 			return
 		}
-		if w.hdr[0] == 'S' {
+		if typ == 'S' {
 			set |= watchSeen
 		}
-		w.body = int64(size) - 4
+		skip = int64(k) + int64(size) - 4
 	}
-	if w.body == 0 && w.nhdr == 0 && w.hdr[0] == 'Z' {
+	body := skip - int64(len(b))
+	w.body, w.nhdr = body, nhdr
+	if nhdr == 0 {
+		w.hdr[0] = typ // the last complete header's type; a partial one keeps its own
+	}
+	if body == 0 && nhdr == 0 && typ == 'Z' {
 		set |= watchSettled
 	}
 	for {

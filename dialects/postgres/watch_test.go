@@ -300,3 +300,20 @@ func TestWatchRowsOpen(t *testing.T) {
 		t.Error("the TimeZone set by the rows' statement went unseen")
 	}
 }
+
+// BenchmarkWatchScan follows the framing of one point select's answer
+// (BindComplete, a row, CommandComplete, ReadyForQuery), read at once as
+// pgx reads it: the watch's cost on every statement.
+func BenchmarkWatchScan(b *testing.B) {
+	data := backendStream(b, &pgproto3.BindComplete{},
+		&pgproto3.DataRow{Values: [][]byte{[]byte("name 42"), []byte("42")}},
+		&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")}, ready)
+	var w paramWatch
+	b.ReportAllocs()
+	for b.Loop() {
+		w.scan(data)
+	}
+	if w.maybeChanged() {
+		b.Fatal("no ParameterStatus was read, yet the watch says one may have changed")
+	}
+}
