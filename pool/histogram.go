@@ -1,10 +1,15 @@
 package pool
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // histogramBounds are the upper bounds of a Histogram's buckets: fixed, so
-// that counting a duration is a short scan and three additions, cheap
-// enough to be always on, and so that every exporter shows the same buckets.
+// that counting a duration is a table lookup, a comparison and three
+// additions, cheap enough to be always on, and so that every exporter shows
+// the same buckets. Each bound is at least twice the one before (bucketOf
+// relies on it; TestHistogramBuckets checks it).
 var histogramBounds = [...]time.Duration{
 	time.Microsecond, 2500 * time.Nanosecond, 5 * time.Microsecond,
 	10 * time.Microsecond, 25 * time.Microsecond, 50 * time.Microsecond,
@@ -43,16 +48,34 @@ func (h *Histogram) observe(d time.Duration) {
 	h.Sum += d
 }
 
-// bucketOf returns the index of the bucket that counts d. Most durations
-// the pool measures are short, so the scan starts from the shortest bound.
+// bucketOf returns the index of the bucket that counts d: that of the
+// shortest power of two of d's bit length (bucketByLen), or the next one.
+// No bucket spans less than a factor of two, so a power-of-two range holds
+// at most one bound.
 func bucketOf(d time.Duration) int {
-	for i, b := range histogramBounds {
-		if d <= b {
-			return i
-		}
+	if d <= 0 {
+		return 0
 	}
-	return len(histogramBounds)
+	i := int(bucketByLen[bits.Len64(uint64(d))])
+	if i < len(histogramBounds) && d > histogramBounds[i] {
+		i++
+	}
+	return i
 }
+
+// bucketByLen maps a bit length n to the bucket of 1<<(n-1), the shortest
+// duration of that length.
+var bucketByLen = func() (t [65]uint8) {
+	for n := 1; n < len(t); n++ {
+		d := time.Duration(uint64(1) << (n - 1)) // negative at n = 64: never asked
+		i := 0
+		for i < len(histogramBounds) && d > histogramBounds[i] {
+			i++
+		}
+		t[n] = uint8(i)
+	}
+	return t
+}()
 
 // Quantile estimates the q-quantile (0 ≤ q ≤ 1) of the durations counted:
 // the upper bound of the bucket that holds it (for the last bucket, the

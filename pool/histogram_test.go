@@ -11,8 +11,8 @@ func TestHistogramBuckets(t *testing.T) {
 		t.Fatalf("%d bounds for %d buckets", len(bounds), HistogramBuckets)
 	}
 	for i := 1; i < len(bounds); i++ {
-		if bounds[i] <= bounds[i-1] {
-			t.Fatalf("bounds not increasing at %d: %v", i, bounds)
+		if bounds[i] < 2*bounds[i-1] {
+			t.Fatalf("bound %d less than twice the one before (bucketOf needs it): %v", i, bounds)
 		}
 	}
 	bounds[0] = time.Hour // a copy: the pool's bounds do not change
@@ -38,6 +38,41 @@ func TestHistogramBuckets(t *testing.T) {
 			t.Errorf("bucketOf(%v) = %d, want %d", c.d, got, c.want)
 		}
 	}
+	// Around every bound and every power of two, the same as a scan.
+	scan := func(d time.Duration) int {
+		for i, b := range histogramBounds {
+			if d <= b {
+				return i
+			}
+		}
+		return len(histogramBounds)
+	}
+	var ds []time.Duration
+	for _, b := range histogramBounds {
+		ds = append(ds, b-1, b, b+1)
+	}
+	for n := range 63 {
+		p := time.Duration(1) << n
+		ds = append(ds, p-1, p, p+1)
+	}
+	ds = append(ds, 1<<63-1)
+	for _, d := range ds {
+		if got, want := bucketOf(d), scan(d); got != want {
+			t.Errorf("bucketOf(%v) = %d, a scan says %d", d, got, want)
+		}
+	}
+}
+
+// BenchmarkBucketOf counts durations like the waits and uses of a busy
+// pool: each release and each wait ends in one bucketOf.
+func BenchmarkBucketOf(b *testing.B) {
+	b.ReportAllocs()
+	ds := []time.Duration{300 * time.Microsecond, 800 * time.Microsecond, 40 * time.Microsecond, 2 * time.Millisecond}
+	n := 0
+	for i := 0; b.Loop(); i++ {
+		n += bucketOf(ds[i&3])
+	}
+	_ = n
 }
 
 func TestHistogramQuantile(t *testing.T) {
