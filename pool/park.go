@@ -66,6 +66,12 @@ func (r *Resource[T]) Park() bool {
 		p.misuse() // parked or released already: another holder may read idleSince
 		return true
 	}
+	if p.waiters.n.Load() != 0 {
+		// Someone waits already: refuse before the two state changes that
+		// the check below would undo (the usual case under contention,
+		// when every release goes to a waiter).
+		return false
+	}
 	now := time.Duration(p.coarse.Load())
 	if r.lifetime > 0 && now-r.created >= r.lifetime {
 		return false // Release destroys it
