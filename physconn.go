@@ -654,12 +654,15 @@ func (pc *physConn) letGoAlone() {
 // meanwhile. It returns pc's handle for that, or nil when pc was not
 // parked: the caller still has it.
 func (pc *physConn) park() *pool.Resource[*physConn] {
+	r := pc.res
+	if r.Contended() {
+		return nil // Park would refuse: spare decide
+	}
 	st := pc.st
 	st.holds--
 	if pc.verdict(st) != fatePark {
 		return nil
 	}
-	r := pc.res
 	pc.st.holds = 0
 	if !r.Park() {
 		pc.st.holds = 1

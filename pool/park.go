@@ -66,7 +66,7 @@ func (r *Resource[T]) Park() bool {
 		p.misuse() // parked or released already: another holder may read idleSince
 		return true
 	}
-	if p.waiters.n.Load() != 0 {
+	if r.Contended() {
 		// Someone waits already: refuse before the two state changes that
 		// the check below would undo (the usual case under contention,
 		// when every release goes to a waiter).
@@ -91,6 +91,12 @@ func (r *Resource[T]) Park() bool {
 	}
 	return true
 }
+
+// Contended reports whether anyone waits for a resource of r's pool now, when
+// Park would refuse: a holder that checks before Park (and before the work
+// it does to decide whether to park) may skip that work. Anyone may start
+// waiting right after, which Park sees.
+func (r *Resource[T]) Contended() bool { return r.pool.waiters.n.Load() != 0 }
 
 // parkable reports whether the pool's configuration allows Park: nothing
 // is to be told of each release, and the backend was not found full

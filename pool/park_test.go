@@ -83,6 +83,9 @@ func TestParkRefusedWhileWaiting(t *testing.T) {
 	cfg.Max = 1
 	p := newPool(t, cfg)
 	r := mustAcquire(t, p)
+	if r.Contended() {
+		t.Fatal("Contended with nobody waiting")
+	}
 	got := make(chan *Resource[*item])
 	go func() {
 		w, err := p.Acquire(context.Background())
@@ -92,6 +95,9 @@ func TestParkRefusedWhileWaiting(t *testing.T) {
 		got <- w
 	}()
 	waitFor(t, "the waiter", func() bool { return p.Stats().Waiting == 1 })
+	if !r.Contended() {
+		t.Fatal("not Contended while a waiter waits")
+	}
 	if r.Park() {
 		t.Fatal("Park succeeded while a waiter waits")
 	}
