@@ -54,20 +54,13 @@ var (
 
 // ExecContext runs query on the hold's physical connection.
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	var res driver.Result
-	err := l.do(ctx, opExec, &lease{}, query, func(pc *physConn) (err error) {
-		res, err = pc.exec(ctx, query, args)
-		return err
-	})
-	return res, err
+	return l.exec(ctx, query, args, nil)
 }
 
 // QueryContext runs query; the rows keep the physical connection (see
 // conn.query).
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return l.query(ctx, query, func(pc *physConn) (driver.Rows, error) {
-		return pc.query(ctx, query, args)
-	})
+	return l.query(ctx, query, args, nil)
 }
 
 // BeginTx begins a transaction on the hold's physical connection, which

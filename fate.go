@@ -66,8 +66,9 @@ type connState struct {
 	// a hold that had it alone may park it rather than release it. Set
 	// when the connection is made, never changed.
 	parkable bool
-	// stale: opened before its Connector's last Reset. Not kept: the
-	// connection fills it in when it asks decide (physConn.verdict).
+	// stale: opened before its Connector's last Reset. The connection
+	// fills it in each time it asks decide (physConn.verdict): a value
+	// left from before is never read.
 	stale bool
 	// rejected: the AfterRelease hook said no to the settled connection
 	// going back to the pool. Not kept: settle fills it in when it asks
@@ -120,9 +121,10 @@ func (f fate) String() string {
 // something lets go of it. mode is the mode of the task it is bound to
 // (ignored when it is not bound). What it knows besides the state is in
 // the state too: staleness, the AfterRelease hook's verdict, parkability.
-// It has no side effects: the caller applies the result (physConn.settle,
-// or park).
-func decide(s connState, mode Mode) fate {
+// It has no side effects (it reads *s only: a pointer, because the state
+// is eight words and it runs at the end of every hold): the caller applies
+// the result (physConn.settle, or park).
+func decide(s *connState, mode Mode) fate {
 	if s.holds > 0 || s.rows > 0 {
 		return fateInUse
 	}

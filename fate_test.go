@@ -71,7 +71,7 @@ func TestDecide(t *testing.T) {
 		{"rejected, session task", connState{rejected: true, task: tk}, SessionMode, fateKeepForTask},
 	}
 	for _, c := range cases {
-		if got := decide(c.st, c.mode); got != c.want {
+		if got := decide(&c.st, c.mode); got != c.want {
 			t.Errorf("%s (%v, %v): %v, want %v", c.name, c.st, c.mode, got, c.want)
 		}
 	}
@@ -89,7 +89,7 @@ func TestDecideInvariants(t *testing.T) {
 						for i := range 16 {
 							always, parkable, stale, rejected := i&1 != 0, i&2 != 0, i&4 != 0, i&8 != 0
 							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always, parkable: parkable, stale: stale, rejected: rejected}
-							f := decide(st, mode)
+							f := decide(&st, mode)
 							inUse := use.holds > 0 || use.rows > 0
 							switch {
 							case inUse && f != fateInUse:
@@ -108,7 +108,7 @@ func TestDecideInvariants(t *testing.T) {
 								t.Errorf("%v: a session task's connection left its task (%v)", st, f)
 							case always && (f == fateRelease || f == fateRollback):
 								t.Errorf("%v: back to the pool without a reset (%v)", st, f)
-							case always && f == fateKeepForTask && decide(connState{tx: tx, session: sess, task: bound}, mode) != fateKeepForTask:
+							case always && f == fateKeepForTask && decide(&connState{tx: tx, session: sess, task: bound}, mode) != fateKeepForTask:
 								t.Errorf("%v: resetAlways made the task keep its connection", st)
 							case f == fatePark && (!parkable || tx != txNone || sess != sessionClean || always):
 								t.Errorf("%v: parked without being parkable and clean", st)

@@ -218,9 +218,11 @@ func (l *conn) lose(cause error) {
 }
 
 // Every operation of a hold (a statement, BeginTx, a *sql.Tx's Commit and
-// Rollback, Prepare, Ping, RawConn) runs through do, or query for those that
-// open rows, whose Close is the operation's second half: start picks the physical connection (the
-// hold's, else the task's, else one from the pool) and takes its lock as the
+// Rollback, Prepare, Ping, RawConn) runs through do; a statement through
+// exec, or query when it opens rows, whose Close is the operation's second
+// half. All three are start, the operation, finish: start picks the
+// physical connection (the hold's, else the task's, else one from the
+// pool) and takes its lock as the
 // hold's state says; the operation runs on it; finish records what the
 // operation left (the transaction the server reports, a changed session, a
 // lost connection), binds the connection to a transaction-mode task that
@@ -244,8 +246,14 @@ const (
 
 // lease is one operation's use of its hold's physical connection.
 type lease struct {
-	pc       *physConn
-	t        *task  // the task of the operation's context, or nil
+	pc *physConn
+	t  *task // the task of the operation's context, or nil
+	leaseFacts
+}
+
+// leaseFacts is what a lease knows besides its pointers, apart so that a
+// result set's wrapper, reused, can take it in two words (see newRows).
+type leaseFacts struct {
 	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or it runs solo)
 	solo     bool   // the hold's first operation, outside any task, run without the lock (see start)
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
@@ -265,21 +273,55 @@ func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn fun
 	return l.finish(ctx, le, k, query, fn(le.pc))
 }
 
+// exec is do for a statement: it runs query with args, or the prepared
+// statement s (with its text) when s is not nil, without the closure do
+// takes, which every statement would pay for.
+func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue, s *stmt) (driver.Result, error) {
+	var le lease
+	if err := l.start(ctx, opExec, &le); err != nil {
+		return nil, err
+	}
+	var res driver.Result
+	var err error
+	if s == nil {
+		res, err = le.pc.exec(ctx, query, args)
+	} else {
+		res, err = s.execOn(ctx, le.pc, args)
+	}
+	return res, l.finish(ctx, &le, opExec, query, err)
+}
+
 // query is do for an operation that returns rows: they keep the
 // connection's lock until they close (those of a hold's first query outside
 // any task never have it: see holdSoloRows), and their Close finishes the
 // statement with the lease they keep (rows.Close).
-func (l *conn) query(ctx context.Context, query string, fn func(pc *physConn) (driver.Rows, error)) (driver.Rows, error) {
+// Like exec, it runs query with args, or the prepared statement s.
+func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue, s *stmt) (driver.Rows, error) {
 	var le lease
 	if err := l.start(ctx, opStmt, &le); err != nil {
 		return nil, err
 	}
-	dr, err := fn(le.pc)
+	var dr driver.Rows
+	var err error
+	if s == nil {
+		dr, err = le.pc.query(ctx, query, args)
+	} else {
+		dr, err = s.queryOn(ctx, le.pc, args)
+	}
 	if err != nil {
 		return nil, l.finish(ctx, &le, opStmt, query, err)
 	}
+	// The rows are open: counted here rather than in finish, which has
+	// nothing else to do for them outside a task.
+	le.pc.addRows(1, !l.state.alone())
+	l.rows++
+	if le.solo {
+		l.to(evSoloRows) // the hold's first operation: no other rows
+	}
 	r := newRows(l, le, dr, query)
-	_ = l.finish(ctx, &le, opOpenRows, query, nil) // nil: rows change no state until they close
+	if le.t != nil {
+		_ = l.finish(ctx, &le, opOpenRows, query, nil) // nil: rows change no state until they close
+	}
 	return r, nil
 }
 
@@ -648,16 +690,9 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	locked := le.locked
 	switch k {
 	case opOpenRows:
-		pc.addRows(1, !l.state.alone())
-		l.rows++
-		if le.solo {
-			l.to(evSoloRows) // the hold's first operation: no other rows
-		}
-		if le.t == nil {
-			// Nothing to learn before the rows close (err is nil: see
-			// query), and no task to bind the connection to.
-			return nil
-		}
+		// query counted the rows, and calls this only in a task: there is
+		// nothing to learn before they close (err is nil), but the
+		// connection may have to be bound to the task.
 	case opCloseRows:
 		pc.addRows(-1, !l.state.alone())
 		l.rows--

@@ -609,7 +609,7 @@ func (pc *physConn) resetSession() error {
 func (pc *physConn) letGo() {
 	pc.mu.Lock()
 	pc.st.holds--
-	f := pc.verdict(pc.st)
+	f := pc.verdict(&pc.st)
 	if f == fateInUse || f == fateKeepForTask {
 		pc.mu.Unlock()
 		return
@@ -633,7 +633,7 @@ func (pc *physConn) letGo() {
 // it needs no lock.
 func (pc *physConn) letGoAlone() {
 	pc.st.holds--
-	f := pc.verdict(pc.st)
+	f := pc.verdict(&pc.st)
 	if f == fateInUse {
 		return
 	}
@@ -658,12 +658,11 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 	if r.Contended() {
 		return nil // Park would refuse: spare decide
 	}
-	st := pc.st
-	st.holds--
-	if pc.verdict(st) != fatePark {
+	pc.st.holds--
+	if pc.verdict(&pc.st) != fatePark {
+		pc.st.holds++
 		return nil
 	}
-	pc.st.holds = 0
 	if !r.Park() {
 		pc.st.holds = 1
 		return nil
@@ -672,9 +671,9 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 }
 
 // verdict is decide on st, pc's state (or what it is about to be), with
-// what pc knows besides: whether it is stale, and the mode of its task.
-// The caller holds mu, or has pc alone.
-func (pc *physConn) verdict(st connState) fate {
+// what pc knows besides: whether it is stale (written into st.stale), and
+// the mode of its task. The caller holds mu, or has pc alone.
+func (pc *physConn) verdict(st *connState) fate {
 	st.stale = pc.stale()
 	mode := TransactionMode
 	if st.task != nil {
@@ -698,7 +697,7 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 	}
 	if f == fateRelease && env.afterRelease {
 		rejected := !env.owner.afterRelease(pc)
-		if f = pc.verdict(connState{rejected: rejected}); f == fateDestroy && rejected && !pc.stale() {
+		if f = pc.verdict(&connState{rejected: rejected}); f == fateDestroy && rejected && !pc.stale() {
 			pc.closeReason = closeReject
 		}
 	}

@@ -46,8 +46,10 @@ func newRows(l *conn, le lease, drv driver.Rows, query string) *rows {
 		r = &rows{l: l}
 	}
 	r.closed = false
-	if r.le != le {
+	if r.le.pc != le.pc || r.le.t != le.t {
 		r.le = le
+	} else {
+		r.le.leaseFacts = le.leaseFacts // no pointer: no write barrier
 	}
 	r.drv = drv
 	if r.query != query {

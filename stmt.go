@@ -46,34 +46,37 @@ func (s *stmt) Close() error {
 func (s *stmt) NumInput() int { return s.numInput }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	var res driver.Result
-	err := s.l.do(ctx, opExec, &lease{}, s.query, func(pc *physConn) error {
-		ds, err := pc.prepared(ctx, s.query)
-		if err != nil {
-			return err
-		}
-		s.ranOn(pc)
-		if args, err = pc.convert(args); err != nil {
-			return err
-		}
-		res, err = pc.stmtExec(ctx, ds, s.query, args)
-		return err
-	})
-	return res, err
+	return s.l.exec(ctx, s.query, args, s)
+}
+
+// execOn runs s on pc, preparing it there first if it was not.
+func (s *stmt) execOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Result, error) {
+	ds, err := pc.prepared(ctx, s.query)
+	if err != nil {
+		return nil, err
+	}
+	s.ranOn(pc)
+	if args, err = pc.convert(args); err != nil {
+		return nil, err
+	}
+	return pc.stmtExec(ctx, ds, s.query, args)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.l.query(ctx, s.query, func(pc *physConn) (driver.Rows, error) {
-		ds, err := pc.prepared(ctx, s.query)
-		if err != nil {
-			return nil, err
-		}
-		s.ranOn(pc)
-		if args, err = pc.convert(args); err != nil {
-			return nil, err
-		}
-		return pc.stmtQuery(ctx, ds, s.query, args)
-	})
+	return s.l.query(ctx, s.query, args, s)
+}
+
+// queryOn runs s on pc, preparing it there first if it was not.
+func (s *stmt) queryOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Rows, error) {
+	ds, err := pc.prepared(ctx, s.query)
+	if err != nil {
+		return nil, err
+	}
+	s.ranOn(pc)
+	if args, err = pc.convert(args); err != nil {
+		return nil, err
+	}
+	return pc.stmtQuery(ctx, ds, s.query, args)
 }
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
