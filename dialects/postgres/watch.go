@@ -107,28 +107,15 @@ func (w *paramWatch) scan(b []byte) {
 	// few messages per read, and this runs on every read.
 	var set uint32
 	typ, nhdr := w.hdr[0], w.nhdr
-	skip := w.body // from b's start to the next header; may lie past b's end
-	for skip < int64(len(b)) {
-		b = b[skip:]
-		if nhdr == 0 && len(b) >= len(w.hdr) {
-			// A whole header in b, the usual case: read it in place.
-			typ = b[0]
-			size := binary.BigEndian.Uint32(b[1:len(w.hdr)])
-			if size < 4 {
-				w.state.Or(watchLost)
-				return
-			}
-			if typ == 'S' {
-				set |= watchSeen
-			}
-			skip = 1 + int64(size) // the type byte, then size bytes
-			continue
-		}
+	n := int64(len(b))
+	pos := w.body // where the next header starts, from b's start; may lie past b's end
+	if nhdr > 0 {
+		// The rest of a header the last read split (pos is 0).
 		k := copy(w.hdr[nhdr:], b)
 		nhdr += k
 		if nhdr < len(w.hdr) {
-			skip = int64(k) // b is all read
-			break
+			w.nhdr = nhdr // b is all read
+			return
 		}
 		nhdr = 0
 		typ = w.hdr[0]
@@ -140,9 +127,27 @@ func (w *paramWatch) scan(b []byte) {
 		if typ == 'S' {
 			set |= watchSeen
 		}
-		skip = int64(k) + int64(size) - 4
+		pos = int64(k) + int64(size) - 4
 	}
-	body := skip - int64(len(b))
+	for pos+int64(len(w.hdr)) <= n {
+		// A whole header in b, the usual case: read it in place.
+		h := b[pos : pos+int64(len(w.hdr))]
+		typ = h[0]
+		size := binary.BigEndian.Uint32(h[1:])
+		if size < 4 {
+			w.state.Or(watchLost)
+			return
+		}
+		if typ == 'S' {
+			set |= watchSeen
+		}
+		pos += 1 + int64(size) // the type byte, then size bytes
+	}
+	if pos < n {
+		nhdr = copy(w.hdr[:], b[pos:]) // a header split by the read's end
+		pos = n
+	}
+	body := pos - n
 	w.body, w.nhdr = body, nhdr
 	if nhdr == 0 {
 		w.hdr[0] = typ // the last complete header's type; a partial one keeps its own
