@@ -26,8 +26,27 @@ var ErrUnexpectedData = errors.New("pooldriver: idle connection has unexpected d
 // a TLS connection it looks at the TCP connection underneath. It returns nil
 // when it cannot tell (not a socket, or a platform without the check).
 func CheckSocket(c net.Conn) error {
+	var s SocketCheck
+	s.Init(c)
+	return s.Check()
+}
+
+// SocketCheck is CheckSocket for one connection, set up once (Init), so
+// that each Check allocates nothing: a dialect keeps one per connection and
+// runs it every time the connection is handed out idle. Like a Conn it is
+// not safe for concurrent use.
+type SocketCheck struct {
+	p peeker
+}
+
+// Init prepares s for c (for a TLS connection, the TCP connection
+// underneath). On a socket it cannot check, Check returns nil.
+func (s *SocketCheck) Init(c net.Conn) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	return peekSocket(c)
+	s.p.init(c)
 }
+
+// Check is CheckSocket on the connection given to Init.
+func (s *SocketCheck) Check() error { return s.p.peek() }

@@ -48,7 +48,21 @@ func TestCheckSocket(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// A SocketCheck set up once says the same, and allocates nothing
+	// per check (it runs every time an idle connection is handed out).
+	var sc SocketCheck
+	sc.Init(client)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := sc.Check(); !errors.Is(err, ErrUnexpectedData) && err != nil {
+			t.Errorf("SocketCheck.Check = %v", err)
+		}
+	}); allocs != 0 {
+		t.Errorf("SocketCheck.Check allocated %v times per check, want 0", allocs)
+	}
 	waitErr(ErrUnexpectedData)
+	if err := sc.Check(); !errors.Is(err, ErrUnexpectedData) {
+		t.Fatalf("SocketCheck.Check = %v, want %v", err, ErrUnexpectedData)
+	}
 	// Peeking consumed nothing.
 	buf := make([]byte, 1)
 	if _, err := io.ReadFull(client, buf); err != nil || buf[0] != 'E' {
@@ -56,6 +70,9 @@ func TestCheckSocket(t *testing.T) {
 	}
 	server.Close()
 	waitErr(io.EOF)
+	if err := sc.Check(); !errors.Is(err, io.EOF) {
+		t.Fatalf("SocketCheck.Check = %v, want %v", err, io.EOF)
+	}
 
 	if err := CheckSocket(nil); err != nil {
 		t.Fatalf("not a socket: %v", err)

@@ -25,8 +25,9 @@ type conn struct {
 	queryer driver.QueryerContext
 	pinger  driver.Pinger
 	t       *template
-	w       *wire    // the socket, watched; nil for a connection the dialect did not dial
-	sock    net.Conn // w, if COM_RESET_CONNECTION can be sent on it (no TLS, no compression); else nil
+	w       *wire                // the socket, watched; nil for a connection the dialect did not dial
+	sock    net.Conn             // w, if COM_RESET_CONNECTION can be sent on it (no TLS, no compression); else nil
+	idle    dialects.SocketCheck // CheckIdle's look at sock, set up with it
 
 	// tracking: the server reports changes of the session's state
 	// (session_track_state_change is on, CLIENT_SESSION_TRACK agreed).
@@ -104,7 +105,7 @@ func (c *conn) CheckIdle() error {
 		}
 		return nil
 	}
-	return dialects.CheckSocket(c.sock)
+	return c.idle.Check()
 }
 
 // newConn returns the conn for dc, a connection the template opened through
@@ -126,6 +127,7 @@ func wrapConn(t *template, dc driver.Conn, w *wire) (*conn, bool) {
 	c := &conn{dc: dc, t: t, w: w, baseAuto: -1}
 	if w != nil && t != nil && t.noRawReset == "" {
 		c.sock = w
+		c.idle.Init(w)
 	}
 	var ok1, ok2, ok3 bool
 	c.execer, ok1 = dc.(driver.ExecerContext)

@@ -38,6 +38,11 @@ type conn struct {
 	lexed        string
 	lexedChanges bool
 
+	// idle is CheckIdle's look at the socket, set up at its first use
+	// (idleReady): pgx keeps one socket for the connection's life.
+	idle      dialects.SocketCheck
+	idleReady bool
+
 	// unnamed: PrepareContext prepares nothing by name on the server (see
 	// pooler.go).
 	unnamed bool
@@ -217,7 +222,11 @@ func (c *conn) CheckIdle() error {
 	if pg.IsClosed() {
 		return driver.ErrBadConn
 	}
-	return dialects.CheckSocket(pg.Conn())
+	if !c.idleReady {
+		c.idle.Init(pg.Conn())
+		c.idleReady = true
+	}
+	return c.idle.Check()
 }
 
 // Driver returns the *stdlib.Conn.
