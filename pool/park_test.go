@@ -465,6 +465,7 @@ func TestWaitedRejectCountsOnce(t *testing.T) {
 	if !r.state.CompareAndSwap(stateAcquired, stateParked) { // Park's first step
 		t.Fatal("not acquired")
 	}
+	p.mayBeParked.Store(true) // and the rest of it but the look at the waiters
 	p.mu.Lock()
 	p.feedWaitersLocked() // what a second waiter does as it queues
 	p.mu.Unlock()

@@ -30,6 +30,10 @@ type Pool[T any] struct {
 	// last tick, once coarseOn.
 	coarse    atomic.Int64
 	coarseOn  atomic.Bool
+	// mayBeParked is false only while no resource is parked (park.go):
+	// Park sets it, a steal that finds nothing parked clears it, so that
+	// a waiter does not scan every resource when none can be parked.
+	mayBeParked atomic.Bool
 	observers observers // read without mu, on every Acquire and Release
 
 	// epoch is the origin of the pool's clock: times are kept as durations
