@@ -28,13 +28,13 @@ type Pool[T any] struct {
 	pressured     atomic.Bool
 	// The coarse clock of parking (park.go): the pool's clock as of the
 	// last tick, once coarseOn.
-	coarse    atomic.Int64
-	coarseOn  atomic.Bool
+	coarse   atomic.Int64
+	coarseOn atomic.Bool
 	// mayBeParked is false only while no resource is parked (park.go):
 	// Park sets it, a steal that finds nothing parked clears it, so that
 	// a waiter does not scan every resource when none can be parked.
 	mayBeParked atomic.Bool
-	observers observers // read without mu, on every Acquire and Release
+	observers   observers // read without mu, on every Acquire and Release
 
 	// epoch is the origin of the pool's clock: times are kept as durations
 	// since it, read with time.Since, which costs a monotonic clock read
@@ -74,9 +74,12 @@ type Pool[T any] struct {
 	trim          *time.Timer
 	trimArmed     bool
 	pressureUntil time.Duration
-	growthCapped  bool      // growthLocked held a factory call back
-	waiterCache   sync.Pool // of *waiter[T]: see freeWaiter
-	stats         counters
+	growthCapped  bool // growthLocked held a factory call back
+	// freeWaiters is a stack (through next) of waiters kept for later
+	// Acquires, nFree its length: see freeWaiterLocked.
+	freeWaiters *waiter[T]
+	nFree       int
+	stats       counters
 }
 
 // New validates cfg, applies its defaults and returns a pool. Min resources
@@ -259,9 +262,9 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		// (the factory just failed, or the circuit breaker says no):
 		// say so now, unless something can serve it in time.
 		if err := p.refusalLocked(w); err != nil {
-			p.mu.Unlock()
 			w.reusable = true
-			p.freeWaiter(w)
+			p.freeWaiterLocked(w)
+			p.mu.Unlock()
 			return nil, false, false, err
 		}
 	}
@@ -276,7 +279,6 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 	p.startFactoriesLocked()
 	p.mu.Unlock()
 	r, check, err := p.wait(ctx, w)
-	p.freeWaiter(w)
 	return r, check, true, err
 }
 
@@ -287,7 +289,9 @@ func (p *Pool[T]) timedExpiry() bool { return p.cfg.MaxLifetime > 0 || p.cfg.Max
 func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 
 // wait blocks until w is handed a result, ctx ends or the acquire timeout
-// passes. A resource handed to a waiter was just released or created or
+// passes. w is then done with: a wait that ends without a resource frees
+// it under mu, one handed a resource leaves it to the resource's release
+// (see Resource.spare). A resource handed to a waiter was just released or created or
 // checked, never idle: it needs no further check.
 // check reports that the resource was parked: it needs the BeforeAcquire
 // check.
@@ -298,6 +302,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		if res.err != nil {
 			p.mu.Lock()
 			waited := p.waitEndedLocked(w)
+			p.freeWaiterLocked(w)
 			p.mu.Unlock()
 			p.observers.notify(TimingWait, waited)
 			return nil, false, res.err
@@ -313,6 +318,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		p.waiters.remove(w)
 		p.stats.canceled++
 		waited := p.waitEndedLocked(w)
+		p.freeWaiterLocked(w)
 		if p.backoff.failures > 0 || p.state != Active {
 			// New resources could not be made meanwhile: say why.
 			giveUp = p.acquireErrorLocked(giveUp)
@@ -332,6 +338,8 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		p.mu.Lock()
 		p.stats.acquires--
 		p.stats.canceled++
+		res.r.spare = nil // w: not to be freed twice
+		p.freeWaiterLocked(w)
 		if p.closed {
 			p.mu.Unlock()
 			res.r.state.Store(stateDestroyed)
@@ -345,6 +353,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 	}
 	p.mu.Lock()
 	waited := p.waitEndedLocked(w)
+	p.freeWaiterLocked(w)
 	p.mu.Unlock()
 	p.observers.notify(TimingWait, waited)
 	return nil, false, res.err
@@ -392,6 +401,7 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, check bool) {
 		waited := now - w.start
 		p.stats.waitDuration += waited
 		p.stats.waitTime.observe(waited)
+		r.spare = w // freed by r's release, once w's goroutine is done with it
 		w.ch <- result[T]{r: r, waited: waited, check: check}
 		return
 	}
@@ -440,6 +450,10 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	}
 	now := p.clock()
 	p.mu.Lock()
+	if w := r.spare; w != nil {
+		r.spare = nil
+		p.freeWaiterLocked(w)
+	}
 	held, timed := p.useEndedLocked(r, now)
 	strategy := p.strategy
 	if !p.onRelease {

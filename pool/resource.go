@@ -41,6 +41,11 @@ type Resource[T any] struct {
 	slot       int           // index in pool.all
 	parkedFor  time.Duration // set by Unpark: how long it was parked, on the coarse clock; else -1
 	stolen     bool          // taken from parking by the pool, not yet handed out
+	// spare is the waiter r was last handed to, guarded by pool.mu: its
+	// goroutine received r from it, so it is done with it by the time r
+	// is released, when the pool frees it (freeWaiterLocked). Set while
+	// r is handed to a waiter, cleared as r is released.
+	spare *waiter[T]
 
 	reuses atomic.Int64 // Unparks (park.go)
 }

@@ -200,25 +200,36 @@ func (p *Pool[T]) expireWaiters() {
 	}
 }
 
+// maxFreeWaiters bounds the waiters a pool keeps for later Acquires: as
+// many as ever waited at once, up to this.
+const maxFreeWaiters = 256
+
 // newWaiter returns a waiter for one Acquire: a reused one, or a new one.
 // A wait on the hand-off path (every acquire, once goroutines outnumber
-// resources) then allocates nothing.
+// resources) then allocates nothing. The caller holds mu.
 func (p *Pool[T]) newWaiter() *waiter[T] {
-	if w, ok := p.waiterCache.Get().(*waiter[T]); ok {
+	if w := p.freeWaiters; w != nil {
+		p.freeWaiters, w.next = w.next, nil
+		p.nFree--
 		return w
 	}
 	return &waiter[T]{ch: make(chan result[T], 1)}
 }
 
-// freeWaiter keeps w, whose wait is over, for a later Acquire if nothing
-// can refer to it any more: every waiter leaves the list through remove,
-// and is then sent exactly one result, which its wait received, so its
-// channel is empty; only a factory call started on its behalf may still
-// refer to it (see remove).
-func (p *Pool[T]) freeWaiter(w *waiter[T]) {
-	if !w.reusable || w.queued {
+// freeWaiterLocked keeps w, whose wait is over, for a later Acquire if
+// nothing can refer to it any more: every waiter leaves the list through
+// remove, and is then sent exactly one result, which its wait received, so
+// its channel is empty; only a factory call started on its behalf may
+// still refer to it (see remove). The caller holds mu, and frees w only
+// once its goroutine is done with it: at the end of a wait without a
+// resource, or as the resource it was handed is released (Resource.spare).
+// A list under mu, which the waiter's path holds anyway, costs a few
+// instructions where a sync.Pool cost about 100 per wait.
+func (p *Pool[T]) freeWaiterLocked(w *waiter[T]) {
+	if !w.reusable || w.queued || p.nFree >= maxFreeWaiters {
 		return
 	}
-	*w = waiter[T]{ch: w.ch}
-	p.waiterCache.Put(w)
+	*w = waiter[T]{ch: w.ch, next: p.freeWaiters}
+	p.freeWaiters = w
+	p.nFree++
 }
