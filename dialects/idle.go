@@ -34,7 +34,8 @@ func CheckSocket(c net.Conn) error {
 // SocketCheck is CheckSocket for one connection, set up once (Init), so
 // that each Check allocates nothing: a dialect keeps one per connection and
 // runs it every time the connection is handed out idle. Like a Conn it is
-// not safe for concurrent use.
+// not safe for concurrent use, and it must not be copied after Init (it
+// refers to itself).
 type SocketCheck struct {
 	p peeker
 }

@@ -402,6 +402,7 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, check bool) {
 		p.stats.waitDuration += waited
 		p.stats.waitTime.observe(waited)
 		r.spare = w // freed by r's release, once w's goroutine is done with it
+		w.ctx = nil // nothing reads it once w left the queue: do not keep the caller's context alive with r
 		w.ch <- result[T]{r: r, waited: waited, check: check}
 		return
 	}
