@@ -49,14 +49,10 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	return s.l.exec(ctx, s.query, args, s)
 }
 
-// execOn runs s on pc, preparing it there first if it was not.
+// execOn runs s on pc (see readyOn).
 func (s *stmt) execOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Result, error) {
-	ds, err := pc.prepared(ctx, s.query)
+	ds, args, err := s.readyOn(ctx, pc, args)
 	if err != nil {
-		return nil, err
-	}
-	s.ranOn(pc)
-	if args, err = pc.convert(args); err != nil {
 		return nil, err
 	}
 	return pc.stmtExec(ctx, ds, s.query, args)
@@ -66,17 +62,28 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	return s.l.query(ctx, s.query, args, s)
 }
 
-// queryOn runs s on pc, preparing it there first if it was not.
+// queryOn runs s on pc (see readyOn).
 func (s *stmt) queryOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Rows, error) {
-	ds, err := pc.prepared(ctx, s.query)
+	ds, args, err := s.readyOn(ctx, pc, args)
 	if err != nil {
 		return nil, err
 	}
+	return pc.stmtQuery(ctx, ds, s.query, args)
+}
+
+// readyOn readies s to run on pc with args: prepared there (the first time, then
+// from pc's cache), recorded as prepared there, and args converted for pc's
+// driver.
+func (s *stmt) readyOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Stmt, []driver.NamedValue, error) {
+	ds, err := pc.prepared(ctx, s.query)
+	if err != nil {
+		return nil, nil, err
+	}
 	s.ranOn(pc)
 	if args, err = pc.convert(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pc.stmtQuery(ctx, ds, s.query, args)
+	return ds, args, nil
 }
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
