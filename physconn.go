@@ -38,6 +38,7 @@ type physConn struct {
 	preparer    driver.ConnPrepareContext
 	beginner    driver.ConnBeginTx
 	checker     driver.NamedValueChecker
+	argsAsIs    bool // the dialect says the driver takes every argument as it is
 	validity    driver.Validator
 	tracker     dialects.SessionTracker
 	staleErr    dialects.StaleStatementDetector
@@ -100,6 +101,9 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	}
 	pc.beginner, _ = drv.(driver.ConnBeginTx)
 	pc.checker, _ = drv.(driver.NamedValueChecker)
+	if a, ok := dc.(dialects.ArgumentsAsIs); ok && a.ArgumentsAsIs() {
+		pc.argsAsIs = true
+	}
 	pc.validity, _ = drv.(driver.Validator)
 	pc.tracker, _ = dc.(dialects.SessionTracker)
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
@@ -254,6 +258,13 @@ func (pc *physConn) addRows(n int, shared bool) {
 // logical connection accepted them unconverted because, when database/sql
 // checked them, no physical connection was chosen yet.
 func (pc *physConn) convert(args []driver.NamedValue) ([]driver.NamedValue, error) {
+	if pc.argsAsIs {
+		return args, nil // the driver would accept each unchanged
+	}
+	return pc.convertEach(args)
+}
+
+func (pc *physConn) convertEach(args []driver.NamedValue) ([]driver.NamedValue, error) {
 	for i := 0; i < len(args); i++ {
 		nv := &args[i]
 		if pc.checker != nil {

@@ -58,6 +58,7 @@ var (
 	_ dialects.SessionTracker         = (*conn)(nil)
 	_ dialects.StatementObserver      = (*conn)(nil)
 	_ dialects.StaleStatementDetector = (*conn)(nil)
+	_ dialects.ArgumentsAsIs          = (*conn)(nil)
 	_ dialects.SessionBaseline        = (*conn)(nil)
 	_ dialects.WriteCounter           = (*conn)(nil)
 	_ dialects.BeginTxRollbacker      = (*conn)(nil)
@@ -231,6 +232,12 @@ func (c *conn) CheckIdle() error {
 
 // Driver returns the *stdlib.Conn.
 func (c *conn) Driver() driver.Conn { return c.sc }
+
+// ArgumentsAsIs reports that pgx's stdlib takes every argument as it is: its
+// CheckNamedValue accepts all (pgx encodes what it has a codec for, and
+// driver.Valuer and sql.Scanner natively), so pooldriver need not ask it
+// per argument. TestArgumentsAsIs holds pgx to it.
+func (c *conn) ArgumentsAsIs() bool { return true }
 
 // Raw returns the *pgx.Conn.
 func (c *conn) Raw() any { return c.sc.Conn() }

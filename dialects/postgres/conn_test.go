@@ -5,13 +5,16 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -245,5 +248,30 @@ func BenchmarkChangesSession(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestArgumentsAsIs holds pgx to what ArgumentsAsIs says of it: its stdlib
+// checker accepts every argument and changes none, values database/sql's
+// default converter would change or refuse included.
+func TestArgumentsAsIs(t *testing.T) {
+	c := wrapped(t)
+	if !c.ArgumentsAsIs() {
+		t.Fatal("ArgumentsAsIs = false")
+	}
+	checker, ok := c.Driver().(driver.NamedValueChecker)
+	if !ok {
+		t.Fatalf("%T has no CheckNamedValue", c.Driver())
+	}
+	type custom struct{ A, B int }
+	for _, v := range []any{nil, 7, uint8(3), int64(-1), "s", []byte("b"), []int32{1, 2}, time.Unix(0, 0),
+		pgtype.Numeric{Int: big.NewInt(5), Valid: true}, custom{1, 2}, &custom{3, 4}} {
+		nv := driver.NamedValue{Ordinal: 1, Value: v}
+		if err := checker.CheckNamedValue(&nv); err != nil {
+			t.Fatalf("CheckNamedValue(%T) = %v, want nil", v, err)
+		}
+		if !reflect.DeepEqual(nv.Value, v) {
+			t.Fatalf("CheckNamedValue changed %#v to %#v", v, nv.Value)
+		}
 	}
 }
