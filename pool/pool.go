@@ -296,9 +296,18 @@ func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 // check reports that the resource was parked: it needs the BeforeAcquire
 // check.
 func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check bool, err error) {
+	var res result[T] // a resource, an error, or the acquire timeout (expireWaiters)
 	var giveUp error
-	select {
-	case res := <-w.ch: // a resource, an error, or the acquire timeout (expireWaiters)
+	if done := ctx.Done(); done == nil {
+		res = <-w.ch // a context that never ends: a plain receive, not a select
+	} else {
+		select {
+		case res = <-w.ch:
+		case <-done:
+			giveUp = ctx.Err()
+		}
+	}
+	if giveUp == nil {
 		if res.err != nil {
 			p.mu.Lock()
 			waited := p.waitEndedLocked(w)
@@ -309,8 +318,6 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		}
 		p.observers.notify(TimingWait, res.waited)
 		return res.r, res.check, nil
-	case <-ctx.Done():
-		giveUp = ctx.Err()
 	}
 
 	p.mu.Lock()
@@ -332,7 +339,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 	// channel already (results are sent under mu). A resource must not be
 	// lost: give it to the next waiter or back to idle. (Its wait was
 	// counted when it was handed over.)
-	res := <-w.ch
+	res = <-w.ch
 	if res.r != nil {
 		p.observers.notify(TimingWait, res.waited)
 		p.mu.Lock()
