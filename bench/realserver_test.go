@@ -81,7 +81,7 @@ func BenchmarkRealServerPointSelect(b *testing.B) {
 				}
 				b.Run(name, func(b *testing.B) {
 					for _, sp := range benchContenders(s) {
-						benchPointSelect(b, s, sp, g, par)
+						benchPointSelect(b, s, sp, g, par, context.Background())
 					}
 				})
 			}
@@ -89,13 +89,31 @@ func BenchmarkRealServerPointSelect(b *testing.B) {
 	}
 }
 
-func benchPointSelect(b *testing.B, s Server, sp Spec, g, par int) {
+// BenchmarkRealServerPointSelectCancelCtx is BenchmarkRealServerPointSelect
+// at 64 goroutines with a cancellable context, as the loadtest's workers
+// and a service's request handlers have: a waiter for a connection then
+// selects on its context too (context.Background's Done is nil).
+func BenchmarkRealServerPointSelectCancelCtx(b *testing.B) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, s := range realServers() {
+		b.Run(s.Name, func(b *testing.B) {
+			requireServer(b, s)
+			par := (64 + procs - 1) / procs
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			for _, sp := range benchContenders(s) {
+				benchPointSelect(b, s, sp, 64, par, ctx)
+			}
+		})
+	}
+}
+
+func benchPointSelect(b *testing.B, s Server, sp Spec, g, par int, ctx context.Context) {
 	c, err := sp.Open(s, benchPoolSize)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	ctx := context.Background()
 	if err := warm(ctx, c, benchPoolSize); err != nil {
 		b.Fatal(err)
 	}
