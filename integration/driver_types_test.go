@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -218,3 +219,56 @@ func TestRawConnCopyFrom(t *testing.T) {
 		assert.Zero(t, c.Stats().Active)
 	})
 }
+
+// TestArgumentTypesPostgresPlainAndPooled runs the same arguments through
+// pgx's stdlib and through pooldriver (which hands them to pgx without
+// its checker: dialects.ArgumentsAsIs) and compares what comes back,
+// errors included: values database/sql's default converter would change
+// (int, uint8) or refuse (uint64 with the high bit, []int32, a struct)
+// reach pgx alike.
+func TestArgumentTypesPostgresPlainAndPooled(t *testing.T) {
+	t.Parallel()
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		tn := newTenant(t, s)
+		pooled, _ := tn.open(t, "pool_max_conns=2")
+		plain, err := sql.Open("pgx", tn.base)
+		require.NoError(t, err)
+		defer plain.Close()
+		c := ctx(t)
+		type point struct{ X, Y int }
+		cases := []struct {
+			query string
+			arg   any
+			fails bool // under the plain driver, as it must under pooldriver
+		}{
+			{"SELECT $1::int8::text", 7, false},
+			{"SELECT $1::int2::text", uint8(200), false},
+			{"SELECT $1::numeric::text", uint64(1) << 63, false},
+			{"SELECT array_to_string($1::int4[], ',')", []int32{4, -5}, false},
+			{"SELECT $1::numeric::text", pgtype.Numeric{Int: big.NewInt(31), Exp: -1, Valid: true}, false},
+			{"SELECT $1::text", valuerText("from a Valuer"), false},
+			{"SELECT $1::text", point{1, 2}, true},
+			{"SELECT $1::int4::text", int64(1) << 40, true},
+		}
+		run := func(db *sql.DB, query string, arg any) (string, bool) {
+			var out sql.NullString
+			err := db.QueryRowContext(c, query, arg).Scan(&out)
+			return out.String, err != nil
+		}
+		for _, tc := range cases {
+			want, wantErr := run(plain, tc.query, tc.arg)
+			require.Equal(t, tc.fails, wantErr, "%s with %T under the plain driver", tc.query, tc.arg)
+			got, gotErr := run(pooled, tc.query, tc.arg)
+			assert.Equal(t, wantErr, gotErr, "%s with %T: failed under plain %t, under pooldriver %t", tc.query, tc.arg, wantErr, gotErr)
+			assert.Equal(t, want, got, "%s with %T", tc.query, tc.arg)
+		}
+		// A failed argument costs pooldriver's connection nothing.
+		var one int
+		require.NoError(t, pooled.QueryRowContext(c, "SELECT 1").Scan(&one))
+	})
+}
+
+// valuerText is a driver.Valuer.
+type valuerText string
+
+func (v valuerText) Value() (driver.Value, error) { return string(v), nil }
