@@ -354,8 +354,20 @@ func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 	}
 }
 
-// taskFrom returns the task ctx carries, or nil.
+// taskFrom returns the task ctx carries, or nil. Small enough to inline,
+// so that a process with no task pays an atomic load.
 func taskFrom(ctx context.Context) *task {
+	if !tasksBegun.Load() {
+		return nil // no context carries one yet: see tasksBegun
+	}
+	return taskIn(ctx)
+}
+
+// taskIn looks the task up in ctx. Not inlined: inlined, it would make
+// taskFrom too large to inline.
+//
+//go:noinline
+func taskIn(ctx context.Context) *task {
 	t, _ := ctx.Value(taskKey{}).(*task)
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // task is the unit of work a context carries. While it lasts, the physical
@@ -37,6 +38,14 @@ type binding struct {
 
 type taskKey struct{}
 
+// tasksBegun is set by the first WithTask: until then no context can carry
+// a task, and a statement looks for none (taskFrom), which would walk the
+// whole context chain, every layer a service added, for a key that is not
+// there. Whoever is handed a task's context has a happens-before edge with
+// the WithTask that made it (a call, a go statement, a channel), so it sees
+// the flag set.
+var tasksBegun atomic.Bool
+
 // WithTask starts a task: it returns a context carrying it and the function
 // that ends it. Every statement run with the context (through any *sql.DB
 // method, sql.Conn or ORM on a pooldriver Connector) uses the task's
@@ -59,6 +68,9 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 		t.err = fmt.Errorf("pooldriver: WithTask: unknown mode %d", int(mode[0]))
 	case len(mode) == 1:
 		t.mode, t.hasMode = mode[0], true
+	}
+	if !tasksBegun.Load() {
+		tasksBegun.Store(true)
 	}
 	ctx, t.cancel = context.WithCancelCause(ctx)
 	t.done = ctx.Done()
