@@ -228,6 +228,9 @@ func (p *Pool[T]) stealLocked() *Resource[T] {
 	if r := p.stealAnyLocked(); r != nil {
 		return r
 	}
+	if testHookScanned != nil {
+		testHookScanned()
+	}
 	p.mayBeParked.Store(false)
 	if r := p.stealAnyLocked(); r != nil {
 		p.mayBeParked.Store(true) // there may be more
@@ -235,6 +238,11 @@ func (p *Pool[T]) stealLocked() *Resource[T] {
 	}
 	return nil
 }
+
+// testHookScanned, when a test sets it, runs in stealLocked between the
+// scan that found nothing and the clear: where a Park that lands there
+// would be missed but for the second scan (TestStealRescansAfterClear).
+var testHookScanned func()
 
 // stealAnyLocked is stealLocked's scan. The caller holds mu.
 func (p *Pool[T]) stealAnyLocked() *Resource[T] {

@@ -190,3 +190,42 @@ func TestParkAfterWordCleared(t *testing.T) {
 		t.Fatalf("at rest: %+v", s)
 	}
 }
+
+// TestStealRescansAfterClear lands a Park in the window TestParkWakeStress
+// can only hope to hit: after stealLocked's scan found nothing parked and
+// before it clears mayBeParked. The Park sees the word still set and does
+// not set it; the clear that follows would leave its resource parked where
+// no waiter looks, but for the second scan, which must find it: the
+// Acquire gets the resource at once instead of waiting beside it.
+func TestStealRescansAfterClear(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	p := newPool(t, cfg)
+	r, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Park and take back: mayBeParked stays set with nothing parked.
+	if !r.Park() || !r.Unpark() {
+		t.Fatal("Park and Unpark of an uncontended resource refused")
+	}
+	var once sync.Once
+	testHookScanned = func() { once.Do(func() { r.Park() }) }
+	defer func() { testHookScanned = nil }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire beside a resource parked during the steal's clear: %v (the rescan missed it)", err)
+	}
+	if got != r {
+		t.Fatalf("Acquire got %p, want the parked resource %p", got, r)
+	}
+	ran := false
+	once.Do(func() { ran = true })
+	if ran {
+		t.Fatal("the hook never ran: the test did not reach the window")
+	}
+	got.Release()
+}
