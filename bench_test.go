@@ -3,6 +3,8 @@ package pooldriver_test
 import (
 	"context"
 	"database/sql"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,14 +126,16 @@ func BenchmarkExec(b *testing.B) {
 	})
 }
 
-// BenchmarkInterleaved measures pooldriver's serial overhead over plain
+// BenchmarkInterleaved measures pooldriver's overhead over plain
 // database/sql as one ratio, robust to the machine's changing speed: the
 // two run the same loop in alternating chunks of interleaveChunk
 // operations, each chunk timed, so that both meet the same machine states
 // (on a shared VM the speed of a loop changes by ±20% from one tenth of a
 // second to the next, more than the overhead being measured). It reports
 // each one's ns/op and their ratio, pooldriver/plain; b.N counts the
-// operations of each.
+// operations of each. The -parallel loops share each chunk among
+// GOMAXPROCS goroutines, as RunParallel does, so that the parallel ratio
+// is read under one machine state too rather than from two runs.
 func BenchmarkInterleaved(b *testing.B) {
 	ops := []struct {
 		name string
@@ -156,42 +160,79 @@ func BenchmarkInterleaved(b *testing.B) {
 			openPooled = bd.open
 		}
 	}
-	for _, o := range ops {
-		b.Run(o.name, func(b *testing.B) {
-			plain, pooled := openPlain(b), openPooled(b)
-			defer plain.Close()
-			defer pooled.Close()
-			ctx := context.Background()
-			subjects := []*sql.DB{plain, pooled}
-			var took [2]time.Duration
-			for _, db := range subjects {
-				for range interleaveChunk { // warm: pools, caches, statement facts
-					if err := o.op(ctx, db); err != nil {
+	for _, parallel := range []bool{false, true} {
+		for _, o := range ops {
+			name := o.name
+			if parallel {
+				name += "-parallel"
+			}
+			b.Run(name, func(b *testing.B) {
+				plain, pooled := openPlain(b), openPooled(b)
+				defer plain.Close()
+				defer pooled.Close()
+				subjects := []*sql.DB{plain, pooled}
+				var took [2]time.Duration
+				for _, db := range subjects {
+					if err := runChunk(db, o.op, interleaveChunk, parallel); err != nil { // warm: pools, caches, statement facts
 						b.Fatal(err)
 					}
 				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for done, turn := 0, 0; done < b.N; done, turn = done+interleaveChunk, turn+1 {
-				n := min(interleaveChunk, b.N-done)
-				for k := range 2 {
-					i := (turn + k) % 2 // alternate which goes first
-					start := time.Now()
-					for range n {
-						if err := o.op(ctx, subjects[i]); err != nil {
+				b.ReportAllocs()
+				b.ResetTimer()
+				for done, turn := 0, 0; done < b.N; done, turn = done+interleaveChunk, turn+1 {
+					n := min(interleaveChunk, b.N-done)
+					for k := range 2 {
+						i := (turn + k) % 2 // alternate which goes first
+						start := time.Now()
+						if err := runChunk(subjects[i], o.op, n, parallel); err != nil {
 							b.Fatal(err)
 						}
+						took[i] += time.Since(start)
 					}
-					took[i] += time.Since(start)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(took[0])/float64(b.N), "plain-ns/op")
+				b.ReportMetric(float64(took[1])/float64(b.N), "pooldriver-ns/op")
+				b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+			})
+		}
+	}
+}
+
+// runChunk runs op n times on db: in a loop, or, parallel, shared among
+// GOMAXPROCS goroutines as RunParallel would (each takes the next operation
+// until n are taken), each with a context of its own.
+func runChunk(db *sql.DB, op func(context.Context, *sql.DB) error, n int, parallel bool) error {
+	if !parallel {
+		ctx := context.Background()
+		for range n {
+			if err := op(ctx, db); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	errs := make(chan error, runtime.GOMAXPROCS(0))
+	for range cap(errs) {
+		go func() {
+			ctx := context.Background()
+			for next.Add(1) <= int64(n) {
+				if err := op(ctx, db); err != nil {
+					errs <- err
+					return
 				}
 			}
-			b.StopTimer()
-			b.ReportMetric(float64(took[0])/float64(b.N), "plain-ns/op")
-			b.ReportMetric(float64(took[1])/float64(b.N), "pooldriver-ns/op")
-			b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
-		})
+			errs <- nil
+		}()
 	}
+	var first error
+	for range cap(errs) {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // interleaveChunk is how many operations one subject of
