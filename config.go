@@ -301,6 +301,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("pooldriver: %s=session (or WithMode(SessionMode)) together with %s=transaction: %w", paramMode, paramServerPooling, ErrNoServerSession)
 	case c.Tracer != nil && isNilPointer(c.Tracer):
 		return fmt.Errorf("pooldriver: Tracer (WithTracer) is a nil %T", c.Tracer)
+	case c.CircuitBreaker != nil && isNilPointer(c.CircuitBreaker):
+		return fmt.Errorf("pooldriver: CircuitBreaker (WithCircuitBreaker) is a nil %T", c.CircuitBreaker)
 	case c.ResetAlways && c.ServerPooling == dialects.ServerPoolingTransaction:
 		return fmt.Errorf("pooldriver: %s (or WithResetAlways) together with %s=transaction: the pooler, not pooldriver, decides which server session a client gets next; set its own reset (PgBouncer: server_reset_query_always = 1)", paramResetAlways, paramServerPooling)
 	}

@@ -488,6 +488,13 @@ func TestCircuitBreakerStrategy(t *testing.T) {
 	if _, err := pooldriver.NewConnector("fake://x", pooldriver.WithCircuitBreaker(nil)); err == nil {
 		t.Fatal("WithCircuitBreaker(nil) accepted")
 	}
+	// A nil pointer of a strategy type is refused when the Connector is
+	// made, not found by the first event it would be told of.
+	var nilStrategy *pool.ThresholdStrategy
+	_, err = pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithCircuitBreaker(nilStrategy))
+	if err == nil || !strings.Contains(err.Error(), "CircuitBreaker (WithCircuitBreaker) is a nil *pool.ThresholdStrategy") {
+		t.Fatalf("WithCircuitBreaker((*pool.ThresholdStrategy)(nil)): %v", err)
+	}
 }
 
 // TestDefaultBreakerLogsAndCounts: without WithCircuitBreaker the default
