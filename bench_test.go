@@ -200,8 +200,9 @@ func BenchmarkInterleaved(b *testing.B) {
 }
 
 // runChunk runs op n times on db: in a loop, or, parallel, shared among
-// GOMAXPROCS goroutines as RunParallel would (each takes the next operation
-// until n are taken), each with a context of its own.
+// GOMAXPROCS goroutines, as RunParallel shares b.N (though it hands out
+// batches, and each goroutine here takes one operation at a time until n are
+// taken), each with a context of its own.
 func runChunk(db *sql.DB, op func(context.Context, *sql.DB) error, n int, parallel bool) error {
 	if !parallel {
 		ctx := context.Background()

@@ -210,22 +210,26 @@ func TestStealRescansAfterClear(t *testing.T) {
 	if !r.Park() || !r.Unpark() {
 		t.Fatal("Park and Unpark of an uncontended resource refused")
 	}
-	var once sync.Once
-	testHookScanned = func() { once.Do(func() { r.Park() }) }
+	var (
+		once   sync.Once
+		ran    bool
+		parked bool
+	)
+	testHookScanned = func() { once.Do(func() { ran, parked = true, r.Park() }) }
 	defer func() { testHookScanned = nil }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got, err := p.Acquire(ctx)
-	if err != nil {
+	// The hook runs on this goroutine, inside Acquire: no race on ran, parked.
+	switch {
+	case !ran:
+		t.Fatalf("the hook never ran (Acquire: %v): the test did not reach the window", err)
+	case !parked:
+		t.Fatalf("Park inside the window refused (Acquire: %v): the test did not set up the case", err)
+	case err != nil:
 		t.Fatalf("Acquire beside a resource parked during the steal's clear: %v (the rescan missed it)", err)
-	}
-	if got != r {
+	case got != r:
 		t.Fatalf("Acquire got %p, want the parked resource %p", got, r)
-	}
-	ran := false
-	once.Do(func() { ran = true })
-	if ran {
-		t.Fatal("the hook never ran: the test did not reach the window")
 	}
 	got.Release()
 }
