@@ -163,8 +163,13 @@ func (p *Pool[T]) setState(s State) {
 	}
 }
 
-// SetStrategy installs s (nil: none) to drive the circuit breaker.
+// SetStrategy installs s (nil: none) to drive the circuit breaker. A nil
+// pointer of a Strategy type (a nil *ThresholdStrategy) counts as nil:
+// none, as New's Config.Strategy cannot be (New refuses it).
 func (p *Pool[T]) SetStrategy(s Strategy) {
+	if isNilPointer(s) {
+		s = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.setStrategyLocked(s)

@@ -497,3 +497,28 @@ func TestManualStrategyAndRecovering(t *testing.T) {
 		t.Fatalf("stats: %+v", s)
 	}
 }
+
+// TestSetStrategyNilPointer: a nil *ThresholdStrategy given to SetStrategy
+// counts as none, as documented: the events that follow reach no strategy
+// (a nil one would panic at each, which the pool would recover and count)
+// and the failures leave the pool Active.
+func TestSetStrategyNilPointer(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.NoBackoff = true
+	p := newPool(t, cfg)
+	p.SetStrategy((*ThresholdStrategy)(nil))
+	b.failNext.Store(3)
+	for range 3 {
+		if _, err := p.Acquire(context.Background()); !errors.Is(err, errFactory) {
+			t.Fatalf("Acquire with a failing factory: %v", err)
+		}
+	}
+	if p.State() != Active {
+		t.Fatalf("state %v after failures with no strategy", p.State())
+	}
+	mustAcquire(t, p).Release()
+	if s := p.Stats(); s.CallbackPanics != 0 {
+		t.Fatalf("a callback panicked %d times: the nil strategy was called", s.CallbackPanics)
+	}
+}

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -186,5 +187,15 @@ func (c *Config[T]) validate() error {
 	if c.NoBackoff {
 		c.BackoffMin, c.BackoffMax = 0, 0
 	}
+	if isNilPointer(c.Strategy) {
+		return fmt.Errorf("pool: Config.Strategy is a nil %T (leave it nil for no strategy)", c.Strategy)
+	}
 	return nil
+}
+
+// isNilPointer reports whether v, an interface value, holds a nil pointer:
+// not nil itself, but every method called on it would fail.
+func isNilPointer(v any) bool {
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }

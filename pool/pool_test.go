@@ -26,6 +26,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"negative interval", Config[int]{Factory: f, HealthcheckInterval: -1}, "Config.HealthcheckInterval"},
 		{"negative lifetime", Config[int]{Factory: f, MaxLifetime: -1}, "Config.MaxLifetime"},
 		{"negative idle", Config[int]{Factory: f, MaxIdleTime: -1}, "Config.MaxIdleTime"},
+		{"nil strategy pointer", Config[int]{Factory: f, Strategy: (*ThresholdStrategy)(nil)}, "Config.Strategy is a nil *pool.ThresholdStrategy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
