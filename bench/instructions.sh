@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# instructions.sh: pooldriver's own overhead in instructions per operation,
+# which, unlike time, is the same on every x86-64 CPU: the wall-time ratio of
+# the same code reads 1.09 on one 2-vCPU VM and 1.20 on another (README,
+# "The driver's own overhead"). Each loop runs under callgrind twice, at n
+# and 2n iterations; the difference divided by n is the cost of one
+# operation without the setup. GOMAXPROCS=1 and no GC or async preemption,
+# so that the count is the code's, not the scheduler's.
+#
+#   bench/instructions.sh [fake|postgres|postgres-background]   (from the repository root)
+#
+# fake (the default): BenchmarkExec and BenchmarkQuery of the root package,
+# plain database/sql against pooldriver, serial. postgres: the bench
+# module's point select at 64 goroutines with a cancellable context,
+# tuned database/sql against pooldriver (the server of
+# POOLDRIVER_POSTGRES_DSN, else the local default); postgres-background:
+# the same with context.Background(). Needs valgrind.
+set -euo pipefail
+shopt -s inherit_errexit
+command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# count BIN BENCH N: the instructions callgrind collected running BENCH N times.
+count() {
+	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+		--callgrind-out-file="$tmp/out" "$1" -test.run '^$' -test.bench "$2" -test.benchtime "$3x" \
+		>"$tmp/stdout" 2>"$tmp/stderr" || { cat "$tmp/stdout" "$tmp/stderr" >&2; exit 1; }
+	grep -q 'ns/op' "$tmp/stdout" || { echo "instructions.sh: $2 did not run (a real-server benchmark skips when its server is unreachable)" >&2; exit 1; }
+	awk '/Collected :/ { print $NF }' "$tmp/stderr"
+}
+
+# per BIN BENCH N: instructions per operation of BENCH.
+per() {
+	local a b
+	a=$(count "$1" "$2" "$3")
+	b=$(count "$1" "$2" $(($3 * 2)))
+	[[ -n $a && -n $b ]] || { echo "instructions.sh: callgrind reported no count for $2" >&2; exit 1; }
+	echo $(((b - a) / $3))
+}
+
+# compare BIN LABEL BASE-BENCH POOLED-BENCH N
+compare() {
+	local base pooled
+	base=$(per "$1" "$3" "$5")
+	pooled=$(per "$1" "$4" "$5")
+	awk -v l="$2" -v b="$base" -v p="$pooled" 'BEGIN { printf "%s: %d instructions per operation through pooldriver, %d plain: %.3f×\n", l, p, b, p / b }'
+}
+
+case ${1:-fake} in
+fake)
+	(cd "$root" && go test -c -o "$tmp/pd.test" .)
+	for bench in Exec Query; do
+		compare "$tmp/pd.test" "$bench serial (fake server)" "^Benchmark$bench\$/^plain\$" "^Benchmark$bench\$/^pooldriver\$" 100000
+	done
+	;;
+postgres)
+	(cd "$root/bench" && go test -c -o "$tmp/b.test" .)
+	compare "$tmp/b.test" "PostgreSQL point select, 64 goroutines, cancellable context (plain = tuned database/sql)" \
+		'^BenchmarkRealServerPointSelectCancelCtx$/^postgres$/^sql-tuned$' \
+		'^BenchmarkRealServerPointSelectCancelCtx$/^postgres$/^pooldriver$' 20000
+	;;
+postgres-background)
+	(cd "$root/bench" && go test -c -o "$tmp/b.test" .)
+	compare "$tmp/b.test" "PostgreSQL point select, 64 goroutines, context.Background() (plain = tuned database/sql)" \
+		'^BenchmarkRealServerPointSelect$/^postgres$/^goroutines=64$/^sql-tuned$' \
+		'^BenchmarkRealServerPointSelect$/^postgres$/^goroutines=64$/^pooldriver$' 20000
+	;;
+*)
+	echo "usage: bench/instructions.sh [fake|postgres|postgres-background]" >&2
+	exit 2
+	;;
+esac
