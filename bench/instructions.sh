@@ -55,17 +55,14 @@ fake)
 		compare "$tmp/pd.test" "$bench serial (fake server)" "^Benchmark$bench\$/^plain\$" "^Benchmark$bench\$/^pooldriver\$" 100000
 	done
 	;;
-postgres)
+postgres | postgres-background)
+	bench='^BenchmarkRealServerPointSelectCancelCtx$/^postgres$' ctx='cancellable context'
+	if [[ $1 == postgres-background ]]; then
+		bench='^BenchmarkRealServerPointSelect$/^postgres$/^goroutines=64$' ctx='context.Background()'
+	fi
 	(cd "$root/bench" && go test -c -o "$tmp/b.test" .)
-	compare "$tmp/b.test" "PostgreSQL point select, 64 goroutines, cancellable context (plain = tuned database/sql)" \
-		'^BenchmarkRealServerPointSelectCancelCtx$/^postgres$/^sql-tuned$' \
-		'^BenchmarkRealServerPointSelectCancelCtx$/^postgres$/^pooldriver$' 20000
-	;;
-postgres-background)
-	(cd "$root/bench" && go test -c -o "$tmp/b.test" .)
-	compare "$tmp/b.test" "PostgreSQL point select, 64 goroutines, context.Background() (plain = tuned database/sql)" \
-		'^BenchmarkRealServerPointSelect$/^postgres$/^goroutines=64$/^sql-tuned$' \
-		'^BenchmarkRealServerPointSelect$/^postgres$/^goroutines=64$/^pooldriver$' 20000
+	compare "$tmp/b.test" "PostgreSQL point select, 64 goroutines, $ctx (plain = tuned database/sql)" \
+		"$bench/^sql-tuned\$" "$bench/^pooldriver\$" 20000
 	;;
 *)
 	echo "usage: bench/instructions.sh [fake|postgres|postgres-background]" >&2
