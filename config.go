@@ -22,7 +22,11 @@ import (
 // defaults); [NewConnectorWithConfig] opens a Connector with it, and
 // [Connector.Config] reads back the one a Connector uses. The settings
 // carry pgxpool's names where pgxpool has the setting. A Config must be
-// made by ParseConfig (it holds the DSN's credential template).
+// made by ParseConfig (it holds the DSN's credential template). What
+// derives from other settings (the lifetime jitter, a tenth of the
+// lifetime unless given) is worked out again when the Connector is made,
+// from the final fields, so that a setting means the same whether a DSN,
+// an option or a field set it.
 //
 // [New], [NewConnector], [Open] and [Wrap] are layers over it: the DSN's
 // parameters, then the options ([Option]), which set the same fields.
@@ -35,7 +39,7 @@ type Config struct {
 	ConnectTimeout         time.Duration // pool_connect_timeout: bounds each attempt to open one; 0: only the driver's own
 	HealthCheckPeriod      time.Duration // pool_health_check_period: how often idle ones are checked; 0: never
 	MaxConnLifetime        time.Duration // pool_max_conn_lifetime: close one this old once idle; 0: never
-	MaxConnLifetimeJitter  time.Duration // pool_max_conn_lifetime_jitter: up to this much more, per connection
+	MaxConnLifetimeJitter  time.Duration // pool_max_conn_lifetime_jitter: up to this much more, per connection; default a tenth of the final MaxConnLifetime
 	MaxConnIdleTime        time.Duration // pool_max_conn_idle_time: close one idle this long; 0: never
 	LeakDetectionThreshold time.Duration // pool_leak_detection_threshold: report one held longer; 0: off
 	CleanupTimeout         time.Duration // bounds each rollback and reset pooldriver runs by itself; > 0
@@ -69,9 +73,12 @@ type Config struct {
 	Tracer Tracer
 
 	tmpl dialects.Template // the DSN's credential template; nil: not made by ParseConfig
-	// The jitter was given (DSN, option): otherwise it follows
-	// MaxConnLifetime when an option changes that.
-	jitterGiven bool
+	// The jitter was given (DSN, option). Otherwise it is derived when the
+	// Connector is made, from the final MaxConnLifetime, unless the field
+	// no longer holds derivedJitter, the value ParseConfig derived from
+	// the DSN's lifetime (a user set it).
+	jitterGiven   bool
+	derivedJitter time.Duration
 }
 
 // Default settings, the same as the DSN's pool_* parameters' defaults.
@@ -103,6 +110,7 @@ func defaultConfig(t dialects.Template) Config {
 		HealthCheckPeriod:     DefaultHealthCheckPeriod,
 		MaxConnLifetime:       DefaultMaxConnLifetime,
 		MaxConnLifetimeJitter: DefaultMaxConnLifetime / 10,
+		derivedJitter:         DefaultMaxConnLifetime / 10,
 		MaxConnIdleTime:       DefaultMaxConnIdleTime,
 		CleanupTimeout:        DefaultCleanupTimeout,
 		Mode:                  TransactionMode,
@@ -273,10 +281,22 @@ func (c *Config) applyParams(values map[string]string) error {
 			return err
 		}
 	}
-	if !c.jitterGiven {
-		c.MaxConnLifetimeJitter = c.MaxConnLifetime / 10
-	}
+	c.deriveJitter()
 	return nil
+}
+
+// deriveJitter sets the lifetime jitter, unless it was given, to a tenth of
+// MaxConnLifetime (0 for 0): at parse, so that the Config reads true, and
+// again when the Connector is made, from the final lifetime, so that a
+// lifetime set by an option or on the field gets its own tenth and not
+// the one derived from the DSN's. A jitter set on the field after
+// ParseConfig (one other than the value derived) counts as given.
+func (c *Config) deriveJitter() {
+	if c.jitterGiven || c.MaxConnLifetimeJitter != c.derivedJitter {
+		return
+	}
+	c.MaxConnLifetimeJitter = c.MaxConnLifetime / 10
+	c.derivedJitter = c.MaxConnLifetimeJitter
 }
 
 // validate checks what no single setting can: the settings together, and
@@ -364,7 +384,7 @@ func (c *Config) LogValue() slog.Value {
 			attrs = append(attrs, slog.String(p.key, v))
 		}
 	}
-	attrs = append(attrs, slog.Duration("cleanup_timeout", c.CleanupTimeout))
+	attrs = append(attrs, slog.String("cleanup_timeout", shortDuration(c.CleanupTimeout)))
 	if set := c.extras(); len(set) > 0 {
 		attrs = append(attrs, slog.String("set", strings.Join(set, ",")))
 	}

@@ -126,6 +126,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 			return nil, err
 		}
 	}
+	s.deriveJitter()
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

@@ -58,21 +58,18 @@ func WithHealthCheckPeriod(d time.Duration) Option {
 }
 
 // WithMaxConnLifetime closes a physical connection this long after it was
-// opened, once it is idle (pool_max_conn_lifetime); 0: unlimited.
+// opened, once it is idle (pool_max_conn_lifetime); 0: unlimited. The
+// jitter, unless given, is a tenth of it.
 func WithMaxConnLifetime(d time.Duration) Option {
-	return durationOption("WithMaxConnLifetime", d, func(c *Config) {
-		c.MaxConnLifetime = d
-		if !c.jitterGiven {
-			c.MaxConnLifetimeJitter = d / 10
-		}
-	})
+	return durationOption("WithMaxConnLifetime", d, func(c *Config) { c.MaxConnLifetime = d })
 }
 
 // WithMaxConnLifetimeJitter adds to each physical connection's lifetime a
 // random duration below d, drawn when it is opened
 // (pool_max_conn_lifetime_jitter), so that connections opened together
 // (pool_min_conns) are not all closed and reopened together. Default: a
-// tenth of the lifetime; 0: none.
+// tenth of the lifetime, however the lifetime was set (worked out when the
+// Connector is made); 0: none.
 func WithMaxConnLifetimeJitter(d time.Duration) Option {
 	return durationOption("WithMaxConnLifetimeJitter", d, func(c *Config) { c.MaxConnLifetimeJitter, c.jitterGiven = d, true })
 }

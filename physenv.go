@@ -70,10 +70,22 @@ type openTx struct {
 
 // logAt logs msg on l at level with err, when there is one, and args, with
 // ctx for the handler (a task's or request's attributes). A nil l logs
-// nothing.
+// nothing. Durations are written as the DSN writes them ("5s", "1m30s"),
+// whatever the handler: a JSON handler would write a time.Duration in
+// nanoseconds.
 func logAt(ctx context.Context, l *slog.Logger, level slog.Level, msg string, err error, args ...any) {
 	if l == nil || !l.Enabled(ctx, level) {
 		return
+	}
+	for i, a := range args {
+		switch v := a.(type) {
+		case time.Duration:
+			args[i] = shortDuration(v)
+		case slog.Attr:
+			if v.Value.Kind() == slog.KindDuration {
+				args[i] = slog.String(v.Key, shortDuration(v.Value.Duration()))
+			}
+		}
 	}
 	if err != nil {
 		args = append(args, "error", err)

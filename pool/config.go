@@ -84,8 +84,9 @@ type Config[T any] struct {
 	// while fewer are idle (or being created). Default 0.
 	MinIdle int
 
-	// MaxIdleTime destroys a resource that has been idle this long. 0:
-	// unlimited.
+	// MaxIdleTime destroys a resource that has been idle this long, as
+	// long as Min resources and MinIdle idle ones remain (the refill would
+	// only open another at once). 0: unlimited.
 	MaxIdleTime time.Duration
 
 	// IdleTimeUnderPressure is the idle time after which a resource is

@@ -22,7 +22,8 @@ func (p *Pool[T]) every(d time.Duration, f func()) {
 
 // CheckNow runs one healthcheck round at once: make parked resources idle
 // (see Park), destroy the idle resources
-// that outlived MaxLifetime or MaxIdleTime, check each remaining idle one
+// that outlived MaxLifetime or MaxIdleTime (idle time keeping Min
+// resources and MinIdle idle ones), check each remaining idle one
 // with Healthcheck (destroying failures), then refill to Min. Resources in
 // use are never touched. The background healthcheck calls it every
 // HealthcheckInterval.
@@ -34,7 +35,17 @@ func (p *Pool[T]) CheckNow() {
 		return
 	}
 	p.unparkAllLocked(now) // checked with the idle ones: parked long, maybe
-	expired := p.idle.Filter(func(r *Resource[T]) bool { return !p.expiredLocked(r, now) }, nil)
+	// Idle time takes the pool neither below Min resources nor below
+	// MinIdle idle ones (see expiredLocked); n counts those already chosen
+	// to go, the longest idle first (the ring's front).
+	idle, n := p.idle.Len(), 0
+	expired := p.idle.Filter(func(r *Resource[T]) bool {
+		if p.outlivedLocked(r, now) || p.idleTooLongLocked(r, now) && p.total-n > p.cfg.Min && idle-n > p.cfg.MinIdle {
+			n++
+			return false
+		}
+		return true
+	}, nil)
 	for _, r := range expired {
 		r.state.Store(stateDestroyed)
 	}

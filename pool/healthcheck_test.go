@@ -190,3 +190,97 @@ func TestAcquireTimeoutIsExact(t *testing.T) {
 		r.Release()
 	})
 }
+
+// TestIdleTimeKeepsMin: idle time never takes the pool below Min nor its
+// idle resources below MinIdle, as pgxpool keeps its minimum: a pool at
+// rest with Min 2 and a 2 s idle time makes its two resources and no
+// more in 6 s, whether the healthcheck or an acquire finds them idle; the
+// surplus above the minimum still goes, the longest idle first; the
+// lifetime still replaces a resource kept for the minimum.
+func TestIdleTimeKeepsMin(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		min, minIdle  int
+		checkInterval time.Duration
+	}{
+		{"min, healthcheck", 2, 0, 100 * time.Millisecond},
+		{"min idle, healthcheck", 0, 2, 100 * time.Millisecond},
+		{"min, acquire", 2, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var b backend
+				cfg := b.config()
+				cfg.Min, cfg.MinIdle, cfg.Max = tc.min, tc.minIdle, 4
+				cfg.MaxIdleTime = 2 * time.Second
+				cfg.HealthcheckInterval = tc.checkInterval
+				p, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				synctest.Wait()
+				if tc.checkInterval > 0 {
+					time.Sleep(6 * time.Second)
+				} else {
+					for range 3 { // each idle past MaxIdleTime when taken
+						time.Sleep(2500 * time.Millisecond)
+						r, err := p.Acquire(context.Background())
+						if err != nil {
+							t.Fatal(err)
+						}
+						r.Release()
+					}
+				}
+				synctest.Wait()
+				if made := b.made.Load(); made != 2 || p.Count() != 2 {
+					t.Fatalf("made %d resources in 6 idle seconds, %d left; want the minimum's 2 and no churn", made, p.Count())
+				}
+
+				// Above the minimum, idle time takes the surplus.
+				var held []*Resource[*item]
+				for range 4 {
+					r, err := p.Acquire(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					held = append(held, r)
+				}
+				for _, r := range held {
+					r.Release()
+				}
+				time.Sleep(3 * time.Second)
+				if tc.checkInterval == 0 {
+					p.CheckNow()
+				}
+				synctest.Wait()
+				if p.Count() != 2 || p.Stats().Expired != 2 {
+					t.Fatalf("surplus above the minimum: %d left, %+v", p.Count(), p.Stats())
+				}
+			})
+		})
+	}
+}
+
+// TestLifetimeReplacesMin: a resource kept for Min still dies of old age
+// and is replaced.
+func TestLifetimeReplacesMin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Min, cfg.Max = 1, 2
+		cfg.MaxLifetime = 2 * time.Second
+		cfg.MaxIdleTime = time.Second
+		cfg.HealthcheckInterval = 100 * time.Millisecond
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if made := b.made.Load(); made < 2 || p.Count() != 1 {
+			t.Fatalf("made %d, %d left: the minimum's resource was not replaced at its lifetime", made, p.Count())
+		}
+	})
+}

@@ -134,7 +134,7 @@ func (r *Resource[T]) Unpark() bool {
 	now := time.Duration(p.coarse.Load())
 	r.acquiredAt = -1
 	r.parkedFor = max(now-r.idleSince, 0)
-	if r.lifetime > 0 && now-r.created >= r.lifetime || p.cfg.MaxIdleTime > 0 && r.parkedFor >= p.cfg.MaxIdleTime {
+	if r.lifetime > 0 && now-r.created >= r.lifetime || p.cfg.MaxIdleTime > 0 && r.parkedFor >= p.cfg.MaxIdleTime && p.aboveMin() {
 		r.state.Store(stateDestroyed)
 		p.mu.Lock()
 		p.stats.expired++
@@ -146,6 +146,14 @@ func (r *Resource[T]) Unpark() bool {
 	r.reuses.Add(1)
 	p.observers.notify(TimingWait, 0)
 	return true
+}
+
+// aboveMin reports whether the pool holds more than Min resources: idle
+// time may take one then (see expiredLocked).
+func (p *Pool[T]) aboveMin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total > p.cfg.Min
 }
 
 // Reject destroys r, which its holder found unusable before using it (after
