@@ -386,8 +386,9 @@ func (c *Connector) Err() error { return c.err }
 
 // Breaker returns the circuit breaker of the Connector's pool, to drive it by
 // hand (with WithCircuitBreaker(pool.Manual), or the default strategy moves
-// it too): while it is Inactive every statement that needs a new physical
-// connection fails at once with ErrCircuitOpen; an idle one is still used.
+// it too): while it is open (pool.Inactive) every statement that needs a
+// new physical connection fails at once with ErrCircuitOpen; an idle one
+// is still used.
 // It is nil for a Connector whose configuration failed (see Err).
 func (c *Connector) Breaker() pool.Breaker {
 	if c.pool == nil {

@@ -549,7 +549,7 @@ func TestThresholdBreakerLogsAndCounts(t *testing.T) {
 	if s.BreakerState != pool.Inactive || s.BreakerChanges != 1 || s.CircuitRejects < 1 {
 		t.Fatalf("stats: %+v", s)
 	}
-	if !strings.Contains(logs.String(), "level=WARN msg=\"pooldriver: circuit breaker\"") || !strings.Contains(logs.String(), "from=active to=inactive") ||
+	if !strings.Contains(logs.String(), "level=WARN msg=\"pooldriver: circuit breaker open: not dialing new connections") || !strings.Contains(logs.String(), "from=closed to=open") ||
 		!strings.Contains(logs.String(), "server down") {
 		t.Fatalf("log: %s", logs.String())
 	}

@@ -15,13 +15,15 @@ import (
 //
 //	DEBUG connection opened, connection closed (with the reason), session reset
 //	INFO  the pool opened, with its Config; connected again after failed
-//	      attempts; a connection reported as leaked came back
+//	      attempts; a connection reported as leaked came back; the circuit
+//	      breaker closed again or half-open (trying one connection)
 //	DEBUG (also) a transaction its task's end rolled back, with the task's
 //	      context for the handler
 //	WARN  transactions rolled back because a hold ended with them open,
 //	      failed rollbacks and resets,
 //	      connect failures in a row (the 2nd, 4th, 8th, ...), acquire timeouts,
-//	      leaks (leak.go)
+//	      leaks (leak.go), the circuit breaker open or limited (the server
+//	      at its connection limit)
 
 // WithPoolName names the Connector's pool: the attribute "pool" of every
 // log line, and the pool name of the exporters' metrics and spans
@@ -83,15 +85,24 @@ func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) 
 	logAt(context.Background(), c.log, level, msg, err, args...)
 }
 
-// logBreaker logs a change of the circuit breaker's state: at Warn when it
-// leaves Active, at Info when it comes back. cause, the last connect error,
-// holds no password (open redacts it).
+// logBreaker logs a change of the circuit breaker's state, in the words
+// of Stats and the metrics (pool.State's String) and what the state means
+// for statements: at Warn when it opens or finds the server at its
+// connection limit (with the last connect error), at Info when it closes
+// or tries a connection. cause holds no password (open redacts it).
 func (c *Connector) logBreaker(from, to pool.State, cause error) {
-	level := slog.LevelWarn
-	if to == pool.Active {
-		level, cause = slog.LevelInfo, nil
+	level, msg := slog.LevelWarn, "circuit breaker "+to.String()+": "
+	switch to {
+	case pool.Active:
+		level, cause, msg = slog.LevelInfo, nil, msg+"connecting normally again"
+	case pool.Recovering:
+		level, msg = slog.LevelInfo, msg+"trying one new connection"
+	case pool.Inactive:
+		msg += "not dialing new connections; statements that need one fail at once (ErrCircuitOpen)"
+	case pool.Limited:
+		msg += "the server is at its connection limit; statements wait for a connection in use"
 	}
-	c.logAt(level, "circuit breaker", cause, "from", from.String(), "to", to.String())
+	c.logAt(level, msg, cause, "from", from.String(), "to", to.String())
 }
 
 func (c *Connector) logWarn(msg string, err error, args ...any) {

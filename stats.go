@@ -28,7 +28,7 @@ type Stats struct {
 	CanceledAcquires int64         // waits that ended because the statement's context ended
 	CircuitRejects   int64         // acquires refused at once with ErrCircuitOpen
 	BackoffRejects   int64         // acquires refused with ErrBackoff while connecting failed
-	BreakerState     pool.State    // the circuit breaker's state now (see Connector.Breaker)
+	BreakerState     pool.State    // the circuit breaker's state now: closed, open, half-open or limited (see Connector.Breaker)
 	BreakerChanges   int64         // changes of the circuit breaker's state
 	Created          int64         // physical connections opened
 	ConnectErrors    int64         // failed attempts to open one

@@ -7,40 +7,48 @@ import (
 
 // State is the circuit breaker's state. In every state an idle resource is
 // handed out: the breaker only decides whether the pool may create new
-// resources, and what a caller that would need one gets instead.
+// resources, and what a caller that would need one gets instead. Its
+// String is the plain word of circuit breakers, the one errors, log lines
+// and metrics use: closed (serving normally), open (refusing new
+// resources), half-open (trial creates) and limited (the backend at its
+// own connection limit). The Go names are older: read Active as closed,
+// Inactive as open, Recovering as half-open.
 type State int32
 
 const (
-	// Active: the pool works normally.
+	// Active: the circuit is closed ("closed"); the pool works normally.
 	Active State = iota
-	// Inactive: the circuit is open because the backend looks unreachable.
-	// No factory call starts. An Acquire that finds no idle resource and
-	// would need a new one fails at once with ErrCircuitOpen (wrapping the
-	// last factory error): failing fast is what opening the circuit is
-	// for. One that can wait for a resource in use (the pool is at Max)
-	// waits, as it would while Active.
+	// Inactive: the circuit is open ("open") because the backend looks
+	// unreachable. No factory call starts. An Acquire that finds no idle
+	// resource and would need a new one fails at once with ErrCircuitOpen
+	// (wrapping the last factory error): failing fast is what opening the
+	// circuit is for. One that can wait for a resource in use (the pool is
+	// at Max) waits, as it would while closed.
 	Inactive
-	// Recovering: one trial factory call at a time is let through; its
-	// outcome, told to the strategy, decides the next state. Meanwhile a
-	// caller that would need another new resource waits, as in Limited.
+	// Recovering: the circuit is half-open ("half-open"): one trial
+	// factory call at a time is let through; its outcome, told to the
+	// strategy, decides the next state. Meanwhile a caller that would need
+	// another new resource waits, as in Limited.
 	Recovering
-	// Limited: the backend is at its own connection limit. No factory call
-	// starts; callers are served from the resources in existence: an
-	// Acquire that finds none idle waits, bounded by its context and
-	// Config.AcquireTimeout, for one in use or for the breaker's next
-	// trial (with no resource at all, the trial is what can serve it).
+	// Limited ("limited"): the backend is at its own connection limit. No
+	// factory call starts; callers are served from the resources in
+	// existence: an Acquire that finds none idle waits, bounded by its
+	// context and Config.AcquireTimeout, for one in use or for the
+	// breaker's next trial (with no resource at all, the trial is what can
+	// serve it).
 	Limited
 )
 
-// String returns "active", "inactive", "recovering" or "limited".
+// String returns "closed" (Active), "open" (Inactive), "half-open"
+// (Recovering) or "limited".
 func (s State) String() string {
 	switch s {
 	case Active:
-		return "active"
+		return "closed"
 	case Inactive:
-		return "inactive"
+		return "open"
 	case Recovering:
-		return "recovering"
+		return "half-open"
 	case Limited:
 		return "limited"
 	}
@@ -127,16 +135,19 @@ func (p *Pool[T]) State() State {
 	return p.state
 }
 
-// Activate closes the circuit: the pool works normally.
+// Activate closes the circuit (Active, "closed"): the pool works normally.
 func (p *Pool[T]) Activate() { p.setState(Active) }
 
-// Deactivate opens the circuit: the backend is unreachable (see [Inactive]).
+// Deactivate opens the circuit (Inactive, "open"): the backend is
+// unreachable.
 func (p *Pool[T]) Deactivate() { p.setState(Inactive) }
 
-// Recover lets one trial factory call through (see [Recovering]).
+// Recover half-opens the circuit (Recovering, "half-open"): one trial
+// factory call at a time.
 func (p *Pool[T]) Recover() { p.setState(Recovering) }
 
-// Limit stops creating resources: the backend is full (see [Limited]).
+// Limit stops creating resources (Limited, "limited"): the backend is
+// full.
 func (p *Pool[T]) Limit() { p.setState(Limited) }
 
 func (p *Pool[T]) setState(s State) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -520,5 +521,20 @@ func TestSetStrategyNilPointer(t *testing.T) {
 	mustAcquire(t, p).Release()
 	if s := p.Stats(); s.CallbackPanics != 0 {
 		t.Fatalf("a callback panicked %d times: the nil strategy was called", s.CallbackPanics)
+	}
+}
+
+// TestStateWords: the states read as circuit breakers' are read
+// everywhere (errors, logs, metrics): closed is normal operation, open
+// refuses new resources.
+func TestStateWords(t *testing.T) {
+	for s, want := range map[State]string{Active: "closed", Inactive: "open", Recovering: "half-open", Limited: "limited", State(9): "State(9)"} {
+		if got := s.String(); got != want {
+			t.Errorf("State(%d).String() = %q, want %q", int32(s), got, want)
+		}
+	}
+	e := &AcquireError{Reason: ErrCircuitOpen, State: Inactive, Max: 1}
+	if got := e.Error(); !strings.Contains(got, "circuit breaker open: not creating new resources") || !strings.Contains(got, "(circuit breaker open;") {
+		t.Fatalf("%q", got)
 	}
 }

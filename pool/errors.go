@@ -19,10 +19,10 @@ var (
 
 	// ErrCircuitOpen is matched by the error of an Acquire that found no
 	// idle resource and would have needed a new one while the circuit
-	// breaker is Inactive (the backend looks unreachable), with no
+	// breaker is open (Inactive: the backend looks unreachable), with no
 	// resource in use to wait for or room for none. The error is an
 	// *AcquireError that wraps the last factory error.
-	ErrCircuitOpen = errors.New("pool: circuit open: the backend looks unreachable")
+	ErrCircuitOpen = errors.New("pool: circuit breaker open: not creating new resources, the backend looks unreachable")
 )
 
 // AcquireError is the error of an Acquire that ended without a resource
@@ -58,7 +58,7 @@ func (e *AcquireError) Error() string {
 	case context.Canceled, context.DeadlineExceeded:
 		b.WriteString(" while waiting for a resource")
 	}
-	fmt.Fprintf(&b, " (%s; total=%d, in use=%d, waiting=%d, max=%d", e.State, e.Total, e.InUse, e.Waiting, e.Max)
+	fmt.Fprintf(&b, " (circuit breaker %s; total=%d, in use=%d, waiting=%d, max=%d", e.State, e.Total, e.InUse, e.Waiting, e.Max)
 	if e.Failures > 0 {
 		fmt.Fprintf(&b, "; %d attempts to create one failed in a row", e.Failures)
 	}

@@ -10,7 +10,8 @@
 //	pooldriver_max_connections, _min_connections, _min_idle_connections  gauges: the settings
 //	pooldriver_pending_requests                              gauge: statements waiting for a connection
 //	pooldriver_circuit_breaker_state{state=…}                gauge: 1 for the breaker's state, 0 for the others:
-//	                                                         active, inactive, recovering, limited (the server's connection limit)
+//	                                                         closed (serving normally), open (not dialing),
+//	                                                         half-open (a trial dial), limited (the server's connection limit)
 //	pooldriver_wait_seconds, _use_seconds, _create_seconds   histograms (pool.HistogramBounds)
 //	pooldriver_untimed_uses_total                            counter: holds that ended untimed (parked, or refused by the idle check)
 //	pooldriver_…_total                                       a counter for each of Stats' counters

@@ -28,7 +28,7 @@ func TestCollector(t *testing.T) {
 		col := promcollector.New(c, "orders")
 
 		servertest.Exercise(t, db, func() {
-			compare(t, col, gauges(0, 2, 1, "active"), "pooldriver_connections", "pooldriver_max_connections",
+			compare(t, col, gauges(0, 2, 1, "closed"), "pooldriver_connections", "pooldriver_max_connections",
 				"pooldriver_min_connections", "pooldriver_min_idle_connections", "pooldriver_pending_requests",
 				"pooldriver_circuit_breaker_state")
 		})
@@ -42,7 +42,7 @@ func TestCollector(t *testing.T) {
 			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "panics": 0, "misuses": 0, "leaks": 0,
 			"untimed_uses": 2, "task_end_rollbacks": 0,
 		}
-		want := gauges(2, 0, 0, "active")
+		want := gauges(2, 0, 0, "closed")
 		var names []string
 		for name, v := range counters {
 			name = "pooldriver_" + name + "_total"
@@ -249,7 +249,7 @@ pooldriver_pending_requests{pool="orders"} %d
 # HELP pooldriver_circuit_breaker_state 1 for the circuit breaker's current state, 0 for the others.
 # TYPE pooldriver_circuit_breaker_state gauge
 `, idle, used, pending)
-	for _, st := range []string{"active", "inactive", "limited", "recovering"} {
+	for _, st := range []string{"closed", "half-open", "limited", "open"} {
 		v := 0
 		if st == breaker {
 			v = 1

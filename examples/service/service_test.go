@@ -97,15 +97,15 @@ func TestService(t *testing.T) {
 		fams := scrape(t, srv)
 		checkPromNames(t, fams, name)
 		want := map[string]float64{
-			"pooldriver_max_connections":                  maxConns,
-			"pooldriver_pending_requests":                 0,
-			"pooldriver_connections|used":                 0,
-			"pooldriver_circuit_breaker_state|active":     1,
-			"pooldriver_circuit_breaker_state|inactive":   0,
-			"pooldriver_circuit_breaker_state|recovering": 0,
-			"pooldriver_circuit_breaker_state|limited":    0,
-			"pooldriver_acquire_timeouts_total":           0,
-			"pooldriver_circuit_breaker_changes_total":    0,
+			"pooldriver_max_connections":                 maxConns,
+			"pooldriver_pending_requests":                0,
+			"pooldriver_connections|used":                0,
+			"pooldriver_circuit_breaker_state|closed":    1,
+			"pooldriver_circuit_breaker_state|open":      0,
+			"pooldriver_circuit_breaker_state|half-open": 0,
+			"pooldriver_circuit_breaker_state|limited":   0,
+			"pooldriver_acquire_timeouts_total":          0,
+			"pooldriver_circuit_breaker_changes_total":   0,
 		}
 		for key, v := range want {
 			if got, ok := promValue(fams, name, key); !ok || got != v {
@@ -303,7 +303,7 @@ func testServerLimit(t *testing.T, h *harness, admin *sql.DB, dsn string, srv *h
 	})
 	fams := scrape(t, srv)
 	checkPromNames(t, fams, name, limited)
-	for key, v := range map[string]float64{"pooldriver_connections|idle": 0, "pooldriver_connections|used": 1, "pooldriver_circuit_breaker_state|active": 0} {
+	for key, v := range map[string]float64{"pooldriver_connections|idle": 0, "pooldriver_connections|used": 1, "pooldriver_circuit_breaker_state|closed": 0} {
 		if got, _ := promValue(fams, limited, key); got != v {
 			t.Errorf("at the limit: %s{pool=%q} %v, want %v", key, limited, got, v)
 		}
@@ -311,8 +311,8 @@ func testServerLimit(t *testing.T, h *harness, admin *sql.DB, dsn string, srv *h
 	if got, _ := promValue(fams, limited, "pooldriver_connect_errors_total"); got < 2 {
 		t.Errorf("at the limit: pooldriver_connect_errors_total{pool=%q} %v, want both refusals counted", limited, got)
 	}
-	if got, _ := promValue(fams, name, "pooldriver_circuit_breaker_state|active"); got != 1 {
-		t.Errorf("the other pool's breaker: active %v, want 1", got)
+	if got, _ := promValue(fams, name, "pooldriver_circuit_breaker_state|closed"); got != 1 {
+		t.Errorf("the other pool's breaker: closed %v, want 1", got)
 	}
 	eventually(t, "one request pending in the SDK's metrics", func() (bool, string) {
 		got, _ := otelValue(h.collect(t), limited, "db.client.connection.pending_requests")
@@ -586,7 +586,7 @@ var promFamilies = map[string]struct {
 	"pooldriver_min_connections":       {dto.MetricType_GAUGE, nil},
 	"pooldriver_min_idle_connections":  {dto.MetricType_GAUGE, nil},
 	"pooldriver_pending_requests":      {dto.MetricType_GAUGE, nil},
-	"pooldriver_circuit_breaker_state": {dto.MetricType_GAUGE, []string{"active", "inactive", "limited", "recovering"}},
+	"pooldriver_circuit_breaker_state": {dto.MetricType_GAUGE, []string{"closed", "half-open", "limited", "open"}},
 	"pooldriver_wait_seconds":          {dto.MetricType_HISTOGRAM, nil},
 	"pooldriver_use_seconds":           {dto.MetricType_HISTOGRAM, nil},
 	"pooldriver_create_seconds":        {dto.MetricType_HISTOGRAM, nil},
