@@ -37,7 +37,8 @@ func mayChangeTx(query string) bool {
 // statementKeywords returns the first keyword, upper-cased, of every
 // statement in query (statements are separated by ';'; a statement opened
 // by '(' yields "SELECT"). ok is false when the text cannot be split with
-// certainty: an executable comment, an unterminated quote or comment, or a
+// certainty: an executable comment, an unterminated quote or comment, "--"
+// before a byte that the character set decides is a space or not, or a
 // ';' anywhere in a text with a backslash inside a quoted string (where that
 // string ends depends on the server's sql_mode).
 func statementKeywords(query string) (keywords []string, ok bool) {
@@ -82,9 +83,11 @@ func statementHeads(query string) (heads []stmtHead, ok bool) {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case c == '#':
-			i = sqllex.SkipLine(s, i)
+			i = sqllex.SkipLine(s, i, false)
 		case c == '-' && strings.HasPrefix(s[i:], "--") && (i+2 == len(s) || s[i+2] <= ' '):
-			i = sqllex.SkipLine(s, i)
+			i = sqllex.SkipLine(s, i, false)
+		case c == '-' && strings.HasPrefix(s[i:], "--") && s[i+2] >= 0x7f:
+			return nil, false // a comment or not, by the character set
 		case c == '/' && strings.HasPrefix(s[i:], "/*"):
 			if strings.HasPrefix(s[i:], "/*!") || strings.HasPrefix(s[i:], "/*M!") {
 				return nil, false // executed by the server

@@ -23,6 +23,8 @@ func TestStatementKeywords(t *testing.T) {
 		{"SHOW TABLES", []string{"SHOW"}, true, false},
 		{"-- comment\nSELECT 1", []string{"SELECT"}, true, false},
 		{"# comment\nSELECT 1", []string{"SELECT"}, true, false},
+		{"# x\rCOMMIT\nSELECT 1", []string{"SELECT"}, true, false}, // '\r' ends no comment here
+		{"SELECT 1 --\x7f\nCOMMIT", nil, false, true},              // a comment or not, by the charset
 		{"/* BEGIN */ SELECT 1", []string{"SELECT"}, true, false},
 		{"SELECT 1; SELECT 2;", []string{"SELECT", "SELECT"}, true, false},
 		{"SELECT 'a;b', `c;d`, \"e;f\"", []string{"SELECT"}, true, false},

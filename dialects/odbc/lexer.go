@@ -31,8 +31,11 @@ func statements(query string, s server) (stmts [][]string, ok bool) {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case c == '#' && s == mysql:
-			i = sqllex.SkipLine(query, i)
+			i = sqllex.SkipLine(query, i, false)
 		case c == '-' && strings.HasPrefix(query[i:], "--"):
+			if s == mysql && i+2 < len(query) && query[i+2] >= 0x7f {
+				return nil, false // a comment or not, by the character set
+			}
 			if s == mysql && i+2 < len(query) && query[i+2] > ' ' {
 				if atStart {
 					return nil, false
@@ -41,7 +44,13 @@ func statements(query string, s server) (stmts [][]string, ok bool) {
 				atStart, collecting = false, false
 				continue
 			}
-			i = sqllex.SkipLine(query, i)
+			// PostgreSQL ends the comment at '\r' too, MySQL does not; a
+			// generic server's line that holds a '\r' is read both ways.
+			end := sqllex.SkipLine(query, i, s != mysql)
+			if s == generic && end != sqllex.SkipLine(query, i, false) {
+				return nil, false
+			}
+			i = end
 		case c == '/' && strings.HasPrefix(query[i:], "/*"):
 			if strings.HasPrefix(query[i:], "/*!") || strings.HasPrefix(query[i:], "/*M!") {
 				return nil, false // MySQL runs it

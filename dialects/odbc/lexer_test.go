@@ -22,6 +22,10 @@ func TestStatements(t *testing.T) {
 		{"(SELECT 1)", mysql, "SELECT"},
 		{"-- x\nCOMMIT", postgres, "COMMIT"},
 		{"# x\nCOMMIT", mysql, "COMMIT"},
+		{"-- x\rCOMMIT", postgres, "COMMIT"}, // PostgreSQL ends -- at '\r'
+		{"-- x\rCOMMIT", mysql, ""},
+		{"-- x\rCOMMIT", generic, "!"},
+		{"SELECT 1 --\x7f\nCOMMIT", mysql, "!"},
 		{"SELECT 'a\\'; COMMIT'", mysql, "!"},
 		{"SELECT $$;$$", postgres, "!"},
 		{"SELECT $1", postgres, "SELECT"},

@@ -9,14 +9,20 @@ type Flavor uint8
 const (
 	// Postgres is PostgreSQL: '…' strings in which a backslash is literal
 	// (standard_conforming_strings, on since 9.1), E'…' strings in which it
-	// escapes, "…" identifiers, U&"…" identifiers and U&'…' strings with
-	// Unicode escapes (decoded, see unicode.go), $$…$$ and $tag$…$tag$
-	// strings, -- comments and /* */ comments, which nest.
+	// escapes, B'…' and X'…' strings in which it never does, a string
+	// continued by another after white space holding a newline ('a'\n'b',
+	// in the first one's mode), "…" identifiers, U&"…" identifiers and
+	// U&'…' strings with Unicode escapes (decoded, see unicode.go), $$…$$
+	// and $tag$…$tag$ strings (a number ends before a '$': 1$a$ is 1 and a
+	// tag), -- comments, which end at '\n' or '\r', and /* */ comments,
+	// which nest.
 	Postgres Flavor = 1 << iota
 	// MySQL is MySQL and MariaDB: '…' and "…" strings in which a backslash
 	// escapes (unless NO_BACKSLASH_ESCAPES), `…` identifiers, # and "-- "
-	// comments, /* */ comments, which do not nest, and executable comments
-	// /*! … */ and /*M! … */, whose text the server runs.
+	// comments, which end at '\n' ("--" wants white space or a control
+	// byte after it), /* */ comments, which do not nest, and executable
+	// comments /*! … */, /*!50000 … */ and /*M!100000 … */, whose text is
+	// lexed as statement text whatever the version (the server may run it).
 	MySQL
 	// others stands for the rules of other databases (SQLite, SQL Server,
 	// Oracle) that Any adds.
@@ -42,7 +48,6 @@ const (
 	kAt          // '@' (MySQL variables)
 	kAssign      // ":=" (MySQL assignment)
 	kHash        // '#' where it is no comment (SQL Server temporary tables)
-	kExec        // a MySQL executable comment: the server runs its text
 	kBad         // text that cannot be lexed with certainty
 	kOther       // any other byte; text is that byte
 )
@@ -64,6 +69,9 @@ type lexer struct {
 	// and with it everything after, depends on that setting.
 	escapes   bool
 	backslash bool
+
+	// exec: inside a MySQL executable comment, whose "*/" ends it.
+	exec bool
 }
 
 func newLexer(s string, my, escapes bool) lexer {
@@ -79,15 +87,28 @@ func (l *lexer) next() token {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			l.i++
-		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (!l.my || i+2 == len(s) || s[i+2] <= ' '):
+		case c == '-' && i+1 < len(s) && s[i+1] == '-' && !l.my:
+			l.i = SkipLine(s, i, true)
+		case c == '-' && i+1 < len(s) && s[i+1] == '-' && l.my && (i+2 == len(s) || s[i+2] <= ' '):
 			// MySQL wants white space or a control byte after "--".
-			l.i = SkipLine(s, i)
+			l.i = SkipLine(s, i, false)
+		case c == '-' && i+2 < len(s) && s[i+1] == '-' && l.my && s[i+2] >= 0x7f:
+			// Whether that byte is white space or a control byte depends
+			// on the connection's character set.
+			return l.bad()
 		case c == '#' && l.my:
-			l.i = SkipLine(s, i)
+			l.i = SkipLine(s, i, false)
+		case c == '*' && l.exec && i+1 < len(s) && s[i+1] == '/':
+			l.i, l.exec = i+2, false
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if l.my && (strings.HasPrefix(s[i+2:], "!") || strings.HasPrefix(s[i+2:], "M!")) {
-				l.i = len(s)
-				return token{kind: kExec}
+			if l.my && (l.exec || strings.HasPrefix(s[i+2:], "!") || strings.HasPrefix(s[i+2:], "M!")) {
+				if l.exec {
+					// MySQL refuses it; MariaDB skips one nested comment
+					// in an executable comment it does not run.
+					return l.bad()
+				}
+				l.i, l.exec = execText(s, i), true
+				continue
 			}
 			end := skipBlockComment(s, i, !l.my)
 			if end < 0 {
@@ -98,12 +119,34 @@ func (l *lexer) next() token {
 			return l.token(i, c)
 		}
 	}
+	if l.exec {
+		return l.bad() // an executable comment left open
+	}
 	return token{}
 }
 
 func (l *lexer) bad() token {
-	l.i = len(l.s)
+	l.i, l.exec = len(l.s), false
 	return token{kind: kBad}
+}
+
+// execText returns the index where the text of the MySQL executable
+// comment that starts at s[i] ("/*!" or "/*M!") begins: after its version,
+// five or six digits (MariaDB reads six, MySQL five: a sixth digit is left
+// out either way, which only ever shows more text than the server runs).
+func execText(s string, i int) int {
+	j := i + 3
+	if s[i+2] == 'M' {
+		j++
+	}
+	n := 0
+	for n < 6 && j+n < len(s) && '0' <= s[j+n] && s[j+n] <= '9' {
+		n++
+	}
+	if n >= 5 {
+		j += n
+	}
+	return j
 }
 
 // token reads the token that starts with c = l.s[i], which is neither
@@ -112,14 +155,23 @@ func (l *lexer) token(i int, c byte) token {
 	s := l.s
 	switch {
 	case isWordStart(c, l.my):
+		// PostgreSQL: a number ends before a '$', which may start a tag.
+		number := !l.my && '0' <= c && c <= '9'
 		j := i + 1
-		for j < len(s) && isWordCont(s[j]) {
+		for j < len(s) && isWordCont(s[j]) && !(number && s[j] == '$') {
 			j++
 		}
-		if !l.my && j == i+1 && (c == 'E' || c == 'e') && j < len(s) && s[j] == '\'' {
-			// E'…': a backslash escapes, whatever the settings.
-			end, _ := skipString(s, j, true)
-			return l.end(i, end, kString)
+		if !l.my && j == i+1 && j < len(s) && s[j] == '\'' {
+			switch c {
+			case 'E', 'e':
+				// E'…': a backslash escapes, whatever the settings.
+				end, _ := pgString(s, j, true)
+				return l.end(i, end, kString)
+			case 'B', 'b', 'X', 'x':
+				// Bit strings: a backslash is plain, whatever the settings.
+				end, _ := pgString(s, j, false)
+				return l.end(i, end, kString)
+			}
 		}
 		if !l.my && j == i+1 && (c == 'U' || c == 'u') && j+1 < len(s) && s[j] == '&' && (s[j+1] == '"' || s[j+1] == '\'') {
 			return l.unicode(i, j+1)
@@ -127,7 +179,13 @@ func (l *lexer) token(i int, c byte) token {
 		l.i = j
 		return token{kind: kWord, text: s[i:j]}
 	case c == '\'' || c == '"' && l.my:
-		end, backslash := skipString(s, i, l.escapes)
+		var end int
+		var backslash bool
+		if l.my {
+			end, backslash = skipString(s, i, l.escapes)
+		} else {
+			end, backslash = pgString(s, i, l.escapes)
+		}
 		l.backslash = l.backslash || backslash
 		return l.end(i, end, kString)
 	case c == '"' || c == '`' && l.my:
@@ -199,6 +257,45 @@ func skipString(s string, i int, escapes bool) (end int, backslash bool) {
 		}
 	}
 	return -1, backslash
+}
+
+// pgString is skipString for a PostgreSQL string whose opening quote is
+// s[i], with the strings that continue it: a quote after white space (and
+// -- comments) holding a newline continues the string in the same mode.
+func pgString(s string, i int, escapes bool) (end int, backslash bool) {
+	for {
+		end, bs := skipString(s, i, escapes)
+		backslash = backslash || bs
+		if end < 0 {
+			return -1, backslash
+		}
+		if i = continuedAt(s, end); i < 0 {
+			return end, backslash
+		}
+	}
+}
+
+// continuedAt returns the index of the quote that continues a PostgreSQL
+// string ending before s[end], or -1 if none does.
+func continuedAt(s string, end int) int {
+	newline := false
+	for k := end; k < len(s); {
+		switch c := s[k]; {
+		case c == '\n' || c == '\r':
+			newline = true
+			k++
+		case c == ' ' || c == '\t' || c == '\f' || c == '\v':
+			k++
+		case c == '-' && k+1 < len(s) && s[k+1] == '-':
+			k = SkipLine(s, k, true)
+			newline = newline || k < len(s) // it ended at a newline
+		case c == '\'' && newline:
+			return k
+		default:
+			return -1
+		}
+	}
+	return -1
 }
 
 // skipBlockComment returns the index after the /* */ comment that starts at

@@ -78,7 +78,7 @@ func scanSession(query string, my, escapes bool, f Flavor) (changes, backslash b
 	for {
 		t := l.next()
 		switch t.kind {
-		case kBad, kExec:
+		case kBad:
 			return true, l.backslash
 		case kSemi, kEOF:
 			if st.setWord == 1 || st.call == 2 {

@@ -199,8 +199,13 @@ var sessionCases = []struct {
 	{"SELECT @x, @@session.sql_mode", false, false, false},
 	{"SELECT a INTO OUTFILE '/tmp/x' FROM t", false, false, false},
 	{"/*!40101 SET NAMES utf8 */", false, true, true}, // PostgreSQL: a comment
-	{"SELECT /*!50000 1 */", false, true, true},
-	{"SELECT /*M!100000 1 */", false, true, true},
+	{"SELECT /*!50000 1 */", false, false, false},     // the text runs, and changes nothing
+	{"SELECT /*M!100000 1 */", false, false, false},
+	{"SELECT /*!40001 SQL_NO_CACHE */ a FROM t", false, false, false},
+	{"SELECT 1 /*!50000 ; SET @x = 1 */", false, true, true},
+	{"/*!50000SET autocommit = 0*/", false, true, true},
+	{"SELECT /*! 1 /* c */ */", false, true, true}, // a comment in one: cannot lex
+	{"SELECT /*! 1", false, true, true},            // left open: cannot lex
 	{"SELECT /*+ MAX_EXECUTION_TIME(1) */ a FROM t", false, false, false},
 	{"SELECT 'a\\'SET'", false, false, false},        // no SET can start a statement here
 	{"SELECT 'a\\' SET @x = 1 '", false, true, true}, // MySQL: without escapes a quote is left open
@@ -211,6 +216,19 @@ var sessionCases = []struct {
 	{"SELECT 1 # ; SET x.y = 1", true, false, true}, // PostgreSQL: # is an operator
 	{"SELECT 1 -- SET @x = 1", false, false, false},
 	{"SELECT 1 --; SET @x = 1", false, true, true}, // MySQL: --; is no comment
+
+	// Lexical rules each server has its own way (issue 35).
+	{"-- x\rSET ROLE admin", true, false, true}, // PostgreSQL ends -- at '\r'
+	{"-- x\rSET search_path = evil, public", true, false, true},
+	{"-- x\rCREATE TEMP TABLE accounts(a int)", true, false, true}, // MySQL: all one comment
+	{"-- x\rSELECT pg_advisory_lock(1)", true, false, true},
+	{"-- x\rSELECT set_config('statement_timeout','1',false)", true, false, true},
+	{"SELECT 1 # x\r; SET x.y = 1", true, false, true},                      // MySQL: # ends at '\n' only
+	{"SELECT 1 --\x7f'\nSET @x = 1; -- '", false, true, true},               // "--" then a byte only the charset classes
+	{"SELECT 1$a$ $a$; SET ROLE admin; SELECT $a$ $a$", true, true, true},   // PostgreSQL: 1 and a tag
+	{"SELECT '\\'', B'\\'; SET ROLE admin; --'", true, false, true},         // B'' never escapes
+	{"SELECT 'C:\\', E'a'\n'\\''; SET ROLE admin; --' '", true, true, true}, // E'' continued keeps escaping
+	{"SELECT E'a'\n'\\'', 'b' -- '\n", false, false, false},
 	{"LOAD DATA INFILE 'x' INTO TABLE t", true, false, true},
 	{"CALL p()", false, false, false},
 
@@ -287,7 +305,7 @@ func cannotLex(q string, f Flavor) bool {
 			l := newLexer(q, my, esc)
 			for {
 				t := l.next()
-				if t.kind == kBad || t.kind == kExec {
+				if t.kind == kBad {
 					return true
 				}
 				if t.kind == kEOF {

@@ -8,7 +8,8 @@
 // Both are asked after every statement pooldriver runs, so a plain SELECT
 // or INSERT is decided by a quick scan, without lexing and without
 // allocating. When a text cannot be lexed with certainty (an unterminated
-// quote or comment, a MySQL executable comment, a backslash in a string
+// quote or comment, a comment inside a MySQL executable comment, a MySQL
+// "--" whose reading depends on the character set, a backslash in a string
 // whose end then depends on the server's settings), they answer with what
 // is safe: the session changed, the transaction state is unknown.
 package sqllex
@@ -20,10 +21,17 @@ func IsWordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
-// SkipLine returns the index after the line that contains s[i] (a "--" or
-// "#" comment), or len(s).
-func SkipLine(s string, i int) int {
-	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+// SkipLine returns the index after the line comment ("--" or "#") that
+// starts at s[i], or len(s). MySQL ends it at '\n' only; PostgreSQL (cr)
+// at '\n' or '\r': "-- x\rSET ROLE admin" runs the SET there.
+func SkipLine(s string, i int, cr bool) int {
+	j := strings.IndexByte(s[i:], '\n')
+	if cr {
+		if k := strings.IndexByte(s[i:], '\r'); k >= 0 && (j < 0 || k < j) {
+			j = k
+		}
+	}
+	if j >= 0 {
 		return i + j + 1
 	}
 	return len(s)

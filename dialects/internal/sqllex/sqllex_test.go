@@ -23,11 +23,21 @@ func TestSkipQuoted(t *testing.T) {
 }
 
 func TestSkipLineAndWords(t *testing.T) {
-	if got := SkipLine("-- c\nSELECT", 0); got != 5 {
-		t.Errorf("SkipLine = %d", got)
-	}
-	if got := SkipLine("-- no newline", 3); got != 13 {
-		t.Errorf("SkipLine at end = %d", got)
+	for _, c := range []struct {
+		s    string
+		cr   bool
+		want int
+	}{
+		{"-- c\nSELECT", false, 5},
+		{"-- c\nSELECT", true, 5},
+		{"-- no newline", false, 13},
+		{"-- c\rSET\nx", false, 9}, // MySQL: '\r' is inside the comment
+		{"-- c\rSET\nx", true, 5},  // PostgreSQL: '\r' ends it
+		{"-- c\n\rx", true, 5},
+	} {
+		if got := SkipLine(c.s, 0, c.cr); got != c.want {
+			t.Errorf("SkipLine(%q, cr=%v) = %d, want %d", c.s, c.cr, got, c.want)
+		}
 	}
 	for _, c := range "azAZ09_" {
 		if !IsWordByte(byte(c)) {

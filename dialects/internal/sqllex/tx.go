@@ -134,7 +134,7 @@ func txEffect(query string, my, escapes bool, f Flavor) (e TxEffect, backslash b
 	for {
 		t := l.next()
 		switch t.kind {
-		case kBad, kExec:
+		case kBad:
 			return TxUnknown, l.backslash
 		case kSemi, kEOF:
 			if n > 0 || !leading {

@@ -22,8 +22,8 @@ import (
 func (l *lexer) unicode(i, q int) token {
 	s := l.s
 	end, _ := skipString(s, q, false)
-	if end < 0 {
-		return l.bad()
+	if end < 0 || s[q] == '\'' && continuedAt(s, end) >= 0 {
+		return l.bad() // a continued U&'…' string: not followed here
 	}
 	esc, next, ok := uescape(s, end)
 	if !ok {
@@ -74,7 +74,7 @@ func skipSpaceAndComments(s string, i int) int {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			i = SkipLine(s, i)
+			i = SkipLine(s, i, true)
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
 			end := skipBlockComment(s, i, true)
 			if end < 0 {

@@ -1,0 +1,165 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// Issue 35, "never a dirty connection": each test here lets a first user
+// change the session in a way pooldriver used to miss, then asks, as the
+// next user of the same connection (pool_max_conns=1, so the next user
+// surely gets it, or its replacement), what the session looks like. It runs
+// in every mode that applies and, side by side, with the plain driver and
+// one connection, whose outcome is logged, not asserted: database/sql hands
+// a session on as it is.
+
+// dirtyMode is one way the first user runs its statements.
+type dirtyMode struct {
+	name   string
+	params []string // DSN keys
+	task   bool     // inside pooldriver.WithTask
+	mode   pooldriver.Mode
+}
+
+var dirtyModes = []dirtyMode{
+	{name: "no task"},
+	{name: "transaction task", task: true, mode: pooldriver.TransactionMode},
+	{name: "session task", task: true, mode: pooldriver.SessionMode},
+	{name: "pool_reset_always", params: []string{"pool_reset_always=true"}},
+}
+
+// leakCase is one way of dirtying a session: dirty runs as the first user,
+// observe as the next one, whose answer must be want.
+type leakCase struct {
+	dirty   func(ctx context.Context, r runner) error
+	observe string // a query returning one text value
+	want    string
+}
+
+// checkNoLeak runs lc on dsn (a pooldriver DSN of s) in every mode and with
+// the plain driver.
+func checkNoLeak(t *testing.T, s server, dsn string, lc leakCase) {
+	t.Helper()
+	for _, m := range dirtyModes {
+		t.Run(m.name, func(t *testing.T) {
+			db := sql.OpenDB(pooldriver.New(withParams(dsn, append([]string{"pool_max_conns=1"}, m.params...)...)))
+			defer db.Close()
+			first := ctx(t)
+			end := func() {}
+			if m.task {
+				first, end = pooldriver.WithTask(first, m.mode)
+			}
+			err := lc.dirty(first, db)
+			end()
+			require.NoError(t, err, "the first user's statements")
+			assert.Equal(t, lc.want, nextUser(t, db, lc.observe), "what the next user sees")
+		})
+	}
+	t.Run("plain", func(t *testing.T) {
+		db := sql.OpenDB(plainConnector(t, s, dsn))
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		require.NoError(t, lc.dirty(ctx(t), db))
+		got := nextUser(t, db, lc.observe)
+		t.Logf("plain %s driver, one connection: the next user sees %q (clean: %q)", s.name, got, lc.want)
+	})
+}
+
+// nextUser runs query as a new user of db, outside any task.
+func nextUser(t *testing.T, db *sql.DB, query string) string {
+	t.Helper()
+	var v sql.NullString
+	require.NoError(t, db.QueryRowContext(ctx(t), query).Scan(&v), query)
+	return v.String
+}
+
+// execAll runs the statements one by one, each a hold of its own.
+func execAll(queries ...string) func(ctx context.Context, r runner) error {
+	return func(ctx context.Context, r runner) error {
+		for _, q := range queries {
+			if _, err := r.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%q: %w", q, err)
+			}
+		}
+		return nil
+	}
+}
+
+// pgRole creates a role that the test's user may SET ROLE to, dropped when
+// the test ends.
+func pgRole(t *testing.T, s server) string {
+	t.Helper()
+	role := unique("pd_role")
+	s.adminExec(t, "CREATE ROLE "+role)
+	t.Cleanup(func() {
+		if _, err := s.admin(t).ExecContext(context.Background(), "DROP ROLE "+role); err != nil {
+			t.Errorf("dropping role %s: %v", role, err)
+		}
+	})
+	return role
+}
+
+// pgDefault returns the setting's value in a new session of the test's
+// user, as the next user should see it.
+func pgDefault(t *testing.T, s server, name string) string {
+	t.Helper()
+	db, err := sql.Open("pgx", s.dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	var v string
+	require.NoError(t, db.QueryRowContext(ctx(t), "SELECT current_setting($1)", name).Scan(&v))
+	return v
+}
+
+// TestDirtyCommentEndedByCR (issue 35): PostgreSQL ends a -- comment at a
+// lone '\r' too, so the statement after it runs; the lexer used to read it
+// as part of the comment, and the change reached the next user.
+func TestDirtyCommentEndedByCR(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		var user string
+		require.NoError(t, s.admin(t).QueryRowContext(ctx(t), "SELECT current_user").Scan(&user))
+		role := pgRole(t, s)
+		t.Run("SET ROLE", func(t *testing.T) {
+			checkNoLeak(t, s, s.dsn, leakCase{
+				dirty:   execAll("-- x\rSET ROLE " + role),
+				observe: "SELECT current_user",
+				want:    user,
+			})
+		})
+		t.Run("search_path", func(t *testing.T) {
+			checkNoLeak(t, s, s.dsn, leakCase{
+				dirty:   execAll("-- x\rSET search_path = pd_evil, public"),
+				observe: "SELECT current_setting('search_path')",
+				want:    pgDefault(t, s, "search_path"),
+			})
+		})
+		t.Run("set_config", func(t *testing.T) {
+			checkNoLeak(t, s, s.dsn, leakCase{
+				dirty:   execAll("-- x\rSELECT set_config('statement_timeout', '4321', false)"),
+				observe: "SELECT current_setting('statement_timeout')",
+				want:    pgDefault(t, s, "statement_timeout"),
+			})
+		})
+		t.Run("temporary table", func(t *testing.T) {
+			checkNoLeak(t, s, s.dsn, leakCase{
+				dirty:   execAll("-- x\rCREATE TEMP TABLE pd_accounts (a int)"),
+				observe: "SELECT coalesce(to_regclass('pg_temp.pd_accounts')::text, '')",
+				want:    "",
+			})
+		})
+		t.Run("advisory lock", func(t *testing.T) {
+			checkNoLeak(t, s, s.dsn, leakCase{
+				dirty:   execAll("-- x\rSELECT pg_advisory_lock(35035)"),
+				observe: "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND objid = 35035 AND pid = pg_backend_pid()",
+				want:    "0",
+			})
+		})
+	})
+}
