@@ -163,3 +163,47 @@ func TestDirtyCommentEndedByCR(t *testing.T) {
 		})
 	})
 }
+
+// pgSetter creates a function that sets a parameter for the session, as an
+// application's helper may, dropped when the test ends: the statement that
+// calls it says nothing of the change.
+func pgSetter(t *testing.T, s server) string {
+	t.Helper()
+	fn := unique("pd_set")
+	s.adminExec(t, "CREATE FUNCTION "+fn+"(k text, v text) RETURNS text LANGUAGE sql AS 'SELECT set_config(k, v, false)'")
+	t.Cleanup(func() {
+		if _, err := s.admin(t).ExecContext(context.Background(), "DROP FUNCTION "+fn); err != nil {
+			t.Errorf("dropping %s: %v", fn, err)
+		}
+	})
+	return fn
+}
+
+// TestDirtyReportedParameters (issue 35): a function that sets a parameter
+// the server reports, other than the five pooldriver used to compare,
+// changed what the next user's statements mean: their 'é' arrived as two
+// characters, their literals lost a backslash, their writes failed.
+func TestDirtyReportedParameters(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		fn := pgSetter(t, s)
+		for _, tc := range []struct {
+			name, value string
+			observe     string
+			want        string
+		}{
+			{"client_encoding", "LATIN1", "SELECT length('é')::text", "1"},
+			{"standard_conforming_strings", "off", `SELECT length('a\b')::text`, "3"},
+			{"default_transaction_read_only", "on", "SELECT current_setting('transaction_read_only')", "off"},
+			{"IntervalStyle", "sql_standard", "SELECT (interval '1 day 2 hours')::text", "1 day 02:00:00"},
+			{"application_name", "pd_other", "SELECT current_setting('application_name')", pgDefault(t, s, "application_name")},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				checkNoLeak(t, s, s.dsn, leakCase{
+					dirty:   execAll(fmt.Sprintf("SELECT %s('%s', '%s')", fn, tc.name, tc.value)),
+					observe: tc.observe,
+					want:    tc.want,
+				})
+			})
+		}
+	})
+}

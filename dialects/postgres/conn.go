@@ -65,17 +65,28 @@ var (
 	_ driver.ConnPrepareContext       = (*conn)(nil)
 )
 
-// reportedParams are the session settings the server reports whenever they
-// change (ParameterStatus) that a function or procedure most often changes
-// behind a statement whose text says nothing of it (set_config inside a
-// function, SECURITY DEFINER role switches). The check runs after every
-// statement on a connection of Wrap's, and after every statement that
-// brought a ParameterStatus on one opened from a DSN (see paramWatch), so
-// the list is kept to the few that matter most: each entry costs a map
-// lookup then (measured: the nine of PostgreSQL 15's list cost about 2% of
-// the client CPU of a point select when every statement compared them).
+// reportedParams are the parameters the server reports whenever they
+// change (ParameterStatus, GUC_REPORT), from PostgreSQL 12 to 18, that a
+// session can change: every one of them changes what the next user's
+// statements mean (client_encoding and standard_conforming_strings how
+// their text and literals are read, default_transaction_read_only whether
+// their writes succeed, the role through session_authorization and
+// is_superuser). A server older than the parameter reports none, and both
+// sides of the comparison read "". Left out: server_version,
+// server_encoding, integer_datetimes and in_hot_standby, which no session
+// changes (a promotion changes the last, for every session alike).
+//
+// pgx keeps the reports in a map it does not hand out, so the list is
+// fixed here. The comparison runs after every statement that brought a
+// ParameterStatus on a connection opened from a DSN (see paramWatch), so
+// on the common path it costs nothing however long the list is; on a
+// connection of Wrap's, which has no watch, it runs after every statement
+// outside a transaction: one map lookup per entry, the most often changed
+// first, so that a change is found after few.
 var reportedParams = [...]string{
 	"search_path", "TimeZone", "DateStyle", "session_authorization", "is_superuser",
+	"client_encoding", "standard_conforming_strings", "default_transaction_read_only",
+	"IntervalStyle", "application_name", "scram_iterations",
 }
 
 // newConn returns the dialect's connection over sc; w, if not nil, is the

@@ -134,6 +134,44 @@ func TestChangesSessionFromReports(t *testing.T) {
 	}
 }
 
+// TestChangesSessionEveryReport (issue 35): a function that sets any
+// parameter the server reports leaves the session changed, on a connection
+// with the watch and on Wrap's: the statement's text shows nothing, and
+// client_encoding, standard_conforming_strings or
+// default_transaction_read_only change what the next user's statements
+// mean. A reset brings the session back.
+func TestChangesSessionEveryReport(t *testing.T) {
+	for _, kind := range connKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			c := kind.open(t)
+			fn := fmt.Sprintf("pd_set_%d", time.Now().UnixNano())
+			exec(t, c, "CREATE FUNCTION "+fn+"(k text, v text) RETURNS text LANGUAGE sql AS 'SELECT set_config(k, v, false)'")
+			t.Cleanup(func() {
+				if _, err := c.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP FUNCTION "+fn, nil); err != nil {
+					t.Errorf("dropping %s: %v", fn, err)
+				}
+			})
+			for _, p := range []struct{ name, value string }{
+				{"client_encoding", "LATIN1"},
+				{"standard_conforming_strings", "off"},
+				{"default_transaction_read_only", "on"},
+				{"application_name", "pd_other"},
+				{"IntervalStyle", "sql_standard"},
+			} {
+				q := "SELECT " + fn + "('" + p.name + "', '" + p.value + "')"
+				exec(t, c, q)
+				if !c.ChangesSession(q) {
+					t.Errorf("%s set to %s by a function: ChangesSession = false", p.name, p.value)
+				}
+				exec(t, c, "RESET "+p.name)
+				if c.ChangesSession("SELECT 1") {
+					t.Errorf("after RESET %s the session still differs", p.name)
+				}
+			}
+		})
+	}
+}
+
 // TestObserveAgrees runs statements that leave every transaction state and
 // change the session by text and behind it, and checks after each that
 // Observe answers what ChangesSession and TxStatus answer, also once the

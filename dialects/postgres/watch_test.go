@@ -197,6 +197,13 @@ func opened(t testing.TB) *conn {
 	return c
 }
 
+// connKinds are the two ways a connection reaches the dialect: opened from
+// a DSN, with the watch, and opened by pgx's stdlib under Wrap, without.
+var connKinds = []struct {
+	name string
+	open func(*testing.T) *conn
+}{{"dsn", func(t *testing.T) *conn { return opened(t) }}, {"wrapped", wrapped}}
+
 // TestWatchAgreesWithLookups runs, on a connection with a watch and on one
 // without (Wrap's), statements that change reported parameters in every way
 // (by text, behind it, for a transaction only, a reset), and checks after
@@ -230,10 +237,7 @@ func TestWatchAgreesWithLookups(t *testing.T) {
 		"SELECT 1 /*" + strings.Repeat(" ", maxLexedText) + "*/",
 		"SELECT 1",
 	}
-	for _, kind := range []struct {
-		name string
-		open func(*testing.T) *conn
-	}{{"dsn", func(t *testing.T) *conn { return opened(t) }}, {"wrapped", wrapped}} {
+	for _, kind := range connKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			c := kind.open(t)
 			for _, q := range steps {
