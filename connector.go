@@ -21,7 +21,10 @@ type Connector struct {
 	cfg  Config // as given, validated; tmpl above is its template adapted to the pooler (behindPooler)
 	pool *pool.Pool[*physConn]
 	log  *slog.Logger // nil: nothing is logged
-	name string       // PoolName, once the Connector is made
+	// logLimit holds back repeated lines of log (nil: nothing is logged);
+	// Close writes what it holds.
+	logLimit *limitedHandler
+	name     string // PoolName, once the Connector is made
 
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
@@ -359,6 +362,9 @@ func (c *Connector) Close() error {
 	}
 	if c.leaks != nil {
 		c.leaks.stop()
+	}
+	if c.logLimit != nil {
+		c.logLimit.lim.close()
 	}
 	return nil
 }

@@ -12,6 +12,12 @@ import (
 
 // What the Connector logs, when WithLogger gave it a logger. Every line
 // carries the attribute "pool" (WithPoolName); none carries a password.
+// Each kind of line (level and message) at INFO or above is written at
+// most once per logInterval (10s) per pool, with "suppressed", the count
+// of the lines of its kind held back since, the last of them written when
+// the interval ends (loglimit.go); a WARN line names the statement's
+// "site" (its first frame outside database/sql and pooldriver) and, for a
+// misuse, the "remedy".
 //
 //	DEBUG connection opened, connection closed (with the reason), session reset
 //	INFO  the pool opened, with its Config; connected again after failed
@@ -77,7 +83,8 @@ func (c *Connector) newLogger() *slog.Logger {
 	if c.cfg.Logger == nil {
 		return nil
 	}
-	return c.cfg.Logger.With("pool", c.PoolName())
+	c.logLimit = newLimitedHandler(c.cfg.Logger.Handler())
+	return slog.New(c.logLimit).With("pool", c.PoolName())
 }
 
 // logAt logs msg at level with err, when there is one, and args.
@@ -124,7 +131,8 @@ func (c *Connector) connectFailed(err error) {
 		return
 	}
 	if n&(n-1) == 0 {
-		c.logWarn("connect failed repeatedly", err, "failures_in_a_row", n)
+		// Spaced already: not held back by the limiter.
+		logAt(context.WithValue(context.Background(), spacedKey{}, true), c.log, slog.LevelWarn, "connect failed repeatedly", err, "failures_in_a_row", n)
 	}
 }
 
