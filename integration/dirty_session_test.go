@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -205,5 +207,46 @@ func TestDirtyReportedParameters(t *testing.T) {
 				})
 			})
 		}
+	})
+}
+
+// TestDirtyMariaDBRole (issue 35): COM_RESET_CONNECTION keeps the current
+// role on MariaDB 10.11, so the next user of a connection whose user ran
+// SET ROLE read what only the role may read.
+func TestDirtyMariaDBRole(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		user := unique("pd_user")
+		dsn := s.mysqlUser(t, user, "pw-"+user)
+		role := unique("pd_role")
+		s.adminExec(t, "CREATE ROLE "+role)
+		t.Cleanup(func() {
+			if _, err := s.admin(t).ExecContext(context.Background(), "DROP ROLE "+role); err != nil {
+				t.Errorf("dropping role %s: %v", role, err)
+			}
+		})
+		s.adminExec(t, fmt.Sprintf("GRANT %s TO '%s'@'%%'", role, user))
+		checkNoLeak(t, s, dsn, leakCase{
+			dirty:   execAll("SET ROLE " + role),
+			observe: "SELECT coalesce(CURRENT_ROLE(), '')",
+			want:    "",
+		})
+	})
+}
+
+// TestDirtyMariaDBDatabase (issue 35): with a DSN that names no database,
+// a USE reached the next user, in every mode: COM_RESET_CONNECTION keeps
+// the current database, and there is none to go back to.
+func TestDirtyMariaDBDatabase(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		cfg, err := mysql.ParseDSN(strings.TrimPrefix(s.dsn, "mysql://"))
+		require.NoError(t, err)
+		db := cfg.DBName
+		require.NotEmpty(t, db, "the test DSN names a database to USE")
+		cfg.DBName = ""
+		checkNoLeak(t, s, "mysql://"+cfg.FormatDSN(), leakCase{
+			dirty:   execAll("USE " + db),
+			observe: "SELECT coalesce(DATABASE(), '')",
+			want:    "",
+		})
 	})
 }

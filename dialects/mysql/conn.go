@@ -49,6 +49,14 @@ type conn struct {
 	baseAuto int8
 	tainted  bool
 
+	// The role the session started with, which COM_RESET_CONNECTION keeps
+	// as it is on MariaDB, as CURRENT_ROLE() said at connect (startRole
+	// false: NULL, none). roles: the server has CURRENT_ROLE(). Learnt
+	// only where ResetSession can run (sock is set).
+	roles     bool
+	startRole string
+	hadRole   bool
+
 	// The last text the lexers read, and what they read in it.
 	lexed      string
 	lexedValid bool
@@ -374,8 +382,8 @@ func (c *conn) refresh(ctx context.Context, lastQuery string) error {
 	return nil
 }
 
-// queryInts runs a one-row query whose columns are integers.
-func (c *conn) queryInts(ctx context.Context, query string) ([]int64, error) {
+// queryRow runs a one-row query and returns its columns.
+func (c *conn) queryRow(ctx context.Context, query string) ([]driver.Value, error) {
 	rows, err := c.queryer.QueryContext(ctx, query, nil)
 	if err != nil {
 		return nil, err
@@ -386,6 +394,15 @@ func (c *conn) queryInts(ctx context.Context, query string) ([]int64, error) {
 		if err == io.EOF {
 			return nil, fmt.Errorf("%s: no row", query)
 		}
+		return nil, err
+	}
+	return dest, nil
+}
+
+// queryInts runs a one-row query whose columns are integers.
+func (c *conn) queryInts(ctx context.Context, query string) ([]int64, error) {
+	dest, err := c.queryRow(ctx, query)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(dest))
@@ -454,7 +471,89 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	if err := c.restoreSession(ctx); err != nil {
 		return err
 	}
+	if err := c.restoreIdentity(ctx); err != nil {
+		return err
+	}
 	return c.baseline(ctx)
+}
+
+// erSPDoesNotExist is the server's error number for a function it lacks:
+// CURRENT_ROLE() on MySQL before 8.0.
+const erSPDoesNotExist = 1305
+
+// learnRole reads the role the session starts with (a default role, or
+// none), which ResetSession restores.
+func (c *conn) learnRole(ctx context.Context) error {
+	v, err := c.queryRow(ctx, "SELECT CURRENT_ROLE()")
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == erSPDoesNotExist:
+		return nil // no roles
+	case err != nil:
+		return fmt.Errorf("pooldriver: mysql: reading the current role: %w", err)
+	}
+	c.roles = true
+	c.startRole, c.hadRole = textOf(v[0])
+	return nil
+}
+
+// restoreIdentity puts back what COM_RESET_CONNECTION leaves as it is on
+// MariaDB 10.11: the current role (SET ROLE), and the current database.
+// restoreSession selected the DSN's database again; where the DSN names
+// none, a session that went into one cannot leave it, so ResetSession
+// fails and pooldriver replaces the connection. So does a role that
+// cannot be named back (MySQL 8 lists its active roles as user@host).
+func (c *conn) restoreIdentity(ctx context.Context) error {
+	var q string
+	switch {
+	case c.roles && c.t.cfg.DBName == "":
+		q = "SELECT CURRENT_ROLE(), DATABASE()"
+	case c.roles:
+		q = "SELECT CURRENT_ROLE()"
+	case c.t.cfg.DBName == "":
+		q = "SELECT NULL, DATABASE()"
+	default:
+		return nil
+	}
+	v, err := c.queryRow(ctx, q)
+	if err != nil {
+		return fmt.Errorf("pooldriver: mysql: reset session: reading the role and database: %w", err)
+	}
+	if len(v) > 1 {
+		if _, inDB := textOf(v[1]); inDB {
+			return errors.New("pooldriver: mysql: reset session: the session selected a database and the DSN names none to go back to")
+		}
+	}
+	if !c.roles {
+		return nil
+	}
+	if role, has := textOf(v[0]); role == c.startRole && has == c.hadRole {
+		return nil
+	}
+	set := "SET ROLE NONE"
+	if c.hadRole {
+		if strings.ContainsAny(c.startRole, "@,`") {
+			return errors.New("pooldriver: mysql: reset session: the session's role changed and cannot be set back by name")
+		}
+		set = "SET ROLE " + quoteIdent(c.startRole)
+	}
+	if _, err := c.execer.ExecContext(ctx, set, nil); err != nil {
+		return fmt.Errorf("pooldriver: mysql: reset session: restoring the role: %w", err)
+	}
+	return nil
+}
+
+// textOf returns a text column's value, and false for NULL.
+func textOf(v driver.Value) (string, bool) {
+	switch v := v.(type) {
+	case nil:
+		return "", false
+	case []byte:
+		return string(v), true
+	case string:
+		return v, true
+	}
+	return fmt.Sprint(v), true
 }
 
 // aLongTimeAgo is a deadline in the past, to interrupt blocked I/O.

@@ -280,3 +280,80 @@ func TestStateChangeOff(t *testing.T) {
 		}
 	}
 }
+
+// queryString runs a one-row, one-column query on c; NULL reads "NULL".
+func queryString(t *testing.T, c dialects.Conn, query string) string {
+	t.Helper()
+	rows, err := c.Driver().(driver.QueryerContext).QueryContext(t.Context(), query, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	switch v := v[0].(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return string(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// TestResetRestoresRoleAndDatabase (issue 35): MariaDB's
+// COM_RESET_CONNECTION keeps the current role and the current database.
+// ResetSession puts the role back as the connection started, and, where
+// the DSN names no database (MySQL cannot leave one), refuses to hand the
+// session on: pooldriver replaces it.
+func TestResetRestoresRoleAndDatabase(t *testing.T) {
+	c := openWired(t, "")
+	if queryString(t, c, "SELECT VERSION() LIKE '%MariaDB%'") != "1" {
+		t.Skip("roles as MariaDB has them")
+	}
+	role := fmt.Sprintf("pd_role_%d", time.Now().UnixNano()%1e9)
+	run(t, c, "CREATE ROLE "+role)
+	t.Cleanup(func() {
+		if _, err := c.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP ROLE "+role, nil); err != nil {
+			t.Errorf("dropping %s: %v", role, err)
+		}
+	})
+	run(t, c, "GRANT "+role+" TO CURRENT_USER")
+	start := queryString(t, c, "SELECT CURRENT_ROLE()")
+	run(t, c, "SET ROLE "+role)
+	if !c.ChangesSession("SET ROLE " + role) {
+		t.Error("SET ROLE did not change the session")
+	}
+	if err := c.ResetSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, c, "SELECT CURRENT_ROLE()"); got != start {
+		t.Errorf("after the reset CURRENT_ROLE() = %s, want %s", got, start)
+	}
+
+	// A DSN without a database.
+	cfg, err := mysql.ParseDSN(serverDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := cfg.DBName
+	cfg.DBName = ""
+	tmpl, _, err := Dialect.Parse("mysql://" + cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := tmpl.Open(t.Context(), tmpl.Credentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	if err := dc.ResetSession(t.Context()); err != nil {
+		t.Fatalf("reset of a session in no database: %v", err)
+	}
+	run(t, dc, "USE "+db)
+	if err := dc.ResetSession(t.Context()); err == nil {
+		t.Errorf("reset of a session left in %s, the DSN naming none, succeeded: DATABASE() = %s", db, queryString(t, dc, "SELECT DATABASE()"))
+	}
+}

@@ -258,10 +258,17 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 		_ = mc.Close()
 		return nil, err
 	}
-	// Learn the starting state (the server's or the DSN's autocommit).
+	// Learn the starting state (the server's or the DSN's autocommit, and
+	// the role, which a reset restores).
 	if err := mc.baseline(ctx); err != nil {
 		_ = mc.Close()
 		return nil, err
+	}
+	if mc.sock != nil {
+		if err := mc.learnRole(ctx); err != nil {
+			_ = mc.Close()
+			return nil, err
+		}
 	}
 	if w == nil {
 		return mc, nil
