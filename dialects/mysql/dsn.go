@@ -1,9 +1,12 @@
 package mysql
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +23,10 @@ type splitDSN struct {
 // parameters to start at the first '?' after the last '/'; every other
 // parameter stays exactly as written.
 func split(dsn string) (splitDSN, error) {
+	dsn, err := fromURLForm(dsn)
+	if err != nil {
+		return splitDSN{}, err
+	}
 	d := splitDSN{driverDSN: dsn, params: map[string]string{}}
 	slash := strings.LastIndexByte(dsn, '/')
 	if slash < 0 {
@@ -99,4 +106,79 @@ func passwordCandidates(dsn string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// The forms of a DSN after "mysql://", as an error shows them.
+const dsnForms = "mysql://user:password@host:3306/db?param=value, or go-sql-driver's mysql://user:password@tcp(host:3306)/db or mysql://user:password@unix(/path/to/socket)/db"
+
+// fromURLForm rewrites a DSN written as a URL, user:password@host:port/db
+// (the form of every other database's DSN, and the one a user types
+// first), into go-sql-driver's user:password@tcp(host:port)/db, the user
+// and password percent-decoded as in any URL. A DSN whose address (between
+// the last '@' and the last '/', as the driver reads it) is empty, is
+// net(address) or a bare network name (tcp, unix, ...) is go-sql-driver's
+// already and comes back as it is. An address that is neither host,
+// host:port nor [ipv6]:port is an error that shows the forms and quotes
+// nothing (without an '@' it could be a password).
+func fromURLForm(dsn string) (string, error) {
+	slash := strings.LastIndexByte(dsn, '/')
+	if slash < 0 {
+		return dsn, nil // the driver reports the missing slash
+	}
+	at := strings.LastIndexByte(dsn[:slash], '@')
+	addr := dsn[at+1 : slash]
+	switch addr {
+	case "", "tcp", "tcp4", "tcp6", "unix":
+		return dsn, nil
+	}
+	if strings.ContainsAny(addr, "()") {
+		return dsn, nil
+	}
+	if !hostPort(addr) {
+		if at < 0 && strings.Contains(addr, ":") {
+			// user:password/db, no '@': go-sql-driver's reading (a
+			// network named so) reports it without quoting it.
+			return dsn, nil
+		}
+		return "", fmt.Errorf("pooldriver: mysql: invalid DSN: the address is neither host:port nor net(address); want %s", dsnForms)
+	}
+	userinfo := ""
+	if at >= 0 {
+		user, password, hasPassword := strings.Cut(dsn[:at], ":")
+		u, err1 := url.PathUnescape(user)
+		p, err2 := url.PathUnescape(password)
+		if err := errors.Join(err1, err2); err != nil {
+			return "", fmt.Errorf("pooldriver: mysql: invalid DSN: the user or password is not valid percent-encoding, as a URL-form DSN (host:port) needs; want %s", dsnForms)
+		}
+		userinfo = u
+		if hasPassword {
+			userinfo += ":" + p
+		}
+		userinfo += "@"
+	}
+	return userinfo + "tcp(" + addr + ")" + dsn[slash:], nil
+}
+
+// hostPort reports whether addr is host, host:port or [ipv6]:port, with
+// a port from 1 to 65535.
+func hostPort(addr string) bool {
+	host, port := addr, ""
+	if strings.HasPrefix(addr, "[") || strings.Count(addr, ":") == 1 {
+		h, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			if !strings.HasPrefix(addr, "[") || !strings.HasSuffix(addr, "]") {
+				return false
+			}
+			h, p = addr[1:len(addr)-1], ""
+		}
+		host, port = h, p
+	}
+	if host == "" || strings.ContainsAny(host, "@/?# ") || !strings.HasPrefix(addr, "[") && strings.Contains(host, ":") {
+		return false
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		return err == nil && n > 0 && n < 65536
+	}
+	return true
 }

@@ -96,6 +96,35 @@ var dsnCases = []struct {
 			}
 		},
 	},
+	// The URL form every other database's DSN has, rewritten to the
+	// driver's net(address): the user and password percent-decoded.
+	{
+		name: "url form", dsn: "mysql://root@127.0.0.1:3306/test?pool_max_conns=3",
+		params: map[string]string{"pool_max_conns": "3"}, redacted: "mysql://root@tcp(127.0.0.1:3306)/test", user: "root",
+	},
+	{
+		name: "url form, password percent-encoded", dsn: "mysql://app:p%40ss%2Fw%3A@db.example.com:3307/shop?parseTime=true",
+		params: map[string]string{}, redacted: "mysql://app:xxxxx@tcp(db.example.com:3307)/shop?parseTime=true", user: "app", password: "p@ss/w:",
+	},
+	{
+		name: "url form, host only", dsn: "mysql://app:pw@db/shop",
+		params: map[string]string{}, redacted: "mysql://app:xxxxx@tcp(db:3306)/shop", user: "app", password: "pw",
+	},
+	{
+		name: "url form, ipv6", dsn: "mysql://app:pw@[::1]:3306/shop",
+		params: map[string]string{}, redacted: "mysql://app:xxxxx@tcp([::1]:3306)/shop", user: "app", password: "pw",
+	},
+	{
+		name: "url form, no user", dsn: "mysql://db:3306/shop",
+		params: map[string]string{}, redacted: "mysql://tcp(db:3306)/shop",
+	},
+	{
+		name: "unix socket stays", dsn: "mysql://app:pw@unix(/run/mysqld/mysqld.sock)/shop",
+		params: map[string]string{}, redacted: "mysql://app:xxxxx@unix(/run/mysqld/mysqld.sock)/shop", user: "app", password: "pw",
+	},
+	{name: "url form, bad port", dsn: "mysql://u:hunter22@db:99999/x", wantErr: true, password: "hunter22"},
+	{name: "url form, port not a number", dsn: "mysql://u:hunter22@db:port/x", wantErr: true, password: "hunter22"},
+	{name: "url form, bad escaping", dsn: "mysql://u:hun%zzter22@db:3306/x", wantErr: true, password: "hun%zzter22"},
 	// The driver reads no password from a parameter: it would run it as
 	// SET password = <value>, whose error quotes the value.
 	{name: "password parameter", dsn: "mysql://u@tcp(db)/db?password=hunter22", wantErr: true, password: "hunter22"},
@@ -149,6 +178,18 @@ func TestParse(t *testing.T) {
 				tc.check(t, tm)
 			}
 		})
+	}
+}
+
+// TestDSNErrorShowsForms: an address the driver could not read (before,
+// "default addr for network '127.0.0.1:xxxxx' unknown": the port masked as
+// if it were a password) is an error that shows the forms a DSN takes.
+func TestDSNErrorShowsForms(t *testing.T) {
+	for _, dsn := range []string{"mysql://root:hunter22@127.0.0.1:port/test", "mysql://root:hunter22@db:0/test", "mysql://root:hunter22@a b/test"} {
+		_, _, err := Dialect.Parse(dsn)
+		if err == nil || !strings.Contains(err.Error(), "user:password@host:3306/db") || !strings.Contains(err.Error(), "tcp(host:3306)") || strings.Contains(err.Error(), "hunter22") {
+			t.Errorf("%s: %v, want an error showing both forms and not the password", dsn, err)
+		}
 	}
 }
 
