@@ -122,6 +122,15 @@ func (c *Connector) Stats() Stats {
 // however db was opened; ok is false when db is not pooldriver's, or is
 // behind a wrapper that does not expose pooldriver's driver (XSAM/otelsql:
 // call Stats on the Connector given to it).
+//
+// Read the pool here, not in db.Stats(): database/sql counts its own
+// logical connections, which cost nothing and never wait, so its
+// WaitCount and WaitDuration stay 0 while statements wait for a server
+// connection, and a dashboard built on them (client_golang's
+// collectors.NewDBStatsCollector) shows zeros; promcollector and otelpool
+// export these Stats. db.SetMaxOpenConns at or below pool_max_conns makes
+// statements queue in database/sql first, where these Stats cannot see
+// them: leave it unset (Open does).
 func StatsOf(db *sql.DB) (s Stats, ok bool) {
 	c, ok := ConnectorOf(db)
 	if !ok {
