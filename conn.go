@@ -64,14 +64,21 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 }
 
 // BeginTx begins a transaction on the hold's physical connection, which
-// never has another transaction open (see pick).
+// never has another *sql.Tx's transaction open (see pick). In a task whose
+// connection has a raw transaction open, the *sql.Tx nests in it (see
+// nest.go).
 func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	var x *tx
 	le := &lease{}
 	err := l.do(ctx, opBegin, le, "", func(pc *physConn) error {
 		var dtx driver.Tx
 		var err error
-		if pc.beginner != nil {
+		txs := txBegun
+		if le.t != nil && pc.st.tx == txRaw {
+			// pick chose the task's connection for its raw transaction.
+			dtx, err = beginNested(ctx, pc, opts)
+			txs = txRaw
+		} else if pc.beginner != nil {
 			dtx, err = pc.beginner.BeginTx(ctx, opts)
 		} else if opts.Isolation != 0 || opts.ReadOnly {
 			err = errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
@@ -85,7 +92,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on
 		}
-		pc.setTx(txBegun, &x.open)
+		pc.setTx(txs, &x.open)
 		l.tx = x
 		if le.t != nil && !le.t.addTx(x) {
 			// The task ended meanwhile: its transaction must not outlive it.

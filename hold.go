@@ -441,6 +441,7 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 		return le.t.err
 	}
 	var deadline time.Time
+wait:
 	for {
 		var err error
 		if le.pc == nil {
@@ -462,21 +463,27 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 			}
 			err = l.lock(ctx, le.pc, k)
 		}
-		if b, ok := err.(*busyError); ok {
-			err = b.wait(ctx, &deadline)
-			if err == nil {
-				continue
+		if err == nil {
+			le.locked = true
+			if err = l.checkLocked(le.pc, k); err != nil {
+				le.pc.sem.unlock()
+				le.locked = false
 			}
+		}
+		switch e := err.(type) {
+		case *busyError:
+			err = e.wait(ctx, &deadline)
+		case *nestBusyError:
+			err = e.wait(ctx)
+		default:
+			if err != nil {
+				return err
+			}
+			break wait
 		}
 		if err != nil {
 			return err
 		}
-		break
-	}
-	le.locked = true
-	if err := l.checkLocked(le.pc, k); err != nil {
-		le.pc.sem.unlock()
-		return err
 	}
 	if le.t != nil && l.state != holdShared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
 		le.hadState = le.pc.keepsTaskState()
@@ -491,12 +498,13 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 // pick chooses the physical connection of a new hold: the task's, if its
 // context carries a task with one; otherwise one from the pool, bound to
 // the task at once in session mode. BeginTx in a transaction-mode task
-// always takes its own from the pool: a *sql.Tx never shares a connection
-// with another transaction.
+// takes the task's connection only to nest in its raw transaction (see
+// share); otherwise its own from the pool: a *sql.Tx never shares a
+// connection with another transaction.
 func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 	t := le.t
 	for {
-		useTask := t != nil && !le.separate && !(k == opBegin && t.modeFor(l.c) == TransactionMode)
+		useTask := t != nil && !le.separate
 		if useTask {
 			pc, err := t.lookup(l.c)
 			if err != nil {
@@ -580,9 +588,14 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 	busy := st.rows > 0
 	switch {
 	case st.txOwner != nil:
+		return false, ownerBusy(st.txOwner, k)
+	case k == opBegin && st.tx == txBegun:
 		return false, ErrSessionBusy
-	case k == opBegin && st.tx != txNone:
-		return false, ErrSessionBusy
+	case k == opBegin && st.tx == txNone && t.modeFor(l.c) == TransactionMode:
+		// Nothing to nest in: a transaction of its own, on its own
+		// connection.
+		le.separate = true
+		return false, nil
 	case busy && st.tx != txNone:
 		return false, &busyError{pc: pc, err: ErrConnBusy}
 	case busy && (t.modeFor(l.c) == SessionMode || st.session == sessionDirty):
@@ -629,11 +642,21 @@ func (l *conn) conflictLocked(st *connState, k opKind) error {
 		l.lose(errLostShared)
 		return l.lost
 	case st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open):
-		return ErrSessionBusy // another hold's *sql.Tx
-	case k == opBegin && st.tx != txNone:
+		return ownerBusy(st.txOwner, k) // another hold's *sql.Tx
+	case k == opBegin && st.tx == txBegun:
 		return ErrSessionBusy
 	}
 	return nil
+}
+
+// ownerBusy is the error of an operation of kind k on a connection that
+// owner, another hold's *sql.Tx, has: a BeginTx waits for a nested one to
+// end, to nest in turn; anything else fails at once.
+func ownerBusy(owner *openTx, k opKind) error {
+	if sp, ok := nestedIn(owner); ok && k == opBegin {
+		return &nestBusyError{done: sp.done}
+	}
+	return ErrSessionBusy
 }
 
 // busyWait bounds how long a statement waits for rows that another

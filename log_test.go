@@ -214,13 +214,16 @@ func TestTaskEndRollbackLoggedAtDebug(t *testing.T) {
 	db, c := newDB(t, srv, "", pooldriver.WithLogger(logger))
 	for i, id := range []string{"r1", "r2"} {
 		ctx, end := pooldriver.WithTask(context.WithValue(context.Background(), requestKey{}, id))
-		if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
-			t.Fatal(err)
-		}
-		if i == 1 { // a *sql.Tx of the task, left open too
+		if i == 1 {
+			// A *sql.Tx of the task, left open too; begun before the raw
+			// BEGIN, it is a transaction of its own (after, it would nest
+			// in the raw one).
 			if _, err := db.BeginTx(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
 		}
 		end()
 	}

@@ -576,6 +576,9 @@ func rawTx(s dialects.TxStatus) txState {
 func (pc *physConn) rollback(owner *openTx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	defer cancel()
+	if _, nested := nestedIn(owner); nested {
+		owner = nil // a savepoint in a raw transaction: roll all of it back
+	}
 	var err error
 	if rb, ok := pc.dc.(dialects.BeginTxRollbacker); ok && owner != nil {
 		err = rb.RollbackBeginTx(ctx)
@@ -814,6 +817,13 @@ func (pc *physConn) endTask(ctx context.Context, t taskBinding, owner *openTx) {
 	case owner != nil && pc.st.txOwner != owner:
 		// Its hold let go of pc meanwhile, and took the transaction along
 		// to roll it back (see letGo).
+		pc.mu.Unlock()
+		return
+	case owner != nil && pc.st.task == t && isNested(owner):
+		// A *sql.Tx nested in t's raw transaction: t's end on its bound
+		// connection rolls all of it back (with the care it takes for
+		// other holds still on it); claimed, the *sql.Tx runs nothing
+		// more meanwhile.
 		pc.mu.Unlock()
 		return
 	case owner == nil && pc.st.task != t:

@@ -88,6 +88,10 @@ func (x *tx) endOn(pc *physConn, commit bool) error {
 		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.env.cleanupTimeout)
 		defer cancel()
 	}
+	sp, nested := nestedIn(&x.open)
+	if nested {
+		sp.ctx = bound
+	}
 	stop := pc.watchBlocking(bound)
 	var err error
 	if commit {
@@ -114,7 +118,17 @@ func (x *tx) endOn(pc *physConn, commit bool) error {
 			pc.lose(errInterruptedLate, false)
 		}
 	}
-	pc.setTx(txNone, nil)
+	if nested {
+		// The task's transaction goes on, unless a statement of the
+		// *sql.Tx ended it: ask, as after any statement.
+		pc.setTx(pc.st.tx, nil)
+		if oerr := pc.observe(bound, nestedEnd(commit)); oerr != nil && err == nil {
+			err = oerr
+		}
+		close(sp.done)
+	} else {
+		pc.setTx(txNone, nil)
+	}
 	x.l.tx = nil
 	return err
 }

@@ -396,22 +396,30 @@ func TestORMGORM(t *testing.T) {
 			assert.Equal(t, 0, e.c.Stats().Active)
 
 			// A raw BEGIN through GORM keeps the connection bound across
-			// GORM calls until the raw ROLLBACK / COMMIT.
-			raw := tg.Session(&gorm.Session{SkipDefaultTransaction: true})
-			require.NoError(t, raw.Exec("BEGIN").Error)
-			require.NoError(t, raw.Create(&ormWidget{Name: "txtask-raw-rb"}).Error)
-			require.NoError(t, raw.Model(&ormWidget{}).Where("name = ?", "txtask-raw-rb").Update("qty", 9).Error)
-			assert.EqualValues(t, 1, countName(t, raw, "txtask-raw-rb"))
-			assert.Zero(t, countName(t, g.WithContext(ctx(t)), "txtask-raw-rb"), "uncommitted row seen outside the task")
-			assert.Equal(t, 1, e.c.Stats().Active, "a raw transaction does not pin the task's connection")
-			require.NoError(t, raw.Exec("ROLLBACK").Error)
-			assert.Zero(t, countName(t, g.WithContext(ctx(t)), "txtask-raw-rb"), "raw ROLLBACK did not undo GORM's insert")
-			assert.Equal(t, 0, e.c.Stats().Active)
+			// GORM calls until the raw ROLLBACK / COMMIT: at GORM's
+			// default settings, where each write is GORM's own *sql.Tx
+			// (nested in the raw transaction), and with
+			// SkipDefaultTransaction, where it is a plain statement.
+			for _, raw := range []*gorm.DB{tg, tg.Session(&gorm.Session{SkipDefaultTransaction: true})} {
+				rb, commit := "txtask-raw-rb", "txtask-raw-commit"
+				if raw.SkipDefaultTransaction {
+					rb, commit = rb+"-skip", commit+"-skip"
+				}
+				require.NoError(t, raw.Exec("BEGIN").Error)
+				require.NoError(t, raw.Create(&ormWidget{Name: rb}).Error)
+				require.NoError(t, raw.Model(&ormWidget{}).Where("name = ?", rb).Update("qty", 9).Error)
+				assert.EqualValues(t, 1, countName(t, raw, rb))
+				assert.Zero(t, countName(t, g.WithContext(ctx(t)), rb), "uncommitted row seen outside the task")
+				assert.Equal(t, 1, e.c.Stats().Active, "a raw transaction does not pin the task's connection")
+				require.NoError(t, raw.Exec("ROLLBACK").Error)
+				assert.Zero(t, countName(t, g.WithContext(ctx(t)), rb), "raw ROLLBACK did not undo GORM's insert")
+				assert.Equal(t, 0, e.c.Stats().Active)
 
-			require.NoError(t, raw.Exec("BEGIN").Error)
-			require.NoError(t, raw.Create(&ormWidget{Name: "txtask-raw-commit"}).Error)
-			require.NoError(t, raw.Exec("COMMIT").Error)
-			assert.EqualValues(t, 1, countName(t, g.WithContext(ctx(t)), "txtask-raw-commit"))
+				require.NoError(t, raw.Exec("BEGIN").Error)
+				require.NoError(t, raw.Create(&ormWidget{Name: commit}).Error)
+				require.NoError(t, raw.Exec("COMMIT").Error)
+				assert.EqualValues(t, 1, countName(t, g.WithContext(ctx(t)), commit))
+			}
 
 			end()
 			assert.Equal(t, 0, e.c.Stats().Active)
@@ -554,7 +562,7 @@ func TestORMGORM(t *testing.T) {
 		for _, l := range []string{"plain", "prep", "prep-task", "txtask", "sesstask"} {
 			want = append(want, l+"-commit", l+"-inner-ok", l+"-manual", l+"-outer")
 		}
-		want = append(want, "txtask-raw-commit")
+		want = append(want, "txtask-raw-commit", "txtask-raw-commit-skip")
 		assert.ElementsMatch(t, want, names)
 
 		e.finish(t, 0) // the ORM ended every transaction itself

@@ -36,6 +36,13 @@ const (
 	endDisconnect
 )
 
+// savepoint marks how many rows a transaction had buffered when it took
+// the savepoint called name.
+type savepoint struct {
+	name string
+	rows int
+}
+
 // pendingRow is an INSERT buffered in a transaction.
 type pendingRow struct {
 	table string
@@ -65,8 +72,10 @@ type Conn struct {
 	readOnly bool   // the transaction refuses INSERT
 	failed   bool   // the transaction failed; only ROLLBACK/COMMIT run
 	pending  []pendingRow
-	vars     map[string]string
-	temps    map[string]struct{}
+	// savepoints are the transaction's, oldest first.
+	savepoints []savepoint
+	vars       map[string]string
+	temps      map[string]struct{}
 }
 
 var (

@@ -24,6 +24,9 @@ var (
 	// ErrInTx: BEGIN or BeginTx while a transaction is open.
 	ErrInTx = errors.New("fakedb: there is already a transaction in progress")
 
+	// ErrNoTx: a savepoint statement outside a transaction.
+	ErrNoTx = errors.New("fakedb: savepoints can only be used in transaction blocks")
+
 	// ErrResetInTx: ResetSession while a transaction is open.
 	ErrResetInTx = errors.New("fakedb: reset inside transaction")
 

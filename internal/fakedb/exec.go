@@ -8,7 +8,7 @@ import (
 // run runs one parsed statement (perr: the parse error, if any) for Exec
 // (query false) or Query. The caller has entered the conn.
 func (c *Conn) run(ctx context.Context, cmd command, perr error, args []driver.NamedValue, query bool) (driver.Result, driver.Rows, error) {
-	if err := c.admit(ctx, cmd.op == opCommit || cmd.op == opRollback); err != nil {
+	if err := c.admit(ctx, cmd.op == opCommit || cmd.op == opRollback || cmd.op == opRollbackTo); err != nil {
 		return nil, nil, err
 	}
 	c.sent.Add(1)
@@ -135,6 +135,12 @@ func (c *Conn) execute(ctx context.Context, cmd command, args []driver.NamedValu
 		}
 		c.mu.Unlock()
 		return affected0, nil, nil
+
+	case opSavepoint, opRelease, opRollbackTo:
+		if err := b.done(); err != nil {
+			return nil, nil, err
+		}
+		return affected0, nil, c.savepoint(cmd.op, cmd.a)
 
 	case opSleep:
 		d, err := b.duration(cmd.a)

@@ -25,6 +25,9 @@ const (
 	opEcho
 	opFail
 	opPing
+	opSavepoint
+	opRelease
+	opRollbackTo
 )
 
 // keywords maps each statement keyword to its op and operand count. SET's
@@ -44,6 +47,7 @@ var keywords = [...]struct {
 	{"START", opBegin, 1}, // START TRANSACTION
 	{"COMMIT", opCommit, 0},
 	{"ROLLBACK", opRollback, 0},
+	{"SAVEPOINT", opSavepoint, 1},
 	{"SLEEP", opSleep, 1},
 	{"ECHO", opEcho, 1},
 	{"FAIL", opFail, 0},
@@ -65,6 +69,15 @@ func parse(query string) (command, error) {
 	word, rest := nextWord(query)
 	if word == "" {
 		return command{}, syntaxError("")
+	}
+	// RELEASE SAVEPOINT name, ROLLBACK TO SAVEPOINT name.
+	if strings.EqualFold(word, "RELEASE") {
+		return savepointCommand(opRelease, rest)
+	}
+	if strings.EqualFold(word, "ROLLBACK") {
+		if to, more := nextWord(rest); strings.EqualFold(to, "TO") {
+			return savepointCommand(opRollbackTo, more)
+		}
 	}
 	for _, k := range keywords {
 		if !strings.EqualFold(word, k.word) {
@@ -98,6 +111,23 @@ func parse(query string) (command, error) {
 		return cmd, nil
 	}
 	return command{}, syntaxError(word)
+}
+
+// savepointCommand reads "SAVEPOINT name", what follows RELEASE and
+// ROLLBACK TO.
+func savepointCommand(o op, rest string) (command, error) {
+	kw, rest := nextWord(rest)
+	if !strings.EqualFold(kw, "SAVEPOINT") {
+		return command{}, syntaxError(kw)
+	}
+	name, rest := nextWord(rest)
+	if name == "" {
+		return command{}, syntaxError("")
+	}
+	if extra, _ := nextWord(rest); extra != "" {
+		return command{}, syntaxError(extra)
+	}
+	return command{op: o, a: name}, nil
 }
 
 // nextWord splits s into its first space-separated word and the rest.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"strconv"
+	"strings"
 )
 
 // BeginTx implements driver.ConnBeginTx. It honours opts.ReadOnly (INSERT
@@ -67,6 +68,7 @@ func (c *Conn) endTxLocked(how txEnd) {
 	}
 	clear(c.pending) // drop the table names, which pin query strings
 	c.pending = c.pending[:0]
+	c.savepoints = c.savepoints[:0]
 	c.tx, c.readOnly, c.failed = txNone, false, false
 	st.openTx.Add(-1)
 }
@@ -105,5 +107,41 @@ func (t *tx) end(how txEnd) error {
 		return ErrTxRolledBack
 	}
 	c.endTxLocked(how)
+	return nil
+}
+
+// savepoint runs SAVEPOINT, RELEASE SAVEPOINT or ROLLBACK TO SAVEPOINT
+// name, as PostgreSQL does: only inside a transaction (in a failed one,
+// only ROLLBACK TO, as exec admits); a name used again
+// hides the older savepoint; RELEASE drops the newest of that name and
+// those after it; ROLLBACK TO drops the rows inserted since and the
+// savepoints after it, keeps the savepoint, and ends a failure.
+func (c *Conn) savepoint(o op, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tx == txNone {
+		return ErrNoTx
+	}
+	if o == opSavepoint {
+		c.savepoints = append(c.savepoints, savepoint{name: name, rows: len(c.pending)})
+		return nil
+	}
+	i := len(c.savepoints) - 1
+	for i >= 0 && !strings.EqualFold(c.savepoints[i].name, name) {
+		i--
+	}
+	if i < 0 {
+		c.failed = true
+		return errString("fakedb: savepoint " + strconv.Quote(name) + " does not exist")
+	}
+	if o == opRelease {
+		c.savepoints = c.savepoints[:i]
+		return nil
+	}
+	sp := c.savepoints[i]
+	clear(c.pending[sp.rows:])
+	c.pending = c.pending[:sp.rows]
+	c.savepoints = c.savepoints[:i+1]
+	c.failed = false
 	return nil
 }

@@ -157,3 +157,29 @@ func TestCloseRollsBack(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestSavepoints: SAVEPOINT, RELEASE SAVEPOINT and ROLLBACK TO SAVEPOINT
+// keep and drop the rows a transaction buffered, as PostgreSQL does.
+func TestSavepoints(t *testing.T) {
+	s := newServer(t)
+	c := connect(t, s)
+	wantErr(t, execErr(c, "SAVEPOINT a"), ErrNoTx)
+	exec(t, c, "BEGIN")
+	exec(t, c, "INSERT sp 1")
+	exec(t, c, "SAVEPOINT a")
+	exec(t, c, "INSERT sp 2")
+	exec(t, c, "ROLLBACK TO SAVEPOINT a")
+	exec(t, c, "INSERT sp 3")
+	exec(t, c, "SAVEPOINT b")
+	exec(t, c, "INSERT sp 4")
+	exec(t, c, "RELEASE SAVEPOINT b")
+	if err := execErr(c, "RELEASE SAVEPOINT b"); err == nil {
+		t.Fatal("RELEASE of a released savepoint succeeded")
+	}
+	exec(t, c, "ROLLBACK TO SAVEPOINT a") // ends the failure, drops 3 and 4
+	exec(t, c, "INSERT sp 5")
+	exec(t, c, "COMMIT")
+	if got := s.Table("sp"); len(got) != 2 || got[0] != 1 || got[1] != 5 {
+		t.Fatalf("committed %v, want rows 1 and 5", got)
+	}
+}
