@@ -133,6 +133,7 @@ type actor struct {
 	conn        *sql.Conn
 	tx          *sql.Tx
 	owner       *actor // a *sql.Tx's task, if any
+	nested      bool   // a *sql.Tx nested in its task's raw transaction
 	taskTx      *actor // a task's open *sql.Tx
 	end, cancel func() // a task's
 	session     bool   // a session-mode task
@@ -267,7 +268,7 @@ func (m *model) statementOps(l *opList, a *actor) {
 		w = 2
 	}
 	var busy error // what each statement must fail with
-	if a.session && a.taskTx != nil {
+	if a.taskTx != nil && (a.session || a.taskTx.nested) {
 		busy = pooldriver.ErrSessionBusy
 	}
 	l.op(w, a.name+" INSERT", func() {
@@ -284,8 +285,12 @@ func (m *model) statementOps(l *opList, a *actor) {
 	l.op(w, a.name+" COUNT", func() {
 		var n int
 		err := a.q.QueryRowContext(a.ctx, "COUNT "+m.table).Scan(&n)
-		if m.expect(a.name+" COUNT", err, busy) && n != len(m.committed)+len(a.pending) {
-			m.t.Fatalf("%s COUNT: %d, want %d committed + %d of its own transaction", a.name, n, len(m.committed), len(a.pending))
+		own := len(a.pending)
+		if a.nested {
+			own += len(a.owner.pending) // the task's transaction, which it is nested in
+		}
+		if m.expect(a.name+" COUNT", err, busy) && n != len(m.committed)+own {
+			m.t.Fatalf("%s COUNT: %d, want %d committed + %d of its own transaction", a.name, n, len(m.committed), own)
 		}
 	})
 	l.op(w, a.name+" GET", func() {
@@ -409,11 +414,17 @@ func (m *model) beginTx(k *actor) {
 	var want error
 	if k != nil {
 		x.name, x.ctx = k.name+".tx", k.ctx
-		if k.session {
-			x.vars, x.id = k.vars, k.id // the session's connection
-			if k.inTx {
-				want = pooldriver.ErrSessionBusy // already inside a transaction
+		switch {
+		case k.inTx:
+			// The task's raw transaction is open: the *sql.Tx nests in it,
+			// on the task's connection, unless rows inside it keep that
+			// busy.
+			x.vars, x.id, x.nested = k.vars, k.id, true
+			if k.rows != nil && k.rows.pins {
+				want = pooldriver.ErrConnBusy
 			}
+		case k.session:
+			x.vars, x.id = k.vars, k.id // the session's connection
 		}
 	}
 	tx, err := m.db.BeginTx(x.ctx, nil)
@@ -435,7 +446,11 @@ func (m *model) endTx(x *actor, commit bool) {
 	}
 	if commit {
 		if m.expect(x.name+" Commit", x.tx.Commit(), nil) {
-			m.committed = append(m.committed, x.pending...)
+			if x.nested {
+				x.owner.pending = append(x.owner.pending, x.pending...) // the task's COMMIT decides
+			} else {
+				m.committed = append(m.committed, x.pending...)
+			}
 		}
 	} else {
 		m.expect(x.name+" Rollback", x.tx.Rollback(), nil)
@@ -533,7 +548,7 @@ func (m *model) check() {
 	}
 	open := 0
 	for _, a := range m.actors {
-		open += btoi(a.inTx)
+		open += btoi(a.inTx && !a.nested) // a nested one is its task's
 	}
 	// Rollbacks at the end of a hold or task may finish in a goroutine;
 	// nothing begins a transaction in one.
