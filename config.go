@@ -48,6 +48,10 @@ type Config struct {
 	// (PostgreSQL only: PgBouncer's session or transaction pooling).
 	ServerPooling dialects.ServerPooling
 	ResetAlways   bool   // pool_reset_always: reset every connection at the end of every hold
+	// pool_trust_functions: a call of a function or procedure the dialect
+	// does not know counts as a session change only for what its text or
+	// the server shows; by default it counts as one (default-deny).
+	TrustFunctions bool
 	Name          string // pool_name: the pool's name in logs, metrics and spans; "": host:port/database (Connector.PoolName)
 
 	// The hooks on a physical connection's life: see WithBeforeConnect,
@@ -205,6 +209,16 @@ var params = []param{
 			return nil
 		},
 		get: func(c *Config) string { return fmt.Sprint(c.ResetAlways) },
+	},
+	{
+		key: paramTrustFunctions, field: "TrustFunctions", def: "false",
+		set: func(c *Config, v string) (err error) {
+			if c.TrustFunctions, err = strconv.ParseBool(v); err != nil {
+				return fmt.Errorf("pooldriver: %s=%q: not a boolean (want true or false)", paramTrustFunctions, v)
+			}
+			return nil
+		},
+		get: func(c *Config) string { return fmt.Sprint(c.TrustFunctions) },
 	},
 	{
 		key: paramServerPooling, field: "ServerPooling", def: "unset",

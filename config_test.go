@@ -30,6 +30,7 @@ var paramSamples = map[string][2]string{
 	paramMode:              {"session", "session"},
 	paramName:              {"orders", "orders"},
 	paramResetAlways:       {"1", "true"},
+	paramTrustFunctions:    {"1", "true"},
 	paramServerPooling:     {"none", "none"},
 }
 
@@ -83,7 +84,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 		ConnectTimeout: 2 * time.Second, HealthCheckPeriod: 0, MaxConnLifetime: 45 * time.Minute,
 		MaxConnLifetimeJitter: 3 * time.Minute, MaxConnIdleTime: 2 * time.Hour,
 		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: DefaultCleanupTimeout, Mode: SessionMode,
-		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, Name: "orders",
+		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, TrustFunctions: true, Name: "orders",
 	}
 	if got := *cfg; got.tmpl == nil || !sameSettings(got, want) {
 		t.Fatalf("ParseConfig:\n got %+v\nwant %+v", got, want)
@@ -131,7 +132,7 @@ func sameSettings(a, b Config) bool {
 		a.MaxConnLifetime == b.MaxConnLifetime && a.MaxConnLifetimeJitter == b.MaxConnLifetimeJitter &&
 		a.MaxConnIdleTime == b.MaxConnIdleTime && a.LeakDetectionThreshold == b.LeakDetectionThreshold &&
 		a.CleanupTimeout == b.CleanupTimeout && a.Mode == b.Mode && a.ServerPooling == b.ServerPooling &&
-		a.ResetAlways == b.ResetAlways && a.Name == b.Name
+		a.ResetAlways == b.ResetAlways && a.TrustFunctions == b.TrustFunctions && a.Name == b.Name
 }
 
 // TestConfigParamErrors: a bad value of every parameter is an error that
@@ -143,6 +144,7 @@ func TestConfigParamErrors(t *testing.T) {
 		paramLeakThreshold: "-5m", paramMaxConnIdleTime: "1", paramMaxConnLifetime: "forever",
 		paramLifetimeJitter: "-1m", paramMaxConns: "0", paramMinConns: "-1", paramMinIdleConns: "two",
 		paramMode: "statement", paramName: "", paramResetAlways: "maybe", paramServerPooling: "statement",
+		paramTrustFunctions: "yes please",
 	}
 	for _, p := range params {
 		v, ok := bad[p.key]

@@ -161,6 +161,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	c.env = physEnv{
 		cleanupTimeout: s.CleanupTimeout,
 		resetAlways:    s.ResetAlways,
+		trustFuncs:     s.TrustFunctions,
 		parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		afterRelease:   s.AfterRelease != nil,
 		leaks:          c.leaks != nil,

@@ -80,6 +80,7 @@
 //	pool_mode                      Mode                   transaction
 //	pool_server_pooling            ServerPooling          unset
 //	pool_reset_always              ResetAlways            false
+//	pool_trust_functions           TrustFunctions         false
 //
 // [ParseConfig] reads a DSN into a Config, to read, change and log before
 // [NewConnectorWithConfig] opens a Connector with it, as with pgxpool.

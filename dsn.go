@@ -26,6 +26,7 @@ const (
 	paramName              = "pool_name"
 	paramServerPooling     = "pool_server_pooling"
 	paramResetAlways       = "pool_reset_always"
+	paramTrustFunctions    = "pool_trust_functions"
 )
 
 // parseDSN finds the DSN's dialect and lets it split the DSN into a

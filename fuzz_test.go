@@ -74,6 +74,8 @@ var dsnCases = []dsnCase{
 	{name: "unknown server pooling", dsn: "fake://srv?pool_server_pooling=statement", errHas: []string{"pool_server_pooling", `"statement"`}},
 	{name: "server pooling the dialect cannot do", dsn: "fake://srv?pool_server_pooling=transaction", errHas: []string{"pool_server_pooling=transaction", "dialect"}},
 	{name: "session tasks behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_mode=session", errHas: []string{"pool_mode=session", "pool_server_pooling=transaction"}},
+	{name: "trust functions", dsn: "fake://srv?pool_trust_functions=true", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
+	{name: "trust functions not a boolean", dsn: "fake://srv?pool_trust_functions=sure", errHas: []string{"pool_trust_functions", `"sure"`}},
 	{name: "reset always not a boolean", dsn: "fake://srv?pool_reset_always=always", errHas: []string{"pool_reset_always", `"always"`}},
 	{name: "reset always behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_reset_always=true", errHas: []string{"pool_reset_always", "pool_server_pooling=transaction", "server_reset_query_always"}},
 	{name: "bad value with a password", dsn: "fake://u:" + secret + "@srv?pool_max_conns=0", errHas: []string{"pool_max_conns", `"0"`}},

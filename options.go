@@ -130,6 +130,22 @@ func WithResetAlways(on bool) Option {
 	}
 }
 
+// WithTrustFunctions, when on, vouches for every function and procedure the
+// service's statements call (pool_trust_functions): a call of one the
+// dialect does not know to leave the session alone then counts as a
+// session change only for what its text or the server shows. By default
+// (off) such a call counts as one, and the connection is reset before
+// anyone else uses it: a function may switch the role, the search_path or
+// the encoding, or take a lock, where neither the statement's text nor
+// the server says so. Turn it on only for functions that change no session
+// state; what one changes then reaches the next user.
+func WithTrustFunctions(on bool) Option {
+	return func(c *Config) error {
+		c.TrustFunctions = on
+		return nil
+	}
+}
+
 // WithCredentials sets a function called for every new physical connection
 // to get the user and password it logs in with, in place of the DSN's: a
 // rotated password is picked up by the next connection opened, while open

@@ -111,6 +111,9 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	pc.observer, _ = dc.(dialects.StatementObserver)
 	pc.written, _ = dc.(dialects.WriteCounter)
 	pc.interrupter, _ = dc.(dialects.Interrupter)
+	if t, ok := dc.(dialects.FunctionTruster); ok && env.trustFuncs {
+		t.TrustFunctions(true)
+	}
 	return pc
 }
 

@@ -19,6 +19,7 @@ import (
 type physEnv struct {
 	cleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
 	resetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
+	trustFuncs     bool          // WithTrustFunctions: the dialect's default-deny for unknown calls is off
 	// Nothing is told of a connection's release (no leak detection, no
 	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
 	parkable     bool
