@@ -47,12 +47,12 @@ type Config struct {
 	// pool_server_pooling: the pooler in front of the server, if any
 	// (PostgreSQL only: PgBouncer's session or transaction pooling).
 	ServerPooling dialects.ServerPooling
-	ResetAlways   bool   // pool_reset_always: reset every connection at the end of every hold
+	ResetAlways   bool // pool_reset_always: reset every connection at the end of every hold
 	// pool_trust_functions: a call of a function or procedure the dialect
 	// does not know counts as a session change only for what its text or
 	// the server shows; by default it counts as one (default-deny).
 	TrustFunctions bool
-	Name          string // pool_name: the pool's name in logs, metrics and spans; "": host:port/database (Connector.PoolName)
+	Name           string // pool_name: the pool's name in logs, metrics and spans; "": host:port/database (Connector.PoolName)
 
 	// The hooks on a physical connection's life: see WithBeforeConnect,
 	// WithAfterConnect, WithBeforeAcquire, WithAfterRelease and
