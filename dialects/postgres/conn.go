@@ -314,10 +314,6 @@ func (c *conn) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection, waiting at most 5s for the server to
-// acknowledge.
-func (c *conn) Close() error { return c.sc.Close() }
-
 // RollbackBeginTx ends a transaction begun with the driver's BeginTx by a
 // raw ROLLBACK under ctx (see dialects.BeginTxRollbacker).
 func (c *conn) RollbackBeginTx(ctx context.Context) error { return c.Rollback(ctx) }
