@@ -21,15 +21,34 @@ var (
 	_ driver.StmtQueryContext = (*stmt)(nil)
 )
 
-// ranOn records that s is prepared on pc.
+// ranOn records that s is prepared on pc, and forgets the connections
+// that are gone since (see gone): a statement prepared once and run for the
+// life of a service would otherwise keep every physical connection it ever
+// ran on, closed ones included, as database/sql's own Stmt does not. They
+// are looked at only when a connection is added, so a statement running on
+// connections it knows pays nothing.
 func (s *stmt) ranOn(pc *physConn) {
 	for _, p := range s.on {
 		if p == pc {
 			return
 		}
 	}
-	s.on = append(s.on, pc)
+	kept := s.on[:0]
+	for _, p := range s.on {
+		if !gone(p) {
+			kept = append(kept, p)
+		}
+	}
+	clear(s.on[len(kept):]) // let the forgotten ones go
+	s.on = append(kept, pc)
 }
+
+// gone reports whether pc is destroyed, or will be as soon as its current
+// use ends: lost (broken, or its state unknown) or stale (opened before
+// its Connector's last Reset; never handed out again). A connection closed
+// for another reason (its lifetime or idle time ran out, an idle check
+// found it dead) reads neither, and is forgotten only with its statement.
+func gone(pc *physConn) bool { return pc.stale() || pc.isLost() }
 
 // Close drops the statement from the caches of the physical connections it
 // was prepared on (at their next use: they may be busy now), which closes
