@@ -86,10 +86,45 @@ func SchemeOf(dsn string) (string, bool) {
 	if i := strings.Index(dsn, "://"); i > 0 && isScheme(dsn[:i]) {
 		return strings.ToLower(dsn[:i]), true
 	}
-	if strings.Contains(dsn, "=") && !strings.Contains(dsn, ";") {
+	if isKeywordValue(dsn) {
 		return "postgres", true
 	}
 	return "", false
+}
+
+// isKeywordValue reports whether dsn reads as a PostgreSQL keyword/value
+// string: it has a '=', and no ';' outside a single-quoted value, where
+// an ODBC connection string would separate its pairs. A value is quoted
+// when its first character, after the '=' and any spaces, is a quote, and
+// inside it a backslash escapes the next character (password='a\';b' is
+// one value), as pgx and libpq read it. Outside quotes a backslash escapes
+// nothing here: an ODBC path ends with one (DefaultDir=C:\data\;...).
+// An unterminated quote is left to pgx to report.
+func isKeywordValue(dsn string) bool {
+	if !strings.Contains(dsn, "=") {
+		return false
+	}
+	for i := 0; i < len(dsn); i++ {
+		switch dsn[i] {
+		case ';':
+			return false
+		case '=':
+			j := i + 1
+			for j < len(dsn) && strings.IndexByte(" \t\n\r\v\f", dsn[j]) >= 0 {
+				j++
+			}
+			if j == len(dsn) || dsn[j] != '\'' {
+				continue
+			}
+			for j++; j < len(dsn) && dsn[j] != '\''; j++ {
+				if dsn[j] == '\\' {
+					j++
+				}
+			}
+			i = j // the closing quote, or past the end
+		}
+	}
+	return true
 }
 
 func isScheme(s string) bool {
