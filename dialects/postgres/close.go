@@ -17,6 +17,10 @@ func (c *conn) Close() error {
 	pc := c.pgx().PgConn()
 	if pc.IsClosed() || pc.IsBusy() {
 		abort(pc)
+		// pgx marks its connection closed; a Terminate it still writes
+		// meets the closed socket, an error that says nothing here.
+		_ = c.sc.Close()
+		return nil
 	}
 	return c.sc.Close()
 }
