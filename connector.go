@@ -32,6 +32,7 @@ type Connector struct {
 
 	env       physEnv   // what its physical connections need of it
 	physStats physStats // counted by its physical connections (env.stats)
+	cleanups  cleanups  // its physical connections' rollbacks and resets (env.cleanups)
 	stats     struct {
 		leaks atomic.Int64
 		// Opened while Reset ran and closed at once by the factory,
@@ -162,6 +163,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		cleanupTimeout: s.CleanupTimeout,
 		resetAlways:    s.ResetAlways,
 		trustFuncs:     s.TrustFunctions,
+		cleanups:       &c.cleanups,
 		parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		afterRelease:   s.AfterRelease != nil,
 		leaks:          c.leaks != nil,
@@ -279,6 +281,7 @@ func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 
 // closePhys is the pool's destructor.
 func (c *Connector) closePhys(pc *physConn) {
+	pc.closed.Store(true)
 	if c.leaks != nil {
 		c.leaks.remove(pc)
 	}
@@ -360,6 +363,7 @@ func (c *Connector) Close() error {
 	if c.pool != nil {
 		c.closing.Store(true)
 		c.pool.Close()
+		c.cleanups.close() // those under way hand their connections back: destroyed now
 	}
 	if c.leaks != nil {
 		c.leaks.stop()

@@ -676,6 +676,7 @@ func TestWrapGenericDialect(t *testing.T) {
 	if err := db.QueryRow("GET x").Scan(&v); err != nil || v.Valid {
 		t.Fatalf("session survived its task: %v %v", v, err)
 	}
+	pooldriver.WaitCleanups(c) // the end's settling runs in the background
 	if s := c.Stats(); s.SessionResets != 0 || s.Destroyed != destroyed+1 {
 		t.Fatalf("stats: %+v, want the dirty connection replaced", s)
 	}

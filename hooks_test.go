@@ -67,8 +67,10 @@ func TestAfterConnectOnNewAndResetConns(t *testing.T) {
 		t.Fatalf("after a clean use: %d hook calls, %d resets", calls.Load(), c.Stats().SessionResets)
 	}
 
-	// A *sql.Conn dirties the session; its end resets it.
+	// A *sql.Conn dirties the session; its end resets it, off the
+	// caller's path.
 	dirtySession(t, db)
+	pooldriver.WaitCleanups(c)
 	if c.Stats().SessionResets != 1 || calls.Load() != 2 {
 		t.Fatalf("after a reset: %d resets, %d hook calls, want 1 and 2", c.Stats().SessionResets, calls.Load())
 	}

@@ -30,7 +30,8 @@ type physConn struct {
 	// by whoever destroys it, before the pool's destructor reads it.
 	born        time.Time
 	closeReason string
-	leak        leakMark // leak.go
+	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (stmt.go)
+	leak        leakMark    // leak.go
 
 	// The optional interfaces of drv and dc, resolved once.
 	execer      driver.ExecerContext
@@ -705,6 +706,21 @@ func (pc *physConn) verdict(st *connState) fate {
 // the AfterRelease hook's verdict on the settled connection is then decide's
 // last input (connState.rejected), so that every close is decide's.
 func (pc *physConn) settle(f fate, owner *openTx) {
+	if f == fateReset {
+		// A session reset, the price of default-deny tracking: a round
+		// trip or two, off the caller's path. Nobody can reach pc
+		// meanwhile; the pool counts it in use until it is handed back.
+		// (A rollback, of a transaction a hold left open, is a misuse's
+		// cost and stays on the caller's path, where it is logged.)
+		if pc.env.cleanups.start(func() { pc.settleNow(f, owner) }) {
+			return
+		}
+	}
+	pc.settleNow(f, owner)
+}
+
+// settleNow is settle on the calling goroutine.
+func (pc *physConn) settleNow(f fate, owner *openTx) {
 	env := pc.env
 	if env.leaks {
 		env.owner.returned(pc)

@@ -20,6 +20,7 @@ type physEnv struct {
 	cleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
 	resetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
 	trustFuncs     bool          // WithTrustFunctions: the dialect's default-deny for unknown calls is off
+	cleanups       *cleanups     // runs rollbacks and resets off the goroutine that let go (settle)
 	// Nothing is told of a connection's release (no leak detection, no
 	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
 	parkable     bool

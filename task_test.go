@@ -149,6 +149,7 @@ func TestDefaultModeFromDSN(t *testing.T) {
 		t.Fatal("pool_mode=session not applied to a task without a mode")
 	}
 	end()
+	pooldriver.WaitCleanups(c) // the session task's end resets in the background
 	ctx, end = pooldriver.WithTask(context.Background(), pooldriver.TransactionMode)
 	defer end()
 	connID(t, ctx, db)

@@ -230,6 +230,7 @@ func TestRawConnThroughWrappers(t *testing.T) {
 				if err := sc.Close(); err != nil {
 					t.Fatal(err)
 				}
+				pooldriver.WaitCleanups(c) // the callback dirtied the session
 				if s := c.Stats(); s.Active != 0 || s.Acquires != 1 {
 					t.Fatalf("after Close: %d active, %d acquires", s.Active, s.Acquires)
 				}

@@ -46,6 +46,6 @@ func TestODBCNestedTx(t *testing.T) {
 		}
 		assert.EqualValues(t, 2, s.adminInt(t, "SELECT count(*) FROM "+table))
 		assert.EqualValues(t, 0, s.adminInt(t, "SELECT count(*) FROM "+table+" WHERE id = 2"), "the rolled-back *sql.Tx's row is durable")
-		assert.Zero(t, c.Stats().Active)
+		waitFor(t, "the connection back", func() bool { return c.Stats().Active == 0 })
 	})
 }

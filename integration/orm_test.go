@@ -67,6 +67,13 @@ func openORM(t *testing.T, s server) *ormEnv {
 	return e
 }
 
+// active waits until n physical connections are in use: a session reset
+// runs in the background, and its connection is in use until it is done.
+func (e *ormEnv) active(t *testing.T, n int, what string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s: %d", what, n), func() bool { return e.c.Stats().Active == n })
+}
+
 // dropTable drops table when the test ends, before the DB is closed.
 func (e *ormEnv) dropTable(t *testing.T, table string) {
 	t.Cleanup(func() {
@@ -108,8 +115,8 @@ func (e *ormEnv) holdAll(t *testing.T, f func(ctx context.Context)) {
 // the ORM.
 func (e *ormEnv) finish(t *testing.T, wantAutoRollbacks int64) {
 	t.Helper()
+	e.active(t, 0, "physical connections still in use")
 	st := e.c.Stats()
-	assert.Equal(t, 0, st.Active, "physical connections still in use: %+v", st)
 	assert.Equal(t, wantAutoRollbacks, st.AutoRollbacks, "transactions pooldriver had to roll back")
 	assert.LessOrEqual(t, st.Total, ormMaxConns)
 
@@ -129,7 +136,7 @@ func (e *ormEnv) finish(t *testing.T, wantAutoRollbacks int64) {
 			assert.False(t, inTx, "a pooled connection has a transaction open")
 		})
 	}
-	assert.Equal(t, 0, e.c.Stats().Active)
+	e.active(t, 0, "connections in use")
 }
 
 // ---------------------------------------------------------------- GORM
@@ -334,11 +341,11 @@ func TestORMGORM(t *testing.T) {
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, len(cols), 6)
 		require.True(t, g.Migrator().HasIndex(&ormWidget{}, "Name"))
-		assert.Equal(t, 0, e.c.Stats().Active)
+		e.active(t, 0, "connections in use")
 
 		t.Run("no task", func(t *testing.T) {
 			gormCRUD(t, g.WithContext(ctx(t)), "plain")
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("prepared statements", func(t *testing.T) {
@@ -349,7 +356,7 @@ func TestORMGORM(t *testing.T) {
 			tctx, end := pooldriver.WithTask(ctx(t))
 			gormCRUD(t, p.WithContext(tctx), "prep-task")
 			end()
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("migration in a task", func(t *testing.T) {
@@ -367,7 +374,7 @@ func TestORMGORM(t *testing.T) {
 			require.NoError(t, tg.Migrator().DropTable(&ormGadget{}))
 			assert.False(t, tg.Migrator().HasTable(&ormGadget{}))
 			end()
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("transaction mode task", func(t *testing.T) {
@@ -376,7 +383,7 @@ func TestORMGORM(t *testing.T) {
 			tg := g.WithContext(tctx)
 			gormCRUD(t, tg, "txtask")
 			// Nothing pins the connection between statements.
-			assert.Equal(t, 0, e.c.Stats().Active, "transaction-mode task keeps a connection while nothing pins it")
+			e.active(t, 0, "transaction-mode task keeps a connection while nothing pins it")
 
 			// A GORM transaction is its own, as with the plain driver:
 			// statements run with the task's context on the plain
@@ -388,12 +395,12 @@ func TestORMGORM(t *testing.T) {
 				assert.EqualValues(t, 1, countName(t, tx, name), "the transaction does not see its own row")
 				assert.Zero(t, countName(t, tg, name), "a statement outside the transaction ran inside it")
 				assert.Zero(t, countName(t, g.WithContext(ctx(t)), name), "uncommitted row seen outside the task")
-				assert.Equal(t, 1, e.c.Stats().Active)
+				e.active(t, 1, "connections in use")
 				return errORMRollback
 			})
 			require.ErrorIs(t, err, errORMRollback)
 			assert.Zero(t, countName(t, tg, name))
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 
 			// A raw BEGIN through GORM keeps the connection bound across
 			// GORM calls until the raw ROLLBACK / COMMIT: at GORM's
@@ -410,10 +417,10 @@ func TestORMGORM(t *testing.T) {
 				require.NoError(t, raw.Model(&ormWidget{}).Where("name = ?", rb).Update("qty", 9).Error)
 				assert.EqualValues(t, 1, countName(t, raw, rb))
 				assert.Zero(t, countName(t, g.WithContext(ctx(t)), rb), "uncommitted row seen outside the task")
-				assert.Equal(t, 1, e.c.Stats().Active, "a raw transaction does not pin the task's connection")
+				e.active(t, 1, "a raw transaction does not pin the task's connection")
 				require.NoError(t, raw.Exec("ROLLBACK").Error)
 				assert.Zero(t, countName(t, g.WithContext(ctx(t)), rb), "raw ROLLBACK did not undo GORM's insert")
-				assert.Equal(t, 0, e.c.Stats().Active)
+				e.active(t, 0, "connections in use")
 
 				require.NoError(t, raw.Exec("BEGIN").Error)
 				require.NoError(t, raw.Create(&ormWidget{Name: commit}).Error)
@@ -422,7 +429,7 @@ func TestORMGORM(t *testing.T) {
 			}
 
 			end()
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("rows iterated while writing", func(t *testing.T) {
@@ -461,7 +468,7 @@ func TestORMGORM(t *testing.T) {
 			assert.Equal(t, 3, batches)
 			require.NoError(t, tg.Where("name LIKE ?", "rows-%").Delete(&ormWidget{}).Error)
 			end()
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("concurrent tasks", func(t *testing.T) {
@@ -504,7 +511,7 @@ func TestORMGORM(t *testing.T) {
 				assert.ErrorIs(t, err, errORMRollback)
 			}
 			assert.Zero(t, countName(t, g.WithContext(ctx(t)), "conc-0"))
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("session mode task", func(t *testing.T) {
@@ -528,7 +535,7 @@ func TestORMGORM(t *testing.T) {
 			var sum int
 			require.NoError(t, tg.Raw("SELECT sum(v) FROM "+tmp).Scan(&sum).Error)
 			assert.Equal(t, 6, sum, "temporary table not seen across GORM calls")
-			assert.Equal(t, 1, e.c.Stats().Active, "session task gave its connection back")
+			e.active(t, 1, "session task gave its connection back")
 
 			gormCRUD(t, tg, "sesstask")
 
@@ -540,8 +547,8 @@ func TestORMGORM(t *testing.T) {
 			assert.Equal(t, "1", v)
 
 			end()
+			e.active(t, 0, "connections in use")
 			assert.Equal(t, resets+1, e.c.Stats().SessionResets)
-			assert.Equal(t, 0, e.c.Stats().Active)
 			// The session was reset: no connection has the temporary table
 			// or the variable any more.
 			e.holdAll(t, func(c context.Context) {
@@ -630,7 +637,7 @@ func TestORMGORMAbandonedTransactionsCounted(t *testing.T) {
 			st := e.c.Stats()
 			return st.Active == 0 && st.AutoRollbacks >= before+tasks
 		})
-		assert.Equal(t, 0, e.c.Stats().Active)
+		e.active(t, 0, "connections in use")
 		assert.Equal(t, before+tasks, e.c.Stats().AutoRollbacks,
 			"abandoned transactions rolled back at task end but not counted")
 	})
@@ -756,14 +763,14 @@ func TestORMSqlx(t *testing.T) {
 			c := ctx(t)
 			sqlxCRUD(t, x, c, false, table, 0)
 			assert.Equal(t, []int{1, 2, 4, 6}, ids(c, 0, 9))
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("transaction mode task", func(t *testing.T) {
 			tctx, end := pooldriver.WithTask(ctx(t))
 			defer end()
 			sqlxCRUD(t, x, tctx, true, table, 10)
-			assert.Equal(t, 0, e.c.Stats().Active, "transaction-mode task keeps a connection while nothing pins it")
+			e.active(t, 0, "transaction-mode task keeps a connection while nothing pins it")
 
 			// A raw BEGIN, then sqlx calls with the task's context, then a
 			// raw ROLLBACK: nothing persists.
@@ -778,10 +785,10 @@ func TestORMSqlx(t *testing.T) {
 			assert.Equal(t, "changed", w.Name)
 			assert.Equal(t, []int{11, 12, 14, 17, 18}, ids(tctx, 10, 19), "the raw transaction does not see its own rows")
 			assert.Equal(t, []int{11, 12, 14}, ids(ctx(t), 10, 19), "uncommitted rows seen outside the task")
-			assert.Equal(t, 1, e.c.Stats().Active)
+			e.active(t, 1, "connections in use")
 			_, err = e.db.ExecContext(tctx, "ROLLBACK")
 			require.NoError(t, err)
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 			assert.Equal(t, []int{11, 12, 14}, ids(ctx(t), 10, 19), "rows of a rolled back raw transaction persisted")
 			require.NoError(t, x.GetContext(ctx(t), &w, x.Rebind("SELECT id, name, qty FROM "+table+" WHERE id = ?"), 11))
 			assert.Equal(t, "one", w.Name)
@@ -796,7 +803,7 @@ func TestORMSqlx(t *testing.T) {
 			assert.Equal(t, []int{11, 12, 14, 19}, ids(ctx(t), 10, 19))
 
 			end()
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("session mode task", func(t *testing.T) {
@@ -819,10 +826,10 @@ func TestORMSqlx(t *testing.T) {
 			require.NoError(t, tx.SelectContext(tctx, &ws, "SELECT id, name, qty FROM "+tmp))
 			assert.Equal(t, []sqlxWidget{{1, "t", 0}}, ws)
 			require.NoError(t, tx.Commit())
-			assert.Equal(t, 1, e.c.Stats().Active)
+			e.active(t, 1, "connections in use")
 			end()
 			assert.Equal(t, []int{21, 22, 24}, ids(ctx(t), 20, 29))
-			assert.Equal(t, 0, e.c.Stats().Active)
+			e.active(t, 0, "connections in use")
 		})
 
 		t.Run("task ends inside a raw transaction", func(t *testing.T) {
