@@ -43,12 +43,12 @@ func (s *stmt) ranOn(pc *physConn) {
 	s.on = append(kept, pc)
 }
 
-// gone reports whether pc is destroyed, or will be as soon as its current
-// use ends: lost (broken, or its state unknown) or stale (opened before
-// its Connector's last Reset; never handed out again). A connection closed
-// for another reason (its lifetime or idle time ran out, an idle check
-// found it dead) reads neither, and is forgotten only with its statement.
-func gone(pc *physConn) bool { return pc.stale() || pc.isLost() }
+// gone reports whether pc is destroyed (for whatever reason: its lifetime
+// or idle time ran out, an idle check found it dead, the pool closed), or
+// will be as soon as its current use ends: lost (broken, or its state
+// unknown) or stale (opened before its Connector's last Reset; never
+// handed out again).
+func gone(pc *physConn) bool { return pc.closed.Load() || pc.stale() || pc.isLost() }
 
 // Close drops the statement from the caches of the physical connections it
 // was prepared on (at their next use: they may be busy now), which closes
