@@ -391,8 +391,8 @@ func TestAtLimitCallerWaits(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		want := []string{"active→limited (backend full)", "limited→recovering (backend full)", "recovering→limited (backend full)",
-			"limited→recovering (backend full)", "recovering→active (<nil>)"}
+		want := []string{"closed→limited (backend full)", "limited→half-open (backend full)", "half-open→limited (backend full)",
+			"limited→half-open (backend full)", "half-open→closed (<nil>)"}
 		if fmt.Sprint(changes) != fmt.Sprint(want) {
 			t.Fatalf("state changes %q, want %q", changes, want)
 		}
