@@ -57,8 +57,10 @@ var tasksBegun atomic.Bool
 // every transaction of the task (a raw BEGIN, or a *sql.Tx begun with the
 // task's context) is rolled back, the session is reset where needed, the
 // connections go back to the pool, and the task's context is cancelled with
-// the cause ErrTaskEnded (see context.Cause). end returns when that is done.
-// Calling end again does nothing.
+// the cause ErrTaskEnded (see context.Cause). end returns when that is done,
+// but for a session reset, which runs as its connection goes back to the
+// pool, off the caller's path (nobody else can have the connection before
+// it is done). Calling end again does nothing.
 func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 	t := &task{}
 	switch {
