@@ -33,10 +33,13 @@ var ErrUnsupported = errors.New("pooldriver: not supported by this dialect")
 // EXEC) counts as leaving one open. RELEASE changes nothing: in SQLite it
 // may commit the transaction its savepoint opened, so one is still
 // believed open. Such a connection cannot roll back a raw transaction by
-// itself, so it is replaced instead. Session changes are
-// found by the same rules (SET, advisory locks, GET_LOCK, temporary
-// tables, ...); a session is reset with the driver's own
-// driver.SessionResetter, and without one the connection is replaced.
+// itself, so it is replaced instead. Session changes are found by the same
+// rules (SET, advisory locks, GET_LOCK, temporary tables, ...), and, since
+// nothing reports what a function or procedure did, by any call the rules
+// cannot prove harmless (a function off both lists of built-ins, CALL,
+// EXEC, SQL run from a string), unless the user trusts their functions. A
+// session believed changed is never handed on: the connection is replaced
+// (see genericConn.ResetSession).
 func Wrap(c driver.Connector) Template { return genericTemplate{c} }
 
 type genericTemplate struct{ c driver.Connector }
@@ -66,6 +69,9 @@ type genericConn struct {
 	// ChangesSession and TxStatus of each statement in turn.
 	last      string
 	lastFacts sqllex.Facts
+
+	// trust: the user vouches for their functions (see TrustFunctions).
+	trust bool
 }
 
 // facts returns the lexer's facts of query.
@@ -80,7 +86,13 @@ var (
 	_ Conn              = (*genericConn)(nil)
 	_ SessionTracker    = (*genericConn)(nil)
 	_ StatementObserver = (*genericConn)(nil)
+	_ FunctionTruster   = (*genericConn)(nil)
 )
+
+// TrustFunctions says whether the user vouches for their functions and
+// procedures: trusted, a call counts only for what its text shows. Not
+// trusted by default (see Wrap).
+func (g *genericConn) TrustFunctions(trust bool) { g.trust = trust }
 
 func (g *genericConn) Driver() driver.Conn { return g.c }
 
@@ -107,15 +119,15 @@ func (g *genericConn) txStatus(f sqllex.Facts) TxStatus {
 func (g *genericConn) Observe(_ context.Context, query string, askTx bool) (bool, TxStatus, error) {
 	f := g.facts(query)
 	if !askTx {
-		return f.ChangesSession, TxIdle, nil
+		return f.Changes(g.trust), TxIdle, nil
 	}
-	return f.ChangesSession, g.txStatus(f), nil
+	return f.Changes(g.trust), g.txStatus(f), nil
 }
 
 // ChangesSession applies the PostgreSQL and MySQL rules together, and a
 // few of other databases'; see Wrap.
 func (g *genericConn) ChangesSession(query string) bool {
-	return g.facts(query).ChangesSession
+	return g.facts(query).Changes(g.trust)
 }
 
 // Rollback is unsupported: the statement that rolls back differs between

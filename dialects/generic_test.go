@@ -136,6 +136,40 @@ func TestGenericChangesSession(t *testing.T) {
 	}
 }
 
+// TestGenericDefaultDeny (issue 35): through Wrap nothing reports what a
+// function did, so an unknown call counts unless the user trusts their
+// functions; SQL run from a string counts either way.
+func TestGenericDefaultDeny(t *testing.T) {
+	c := openGeneric(t, &stubConn{})
+	st := c.(SessionTracker)
+	for _, tc := range []struct {
+		query            string
+		untrusted, trust bool
+	}{
+		{"SELECT a FROM t WHERE id = ?", false, false},
+		{`INSERT INTO "t" ("a") VALUES ($1) RETURNING "id"`, false, false},
+		{"SELECT count(*), lower(a) FROM t", false, false},
+		{"SELECT f()", true, false},
+		{"CALL p()", true, false},
+		{"EXEC sp_who", true, true},
+		{"EXECUTE IMMEDIATE 'SET @a = 1'", true, true},
+	} {
+		for _, trust := range []bool{false, true} {
+			c.(FunctionTruster).TrustFunctions(trust)
+			want := tc.untrusted
+			if trust {
+				want = tc.trust
+			}
+			if got := st.ChangesSession(tc.query); got != want {
+				t.Errorf("trust %v: ChangesSession(%q) = %v, want %v", trust, tc.query, got, want)
+			}
+			if got, _, _ := c.(StatementObserver).Observe(t.Context(), tc.query, false); got != want {
+				t.Errorf("trust %v: Observe(%q) = %v, want %v", trust, tc.query, got, want)
+			}
+		}
+	}
+}
+
 // adaptedConn stands for a connection of a driver some dialect knows.
 type adaptedConn struct{ stubConn }
 

@@ -61,11 +61,14 @@ type conn struct {
 	lexed      string
 	lexedValid bool
 	lexedFacts lexedFacts
+
+	// trust: the user vouches for their functions (see TrustFunctions).
+	trust bool
 }
 
 // lexedFacts is what the lexers read in a statement's text.
 type lexedFacts struct {
-	changesSession bool // sqllex's rules, or a statement whose changes the server may not report
+	changesSession bool // sqllex's rules and calls, or a statement whose changes the server may not report
 	mayChangeTx    bool // see mayChangeTx
 }
 
@@ -82,6 +85,7 @@ var (
 	_ dialects.StatementObserver = (*conn)(nil)
 	_ dialects.SessionBaseline   = (*conn)(nil)
 	_ dialects.BeginTxRollbacker = (*conn)(nil)
+	_ dialects.FunctionTruster   = (*conn)(nil)
 	_ dialects.WriteCounter      = (*wiredConn)(nil)
 	_ dialects.Interrupter       = (*wiredConn)(nil)
 )
@@ -152,7 +156,7 @@ func (c *conn) read(query string) lexedFacts {
 	if !c.lexedValid || query != c.lexed {
 		tf := textMemo.Get(query)
 		c.lexedFacts = lexedFacts{
-			changesSession: sqllex.Of(query, sqllex.MySQL).ChangesSession || tf.hidesChanges,
+			changesSession: sqllex.Of(query, sqllex.MySQL).Changes(c.trust) || tf.hidesChanges,
 			mayChangeTx:    tf.mayChangeTx,
 		}
 		c.lexed, c.lexedValid = "", false
@@ -161,6 +165,17 @@ func (c *conn) read(query string) lexedFacts {
 		}
 	}
 	return c.lexedFacts
+}
+
+// TrustFunctions says whether the user vouches for their functions and
+// procedures (see dialects.FunctionTruster): trusted, a call counts only
+// for what its text or the server shows. Not trusted by default: a stored
+// function or procedure can turn session_track_state_change off, change
+// the session and then fail (an ERR packet carries no flags), and a
+// connection with compression or TLS has no watched wire at all.
+func (c *conn) TrustFunctions(trust bool) {
+	c.trust = trust
+	c.lexedValid = false
 }
 
 // wired returns the wire's state, and whether it can answer: the framing
@@ -178,14 +193,16 @@ func (c *conn) wired() (uint32, bool) {
 // ... INTO @var or :=, GET_LOCK and RELEASE_*LOCK*, LOCK/UNLOCK, temporary
 // tables, PREPARE and DEALLOCATE, USE, HANDLER, XA, executable comments,
 // ... (see sqllex.ChangesSession), read with MySQL's quoting and comments,
-// and either backslash setting when a string holds a backslash; and
-// EXECUTE and compound statements, whose changes the server may not report
-// (see hidesChanges). From the server, on a connection whose socket the
-// dialect watches: SERVER_SESSION_STATE_CHANGED in any OK packet since the
-// last statement (read before the framing was lost, if it was, and the
-// loss itself), and autocommit other than the session started with;
-// after an error, which carries no flags, any statement that is not a
-// plain SELECT, INSERT, ... counts.
+// and either backslash setting when a string holds a backslash; CALL and
+// any call of a function that is not a built-in known to leave the session
+// alone, unless the user trusts their functions (see sqllex.CallsOf and
+// TrustFunctions); and EXECUTE and compound statements, whose changes the
+// server may not report (see hidesChanges). From the server, on a
+// connection whose socket the dialect watches: SERVER_SESSION_STATE_CHANGED
+// in any OK packet since the last statement (read before the framing was
+// lost, if it was, and the loss itself), and autocommit other than the
+// session started with; after an error, which carries no flags, any
+// statement that is not a plain SELECT, INSERT, ... counts.
 func (c *conn) ChangesSession(query string) bool {
 	changed, _, _ := c.observe(context.Background(), query, false)
 	return changed

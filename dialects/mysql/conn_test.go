@@ -212,7 +212,10 @@ func TestChangesSession(t *testing.T) {
 		{"/*!40101 SET NAMES utf8 */", true},
 		{"USE shop", true},
 		{"PREPARE s FROM 'SELECT 1'", true},
-		{"SELECT pg_advisory_lock(1)", false}, // not MySQL
+		{"SELECT pg_advisory_lock(1)", true}, // not MySQL's: a stored function of that name, unknown
+		{"SELECT my_func()", true},
+		{"CALL p()", true},
+		{"SELECT COUNT(*), IFNULL(a, 0), LAST_INSERT_ID() FROM t", false},
 		{"EXECUTE IMMEDIATE 'SET @v = 42'", true},
 		{"BEGIN NOT ATOMIC SET @v = 42; END", true},
 		{"EXECUTE IMMEDIATE CONCAT('SELECT GET', '_LOCK(''x'', 0)')", true},
@@ -221,6 +224,35 @@ func TestChangesSession(t *testing.T) {
 	} {
 		if got := c.ChangesSession(tc.query); got != tc.want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+// TestTrustFunctions (issue 35): trusted, a call of a stored function or
+// procedure counts only for what its text shows; EXECUTE and compound
+// statements count either way. The remembered text is judged again.
+func TestTrustFunctions(t *testing.T) {
+	c, _ := wrapConn(nil, &fakeConn{}, nil)
+	for _, tc := range []struct {
+		query            string
+		untrusted, trust bool
+	}{
+		{"SELECT id FROM users WHERE id = ?", false, false},
+		{"SELECT my_func()", true, false},
+		{"CALL p()", true, false},
+		{"CALL p(@out)", true, true},
+		{"EXECUTE IMMEDIATE 'SET @a=1'", true, true},
+		{"SELECT GET_LOCK('x', 1)", true, true},
+	} {
+		for _, trust := range []bool{false, true, false} {
+			c.TrustFunctions(trust)
+			want := tc.untrusted
+			if trust {
+				want = tc.trust
+			}
+			if got := c.ChangesSession(tc.query); got != want {
+				t.Errorf("trust %v: ChangesSession(%q) = %v, want %v", trust, tc.query, got, want)
+			}
 		}
 	}
 }

@@ -23,11 +23,14 @@ type conn struct {
 	inTxVar    int8 // MariaDB/MySQL: 1: @@in_transaction exists; -1: it does not (MySQL); 0: not yet known
 
 	settings [][2]string // PostgreSQL: session settings made at connect time, replayed after DISCARD ALL
+
+	trust bool // the user vouches for their functions (see TrustFunctions)
 }
 
 var (
-	_ dialects.Conn           = (*conn)(nil)
-	_ dialects.SessionTracker = (*conn)(nil)
+	_ dialects.Conn            = (*conn)(nil)
+	_ dialects.SessionTracker  = (*conn)(nil)
+	_ dialects.FunctionTruster = (*conn)(nil)
 )
 
 // errBroken is returned by every method once the connection is lost.
@@ -72,10 +75,17 @@ func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatu
 // ChangesSession reports a statement that may have changed the session,
 // by the rules of the server the driver serves (see the package doc):
 // PostgreSQL's, MySQL's, or, for any other server, both together plus a few
-// of other databases'.
+// of other databases'. A call the rules cannot prove harmless (a function
+// that is not a built-in known to leave the session alone, CALL, SQL run
+// from a string) counts, unless the user trusts their functions: ODBC
+// reports nothing of what a function did to the session.
 func (c *conn) ChangesSession(query string) bool {
-	return sqllex.Of(query, c.d.server.flavor()).ChangesSession
+	return sqllex.Of(query, c.d.server.flavor()).Changes(c.trust)
 }
+
+// TrustFunctions says whether the user vouches for their functions and
+// procedures (see dialects.FunctionTruster). Not trusted by default.
+func (c *conn) TrustFunctions(trust bool) { c.trust = trust }
 
 // note updates the belief after query ran (successfully or not), or marks
 // it unknown.

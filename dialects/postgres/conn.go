@@ -38,6 +38,9 @@ type conn struct {
 	lexed        string
 	lexedChanges bool
 
+	// trust: the user vouches for their functions (see TrustFunctions).
+	trust bool
+
 	// idle is CheckIdle's look at the socket, set up at its first use
 	// (idleReady): pgx keeps one socket for the connection's life.
 	idle      dialects.SocketCheck
@@ -62,6 +65,7 @@ var (
 	_ dialects.SessionBaseline        = (*conn)(nil)
 	_ dialects.WriteCounter           = (*conn)(nil)
 	_ dialects.BeginTxRollbacker      = (*conn)(nil)
+	_ dialects.FunctionTruster        = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
 )
 
@@ -114,18 +118,34 @@ const maxLexedText = 4096
 // ChangesSession reports a statement that may have changed the session
 // (see sqllex.ChangesSession for the rules: SET, set_config(..., false),
 // session advisory locks, CREATE TEMP, PREPARE, LISTEN, DECLARE ... WITH
-// HOLD, ...), and, once no transaction is open, any reported parameter
+// HOLD, ...), one that runs SQL the text does not show (query_to_xml,
+// dblink, EXECUTE, a write to pg_settings), one that calls a function or
+// procedure other than the built-ins known to leave the session alone,
+// unless the user trusts their functions (see sqllex.CallsOf and
+// TrustFunctions), and, once no transaction is open, any reported parameter
 // (TimeZone, search_path, the role, ...) that differs from what it was when
 // the connection opened. Inside a transaction the latter waits for its end,
 // when SET LOCAL values revert: the statement that ends it is asked about
 // too.
+//
+// The server does not report the role a function sets with
+// set_config('role', ...), nor search_path before PostgreSQL 18, which is
+// why a call the dialect cannot prove harmless counts.
 func (c *conn) ChangesSession(query string) bool {
 	return c.changesSession(c.pgx().PgConn(), query)
 }
 
+// TrustFunctions says whether the user vouches for their functions and
+// procedures (see dialects.FunctionTruster): trusted, a call counts only
+// for what its text or the server shows. Not trusted by default.
+func (c *conn) TrustFunctions(trust bool) {
+	c.trust = trust
+	c.lexedChanges = sqllex.Of(c.lexed, sqllex.Postgres).Changes(trust)
+}
+
 func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
 	if query != c.lexed {
-		c.lexedChanges = sqllex.Of(query, sqllex.Postgres).ChangesSession
+		c.lexedChanges = sqllex.Of(query, sqllex.Postgres).Changes(c.trust)
 		c.lexed = ""
 		if len(query) <= maxLexedText {
 			c.lexed = query

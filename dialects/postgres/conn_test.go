@@ -120,10 +120,11 @@ func TestChangesSessionFromReports(t *testing.T) {
 	}
 
 	// A setting changed where no statement text shows it: EXECUTE of a
-	// statement prepared to call set_config.
+	// statement prepared to call set_config. (EXECUTE counts by its text
+	// too; a text showing nothing is asked, so that the reports decide.)
 	exec(t, c, "PREPARE tz AS SELECT set_config('TimeZone', 'Pacific/Chatham', false)")
 	exec(t, c, "EXECUTE tz")
-	if !c.ChangesSession("EXECUTE tz") {
+	if !c.ChangesSession("SELECT 1") {
 		t.Error("a reported setting changed, ChangesSession missed it")
 	}
 	if err := c.ResetSession(t.Context()); err != nil {
@@ -131,6 +132,37 @@ func TestChangesSessionFromReports(t *testing.T) {
 	}
 	if c.ChangesSession("SELECT 1") {
 		t.Error("the session still differs after ResetSession")
+	}
+}
+
+// TestDefaultDenyCalls (issue 35): a call of a function that is not a
+// built-in known to leave the session alone counts as a change, unless the
+// user trusts their functions; SQL run from a string counts either way.
+// The connection's remembered text is judged again when trust changes.
+func TestDefaultDenyCalls(t *testing.T) {
+	c := wrapped(t)
+	for _, tc := range []struct {
+		query            string
+		untrusted, trust bool
+	}{
+		{"SELECT a FROM t WHERE id = $1", false, false},
+		{"SELECT lower('A'), count(*), now()", false, false},
+		{"SELECT f()", true, false},
+		{"SELECT public.f(1)", true, false},
+		{"CALL p()", true, false},
+		{"SELECT query_to_xml('select 1', true, true, '')", true, true},
+		{"UPDATE pg_settings SET setting = 'x' WHERE name = 'search_path'", true, true},
+	} {
+		for _, trust := range []bool{false, true, false} {
+			c.TrustFunctions(trust)
+			want := tc.untrusted
+			if trust {
+				want = tc.trust
+			}
+			if got := c.ChangesSession(tc.query); got != want {
+				t.Errorf("trust %v: ChangesSession(%q) = %v, want %v", trust, tc.query, got, want)
+			}
+		}
 	}
 }
 

@@ -1,10 +1,12 @@
 package sqllex
 
 // Facts are what the lexer tells of a text of statements: whether it may
-// change the session (ChangesSession) and what it does to the transaction
-// (TxEffectOf).
+// change the session by what its words show (ChangesSession), what it
+// calls that they do not show (CallsOf; Changes combines the two), and what
+// it does to the transaction (TxEffectOf).
 type Facts struct {
 	ChangesSession bool
+	Calls          Calls
 	Tx             TxEffect
 }
 
@@ -18,7 +20,11 @@ func Of(query string, f Flavor) Facts {
 var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
 	for f := range m {
 		m[f] = NewMemo(func(q string) Facts {
-			return Facts{ChangesSession: ChangesSession(q, Flavor(f)), Tx: TxEffectOf(q, Flavor(f))}
+			return Facts{
+				ChangesSession: ChangesSession(q, Flavor(f)),
+				Calls:          CallsOf(q, Flavor(f)),
+				Tx:             TxEffectOf(q, Flavor(f)),
+			}
 		})
 	}
 	return m

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestOfIsTheLexersAnswer: Of answers what ChangesSession and TxEffectOf
+// TestOfIsTheLexersAnswer: Of answers what ChangesSession, CallsOf and TxEffectOf
 // do, for a text met for the first time and again, in every flavor, and a
 // text that took another's slot does not get its facts.
 func TestOfIsTheLexersAnswer(t *testing.T) {
@@ -20,7 +20,7 @@ func TestOfIsTheLexersAnswer(t *testing.T) {
 	for _, f := range []Flavor{Postgres, MySQL, Any} {
 		for round := range 2 {
 			for _, q := range texts {
-				want := Facts{ChangesSession: ChangesSession(q, f), Tx: TxEffectOf(q, f)}
+				want := Facts{ChangesSession: ChangesSession(q, f), Calls: CallsOf(q, f), Tx: TxEffectOf(q, f)}
 				if got := Of(q, f); got != want {
 					t.Fatalf("flavor %d, round %d: Of(%q) = %+v, want %+v", f, round, q, got, want)
 				}

@@ -27,9 +27,10 @@ import "strings"
 // counts as the word, and a U&"…" name is decoded first
 // (U&"pg\005fadvisory\005flock" is pg_advisory_lock).
 //
-// Functions and procedures the statement calls are not looked into. A text
-// without any of the words these rules need is decided by a quick scan that
-// allocates nothing.
+// Functions and procedures the statement calls are not looked into: what
+// they may do is CallsOf's to judge (see Facts.Changes). A text without any
+// of the words these rules need is decided by a quick scan that allocates
+// nothing.
 func ChangesSession(query string, f Flavor) bool {
 	if !mayChangeSession(query, f) {
 		return false

@@ -1,13 +1,16 @@
 // Package sqllex holds what the dialects share to read SQL text without a
 // parser: the lexing steps that find where statements start and which
-// keyword each starts with, skipping quoted text and comments; and two
+// keyword each starts with, skipping quoted text and comments; and three
 // conservative judgements built on a lexer of PostgreSQL's and MySQL's
 // quoting and comments, [ChangesSession] (may a text leave state in the
-// session?) and [TxEffectOf] (may it open or end a transaction?).
+// session?), [CallsOf] (does it run code it does not show: a function
+// that is not a known built-in, a procedure, SQL from a string?) and
+// [TxEffectOf] (may it open or end a transaction?).
 //
-// Both are asked after every statement pooldriver runs, so a plain SELECT
-// or INSERT is decided by a quick scan, without lexing and without
-// allocating. When a text cannot be lexed with certainty (an unterminated
+// They are asked after every statement pooldriver runs, so a plain SELECT
+// is decided by quick scans, without lexing and without allocating, and
+// Of remembers the answers per text (an INSERT's parentheses need the
+// lexer once). When a text cannot be lexed with certainty (an unterminated
 // quote or comment, a comment inside a MySQL executable comment, a MySQL
 // "--" whose reading depends on the character set, a backslash in a string
 // whose end then depends on the server's settings), they answer with what
