@@ -603,7 +603,9 @@ func (pc *physConn) rollback(owner *openTx) error {
 // caller holds sem. On failure (or if the dialect cannot reset) the
 // connection is lost.
 func (pc *physConn) resetSession() error {
-	pc.closeStmts()
+	if k, ok := pc.dc.(dialects.StatementKeeper); !ok || !k.ResetKeepsStatements() {
+		pc.closeStmts() // the reset drops them on the server
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	defer cancel()
 	err := pc.dc.ResetSession(ctx)

@@ -305,27 +305,6 @@ func (c *conn) Rollback(ctx context.Context) error {
 	return nil
 }
 
-// ResetSession rolls back, runs DISCARD ALL (which refuses to run inside a
-// transaction block, hence the separate rollback) and then drops pgx's
-// prepared statements and statement/description caches: after DISCARD ALL
-// the server knows none of them, and pgx would otherwise execute a cached
-// statement name that no longer exists.
-func (c *conn) ResetSession(ctx context.Context) error {
-	pc := c.pgx().PgConn()
-	if pc.TxStatus() != 'I' {
-		if err := c.Rollback(ctx); err != nil {
-			return err
-		}
-	}
-	if _, err := pc.Exec(ctx, "DISCARD ALL").ReadAll(); err != nil {
-		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
-	}
-	if err := c.pgx().DeallocateAll(ctx); err != nil {
-		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
-	}
-	return nil
-}
-
 // Ping sends an empty query.
 func (c *conn) Ping(ctx context.Context) error {
 	if err := c.pgx().PgConn().Ping(ctx); err != nil {
