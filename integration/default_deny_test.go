@@ -36,6 +36,9 @@ type denyCase struct {
 	// unvouched: SQL that no one's word vouches for (run from a string, a
 	// write to pg_settings) counts even with pool_trust_functions=true.
 	unvouched bool
+	// reported: the server reports the change itself (MariaDB's session
+	// tracker, on the plain wire): seen even with pool_trust_functions.
+	reported bool
 }
 
 // asks returns an observe that runs query as the next user.
@@ -84,13 +87,28 @@ func checkDenied(t *testing.T, s server, dsn string, dc denyCase) {
 		db := sql.OpenDB(pooldriver.New(trusted))
 		defer db.Close()
 		first(t, db, ctx(t))
-		if dc.unvouched {
-			assert.Equal(t, dc.want, dc.observe(t, db), "SQL run unseen counts though the user trusts their functions")
+		if dc.unvouched || dc.reported {
+			assert.Equal(t, dc.want, dc.observe(t, db), "SQL run unseen, or a change the server reports, counts though the user trusts their functions")
 			return
 		}
 		assert.NotEqual(t, dc.want, dc.observe(t, db),
 			"the user vouched for a function that changes the session: the next user should see the change")
 	})
+}
+
+// inTx runs queries in a *sql.Tx of r (a *sql.DB), and commits it.
+func inTx(queries ...string) func(ctx context.Context, r runner) error {
+	return func(ctx context.Context, r runner) error {
+		tx, err := r.(*sql.DB).BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := execAll(queries...)(ctx, tx); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
 }
 
 // routine creates a function or procedure (kind) from its definition
@@ -170,6 +188,11 @@ func TestDefaultDenyPostgresSearchPath(t *testing.T) {
 				checkDenied(t, s, s.dsn, denyCase{dirty: execAll(tc.query), observe: landed, want: "public", unvouched: tc.unvouched})
 			})
 		}
+		// The same call inside a *sql.Tx, committed: its statements are
+		// judged too, not only its COMMIT.
+		t.Run("function in a *sql.Tx", func(t *testing.T) {
+			checkDenied(t, s, s.dsn, denyCase{dirty: inTx("SELECT " + setPath + "()"), observe: landed, want: "public"})
+		})
 	})
 }
 
@@ -219,8 +242,17 @@ func TestDefaultDenyMariaDBFailedFunction(t *testing.T) {
 			"() RETURNS INT BEGIN SET @pd_v = 'leaked'; SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'after a change'; RETURN 1; END")
 		setZone := routine(t, s, "FUNCTION", "pd_fail_tz",
 			"() RETURNS INT BEGIN SET time_zone = '+05:00'; SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'after a change'; RETURN 1; END")
+		quietVar := routine(t, s, "FUNCTION", "pd_quiet_var", "() RETURNS INT BEGIN SET @pd_q = 'leaked'; RETURN 1; END")
 		for _, d := range mariadbDSNs(s) {
 			t.Run(d.name, func(t *testing.T) {
+				t.Run("user variable in a *sql.Tx", func(t *testing.T) {
+					checkDenied(t, s, d.dsn, denyCase{
+						dirty:    inTx("SELECT " + quietVar + "()"),
+						observe:  asks("SELECT coalesce(@pd_q, '')"),
+						want:     "",
+						reported: d.name == "plain wire",
+					})
+				})
 				t.Run("user variable", func(t *testing.T) {
 					checkDenied(t, s, d.dsn, denyCase{
 						dirty:   execAll("SELECT " + setVar + "()"),

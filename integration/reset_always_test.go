@@ -34,10 +34,12 @@ BEGIN PERFORM set_config('search_path', '%s', false); END $$`, fn, path))
 	return fn, path
 }
 
-// TestResetAlwaysSearchPath (issue 21): a function that changes
+// TestResetAlwaysSearchPath (issues 21, 35): a function that changes
 // search_path leaves it to the next user of the connection under the plain
-// driver and under pooldriver by default, as nothing shows the change;
-// with pool_reset_always (WithResetAlways) the next user sees the default.
+// driver, as nothing shows the change; under pooldriver the call of a
+// user's function resets the connection (default-deny), unless
+// pool_trust_functions vouches for it; with pool_reset_always
+// (WithResetAlways) the next user sees the default either way.
 // Within one hold (a *sql.Conn) the change stays, as with the plain driver.
 func TestResetAlwaysSearchPath(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
@@ -56,13 +58,16 @@ func TestResetAlwaysSearchPath(t *testing.T) {
 				db.SetMaxOpenConns(1)
 				return db
 			}},
-			{name: "pooldriver", leaks: true, open: func(t *testing.T) *sql.DB {
+			{name: "pooldriver", open: func(t *testing.T) *sql.DB {
 				return sql.OpenDB(pooldriver.New(withParams(s.dsn, "pool_max_conns=1")))
+			}},
+			{name: "pooldriver, pool_trust_functions", leaks: true, open: func(t *testing.T) *sql.DB {
+				return sql.OpenDB(pooldriver.New(withParams(s.dsn, "pool_max_conns=1", "pool_trust_functions=true")))
 			}},
 			{name: "pooldriver, pool_reset_always", open: func(t *testing.T) *sql.DB {
 				return sql.OpenDB(pooldriver.New(withParams(s.dsn, "pool_max_conns=1", "pool_reset_always=true")))
 			}},
-			{name: "wrap", leaks: true, open: func(t *testing.T) *sql.DB {
+			{name: "wrap", open: func(t *testing.T) *sql.DB {
 				return sql.OpenDB(pooldriver.Wrap(plainConnector(t, s, s.dsn), pooldriver.WithMaxConns(1)))
 			}},
 			{name: "wrap, WithResetAlways", open: func(t *testing.T) *sql.DB {
