@@ -78,6 +78,8 @@ func BenchmarkDefaultDenyReset(b *testing.B) {
 			if got := conns[1].Stats().SessionResets - resets; got == 0 && !strings.Contains(dsn, "pool_trust_functions") {
 				b.Fatalf("default-deny reset nothing over %d calls of a user's function", b.N)
 			}
+			st := conns[1].Stats()
+			b.Logf("default-deny pool: total %d, created %d, waits %d, resets %d", st.Total, st.Created, st.Waits, st.SessionResets)
 			b.ReportMetric(float64(took[0])/float64(b.N), "off-ns/op")
 			b.ReportMetric(float64(took[1])/float64(b.N), "on-ns/op")
 			b.ReportMetric(float64(took[0])/float64(took[1]), "off/on")
