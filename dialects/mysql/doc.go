@@ -70,10 +70,11 @@
 // SET TRANSACTION, HANDLER, and user variables assigned by SELECT ... INTO,
 // by :=, as OUT parameters or by LOAD DATA (MariaDB 10.11). Within a
 // stored procedure or function, these are seen neither by the text nor by
-// the server: CALL p() whose body runs SELECT ... INTO @v or GET_LOCK
-// leaves the session changed unseen. If your procedures do that, set
-// pooldriver's pool_reset_always=true (WithResetAlways): every connection
-// is then reset at the end of every hold.
+// the server, so tracking is default-deny: CALL, and a call of any
+// function that is not a built-in known to leave the session alone, count
+// as a change, unless pooldriver's pool_trust_functions vouches for the
+// user's functions (see TrustFunctions); EXECUTE IMMEDIATE and compound
+// statements count either way.
 //
 // After a failed statement the flags are those of the reply before: they
 // stand for a plain statement with autocommit on (a deadlock that rolled

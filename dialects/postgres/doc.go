@@ -18,9 +18,10 @@
 //
 // The transaction state comes from the ReadyForQuery status that the server
 // sends after every statement, so asking for it costs no round trip.
-// Resetting a session rolls back any open transaction, runs DISCARD ALL and
-// clears pgx's client-side statement and description caches, so that no
-// statement the server has forgotten is reused.
+// Resetting a session rolls back any open transaction and then, in one
+// round trip, does what DISCARD ALL does but for DEALLOCATE ALL and DISCARD
+// PLANS: the statements pgx prepared stay (and its caches stay valid),
+// those a user prepared with SQL PREPARE are deallocated by name.
 //
 // # Session changes
 //
@@ -31,11 +32,15 @@
 // functions (not the *_xact_* ones), CREATE TEMP …, PREPARE, DEALLOCATE,
 // LISTEN, UNLISTEN, DECLARE … WITH HOLD, DISCARD, LOAD and DO. Statements
 // are read by a lexer that knows PostgreSQL's quoting and comments and
-// counts what it cannot read with certainty as a change. Calls of other
-// functions are not looked into, but a setting the server reports
-// (ParameterStatus: TimeZone, DateStyle, search_path, the session's role,
-// ...) that differs, once no transaction is open, from its value when the
-// connection opened counts as well. pooldriver notices these reports as
+// counts what it cannot read with certainty as a change. Tracking is
+// default-deny: a call of any function that is not a built-in known to
+// leave the session alone (a user's function, a schema-qualified or quoted
+// name), and SQL the server runs from a string (query_to_xml, dblink,
+// EXECUTE, a write to pg_settings), count as a change too, unless
+// pooldriver's pool_trust_functions vouches for the user's functions (see
+// TrustFunctions). Every setting the server reports (ParameterStatus) that
+// differs, once no transaction is open, from its value when the connection
+// opened counts as well. pooldriver notices these reports as
 // they arrive, by reading the framing of the server's messages in front of
 // pgx's decoder (a BuildFrontend set in BeforeConnect still decodes them),
 // and compares the settings only after one; a connection of Wrap's, opened
