@@ -133,6 +133,9 @@ var lexKnown = map[string][]string{
 		"--x\nSET @pd_marker = 'pd_known'",
 		"SELECT 1 /*!, @pd_marker := 'pd_known' */",
 		"SELECT '\\' , @pd_marker := 'pd_known' , '\\'",
+		// A name under ANSI_QUOTES, a string otherwise: the backslash
+		// escapes in one reading only.
+		"SELECT 1 AS \"\\\" , '\\'' , @pd_marker := 1 , '' -- '\" -- \"\n",
 	},
 }
 

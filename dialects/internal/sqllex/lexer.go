@@ -183,6 +183,13 @@ func (l *lexer) token(i int, c byte) token {
 		var backslash bool
 		if l.my {
 			end, backslash = skipString(s, i, l.escapes)
+			if c == '"' && backslash {
+				// Under ANSI_QUOTES "…" is a name, in which a backslash
+				// escapes nothing, while '…' still escapes: a third
+				// reading, which neither of the two the lexer tries
+				// covers. Where such a text's strings end is in doubt.
+				return l.bad()
+			}
 		} else {
 			end, backslash = pgString(s, i, l.escapes)
 		}

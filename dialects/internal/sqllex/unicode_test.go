@@ -117,8 +117,9 @@ func TestUnicodeLexer(t *testing.T) {
 			t.Errorf("lex(%q) = %q, want %q", tc.s, got, tc.want)
 		}
 	}
-	// MySQL has no such literals: u, &, a string.
-	if got, want := lexString(`SELECT U&"set\005fconfig"`, true), "SELECT U & <str>"; got != want {
+	// MySQL has no such literals: u, &, a string, whose backslash leaves
+	// its end in doubt (a name under ANSI_QUOTES, where it escapes nothing).
+	if got, want := lexString(`SELECT U&"set\005fconfig"`, true), "SELECT U & <bad>"; got != want {
 		t.Errorf("lex MySQL = %q, want %q", got, want)
 	}
 }
@@ -132,16 +133,16 @@ var unicodeSessionCases = []struct {
 }{
 	{`SELECT U&"set\005fconfig"('x.y','leak',false)`, true, false, true},
 	{`SELECT U&"pg\005fadvisory\005flock"(777001)`, true, false, true},
-	{`SELECT U&"set\005fconfig"('x.y', 'v', true)`, false, false, false},
+	{`SELECT U&"set\005fconfig"('x.y', 'v', true)`, false, false, true}, // Any: the MySQL reading is in doubt (a backslash in "…")
 	{`SELECT U&"set!005fconfig" UESCAPE '!' ('x.y', 'v', false)`, true, false, true},
 	{`SELECT U&"set\+00005fconfig"('x.y', 'v', false)`, true, false, true},
 	{`SELECT pg_catalog.U&"pg\005Fadvisory\005Flock"(1)`, true, false, true},
-	{`SELECT U&"pg\005fadvisory\005fxact\005flock"(1)`, false, false, false},
+	{`SELECT U&"pg\005fadvisory\005fxact\005flock"(1)`, false, false, true}, // Any: the MySQL reading is in doubt (a backslash in "…")
 	{`CREATE TABLE U&"pg\005ftemp".t (a int)`, true, false, true},
 	{`SELECT U&"\0070\0067\005f\0061dvisory\005flock"(1)`, true, false, true},
 	{`SELECT U&'set_config(1)', U&"col"`, false, false, false},
-	{`SELECT U&"a\00"; SET x = 1`, true, true, true}, // the lexer gives up
-	{`SELECT U&"set\005fconfig"`, false, false, false},
+	{`SELECT U&"a\00"; SET x = 1`, true, true, true},  // the lexer gives up
+	{`SELECT U&"set\005fconfig"`, false, false, true}, // Any: the MySQL reading is in doubt (a backslash in "…")
 }
 
 func TestChangesSessionUnicode(t *testing.T) {
