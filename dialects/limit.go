@@ -12,35 +12,44 @@ type ConnLimitDetector interface {
 	AtConnLimit(err error) bool
 }
 
-var (
-	limitMu   sync.RWMutex
-	limitFunc []func(error) bool
-)
+var limitFuncs detectors
 
 // RegisterConnLimitDetector registers f, which the Template of Wrap
 // consults: a wrapped connector's connect error that any registered f
 // recognizes counts as "at the connection limit". A dialect package calls
 // it from init, with the test its own Template uses.
-func RegisterConnLimitDetector(f func(err error) bool) {
-	if f == nil {
-		return
-	}
-	limitMu.Lock()
-	limitFunc = append(limitFunc, f)
-	limitMu.Unlock()
-}
+func RegisterConnLimitDetector(f func(err error) bool) { limitFuncs.add(f) }
 
 // AtConnLimit is the generic Template's ConnLimitDetector: whether a
 // registered dialect recognizes err.
-func (genericTemplate) AtConnLimit(err error) bool {
-	limitMu.RLock()
-	defer limitMu.RUnlock()
-	for _, f := range limitFunc {
+func (genericTemplate) AtConnLimit(err error) bool { return limitFuncs.any(err) }
+
+var _ ConnLimitDetector = genericTemplate{}
+
+// detectors is a list of tests of connect errors, which dialect packages
+// register from init and the generic Template consults.
+type detectors struct {
+	mu sync.RWMutex // protects fs
+	fs []func(error) bool
+}
+
+func (d *detectors) add(f func(error) bool) {
+	if f == nil {
+		return
+	}
+	d.mu.Lock()
+	d.fs = append(d.fs, f)
+	d.mu.Unlock()
+}
+
+// any reports whether one of the tests recognizes err.
+func (d *detectors) any(err error) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, f := range d.fs {
 		if f(err) {
 			return true
 		}
 	}
 	return false
 }
-
-var _ ConnLimitDetector = genericTemplate{}

@@ -25,6 +25,7 @@ func init() {
 	}
 	dialects.RegisterConnAdapter(adapt)
 	dialects.RegisterConnLimitDetector(atConnLimit)
+	dialects.RegisterPermanentErrorDetector(permanentConnectError)
 }
 
 // driverPkgPath is the import path of go-sql-driver/mysql as this binary
@@ -195,9 +196,10 @@ type template struct {
 }
 
 var (
-	_ dialects.Template          = (*template)(nil)
-	_ dialects.ConnLimitDetector = (*template)(nil)
-	_ dialects.AddressedTemplate = (*template)(nil)
+	_ dialects.Template               = (*template)(nil)
+	_ dialects.ConnLimitDetector      = (*template)(nil)
+	_ dialects.PermanentErrorDetector = (*template)(nil)
+	_ dialects.AddressedTemplate      = (*template)(nil)
 )
 
 func (t *template) Credentials() dialects.Credentials {
@@ -404,4 +406,30 @@ func atConnLimit(err error) bool {
 		return true
 	}
 	return false
+}
+
+// PermanentConnectError reports a refusal that trying again does not cure:
+// 1044 and 1045 (access denied), 1698 (access denied to a user the server
+// authenticates otherwise), 1049 (unknown database), 1251 (an
+// authentication protocol the client lacks), the driver's own refusals of
+// the server's authentication plugin or TLS, a port that refuses the
+// connection, and TLS failures (see dialects.PermanentNetError). The
+// connection limits (AtConnLimit) and 1053 (shutting down) are transient.
+func (t *template) PermanentConnectError(err error) bool { return permanentConnectError(err) }
+
+func permanentConnectError(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1044, 1045, 1049, 1251, 1698:
+			return true
+		}
+		return false
+	}
+	for _, e := range []error{mysql.ErrNoTLS, mysql.ErrNativePassword, mysql.ErrCleartextPassword, mysql.ErrOldPassword, mysql.ErrUnknownPlugin} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return dialects.PermanentNetError(err)
 }

@@ -24,6 +24,7 @@ func init() {
 	}
 	dialects.RegisterConnAdapter(adapt)
 	dialects.RegisterConnLimitDetector(atConnLimit)
+	dialects.RegisterPermanentErrorDetector(permanentConnectError)
 }
 
 type pgDialect struct{}
@@ -57,9 +58,10 @@ type template struct {
 }
 
 var (
-	_ dialects.ConfigurableTemplate = (*template)(nil)
-	_ dialects.ConnLimitDetector    = (*template)(nil)
-	_ dialects.AddressedTemplate    = (*template)(nil)
+	_ dialects.ConfigurableTemplate   = (*template)(nil)
+	_ dialects.ConnLimitDetector      = (*template)(nil)
+	_ dialects.PermanentErrorDetector = (*template)(nil)
+	_ dialects.AddressedTemplate      = (*template)(nil)
 )
 
 var _ dialects.PoolerTemplate = (*template)(nil)
@@ -182,4 +184,25 @@ func (t *template) AtConnLimit(err error) bool { return atConnLimit(err) }
 func atConnLimit(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "53300"
+}
+
+// PermanentConnectError reports a refusal that trying again does not cure:
+// SQLSTATE 28P01 (the password failed), 28000 (no pg_hba.conf entry, a
+// role that may not log in or does not exist), 3D000 (no such database),
+// a port that refuses the connection, and TLS the server refuses or
+// fails (see dialects.PermanentNetError). 53300 (too many connections)
+// and 57P03 (starting up, shutting down) are transient.
+func (t *template) PermanentConnectError(err error) bool { return permanentConnectError(err) }
+
+func permanentConnectError(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01", "28000", "3D000":
+			return true
+		}
+		return false
+	}
+	// pgconn's own words when the server answers sslmode=require with 'N'.
+	return dialects.PermanentNetError(err) || err != nil && strings.Contains(err.Error(), "server refused TLS connection")
 }

@@ -1,0 +1,62 @@
+package dialects
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"syscall"
+)
+
+// PermanentErrorDetector is implemented by a Template whose database says,
+// when it refuses a new connection, that it refuses it for a cause that
+// trying again the same way does not cure: the authentication failed, the
+// database or the role does not exist, nothing listens on the port, the
+// TLS the client asks for and the server's do not agree. pooldriver then
+// fails at once the callers that only a new connection could serve,
+// instead of letting each wait for attempts that fail the same way;
+// transient causes (the server's connection limit, a timeout, a server
+// starting up or shutting down) are not permanent. Errors of statements
+// are never asked about.
+type PermanentErrorDetector interface {
+	PermanentConnectError(err error) bool
+}
+
+var permanentFuncs detectors
+
+// RegisterPermanentErrorDetector registers f, which the Template of Wrap
+// consults: a wrapped connector's connect error that any registered f
+// recognizes counts as permanent. A dialect package calls it from init,
+// with the test its own Template uses.
+func RegisterPermanentErrorDetector(f func(err error) bool) { permanentFuncs.add(f) }
+
+// PermanentConnectError is the generic Template's PermanentErrorDetector:
+// whether err is a refused port or a TLS failure (PermanentNetError), or a
+// registered dialect recognizes it.
+func (genericTemplate) PermanentConnectError(err error) bool {
+	return PermanentNetError(err) || permanentFuncs.any(err)
+}
+
+var _ PermanentErrorDetector = genericTemplate{}
+
+// PermanentNetError reports the permanent connect errors that any database
+// driver meets below its protocol: the port refused the connection
+// (ECONNREFUSED: nothing listens there), or TLS failed (a certificate not
+// trusted, for another host or invalid, or the server's alert). A dialect's
+// PermanentConnectError starts with it.
+func PermanentNetError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var (
+		verify    *tls.CertificateVerificationError
+		alert     tls.AlertError
+		authority x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &authority) ||
+		errors.As(err, &host) || errors.As(err, &invalid)
+}

@@ -1,0 +1,37 @@
+package dialects
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+)
+
+func TestPermanentNetError(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused port", fmt.Errorf("failed to connect: %w", refused), true},
+		{"unknown authority", fmt.Errorf("tls: %w", x509.UnknownAuthorityError{}), true},
+		{"other host", x509.HostnameError{Host: "db"}, true},
+		{"timeout", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ETIMEDOUT)}, false},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false},
+		{"nil", nil, false},
+	} {
+		if got := PermanentNetError(c.err); got != c.want {
+			t.Errorf("%s: PermanentNetError = %v, want %v", c.name, got, c.want)
+		}
+	}
+	errDenied := errors.New("denied")
+	RegisterPermanentErrorDetector(func(err error) bool { return errors.Is(err, errDenied) })
+	var g genericTemplate
+	if !g.PermanentConnectError(fmt.Errorf("x: %w", errDenied)) || !g.PermanentConnectError(refused) || g.PermanentConnectError(errors.New("busy")) {
+		t.Error("the generic template does not consult the registered detectors and PermanentNetError")
+	}
+}
