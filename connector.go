@@ -149,9 +149,12 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		}
 		breaker = st
 	}
-	var atLimit func(error) bool
+	var atLimit, permanent func(error) bool
 	if d, ok := t.(dialects.ConnLimitDetector); ok {
 		atLimit = d.AtConnLimit
+	}
+	if d, ok := t.(dialects.PermanentErrorDetector); ok {
+		permanent = d.PermanentConnectError
 	}
 	c := &Connector{tmpl: t, cfg: s}
 	c.name = c.poolName()
@@ -187,6 +190,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		MaxIdleTime:         s.MaxConnIdleTime,
 		Strategy:            breaker,
 		AtLimit:             atLimit,
+		Permanent:           permanent,
 		OnStateChange:       c.logBreaker,
 	})
 	if err != nil {
@@ -235,6 +239,12 @@ func (c *Connector) connect(ctx context.Context) (*physConn, error) {
 		gen := c.env.gen.Load()
 		pc, err := c.dial(ctx)
 		if err != nil {
+			if c.cfg.ConnectTimeout > 0 && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+				// Not the caller's deadline (a connect has none of its
+				// own) but the attempt's: say so, as the pool tells the
+				// waiters of a timed-out attempt.
+				err = fmt.Errorf("pooldriver: connecting timed out after %v (%s): %w", c.cfg.ConnectTimeout, paramConnectTimeout, err)
+			}
 			c.connectFailed(err)
 			return nil, err
 		}
@@ -422,6 +432,8 @@ func (c *Connector) acquireError(err error) error {
 		ae = &pool.AcquireError{Reason: err, State: st.State, Total: st.Total, InUse: st.Active, Waiting: st.Waiting, Max: st.Max}
 	case !errors.As(err, &ae):
 		return err
+	case ae.Reason == pool.ErrPermanent:
+		return &refusedError{ae: ae}
 	case ae.Reason == pool.ErrTimeout:
 		st := c.pool.Stats()
 		e := &AcquireTimeoutError{Timeout: c.cfg.AcquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}

@@ -39,6 +39,22 @@ var (
 	// the pool's state and wraps the last connect error.
 	ErrBackoff = pool.ErrBackoff
 
+	// ErrServerRefused is matched by the error of a statement that needed
+	// a new physical connection while the server refuses them for a cause
+	// that trying again does not cure: the authentication failed, the
+	// database or the role does not exist, nothing listens on the port,
+	// TLS failed (as the dialect tells: dialects.PermanentErrorDetector).
+	// Such statements fail at once, with none of the pool's connections in
+	// use to wait for, until a connect attempt succeeds; attempts go on
+	// one at a time, spaced by the back-off, and callers that come while
+	// one is under way wait for it. A pool that has connected before
+	// first waits as for any failure for 5 s (a password rotation, a
+	// restart). The error says the pool's state and wraps the connect
+	// error (errors.As reaches the driver's: *pgconn.PgError,
+	// *mysql.MySQLError), whose message is the server's, without the
+	// password.
+	ErrServerRefused = errors.New("pooldriver: the server refuses new connections")
+
 	// ErrTaskEnded is returned by every statement run with a task's
 	// context after the task ended, and by Commit of a transaction whose
 	// task ended and rolled it back. Through database/sql, a task's
@@ -178,6 +194,28 @@ func (e *waitError) Is(target error) bool {
 }
 
 func (e *waitError) Unwrap() error { return e.ae.Cause }
+
+// refusedError is ErrServerRefused with the pool's state and the connect
+// error. As waitError, its message is built only when asked for.
+type refusedError struct{ ae *pool.AcquireError }
+
+func (e *refusedError) Error() string {
+	ae := e.ae
+	var b strings.Builder
+	b.WriteString(ErrServerRefused.Error())
+	fmt.Fprintf(&b, ": failing at once until a connect attempt succeeds (breaker %s; total=%d, in use=%d, waiting=%d, max=%d; %d connect attempts failed in a row)",
+		ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max, ae.Failures)
+	if ae.Cause != nil {
+		b.WriteString(": " + ae.Cause.Error())
+	}
+	return b.String()
+}
+
+// Is matches ErrServerRefused.
+func (e *refusedError) Is(target error) bool { return target == ErrServerRefused }
+
+// Unwrap returns the connect error.
+func (e *refusedError) Unwrap() error { return e.ae.Cause }
 
 // redactedError hides a secret that an underlying error might quote, while
 // keeping the error chain for errors.Is and errors.As.

@@ -204,7 +204,8 @@ type ignoresReleases interface{ ignoresReleases() }
 func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
 	switch p.state {
 	case Active:
-		return !p.backoff.active(now)
+		// While refusing, one factory call at a time (see Config.Permanent).
+		return !p.backoff.active(now) && (p.creating == 0 || !p.refusingLocked(now))
 	case Recovering:
 		// The cool-down that led here outranks the back-off: the trial
 		// is the next attempt.

@@ -92,20 +92,26 @@ func (p *Pool[T]) report(s Strategy, ev Event, err error) {
 }
 
 // createEvent classifies a factory error with Config.AtLimit.
-func (p *Pool[T]) createEvent(err error) (ev Event) {
-	if p.cfg.AtLimit == nil {
-		return EventCreateFailed
-	}
-	defer func() {
-		if x := recover(); x != nil {
-			_ = p.recovered("AtLimit", x)
-			ev = EventCreateFailed
-		}
-	}()
-	if p.cfg.AtLimit(err) {
+func (p *Pool[T]) createEvent(err error) Event {
+	if p.askAbout("AtLimit", p.cfg.AtLimit, err) {
 		return EventAtLimit
 	}
 	return EventCreateFailed
+}
+
+// askAbout asks test, a user's test of factory errors named name, about
+// err: nil or a panic count as no.
+func (p *Pool[T]) askAbout(name string, test func(error) bool, err error) (yes bool) {
+	if test == nil {
+		return false
+	}
+	defer func() {
+		if x := recover(); x != nil {
+			_ = p.recovered(name, x)
+			yes = false
+		}
+	}()
+	return test(err)
 }
 
 func (p *Pool[T]) callOnStateChange(from, to State, cause error) {

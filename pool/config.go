@@ -10,6 +10,10 @@ import (
 // DefaultMax is the pool size when Config.Max is 0.
 const DefaultMax = 10
 
+// DefaultPermanentGrace is Config.PermanentGrace's default: longer than a
+// password rotation's window or a server's restart usually lasts.
+const DefaultPermanentGrace = 5 * time.Second
+
 // DefaultHealthcheckTimeout bounds one Healthcheck call when
 // Config.HealthcheckTimeout is 0.
 const DefaultHealthcheckTimeout = 5 * time.Second
@@ -108,6 +112,28 @@ type Config[T any] struct {
 	// error. The pool knows nothing of what the errors mean; its user does.
 	AtLimit func(err error) bool
 
+	// Permanent, if set, tells whether a factory error is permanent: the
+	// backend refuses for a cause that calling the factory again the same
+	// way does not cure (a wrong password, an unknown database, nothing
+	// listening). Such a failure fails at once every caller that only a
+	// new resource could serve (no resource in use that could come back
+	// to it), with an *AcquireError matching ErrPermanent that wraps the
+	// factory's error, and such callers keep failing at once until a
+	// factory call succeeds; meanwhile factory calls go on one at a time,
+	// spaced by the back-off, each for a caller that came when the last
+	// back-off had ended (the callers that come while it runs wait for
+	// it). A pool that created a resource before waits PermanentGrace
+	// first, as for any failure: what worked may work again (a password
+	// rotation, a restart). The pool knows nothing of what the errors
+	// mean; its user does.
+	Permanent func(err error) bool
+
+	// PermanentGrace is how long a pool that has created a resource before
+	// goes on treating permanent failures (see Permanent) as transient
+	// ones, counted from the first failure of the run. Default
+	// DefaultPermanentGrace.
+	PermanentGrace time.Duration
+
 	// OnStateChange, if set, is called after every change of the circuit
 	// breaker's state, in order, with the last factory error (nil if
 	// none): to log it, say. It must not change the state itself.
@@ -163,6 +189,7 @@ func (c *Config[T]) validate() error {
 		{"MaxLifetimeJitter", c.MaxLifetimeJitter},
 		{"MaxIdleTime", c.MaxIdleTime},
 		{"IdleTimeUnderPressure", c.IdleTimeUnderPressure},
+		{"PermanentGrace", c.PermanentGrace},
 		{"BackoffMin", c.BackoffMin},
 		{"BackoffMax", c.BackoffMax},
 	} {
@@ -175,6 +202,9 @@ func (c *Config[T]) validate() error {
 	}
 	if c.IdleTimeUnderPressure == 0 {
 		c.IdleTimeUnderPressure = DefaultIdleTimeUnderPressure
+	}
+	if c.PermanentGrace == 0 {
+		c.PermanentGrace = DefaultPermanentGrace
 	}
 	if c.BackoffMin == 0 {
 		c.BackoffMin = DefaultBackoffMin

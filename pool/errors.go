@@ -23,6 +23,13 @@ var (
 	// resource in use to wait for or room for none. The error is an
 	// *AcquireError that wraps the last factory error.
 	ErrCircuitOpen = errors.New("pool: circuit breaker open: not creating new resources, the backend looks unreachable")
+
+	// ErrPermanent is matched by the error of an Acquire that only a new
+	// resource could serve while creating them fails for a permanent
+	// cause (Config.Permanent): refused at once, or failed as it waited
+	// when the factory call it waited for failed so. The error is an
+	// *AcquireError that wraps the factory's error.
+	ErrPermanent = errors.New("pool: creating resources fails for a permanent cause: failing at once until an attempt succeeds")
 )
 
 // AcquireError is the error of an Acquire that ended without a resource
@@ -34,7 +41,7 @@ var (
 // small". errors.Is matches Reason (and context.DeadlineExceeded for
 // ErrTimeout); Unwrap returns Cause.
 type AcquireError struct {
-	// Reason is ErrBackoff, ErrCircuitOpen or ErrTimeout, or the caller's
+	// Reason is ErrBackoff, ErrCircuitOpen, ErrPermanent or ErrTimeout, or the caller's
 	// context's error when that ended the wait.
 	Reason error
 	// State is the circuit breaker's state, and Failures the factory

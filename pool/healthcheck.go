@@ -98,7 +98,7 @@ func (p *Pool[T]) checkIdle(r *Resource[T]) {
 		return
 	}
 	if p.waiters.len() > 0 {
-		p.putLocked(r, p.clock(), false)
+		p.putLocked(r, p.clock(), owesNothing)
 	} else {
 		// It was idle longer than anything released meanwhile: the front.
 		r.state.Store(stateIdle)

@@ -192,7 +192,7 @@ func (r *Resource[T]) Return() {
 		p.acquired--
 		p.stats.parkEnds++
 		r.stolen = true
-		p.putLocked(r, p.clock(), true)
+		p.putLocked(r, p.clock(), owesExpiry)
 	}
 	p.mu.Unlock()
 }
@@ -274,7 +274,7 @@ func (p *Pool[T]) feedWaitersLocked() {
 		if r == nil {
 			return
 		}
-		p.putLocked(r, p.clock(), true)
+		p.putLocked(r, p.clock(), owesExpiry)
 	}
 }
 
@@ -283,7 +283,7 @@ func (p *Pool[T]) feedWaitersLocked() {
 // holds mu.
 func (p *Pool[T]) unparkAllLocked(now time.Duration) {
 	for r := p.stealLocked(); r != nil; r = p.stealLocked() {
-		p.putLocked(r, now, true)
+		p.putLocked(r, now, owesExpiry)
 	}
 }
 

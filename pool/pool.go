@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,13 @@ type Pool[T any] struct {
 	all         []*Resource[T] // every resource in existence, for stealLocked (park.go)
 	backoff     backoff
 	lastFailure error // the last factory error since the last success, for AcquireError
-	holds       holdTime
+	// permanent: lastFailure is permanent (Config.Permanent); connected:
+	// a factory call ever succeeded; failingSince: when the run of
+	// failures that lastFailure ends began. See refusingLocked.
+	permanent    bool
+	connected    bool
+	failingSince time.Duration
+	holds        holdTime
 	// timeouts fails the waiters whose Config.AcquireTimeout passed (see
 	// expireWaiters): one timer for the pool rather than one per wait.
 	timeouts      *time.Timer
@@ -132,14 +139,14 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 	}
 	front := false
 	for {
-		r, fromIdle, waited, err := p.acquire(ctx, front)
+		r, owes, waited, err := p.acquire(ctx, front)
 		if err != nil {
 			return nil, err
 		}
-		if !fromIdle {
+		if owes == owesNothing {
 			return r, nil // wait told the observers
 		}
-		if waited && p.timedExpiry() && p.expired(r) {
+		if owes == owesExpiry && p.timedExpiry() && p.expired(r) {
 			// Parked, then handed to this waiter: parking does not
 			// expire resources, so it is done here.
 			p.reject(r, true, true)
@@ -209,16 +216,16 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 	}
 }
 
-// acquire gets a resource. fromIdle reports that it was idle (fresh from a
-// pre-warm or parked included) and is not expired: the caller still owes it
-// the BeforeAcquire check. waited reports that it came by waiting, which
-// told the observers already (a parked resource handed to a waiter needs
-// the check too).
-func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], fromIdle, waited bool, err error) {
+// acquire gets a resource, and says what it owes: the BeforeAcquire check
+// when it was idle (fresh from a pre-warm or parked included) and is not
+// expired, or came straight from its release to this waiter; the expiry
+// check first when it was parked and handed to this waiter. waited
+// reports that it came by waiting, which told the observers already.
+func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], owes owed, waited bool, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, false, false, ErrClosed
+		return nil, owesNothing, false, ErrClosed
 	}
 	if front || p.waiters.len() == 0 {
 		r, ok := p.idle.PopBack()
@@ -244,7 +251,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 			p.mu.Unlock()
 			// A fresh resource (pre-warmed, or refilled to Min) sat
 			// idle too: the server may have closed it meanwhile.
-			return r, true, false, nil
+			return r, owesCheck, false, nil
 		}
 	}
 	now := p.clock()
@@ -261,11 +268,11 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 		// It would need a new resource, which may not be created now
 		// (the factory just failed, or the circuit breaker says no):
 		// say so now, unless something can serve it in time.
-		if err := p.refusalLocked(w); err != nil {
+		if err := p.refusalLocked(w, now); err != nil {
 			w.reusable = true
 			p.freeWaiterLocked(w)
 			p.mu.Unlock()
-			return nil, false, false, err
+			return nil, owesNothing, false, err
 		}
 	}
 	if front {
@@ -278,8 +285,8 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], from
 	p.armTimeoutsLocked()
 	p.startFactoriesLocked()
 	p.mu.Unlock()
-	r, check, err := p.wait(ctx, w)
-	return r, check, true, err
+	r, owes, err = p.wait(ctx, w)
+	return r, owes, true, err
 }
 
 // timedExpiry reports whether resources expire with time at all.
@@ -291,11 +298,9 @@ func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 // wait blocks until w is handed a result, ctx ends or the acquire timeout
 // passes. w is then done with: a wait that ends without a resource frees
 // it under mu, one handed a resource leaves it to the resource's release
-// (see Resource.spare). A resource handed to a waiter was just released or created or
-// checked, never idle: it needs no further check.
-// check reports that the resource was parked: it needs the BeforeAcquire
-// check.
-func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check bool, err error) {
+// (see Resource.spare). owes says what the resource handed to w owes
+// (see result).
+func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], owes owed, err error) {
 	var res result[T] // a resource, an error, or the acquire timeout (expireWaiters)
 	var giveUp error
 	if done := ctx.Done(); done == nil {
@@ -314,10 +319,10 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 			p.freeWaiterLocked(w)
 			p.mu.Unlock()
 			p.observers.notify(TimingWait, waited)
-			return nil, false, res.err
+			return nil, owesNothing, res.err
 		}
 		p.observers.notify(TimingWait, res.waited)
-		return res.r, res.check, nil
+		return res.r, res.owes, nil
 	}
 
 	p.mu.Lock()
@@ -332,7 +337,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 		}
 		p.mu.Unlock()
 		p.observers.notify(TimingWait, waited)
-		return nil, false, giveUp
+		return nil, owesNothing, giveUp
 	}
 	p.mu.Unlock()
 	// We were handed a result at the same instant we gave up. It is in the
@@ -351,19 +356,19 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], check
 			p.mu.Unlock()
 			res.r.state.Store(stateDestroyed)
 			p.destroy(res.r, false)
-			return nil, false, giveUp
+			return nil, owesNothing, giveUp
 		}
 		p.acquired--
-		p.putLocked(res.r, p.clock(), res.check)
+		p.putLocked(res.r, p.clock(), res.owes)
 		p.mu.Unlock()
-		return nil, false, giveUp
+		return nil, owesNothing, giveUp
 	}
 	p.mu.Lock()
 	waited := p.waitEndedLocked(w)
 	p.freeWaiterLocked(w)
 	p.mu.Unlock()
 	p.observers.notify(TimingWait, waited)
-	return nil, false, res.err
+	return nil, owesNothing, res.err
 }
 
 // waitEndedLocked counts the wait of w, which ended without a resource, and
@@ -389,12 +394,12 @@ func (p *Pool[T]) handOutLocked(r *Resource[T]) {
 }
 
 // putLocked gives a healthy resource to the waiter nextWaiterLocked picks
-// (the oldest that can still use it), or makes it idle. check says it was
-// parked: the waiter owes it the BeforeAcquire check. A waiter whose
+// (the oldest that can still use it), or makes it idle. owes is what the
+// waiter owes it before use (see result). A waiter whose
 // context ended is told so and passed over: handing it the resource would
 // only wake it to hand the resource on again, and under a storm of
 // cancellations the oldest waiters are the likeliest to have given up.
-func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, check bool) {
+func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, owes owed) {
 	for w := p.nextWaiterLocked(now); w != nil; w = p.nextWaiterLocked(now) {
 		p.waiters.remove(w)
 		if err := w.ctx.Err(); err != nil {
@@ -410,7 +415,7 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, check bool) {
 		p.stats.waitTime.observe(waited)
 		r.spare = w // freed by r's release, once w's goroutine is done with it
 		w.ctx = nil // nothing reads it once w left the queue: do not keep the caller's context alive with r
-		w.ch <- result[T]{r: r, waited: waited, check: check}
+		w.ch <- result[T]{r: r, waited: waited, owes: owes}
 		return
 	}
 	r.state.Store(stateIdle)
@@ -506,7 +511,7 @@ func (p *Pool[T]) release(r *Resource[T]) {
 		p.holds.observe(held)
 	}
 	r.idleSince = now
-	p.putLocked(r, now, false)
+	p.putLocked(r, now, owesCheck)
 	p.mu.Unlock()
 	if timed {
 		p.observers.notify(TimingUse, held)
@@ -627,6 +632,9 @@ func (p *Pool[T]) noDialLocked(now time.Duration) {
 			w.ch <- result[T]{err: p.acquireErrorLocked(ErrCircuitOpen)} // it waits for this: it left the queue
 		}
 	case Active:
+		if p.creating > 0 && p.refusingLocked(now) {
+			return // one factory call at a time; its end starts the next
+		}
 		if p.acquired+p.creating == 0 {
 			for w := p.waiters.head; w != nil; {
 				next := w.next
@@ -739,11 +747,13 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 		ended = p.backoff.failures > 0
 		p.backoff.succeeded()
 		p.lastFailure = nil
+		p.permanent = false
+		p.connected = true
 	}
 	p.mu.Unlock()
 	p.observers.notify(TimingCreate, now-start)
 	if err != nil {
-		p.createFailed(owner, trial, err)
+		p.createFailed(owner, trial, err, now-start)
 		return
 	}
 	// The strategy hears of the success before anyone uses the resource:
@@ -771,7 +781,7 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 	}
 	r := &Resource[T]{value: v, pool: p, created: now, idleSince: now, fresh: true, lifetime: p.lifetime(), parkedFor: -1}
 	p.register(r)
-	p.putLocked(r, now, false)
+	p.putLocked(r, now, owesNothing)
 	if (ended || p.growthCapped) && p.state == Active {
 		// The back-off is over, or the pool may grow further: the other
 		// waiters that need a new resource get their factory calls now.
@@ -785,11 +795,27 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 
 // createFailed handles a failed factory call. The strategy hears of it
 // before the caller does, so that the caller meets the breaker's reaction.
-// The caller it was made for goes on waiting if a resource in use or being
-// created can still serve it (see servableLocked); otherwise it gets the
-// factory's error itself.
-func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
+// Who learns of it at once, while the circuit is closed and nothing is in
+// use (parked included) or being checked:
+//
+//   - a permanent failure while the pool refuses (refusingLocked): every
+//     caller without a factory call of its own under way, with
+//     ErrPermanent;
+//   - a timeout (the backend said nothing within the factory's own time
+//     limit, which the call took): the same callers, with the factory's
+//     error, those that waited at least half that long, through most of
+//     this call. A silent backend gives the next call the same silence: a
+//     caller that waited for this one would wait as long again for its
+//     own (plain database/sql fails it after one such wait). One that came
+//     late in the call's life waits for the next, which may find the
+//     backend back (the end of a black hole).
+//
+// Otherwise the caller it was made for goes on waiting if a resource in
+// use or being created can still serve it (see servableLocked), and gets
+// the factory's error itself if not.
+func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took time.Duration) {
 	ev := p.createEvent(err)
+	permanent := ev == EventCreateFailed && p.askAbout("Permanent", p.cfg.Permanent, err)
 	now := p.clock()
 	p.mu.Lock()
 	p.creating--
@@ -798,8 +824,12 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 		p.trial = false
 	}
 	p.stats.createErrors++
+	if p.backoff.failures == 0 {
+		p.failingSince = now
+	}
 	p.backoff.failed(now, p.cfg.BackoffMin, p.cfg.BackoffMax)
 	p.lastFailure = err
+	p.permanent = permanent
 	if ev == EventAtLimit {
 		p.atLimitLocked(now)
 	}
@@ -812,6 +842,21 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 	if owner != nil {
 		owner.creating = false // kept until now: nobody dials for it twice
 	}
+	if p.state == Active && p.acquired+p.checking == 0 && !p.closed {
+		now = p.clock()
+		refusing := p.refusingLocked(now)
+		if refusing || ev == EventCreateFailed && isTimeout(err) {
+			since := noDeadline // refusing: whenever they came
+			if !refusing {
+				since = now - took/2
+			}
+			p.failWaitingLocked(err, refusing, owner, since)
+			p.startFactoriesLocked()
+			p.fillToMinLocked()
+			p.mu.Unlock()
+			return
+		}
+	}
 	tell := owner != nil && owner.queued && !p.servableLocked()
 	if tell {
 		p.waiters.remove(owner)
@@ -822,6 +867,46 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error) {
 	if tell {
 		owner.ch <- result[T]{err: err} // it waits for this: it left the queue
 	}
+}
+
+// failWaitingLocked fails the waiters that have no factory call of their
+// own under way, after a failed factory call with nothing in use (see
+// createFailed): owner, and those that came by since. With ErrPermanent
+// when refusing, else with err itself.
+func (p *Pool[T]) failWaitingLocked(err error, refusing bool, owner *waiter[T], since time.Duration) {
+	for w := p.waiters.head; w != nil; {
+		next := w.next
+		if !w.creating && (w == owner || w.start <= since) {
+			p.waiters.remove(w)
+			p.stats.failFast++
+			if refusing {
+				w.ch <- result[T]{err: p.acquireErrorLocked(ErrPermanent)} // it waits for this: it left the queue
+			} else {
+				w.ch <- result[T]{err: err}
+			}
+		}
+		w = next
+	}
+}
+
+// refusingLocked reports whether the pool fails at once the callers that
+// only a new resource could serve: the last factory call failed for a
+// permanent cause, the circuit is closed (the breaker's own states rule
+// otherwise), and the pool never created a resource, or has failed for
+// PermanentGrace.
+func (p *Pool[T]) refusingLocked(now time.Duration) bool {
+	return p.permanent && p.state == Active && (!p.connected || now-p.failingSince >= p.cfg.PermanentGrace)
+}
+
+// isTimeout reports a factory error that says the backend did not answer
+// in time: a context deadline, or an error that says Timeout (net.Error's
+// convention).
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // servableLocked reports whether a caller whose own factory call just
@@ -847,14 +932,19 @@ func (p *Pool[T]) servableLocked() bool {
 
 // refusalLocked decides for w, a caller that found no idle resource while
 // the pool has room for a new one that may not be created now: nil when
-// it may wait (for a resource in use, the next factory call or the
-// breaker's next trial), or the error to refuse it with at once (counted).
-func (p *Pool[T]) refusalLocked(w *waiter[T]) error {
+// it may wait (for a resource in use or being checked, the factory call
+// under way, the next one or the breaker's next trial), or the error to
+// refuse it with at once (counted).
+func (p *Pool[T]) refusalLocked(w *waiter[T], now time.Duration) error {
 	switch p.state {
 	case Inactive:
 		p.stats.circuitRejects++
 		return p.acquireErrorLocked(ErrCircuitOpen)
 	case Active:
+		if p.acquired+p.creating+p.checking == 0 && p.refusingLocked(now) {
+			p.stats.failFast++
+			return p.acquireErrorLocked(ErrPermanent)
+		}
 		if p.acquired+p.creating > 0 || p.backoff.next <= w.limit {
 			return nil
 		}
@@ -992,6 +1082,7 @@ func (p *Pool[T]) Stats() Stats {
 		CallbackPanics:      c.panics,
 		Misuses:             p.misuses.Load(),
 		BackoffRejects:      c.backoffRejects,
+		FailFastRejects:     c.failFast,
 		IdleTrimmed:         c.trimmed,
 		StateChanges:        c.stateChanges,
 		WaitTime:            c.waitTime,

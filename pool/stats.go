@@ -35,6 +35,7 @@ type Stats struct {
 	CallbackPanics      int64         // user callbacks that panicked (each is recovered)
 	Misuses             int64         // Release or Destroy of a handle not held
 	BackoffRejects      int64         // acquires refused with ErrBackoff: nothing could serve them before their deadline
+	FailFastRejects     int64         // acquires refused or failed as they waited, with nothing in use, after a permanent failure (ErrPermanent) or a timed-out factory call
 	IdleTrimmed         int64         // of Destroyed: idle resources given back early while the backend was at its limit (see Config.IdleTimeUnderPressure)
 	StateChanges        int64         // changes of State
 
@@ -63,7 +64,7 @@ type counters struct {
 	acquires, waits, canceled, timeouts, circuitRejects   int64
 	created, createErrors, destroyed, expired, hcFailures int64
 	releaseRejects, panics, backoffRejects, trimmed       int64
-	stateChanges                                          int64
+	stateChanges, failFast                                int64
 	waitDuration                                          time.Duration
 
 	// immediate counts the acquires served at once from idle: waits of 0,

@@ -10,12 +10,26 @@ import (
 // noDeadline is the deadline of a waiter whose context has none.
 const noDeadline = time.Duration(math.MaxInt64)
 
+// owed is what a resource handed out still owes before its use.
+type owed uint8
+
+const (
+	owesNothing owed = iota // just created or checked
+	// owesCheck: the BeforeAcquire check. A resource released straight to
+	// a waiter owes it as an idle one does: the backend may have closed it
+	// right after its last reply.
+	owesCheck
+	// owesExpiry: the expiry check, then BeforeAcquire (it was parked:
+	// parking does not expire resources).
+	owesExpiry
+)
+
 // result is what a waiter is handed: a resource or an error.
 type result[T any] struct {
 	r      *Resource[T]
 	err    error
 	waited time.Duration // with r: how long the waiter waited for it
-	check  bool          // r was parked: it owes the BeforeAcquire check
+	owes   owed          // with r: the checks it owes
 }
 
 // waiter is one Acquire waiting for a resource. Its fields are guarded by
