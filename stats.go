@@ -28,6 +28,7 @@ type Stats struct {
 	CanceledAcquires int64         // waits that ended because the statement's context ended
 	CircuitRejects   int64         // acquires refused at once with ErrCircuitOpen
 	BackoffRejects   int64         // acquires refused with ErrBackoff while connecting failed
+	FailFastRejects  int64         // acquires failed at once, nothing in use to wait for, after a permanent connect error (ErrServerRefused) or a timed-out connect
 	BreakerState     pool.State    // the circuit breaker's state now: closed, open, half-open or limited (see Connector.Breaker)
 	BreakerChanges   int64         // changes of the circuit breaker's state
 	Created          int64         // physical connections opened
@@ -94,6 +95,7 @@ func (c *Connector) Stats() Stats {
 		CanceledAcquires:     p.CanceledAcquires,
 		CircuitRejects:       p.CircuitRejects,
 		BackoffRejects:       p.BackoffRejects,
+		FailFastRejects:      p.FailFastRejects,
 		BreakerState:         p.State,
 		BreakerChanges:       p.StateChanges,
 		Created:              p.Created + stale,

@@ -207,6 +207,7 @@ func TestFailFastPermanent(t *testing.T) {
 				assert.LessOrEqual(t, pooled.wall, bound, "pooldriver's wall time against database/sql's %v", plain.wall)
 				assert.Equal(t, int64(failFastRequests), pooled.errs.Load(), "every request fails")
 				assert.LessOrEqual(t, pooled.attempts(), int64(3*failFastRequests), "connect attempts")
+				assert.Positive(t, c.Stats().FailFastRejects, "Stats.FailFastRejects counts the callers failed at once")
 				bad := 0
 				for _, err := range pooled.first {
 					named := errors.Is(err, pooldriver.ErrServerRefused) && tc.cause(err)

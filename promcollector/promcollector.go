@@ -51,6 +51,7 @@ var counters = []struct {
 	{"acquire_cancels_total", "Waits that ended because the statement's context ended.", func(s *pooldriver.Stats) int64 { return s.CanceledAcquires }},
 	{"circuit_rejects_total", "Acquires refused at once with ErrCircuitOpen.", func(s *pooldriver.Stats) int64 { return s.CircuitRejects }},
 	{"backoff_rejects_total", "Acquires refused with ErrBackoff while connecting failed.", func(s *pooldriver.Stats) int64 { return s.BackoffRejects }},
+	{"fail_fast_rejects_total", "Acquires failed at once, nothing in use to wait for, after a permanent connect error or a timed-out connect.", func(s *pooldriver.Stats) int64 { return s.FailFastRejects }},
 	{"circuit_breaker_changes_total", "Changes of the circuit breaker's state.", func(s *pooldriver.Stats) int64 { return s.BreakerChanges }},
 	{"connections_created_total", "Physical connections opened.", func(s *pooldriver.Stats) int64 { return s.Created }},
 	{"connect_errors_total", "Failed attempts to open a physical connection.", func(s *pooldriver.Stats) int64 { return s.ConnectErrors }},
