@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -112,11 +111,10 @@ func pgxpoolContender(t *testing.T, dsn string) (op func(context.Context) error,
 type failFastCase struct {
 	name     string
 	server   server
-	dsn      string                  // the plain driver's (and pgxpool's) DSN; pooldriver's adds its settings
-	password string                  // must appear in no error
-	cause    func(err error) bool    // the server's (or the network's) word, reached through the error
-	pgxpool  bool                    // run pgxpool too
-	plain    func() driver.Connector // nil: plainConnector(server, dsn)
+	dsn      string               // the plain driver's (and pgxpool's) DSN; pooldriver's adds its settings
+	password string               // must appear in no error
+	cause    func(err error) bool // the server's (or the network's) word, reached through the error
+	pgxpool  bool                 // run pgxpool too
 }
 
 // TestFailFastPermanent: a wrong PostgreSQL password (a cluster of the
