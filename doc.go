@@ -55,7 +55,17 @@
 // [SessionMode] until it ends. When a task ends, every transaction of the
 // task is rolled back and its session reset before the connection is
 // reused. A *sql.Tx begun with a task's context is still its own
-// transaction: the task's other statements do not run inside it.
+// transaction: the task's other statements do not run inside it. The one
+// exception: begun while the task's connection has a raw transaction open,
+// it nests in that transaction as a savepoint (an ORM's unit of work
+// inside the task's transaction: GORM's default transaction, bun's
+// RunInTx), and the task's COMMIT or ROLLBACK decides for it.
+//
+// A connection goes back unreset only when its session is known to be as
+// it started: the server said so, or every statement was provably
+// harmless (a call of a function the dialect does not know counts as a
+// change unless pool_trust_functions vouches for it). Resets run off the
+// caller's path, as the connection goes back to the pool.
 //
 // # DSN and Config
 //
