@@ -500,8 +500,9 @@ func TestCircuitBreakerStrategy(t *testing.T) {
 // TestDefaultBreakerLogsAndCounts: without WithCircuitBreaker the default
 // strategy opens the circuit after 5 failed connects in a row, and its state
 // changes are logged through WithLogger and counted in Stats; a statement
-// then fails at once with ErrCircuitOpen wrapping the last connect error,
-// while an idle connection is still handed out.
+// then waits for a connection in use, is handed an idle one, and with
+// neither fails at once with ErrCircuitOpen wrapping the last connect
+// error.
 func TestThresholdBreakerLogsAndCounts(t *testing.T) {
 	srv := newServer(t)
 	var logs bytes.Buffer
@@ -531,19 +532,32 @@ func TestThresholdBreakerLogsAndCounts(t *testing.T) {
 	if s := c.Stats(); s.ConnectErrors != 5 {
 		t.Fatalf("the circuit opened after %d failed connects, want 5", s.ConnectErrors)
 	}
-	start := time.Now()
-	_, err = db.Exec("INSERT t 1")
-	if !errors.Is(err, pooldriver.ErrCircuitOpen) || !errors.Is(err, down) {
-		t.Fatalf("while open: %v, want ErrCircuitOpen wrapping the connect error", err)
-	}
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Logf("failing at once took %v", d)
+	// A statement that can wait for the connection in use waits for it
+	// within its context (the open circuit refuses new connections, not
+	// the ones there are), and its error says why it could get none.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err = db.ExecContext(ctx, "INSERT t 1")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, down) || !strings.Contains(err.Error(), "breaker open") {
+		t.Fatalf("while open, one in use: %v, want the deadline wrapping the connect error", err)
 	}
 	if err := conn.Close(); err != nil { // its physical connection goes idle
 		t.Fatal(err)
 	}
 	if _, err := db.Exec("INSERT t 1"); err != nil {
 		t.Fatalf("an idle connection was refused while open: %v", err)
+	}
+	// With none left, in use or idle, a statement fails at once.
+	srv.KillAll()
+	_, _ = db.Exec("INSERT t 1") // finds the connection killed, which then goes
+	waitFor(t, "the killed connection gone", func() bool { return c.Stats().Total == 0 })
+	start := time.Now()
+	_, err = db.Exec("INSERT t 1")
+	if !errors.Is(err, pooldriver.ErrCircuitOpen) || !errors.Is(err, down) {
+		t.Fatalf("while open, none left: %v, want ErrCircuitOpen wrapping the connect error", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Logf("failing at once took %v", d)
 	}
 	s := c.Stats()
 	if s.BreakerState != pool.Inactive || s.BreakerChanges != 1 || s.CircuitRejects < 1 {

@@ -20,10 +20,15 @@ const (
 	Active State = iota
 	// Inactive: the circuit is open ("open") because the backend looks
 	// unreachable. No factory call starts. An Acquire that finds no idle
-	// resource and would need a new one fails at once with ErrCircuitOpen
-	// (wrapping the last factory error): failing fast is what opening the
-	// circuit is for. One that can wait for a resource in use (the pool is
-	// at Max) waits, as it would while closed.
+	// resource and nothing in use (or being created or checked) that could
+	// come back fails at once with ErrCircuitOpen (wrapping the last
+	// factory error): failing fast is what opening the circuit is for.
+	// One that can wait for a resource in use waits for it, bounded by its
+	// context and Config.AcquireTimeout, whether or not the pool is at
+	// Max: the circuit refuses new resources, not the ones there are (at a
+	// backend's connection limit, below Max, they are what serves); when
+	// the last of them is gone, the callers still waiting fail with
+	// ErrCircuitOpen.
 	Inactive
 	// Recovering: the circuit is half-open ("half-open"): one trial
 	// factory call at a time is let through; its outcome, told to the

@@ -200,7 +200,7 @@ func TestBreakerAdmission(t *testing.T) {
 	}{
 		{"one idle", 3, 1, true, map[State]outcome{Active: idle, Inactive: idle, Recovering: idle, Limited: idle}},
 		{"none", 3, 0, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: trial}},
-		{"one in use", 3, 1, false, map[State]outcome{Active: dials, Inactive: fails, Recovering: dials, Limited: waits}},
+		{"one in use", 3, 1, false, map[State]outcome{Active: dials, Inactive: waits, Recovering: dials, Limited: waits}},
 		{"all in use", 2, 2, false, map[State]outcome{Active: waits, Inactive: waits, Recovering: waits, Limited: waits}},
 	}
 	for _, c := range cases {
@@ -537,4 +537,78 @@ func TestStateWords(t *testing.T) {
 	if got := e.Error(); !strings.Contains(got, "circuit breaker open: not creating new resources") || !strings.Contains(got, "(circuit breaker open;") {
 		t.Fatalf("%q", got)
 	}
+}
+
+// TestOpenCircuitWaitsForInUse (issue 37): a pool below Max at a backend's
+// connection limit, ThresholdStrategy(3, 2s). Three dials that fail for
+// another cause open the circuit while two resources are in use; the
+// callers that find none idle wait for those (they serve them as they come
+// back) instead of failing with ErrCircuitOpen; once the last resource in
+// use is gone, those still waiting fail at once, and a new caller with
+// nothing to wait for too.
+func TestOpenCircuitWaitsForInUse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 20
+		cfg.AtLimit = atLimit
+		p := newStrategyPool(t, cfg, 3, 2*time.Second)
+		held := []*Resource[*item]{mustAcquire(t, p), mustAcquire(t, p)}
+		b.failNext.Store(3)
+		for i := range 3 {
+			if i > 0 {
+				time.Sleep(time.Second) // past the back-off: the next caller dials
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			_, _ = p.Acquire(ctx) // a dial for it, failed
+			cancel()
+			synctest.Wait()
+		}
+		if p.State() != Inactive {
+			t.Fatalf("after 3 failed dials: %v, want open", p.State())
+		}
+		calls, start := b.calls.Load(), time.Now()
+		var got []<-chan result[*item]
+		for range 3 {
+			got = append(got, acquireAsync(p))
+			synctest.Wait() // queued in this order
+		}
+		for i, g := range got {
+			select {
+			case res := <-g:
+				t.Fatalf("caller %d was refused with 2 resources in use: %v", i, res.err)
+			default:
+			}
+		}
+		held[0].Release() // served to the first
+		res := <-got[0]
+		if res.err != nil {
+			t.Fatalf("the first caller was not served the released resource: %v", res.err)
+		}
+		res.r.Release() // and on to the second
+		res = <-got[1]
+		if res.err != nil {
+			t.Fatalf("the second caller: %v", res.err)
+		}
+		res.r.Destroy()
+		synctest.Wait()
+		select {
+		case res := <-got[2]:
+			t.Fatalf("the third caller did not wait for the one still in use: %v", res.err)
+		default:
+		}
+		held[1].Destroy() // the last in use: nothing can serve the third now
+		if res := <-got[2]; !errors.Is(res.err, ErrCircuitOpen) || !errors.Is(res.err, errFactory) {
+			t.Fatalf("with nothing left in use: %v, want ErrCircuitOpen wrapping the factory's error", res.err)
+		}
+		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("a new caller with nothing in use: %v, want ErrCircuitOpen", err)
+		}
+		if b.calls.Load() != calls || time.Since(start) != 0 {
+			t.Fatalf("%d factory calls and %v while open", b.calls.Load()-calls, time.Since(start))
+		}
+		if s := p.Stats(); s.CircuitRejects != 2 {
+			t.Fatalf("circuit rejects %d, want 2", s.CircuitRejects)
+		}
+	})
 }

@@ -618,14 +618,20 @@ func (p *Pool[T]) growthLocked() bool {
 }
 
 // noDialLocked tells the waiters that need a new resource, when none may
-// be created now, what that means for them. While Inactive they fail at
-// once. During the back-off they wait for a resource in use or for the
-// next factory call, which the dials timer starts; those that nothing can
-// serve before their deadline fail at once. While Limited or Recovering
-// they wait for a resource in use or for the breaker's next trial.
+// be created now, what that means for them. While Inactive they wait for
+// a resource in use, being created or being checked (an open circuit
+// spaces dials, it does not fail callers who can wait for one), and fail
+// at once when there is none: the last to go (destroy) tells them. During
+// the back-off they wait for a resource in use or for the next factory
+// call, which the dials timer starts; those that nothing can serve before
+// their deadline fail at once. While Limited or Recovering they wait for a
+// resource in use or for the breaker's next trial.
 func (p *Pool[T]) noDialLocked(now time.Duration) {
 	switch p.state {
 	case Inactive:
+		if p.acquired+p.creating+p.checking > 0 {
+			return // they wait for one of those, within their context
+		}
 		for w := p.waiters.firstWithoutFactory(); w != nil; w = p.waiters.firstWithoutFactory() {
 			p.waiters.remove(w)
 			p.stats.circuitRejects++
@@ -917,7 +923,10 @@ func isTimeout(err error) bool {
 // error): a factory that fails for good (a bad password, a bad setup
 // query) then fails each caller once, not for as long as it would wait.
 // While Inactive, and without a back-off (NoBackoff: the next call would
-// follow at once), it gets the error.
+// follow at once), it gets the error: the failure that opened the circuit
+// is its answer, as a plain driver's caller gets its own dial's error
+// (those that wait without a failed call of their own wait for a resource
+// in use: see refusalLocked).
 func (p *Pool[T]) servableLocked() bool {
 	switch p.state {
 	case Inactive:
@@ -938,6 +947,9 @@ func (p *Pool[T]) servableLocked() bool {
 func (p *Pool[T]) refusalLocked(w *waiter[T], now time.Duration) error {
 	switch p.state {
 	case Inactive:
+		if p.acquired+p.creating+p.checking > 0 {
+			return nil // an open circuit spaces dials; it waits for one in use
+		}
 		p.stats.circuitRejects++
 		return p.acquireErrorLocked(ErrCircuitOpen)
 	case Active:
