@@ -482,7 +482,7 @@ func (g *lexGen) pgLit(v string) string {
 		}
 		return plain(v)
 	case 4:
-		// U&'…': a backslash is the escape; some letters as \XXXX.
+		// U&'…': a backslash is the escape; some letters as \hhhh (four hex digits).
 		var b strings.Builder
 		b.WriteString(g.pick("U&'", "u&'"))
 		for _, c := range v {

@@ -165,13 +165,13 @@ func (timeoutErr) Error() string { return "i/o timeout" }
 func (timeoutErr) Timeout() bool { return true }
 
 // TestSilentBackendFailsWaitersWithoutCall: factory calls that time out
-// after 300ms, 10 callers with 10 s contexts on a pool that makes at most
+// after 1 s, 10 callers with 20 s contexts on a pool that makes at most
 // growthStart at once: each caller fails with the timeout well before two
 // such timeouts, whether a call of its own was under way or it waited
 // for those of others.
 func TestSilentBackendFailsWaitersWithoutCall(t *testing.T) {
 	checkNoGoroutineLeak(t)
-	const silence = 300 * time.Millisecond
+	const silence = time.Second
 	factory := func(ctx context.Context) (*item, error) {
 		time.Sleep(silence)
 		return nil, fmt.Errorf("dial: %w", timeoutErr{})
@@ -181,7 +181,7 @@ func TestSilentBackendFailsWaitersWithoutCall(t *testing.T) {
 	var worst atomic.Int64
 	for range 10 {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			t0 := time.Now()
 			_, err := p.Acquire(ctx)
@@ -195,8 +195,9 @@ func TestSilentBackendFailsWaitersWithoutCall(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// One silence, and scheduling: a second silence must not be waited.
-	if w := time.Duration(worst.Load()); w >= 2*silence+time.Second {
+	// One silence, and scheduling on a loaded machine; before, callers
+	// waited out their whole context.
+	if w := time.Duration(worst.Load()); w >= 2*silence+2*time.Second {
 		t.Errorf("the slowest caller waited %v", w)
 	}
 }
