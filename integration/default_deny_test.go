@@ -225,6 +225,23 @@ func TestDefaultDenyPostgresAdvisoryLock(t *testing.T) {
 	})
 }
 
+// TestDefaultDenyPostgresPrepared: a function that prepares statements
+// with SQL PREPARE (one under a name that needs quoting). The reset keeps
+// the statements pgx prepared over the protocol and deallocates these by
+// name, so the next user sees none of them.
+func TestDefaultDenyPostgresPrepared(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		prep := routine(t, s, "FUNCTION", "pd_prep", `() RETURNS int LANGUAGE plpgsql AS $$ BEGIN `+
+			`EXECUTE 'PREPARE pd_prep_plain AS SELECT 1'; `+
+			`EXECUTE 'PREPARE "pd prep; ""odd""" AS SELECT 2'; RETURN 1; END $$`)
+		checkDenied(t, s, s.dsn, denyCase{
+			dirty:   execAll("SELECT " + prep + "()"),
+			observe: asks("SELECT count(*)::text FROM pg_prepared_statements WHERE from_sql"),
+			want:    "0",
+		})
+	})
+}
+
 // mariadbDSNs are the ways the MariaDB tests connect: with the wire
 // watched, and compressed, where the dialect sees no status flags at all.
 func mariadbDSNs(s server) []struct{ name, dsn string } {

@@ -250,3 +250,29 @@ func TestDirtyMariaDBDatabase(t *testing.T) {
 		})
 	})
 }
+
+// TestDirtyMariaDBStartingSession: the reset puts back, in one SET, what
+// the driver set up at login (the first charset of the DSN's list the server
+// accepts, the DSN's system variables) and the session tracker, and goes
+// back to the DSN's database after a USE of another one.
+func TestDirtyMariaDBStartingSession(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		other := unique("pd_db")
+		s.adminExec(t, "CREATE DATABASE "+other)
+		t.Cleanup(func() {
+			if _, err := s.admin(t).ExecContext(context.Background(), "DROP DATABASE "+other); err != nil {
+				t.Errorf("dropping database %s: %v", other, err)
+			}
+		})
+		cfg, err := mysql.ParseDSN(strings.TrimPrefix(s.dsn, "mysql://"))
+		require.NoError(t, err)
+		// utf16 cannot be a client's charset: the driver, and the reset,
+		// go on to latin1.
+		dsn := withParams(s.dsn, "charset=utf16,latin1", "sql_mode=%27ANSI_QUOTES%27")
+		checkNoLeak(t, s, dsn, leakCase{
+			dirty:   execAll("USE "+other, "SET NAMES utf8mb4, sql_mode = '', session_track_state_change = OFF"),
+			observe: "SELECT CONCAT_WS(' ', DATABASE(), @@character_set_client, @@sql_mode, @@session_track_state_change)",
+			want:    cfg.DBName + " latin1 ANSI_QUOTES ON",
+		})
+	})
+}

@@ -291,7 +291,7 @@ func (tn *tenant) running(t *testing.T, marker string) int64 {
 }
 
 // waitFor polls cond until it holds or waitLimit passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(2 * time.Millisecond)

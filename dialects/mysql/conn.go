@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -515,30 +516,27 @@ func (c *conn) learnRole(ctx context.Context) error {
 }
 
 // restoreIdentity puts back what COM_RESET_CONNECTION leaves as it is on
-// MariaDB 10.11: the current role (SET ROLE), and the current database.
-// restoreSession selected the DSN's database again; where the DSN names
-// none, a session that went into one cannot leave it, so ResetSession
-// fails and pooldriver replaces the connection. So does a role that
-// cannot be named back (MySQL 8 lists its active roles as user@host).
+// MariaDB 10.11: the current role (SET ROLE) and the current database, both
+// read in one SELECT and set only where they differ from the start. Where
+// the DSN names no database, a session that went into one cannot leave it,
+// so ResetSession fails and pooldriver replaces the connection. So does a
+// role that cannot be named back (MySQL 8 lists its active roles as
+// user@host).
 func (c *conn) restoreIdentity(ctx context.Context) error {
-	var q string
-	switch {
-	case c.roles && c.t.cfg.DBName == "":
+	q := "SELECT NULL, DATABASE()"
+	if c.roles {
 		q = "SELECT CURRENT_ROLE(), DATABASE()"
-	case c.roles:
-		q = "SELECT CURRENT_ROLE()"
-	case c.t.cfg.DBName == "":
-		q = "SELECT NULL, DATABASE()"
-	default:
-		return nil
 	}
 	v, err := c.queryRow(ctx, q)
 	if err != nil {
 		return fmt.Errorf("pooldriver: mysql: reset session: reading the role and database: %w", err)
 	}
-	if len(v) > 1 {
-		if _, inDB := textOf(v[1]); inDB {
+	if db, inDB := textOf(v[1]); !inDB && c.t.cfg.DBName != "" || inDB && db != c.t.cfg.DBName {
+		if c.t.cfg.DBName == "" {
 			return errors.New("pooldriver: mysql: reset session: the session selected a database and the DSN names none to go back to")
+		}
+		if _, err := c.execer.ExecContext(ctx, "USE "+quoteIdent(c.t.cfg.DBName), nil); err != nil {
+			return fmt.Errorf("pooldriver: mysql: reset session: selecting the database: %w", err)
 		}
 	}
 	if !c.roles {
@@ -649,63 +647,41 @@ func exchangeReset(nc net.Conn) (serverErr *mysql.MySQLError, err error) {
 	}
 }
 
-// restoreSession repeats what the driver does after logging in: SET NAMES
-// for the DSN's charset (or the handshake's collation) and one SET for the
-// DSN's system variables.
+// restoreSession repeats what the driver does after logging in, in one
+// SET: NAMES for the DSN's charset (or the handshake's collation), the DSN's
+// system variables and the session tracking. Where the DSN lists more than
+// one charset, the first the server accepts, as the driver does.
 func (c *conn) restoreSession(ctx context.Context) error {
 	cfg := c.t.cfg
-	var err error
-	if len(c.t.charsets) > 0 {
-		for _, cs := range c.t.charsets {
-			q := "SET NAMES " + cs
-			if cfg.Collation != "" {
-				q += " COLLATE " + cfg.Collation
-			}
-			if _, err = c.execer.ExecContext(ctx, q, nil); err == nil {
-				break
-			}
-		}
-	} else {
+	names := c.t.charsets
+	if len(names) == 0 {
 		collation := cfg.Collation
 		if collation == "" {
 			collation = "utf8mb4_general_ci" // the driver's handshake default
 		}
 		charset, _, _ := strings.Cut(collation, "_")
-		_, err = c.execer.ExecContext(ctx, "SET NAMES "+charset+" COLLATE "+collation, nil)
+		names = []string{charset}
 	}
-	if err != nil {
-		return fmt.Errorf("pooldriver: mysql: reset session: restoring the character set: %w", err)
+	var rest strings.Builder
+	for k, v := range cfg.Params {
+		rest.WriteString(", " + k + " = " + v)
 	}
-	if len(cfg.Params) > 0 || c.tracking {
-		var b strings.Builder
-		for k, v := range cfg.Params {
-			if b.Len() == 0 {
-				b.WriteString("SET ")
-			} else {
-				b.WriteString(", ")
-			}
-			b.WriteString(k + " = " + v)
+	if c.tracking {
+		// The reset turned the tracker off with every other session
+		// variable.
+		rest.WriteString(", " + trackStateChange)
+	}
+	var err error
+	for _, cs := range names {
+		q := "SET NAMES " + cs
+		if cfg.Collation != "" || len(c.t.charsets) == 0 {
+			q += " COLLATE " + cmp.Or(cfg.Collation, "utf8mb4_general_ci")
 		}
-		if c.tracking {
-			// The reset turned the tracker off with every other
-			// session variable.
-			if b.Len() == 0 {
-				b.WriteString("SET ")
-			} else {
-				b.WriteString(", ")
-			}
-			b.WriteString(trackStateChange)
-		}
-		if _, err := c.execer.ExecContext(ctx, b.String(), nil); err != nil {
-			return fmt.Errorf("pooldriver: mysql: reset session: restoring the DSN's system variables: %w", err)
+		if _, err = c.execer.ExecContext(ctx, q+rest.String(), nil); err == nil {
+			return nil
 		}
 	}
-	if cfg.DBName != "" {
-		if _, err := c.execer.ExecContext(ctx, "USE "+quoteIdent(cfg.DBName), nil); err != nil {
-			return fmt.Errorf("pooldriver: mysql: reset session: selecting the database: %w", err)
-		}
-	}
-	return nil
+	return fmt.Errorf("pooldriver: mysql: reset session: restoring the character set and the DSN's system variables: %w", err)
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
