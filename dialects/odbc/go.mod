@@ -7,4 +7,4 @@ require (
 	github.com/pooldriver/pooldriver v0.1.0
 )
 
-require golang.org/x/sys v0.0.0-20190916202348-b4ddaad3f8a3 // indirect
+require golang.org/x/sys v0.47.0 // indirect
