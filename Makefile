@@ -151,9 +151,15 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# go mod tidy in every module, with the workspace's modules found locally.
+# go mod tidy in every module, with the workspace's modules found locally;
+# then go.work.sum written afresh, as the go command writes it: the sums of
+# the workspace's module graph that no module's go.sum holds. go list -m all
+# loads that graph, as go doc and the other commands that load it do (they
+# rewrote the tracked file when it held less); written from nothing, it
+# keeps no sum the modules stopped needing.
 tidy:
 	bash .ci/tidy
+	rm -f go.work.sum && $(GO) list -m all >/dev/null
 
 # Rehearse the release: go get of the released modules, from a module proxy
 # built from the working tree (RELEASING.md).
