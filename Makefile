@@ -72,16 +72,18 @@ GOLANGCI_LINT := $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $
 all: lint test-all
 
 # One go test for every module, so that packages build and run side by side
-# (-p, one per core), through testreport: a line per package as it starts
-# and as it ends with its time, a line every 30s naming the tests under way,
-# the output of every failure, and `N passed, N failed, N skipped` at the
-# end. V=1: a line for every top-level test.
+# (-p, one per core), through testreport: first every test binary is built
+# (the same go test with -exec true), a line per package as its binary is
+# ready; then the tests, a line per package as it starts and as it ends
+# with its time, a line every 30s naming the tests under way (or saying it
+# builds), the output of every failure, and `N passed, N failed, N skipped`
+# at the end. V=1: a line for every top-level test.
 TEST_MODULES := $(UNIT_MODULES) integration $(if $(filter yes,$(HAVE_ODBC)),dialects/odbc)
 pkgs = $(foreach m,$(1),$(if $(filter .,$(m)),./...,./$(m)/...))
 # testreport is built into a temporary directory for the run (go run would
 # add a line of its own, "exit status 1", after the summary).
 gotest = @d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && $(GO) build -o "$$d/testreport" ./internal/cmd/testreport && \
-	"$$d/testreport" $(if $(V),-v) $(GO) test -json $(GOFLAGS_TEST) $(1) $(TESTFLAGS) $(2)
+	"$$d/testreport" -build $(if $(V),-v) $(GO) test -json $(GOFLAGS_TEST) $(1) $(TESTFLAGS) $(2)
 odbc_note = @if [ "$(HAVE_ODBC)" != yes ]; then echo "dialects/odbc and the ODBC integration tests skipped: apt-get install unixodbc-dev odbc-postgresql odbc-mariadb"; fi
 
 # make test: -short, under which the long suites skip (integration/:

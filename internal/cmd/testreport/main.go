@@ -5,9 +5,17 @@
 // every failed test; and at the end `N passed, N failed, N skipped`, with the
 // skipped tests grouped by the reason they gave.
 //
+// With -build, it first runs the same command with `-exec true`: go test
+// compiles and links every test binary and runs none, and a line says when
+// each package's binary is ready (go test -json says nothing while it
+// compiles, which can take minutes on a cold cache). The go command keeps
+// what it compiled, so the tests then start at once (each binary is linked
+// again, a few seconds in all). While nothing else is said, a line every
+// -tick tells that it is building.
+//
 // Usage:
 //
-//	testreport [-v] [-slow 10s] [-tick 30s] go test -json [flags] [packages]
+//	testreport [-v] [-build] [-slow 10s] [-tick 30s] go test -json [flags] [packages]
 //
 // It exits non-zero when a test or a build failed or the command did. Only
 // the standard library: a fresh machine needs nothing installed.
@@ -26,6 +34,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -36,10 +45,11 @@ func main() {
 
 func run() int {
 	verbose := flag.Bool("v", false, "a line for every top-level test as it ends, not only the slow ones")
+	build := flag.Bool("build", false, "first build every test binary, with a line per package as its binary is ready")
 	slow := flag.Duration("slow", 10*time.Second, "a top-level test, not parallel, that takes at least this long gets a line of its own")
-	tick := flag.Duration("tick", 30*time.Second, "while a package runs, say which tests are under way this often")
+	tick := flag.Duration("tick", 30*time.Second, "while nothing else is said, say what is under way this often")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: testreport [-v] [-slow d] [-tick d] go test -json [flags] [packages]")
+		fmt.Fprintln(os.Stderr, "usage: testreport [-v] [-build] [-slow d] [-tick d] go test -json [flags] [packages]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -48,31 +58,38 @@ func run() int {
 		return 2
 	}
 
-	r := newReport(os.Stdout, *verbose, *slow)
-	cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
-	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "testreport:", err)
-		return 2
-	}
 	// Ctrl-C reaches go test too (same process group); stay alive to read
-	// what it prints as it stops and to give the summary.
-	signal.Ignore(syscall.SIGINT)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "testreport:", err)
-		return 2
-	}
-	stop := make(chan struct{})
-	ticked := make(chan struct{})
+	// what it prints as it stops and to give the summary, and do not start
+	// the tests after an interrupted build.
+	var interrupted atomic.Bool
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT)
 	go func() {
-		defer close(ticked)
-		r.ticker(*tick, stop)
+		for range sigs {
+			interrupted.Store(true)
+		}
 	}()
-	readErr := r.read(out)
-	waitErr := cmd.Wait()
-	close(stop)
-	<-ticked
+
+	r := newReport(os.Stdout, *verbose, *slow)
+	if *build {
+		r.building = true
+		readErr, waitErr := r.runCommand(buildCommand(flag.Args()), *tick)
+		r.building = false
+		switch {
+		case readErr != nil:
+			fmt.Fprintln(os.Stderr, "testreport: reading go test's output:", readErr)
+			return 2
+		case interrupted.Load():
+			r.printf("interrupted while building, after %s\n", round(time.Since(r.began)))
+			return 130
+		case waitErr != nil && r.builtPkgs == 0:
+			// The go command refused to start (a bad flag, no such
+			// package): running it again would say the same.
+			return exitCode(waitErr)
+		}
+		// A package that did not build fails again below, with its output.
+	}
+	readErr, waitErr := r.runCommand(flag.Args(), *tick)
 
 	r.summary()
 	switch {
@@ -80,16 +97,65 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "testreport: reading go test's output:", readErr)
 		return 2
 	case waitErr != nil:
-		var exit *exec.ExitError
-		if errors.As(waitErr, &exit) && exit.ExitCode() > 0 {
-			return exit.ExitCode()
-		}
-		fmt.Fprintln(os.Stderr, "testreport:", waitErr)
-		return 2
+		return exitCode(waitErr)
 	case r.failed > 0 || len(r.failedPkgs) > 0:
 		return 1
 	}
 	return 0
+}
+
+// runCommand runs args, reading its standard output as go test -json's
+// events, with the ticker's lines while it runs.
+func (r *report) runCommand(args []string, tick time.Duration) (readErr, waitErr error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		r.ticker(tick, stop)
+	}()
+	readErr = r.read(out)
+	waitErr = cmd.Wait()
+	close(stop)
+	<-ticked
+	return readErr, waitErr
+}
+
+// exitCode is the status to exit with for a command that failed: its own,
+// or 2 when it did not run or was killed (and says why).
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() > 0 {
+		return exit.ExitCode()
+	}
+	fmt.Fprintln(os.Stderr, "testreport:", err)
+	return 2
+}
+
+// buildCommand is the go test command args with -exec true: it builds every
+// test binary, and true stands in for each (nothing runs, nothing is
+// cached as a result: go test caches no run that used -exec). The flag goes
+// last among go test's own, where it overrides an -exec given before it:
+// before -args, if any, or at the end (go test reads its flags after the
+// packages too).
+func buildCommand(args []string) []string {
+	out := make([]string, 0, len(args)+2)
+	for i, a := range args {
+		if a == "-args" || a == "--args" {
+			out = append(out, "-exec", "true")
+			return append(out, args[i:]...)
+		}
+		out = append(out, a)
+	}
+	return append(out, "-exec", "true")
 }
 
 // event is one line of `go test -json` (cmd/test2json), and of the build
@@ -136,6 +202,8 @@ type report struct {
 	failedPkgs []string            // each a package and its failed tests
 	skips      map[string][]string // skip reason -> tests
 	width      int                 // of the package column
+	building   bool                // the -build pass: events say a test binary is ready
+	builtPkgs  int                 // packages whose test binary the -build pass saw ready or failing
 }
 
 func newReport(w io.Writer, verbose bool, slow time.Duration) *report {
@@ -184,6 +252,10 @@ func (r *report) pkgLocked(name string) *pkgState {
 func (r *report) handle(e event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.building {
+		r.builtLocked(e)
+		return
+	}
 	switch e.Action {
 	case "build-output":
 		r.build[e.ImportPath] = append(r.build[e.ImportPath], e.Output)
@@ -248,6 +320,26 @@ func (r *report) handle(e event) {
 		if e.Action != "fail" {
 			delete(p.output, e.Test) // keep only what a failure shows
 		}
+	}
+}
+
+// builtLocked handles an event of the -build pass, where true ran in place
+// of each test binary: a package's end says its binary is ready, or that it
+// did not build (its output comes when the tests run). A package without
+// test files gets no line, as when the tests run.
+func (r *report) builtLocked(e event) {
+	if e.Package == "" || e.Test != "" {
+		return
+	}
+	switch {
+	case e.Action == "pass":
+		r.builtPkgs++
+		r.printfLocked("built %-*s %8s\n", r.width, short(e.Package), round(time.Since(r.began)))
+	case e.Action == "fail" && e.FailedBuild != "":
+		r.builtPkgs++
+		r.printfLocked("built %-*s %8s  build failed (its output follows when the tests run)\n", r.width, short(e.Package), round(time.Since(r.began)))
+	case e.Action == "fail":
+		r.builtPkgs++ // true cannot fail; the go command said why on stderr
 	}
 }
 
@@ -369,7 +461,8 @@ func skipReason(out []string) string {
 
 // ticker shows the start of packages that have run half a second without
 // a test yet (a TestMain at work), and says, every d without another line,
-// which packages and tests are under way and for how long.
+// which packages and tests are under way and for how long, or, when none
+// is, that go test is building.
 func (r *report) ticker(d time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -384,7 +477,7 @@ func (r *report) ticker(d time.Duration, stop <-chan struct{}) {
 					r.showStartLocked(n, p)
 				}
 			}
-			if d > 0 && now.Sub(r.lastLine) >= d && len(r.pkgs) > 0 {
+			if d > 0 && now.Sub(r.lastLine) >= d {
 				r.printfLocked("...   %s\n", r.underWayLocked(now))
 			}
 			r.mu.Unlock()
@@ -393,6 +486,12 @@ func (r *report) ticker(d time.Duration, stop <-chan struct{}) {
 }
 
 func (r *report) underWayLocked(now time.Time) string {
+	if r.building {
+		return fmt.Sprintf("%s: building test binaries, %d ready", round(now.Sub(r.began)), r.builtPkgs)
+	}
+	if len(r.pkgs) == 0 {
+		return fmt.Sprintf("%s: building test binaries", round(now.Sub(r.began)))
+	}
 	names := make([]string, 0, len(r.pkgs))
 	for n := range r.pkgs {
 		names = append(names, n)

@@ -98,3 +98,59 @@ func TestSkipReason(t *testing.T) {
 		}
 	}
 }
+
+// The -build pass's stream: true ran in place of each test binary.
+const builtStream = `{"Action":"start","Package":"example.com/m/none"}
+{"Action":"output","Package":"example.com/m/none","Output":"?   \texample.com/m/none\t[no test files]\n"}
+{"Action":"skip","Package":"example.com/m/none","Elapsed":0}
+{"Action":"start","Package":"example.com/m/a"}
+{"Action":"output","Package":"example.com/m/a","Output":"ok  \texample.com/m/a\t0.001s\n"}
+{"Action":"pass","Package":"example.com/m/a","Elapsed":0.001}
+{"ImportPath":"example.com/m/c [example.com/m/c.test]","Action":"build-output","Output":"c_test.go:3:27: undefined: nope\n"}
+{"ImportPath":"example.com/m/c [example.com/m/c.test]","Action":"build-fail"}
+{"Action":"start","Package":"example.com/m/c"}
+{"Action":"fail","Package":"example.com/m/c","Elapsed":0,"FailedBuild":"example.com/m/c [example.com/m/c.test]"}
+`
+
+func TestBuildPass(t *testing.T) {
+	var out strings.Builder
+	r := newReport(&out, false, 10*time.Second)
+	r.building = true
+	if err := r.read(strings.NewReader(builtStream)); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	tick := r.underWayLocked(time.Now())
+	r.mu.Unlock()
+	r.building = false
+	got := out.String()
+	t.Logf("build pass:\n%s", got)
+	for _, want := range []string{"built example.com/m/a ", "built example.com/m/c ", "build failed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, unwanted := range []string{"example.com/m/none", "undefined: nope", "start ", "ok  "} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("unwanted %q", unwanted)
+		}
+	}
+	if r.builtPkgs != 2 || r.passed+r.failed+r.skipped != 0 || len(r.pkgs) != 0 {
+		t.Errorf("after the build pass: %d built, %d/%d/%d counted, %d packages under way", r.builtPkgs, r.passed, r.failed, r.skipped, len(r.pkgs))
+	}
+	if !strings.HasSuffix(tick, "building test binaries, 2 ready") {
+		t.Errorf("the ticker's line while building: %q", tick)
+	}
+}
+
+func TestBuildCommand(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"go test -json -race ./...", "go test -json -race ./... -exec true"},
+		{"go test -json -exec echo ./... -run X", "go test -json -exec echo ./... -run X -exec true"},
+		{"go test -json ./... -args -x 1", "go test -json ./... -exec true -args -x 1"},
+	} {
+		if got := strings.Join(buildCommand(strings.Fields(c.in)), " "); got != c.want {
+			t.Errorf("buildCommand(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
