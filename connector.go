@@ -211,7 +211,7 @@ func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Templ
 		return pt.BehindPooler(p)
 	}
 	if p == dialects.ServerPoolingSession || p == dialects.ServerPoolingTransaction {
-		return nil, fmt.Errorf("pooldriver: %s=%s: this dialect does not support a pooler in front of the server (only PostgreSQL's does)", paramServerPooling, p)
+		return nil, fmt.Errorf("pooldriver: pool_server_pooling=%s: this dialect does not support a pooler in front of the server (only PostgreSQL's does)", p)
 	}
 	return t, nil
 }
@@ -243,7 +243,7 @@ func (c *Connector) connect(ctx context.Context) (*physConn, error) {
 				// Not the caller's deadline (a connect has none of its
 				// own) but the attempt's: say so, as the pool tells the
 				// waiters of a timed-out attempt.
-				err = fmt.Errorf("pooldriver: connecting timed out after %v (%s): %w", c.cfg.ConnectTimeout, paramConnectTimeout, err)
+				err = fmt.Errorf("pooldriver: connecting timed out after %v (pool_connect_timeout): %w", c.cfg.ConnectTimeout, err)
 			}
 			c.connectFailed(err)
 			return nil, err

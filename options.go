@@ -9,34 +9,29 @@ import (
 	"github.com/pooldriver/pooldriver/pool"
 )
 
-// Option changes a Connector setting: a field of its Config. Options
-// override the DSN's pool_* parameters. A bad value is reported by
-// NewConnector (or, for New, by the first Connect), naming the option and
-// the value.
+// Option sets a field of a Connector's Config, over the DSN's pool_*
+// parameters: a shorthand for [ParseConfig], a change of the field and
+// [NewConnectorWithConfig]. A value is checked as the field's is (the table
+// of settings); a bad one is reported by NewConnector (or, for New, by the
+// first Connect), naming the option and the value.
 type Option func(*Config) error
 
 // WithMaxConns sets the maximum number of physical connections (pool_max_conns);
 // n must be at least 1.
 func WithMaxConns(n int) Option {
-	return func(c *Config) error {
-		if n < 1 {
-			return fmt.Errorf("pooldriver: WithMaxConns(%d): must be at least 1", n)
-		}
-		c.MaxConns = n
-		return nil
-	}
+	return option("WithMaxConns", n, func(c *Config) { c.MaxConns = n })
 }
 
 // WithMinConns sets the number of physical connections kept open and created
 // in the background after start (pool_min_conns); 0 ≤ n ≤ max conns.
 func WithMinConns(n int) Option {
-	return countOption("WithMinConns", n, func(c *Config) { c.MinConns = n })
+	return option("WithMinConns", n, func(c *Config) { c.MinConns = n })
 }
 
 // WithAcquireTimeout bounds the wait for a physical connection
 // (pool_acquire_timeout); 0 leaves only the caller's context.
 func WithAcquireTimeout(d time.Duration) Option {
-	return durationOption("WithAcquireTimeout", d, func(c *Config) { c.AcquireTimeout = d })
+	return option("WithAcquireTimeout", d, func(c *Config) { c.AcquireTimeout = d })
 }
 
 // WithConnectTimeout bounds each attempt to open a physical connection
@@ -47,21 +42,21 @@ func WithAcquireTimeout(d time.Duration) Option {
 // attempt still outlives the caller that started it and gave up: the next
 // waiter gets the connection.
 func WithConnectTimeout(d time.Duration) Option {
-	return durationOption("WithConnectTimeout", d, func(c *Config) { c.ConnectTimeout = d })
+	return option("WithConnectTimeout", d, func(c *Config) { c.ConnectTimeout = d })
 }
 
 // WithHealthCheckPeriod sets how often idle connections are checked,
 // expired and topped up to the minimum (pool_health_check_period); 0
 // disables the background check.
 func WithHealthCheckPeriod(d time.Duration) Option {
-	return durationOption("WithHealthCheckPeriod", d, func(c *Config) { c.HealthCheckPeriod = d })
+	return option("WithHealthCheckPeriod", d, func(c *Config) { c.HealthCheckPeriod = d })
 }
 
 // WithMaxConnLifetime closes a physical connection this long after it was
 // opened, once it is idle (pool_max_conn_lifetime); 0: unlimited. The
 // jitter, unless given, is a tenth of it.
 func WithMaxConnLifetime(d time.Duration) Option {
-	return durationOption("WithMaxConnLifetime", d, func(c *Config) { c.MaxConnLifetime = d })
+	return option("WithMaxConnLifetime", d, func(c *Config) { c.MaxConnLifetime = d })
 }
 
 // WithMaxConnLifetimeJitter adds to each physical connection's lifetime a
@@ -71,20 +66,20 @@ func WithMaxConnLifetime(d time.Duration) Option {
 // tenth of the lifetime, however the lifetime was set (worked out when the
 // Connector is made); 0: none.
 func WithMaxConnLifetimeJitter(d time.Duration) Option {
-	return durationOption("WithMaxConnLifetimeJitter", d, func(c *Config) { c.MaxConnLifetimeJitter, c.jitterGiven = d, true })
+	return option("WithMaxConnLifetimeJitter", d, func(c *Config) { c.MaxConnLifetimeJitter, c.jitterGiven = d, true })
 }
 
 // WithMinIdleConns keeps n physical connections idle, ready for the next
 // statements, as far as pool_max_conns allows (pool_min_idle_conns): the
 // healthcheck opens more while fewer are idle. Default 0.
 func WithMinIdleConns(n int) Option {
-	return countOption("WithMinIdleConns", n, func(c *Config) { c.MinIdleConns = n })
+	return option("WithMinIdleConns", n, func(c *Config) { c.MinIdleConns = n })
 }
 
 // WithMaxConnIdleTime closes a physical connection idle this long
 // (pool_max_conn_idle_time); 0: unlimited.
 func WithMaxConnIdleTime(d time.Duration) Option {
-	return durationOption("WithMaxConnIdleTime", d, func(c *Config) { c.MaxConnIdleTime = d })
+	return option("WithMaxConnIdleTime", d, func(c *Config) { c.MaxConnIdleTime = d })
 }
 
 // WithCleanupTimeout bounds each rollback and session reset run when a task
@@ -92,24 +87,12 @@ func WithMaxConnIdleTime(d time.Duration) Option {
 // must be positive. A connection whose cleanup does not finish in time is
 // closed, never reused.
 func WithCleanupTimeout(d time.Duration) Option {
-	return func(c *Config) error {
-		if d <= 0 {
-			return fmt.Errorf("pooldriver: WithCleanupTimeout(%v): must be positive", d)
-		}
-		c.CleanupTimeout = d
-		return nil
-	}
+	return option("WithCleanupTimeout", d, func(c *Config) { c.CleanupTimeout = d })
 }
 
 // WithMode sets the default mode of tasks that do not choose one (pool_mode).
 func WithMode(m Mode) Option {
-	return func(c *Config) error {
-		if !m.valid() {
-			return fmt.Errorf("pooldriver: WithMode(%d): unknown mode", int(m))
-		}
-		c.Mode = m
-		return nil
-	}
+	return option("WithMode", int(m), func(c *Config) { c.Mode = m }) // the number: an unknown Mode has no word
 }
 
 // WithResetAlways, when on, resets the session of every connection at the
@@ -124,10 +107,7 @@ func WithMode(m Mode) Option {
 // go of it. It costs a round trip or two per hold (see the README).
 // Default: off.
 func WithResetAlways(on bool) Option {
-	return func(c *Config) error {
-		c.ResetAlways = on
-		return nil
-	}
+	return option("WithResetAlways", on, func(c *Config) { c.ResetAlways = on })
 }
 
 // WithTrustFunctions, when on, vouches for every function and procedure the
@@ -140,10 +120,7 @@ func WithResetAlways(on bool) Option {
 // the server says so. Turn it on only for functions that change no session
 // state; what one changes then reaches the next user.
 func WithTrustFunctions(on bool) Option {
-	return func(c *Config) error {
-		c.TrustFunctions = on
-		return nil
-	}
+	return option("WithTrustFunctions", on, func(c *Config) { c.TrustFunctions = on })
 }
 
 // WithCredentials sets a function called for every new physical connection
@@ -151,13 +128,7 @@ func WithTrustFunctions(on bool) Option {
 // rotated password is picked up by the next connection opened, while open
 // ones keep working.
 func WithCredentials(f func(ctx context.Context) (user, password string, err error)) Option {
-	return func(c *Config) error {
-		if f == nil {
-			return fmt.Errorf("pooldriver: WithCredentials(nil): a function is required")
-		}
-		c.Credentials = f
-		return nil
-	}
+	return hookOption("WithCredentials", f == nil, func(c *Config) { c.Credentials = f })
 }
 
 // WithLogger sets where the Connector reports what it does on its own:
@@ -210,22 +181,21 @@ func WithCircuitBreaker(s pool.Strategy) Option {
 	}
 }
 
-func countOption(name string, n int, set func(*Config)) Option {
+// option is the Option name, which sets a setting's field with set, then
+// checks it as the table of settings says: the check ParseConfig and
+// NewConnectorWithConfig make. v is the value, as the message shows it.
+func option(name string, v any, set func(*Config)) Option {
 	return func(c *Config) error {
-		if n < 0 {
-			return fmt.Errorf("pooldriver: %s(%d): must not be negative", name, n)
-		}
 		set(c)
+		if err := settingBy(name).checkIn(c); err != nil {
+			return fmt.Errorf("pooldriver: %s(%v): %w", name, v, err)
+		}
 		return nil
 	}
 }
 
+// durationOption is option, by the name leak.go's WithLeakDetection calls
+// it.
 func durationOption(name string, d time.Duration, set func(*Config)) Option {
-	return func(c *Config) error {
-		if d < 0 {
-			return fmt.Errorf("pooldriver: %s(%v): must not be negative", name, d)
-		}
-		set(c)
-		return nil
-	}
+	return option(name, d, set)
 }
