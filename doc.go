@@ -11,70 +11,69 @@
 //
 //	db := sql.OpenDB(pooldriver.New("postgres://app@db:5432/shop?pool_max_conns=20"))
 //
-// or, through the registered driver name,
+// Underneath, pooldriver owns the real server connections in a pool of its
+// own: at most pool_max_conns of them whatever database/sql's settings,
+// opened lazily, waited for in arrival order, checked before use, expired
+// by lifetime and idle time. database/sql's contract is kept: a *sql.Tx is
+// its own transaction, a *sql.Conn one server session, and no statement
+// runs in another user's transaction or sees another user's session
+// state.
 //
-//	db, err := sql.Open("pooldriver", "postgres://app@db:5432/shop?pool_max_conns=20")
+// # Opening
 //
-// or around any other driver's connector: sql.OpenDB(pooldriver.Wrap(connector)).
+// Each way takes a DSN whose scheme picks the dialect, which must be
+// imported as a driver would be: postgres://, postgresql:// and key=value
+// strings (dialects/postgres), mysql:// (dialects/mysql), odbc://
+// (dialects/odbc, a module of its own).
 //
-// # Two kinds of connection
+//	db := sql.OpenDB(pooldriver.New(dsn))             // errors surface at first use
+//	c, err := pooldriver.NewConnector(dsn, opts...)   // validated now
+//	db, err := sql.Open("pooldriver", dsn)            // the registered driver
+//	db, err := pooldriver.Open(dsn, opts...)          // sql.OpenDB, with database/sql's settings for it
+//	db := sql.OpenDB(pooldriver.Wrap(otherConnector)) // any database/sql driver, pooled
 //
-// Physical connections are real connections to the server, created lazily
-// from a credential template and owned by pooldriver's own pool (package
-// pool): bounded by pool_max_conns whatever database/sql's settings,
-// pre-warmed to pool_min_conns, waited for in FIFO order, health-checked in
-// the background, expired by lifetime and idle time. Logical connections are
-// what database/sql sees: cheap, without I/O, holding no physical
-// connection while idle.
-//
-// database/sql's contract is kept: a logical connection keeps the physical
-// connection of its first statement until database/sql takes it back (a
-// hold: one db.Exec, a *sql.Conn until Close, a *sql.Tx until Commit or
-// Rollback), so a *sql.Tx is its own transaction and a *sql.Conn one
-// session. When a hold ends, a transaction left open is rolled back and a
-// changed session reset before anyone else gets the connection.
-//
-// A hold is in one of a few states, changed by one function (see README,
-// "How that works"):
-//
-//	none ──► own ──► shared (bound to a task)     any ──► lost ──► none
-//	          ╰──► reachable (a task's *sql.Tx)    none ──► closed
-//
-// own: nobody else can reach the physical connection (db.Exec outside a
-// task runs without taking its lock); reachable: the task's end may roll
-// back a *sql.Tx on it; shared: the task's other holds use it too; lost:
-// every later statement of the hold fails with [ErrConnLost].
+// [ParseConfig] reads a DSN into a [Config], to read, change and log before
+// [NewConnectorWithConfig] opens a [Connector] with it, as with pgxpool.
+// Read the pool's state with [StatsOf] (or the Connector's Stats), not
+// db.Stats(), which describes database/sql's own logical connections; and
+// leave SetMaxOpenConns unset, since pool_max_conns bounds the server
+// connections.
 //
 // # Tasks
 //
-// A context can carry a task ([WithTask], [Middleware]). While a task keeps
-// its physical connection, every hold that starts with the task's context
-// runs on it, through any *sql.DB method: a raw BEGIN ... COMMIT, or a SET,
-// across separate db.ExecContext calls works. In [TransactionMode] the task
-// keeps it while a raw transaction is open or after its session changed; in
-// [SessionMode] until it ends. When a task ends, every transaction of the
-// task is rolled back and its session reset before the connection is
-// reused. A *sql.Tx begun with a task's context is still its own
-// transaction: the task's other statements do not run inside it. The one
-// exception: begun while the task's connection has a raw transaction open,
-// it nests in that transaction as a savepoint (an ORM's unit of work
-// inside the task's transaction: GORM's default transaction, bun's
-// RunInTx), and the task's COMMIT or ROLLBACK decides for it.
+// A context can carry a task ([WithTask], or [Middleware] for one task per
+// HTTP request). While a task keeps its connection, every statement run
+// with its context runs on it, through any *sql.DB method, so a raw
+// BEGIN ... COMMIT, a SET, a temporary table or an advisory lock works
+// across separate db.ExecContext calls (or ORM calls) without threading a
+// *sql.Conn through every layer:
 //
-// A connection goes back unreset only when its session is known to be as
-// it started: the server said so, or every statement was provably
-// harmless (a call of a function the dialect does not know counts as a
-// change unless pool_trust_functions vouches for it). Resets run off the
-// caller's path, as the connection goes back to the pool.
+//	ctx, end := pooldriver.WithTask(ctx)
+//	defer end() // rolls back what is left open
+//	db.ExecContext(ctx, "BEGIN")
+//	db.ExecContext(ctx, "UPDATE accounts SET balance = balance - $1 WHERE id = $2", amount, from)
+//	db.ExecContext(ctx, "COMMIT")
 //
-// # DSN and Config
+// In [TransactionMode] (the default) the task keeps its connection while a
+// raw transaction is open or once its session changed; in [SessionMode]
+// from its first statement until it ends. When a task ends (end called,
+// its context done, the handler returned), every transaction of the task
+// is rolled back and its session reset before the connection is reused.
+// A *sql.Tx begun with a task's context is its own transaction, except
+// that one begun while the task has a raw transaction open (an ORM's unit
+// of work) nests in it as a savepoint.
 //
-// The scheme picks the dialect, which must be imported: postgres://,
-// postgresql:// and key=value strings (dialects/postgres), mysql://
-// followed by a go-sql-driver DSN (dialects/mysql), odbc:// followed by an
-// ODBC connection string (dialects/odbc). pooldriver's own settings are
-// query parameters, removed before the DSN reaches the real driver; each
-// is a field of [Config], and the [Option] functions override them:
+// A connection goes back to the pool unreset only when its session is
+// known to be as it started. A call of a function or procedure the dialect
+// does not know counts as a change (default-deny), unless you vouch for
+// your functions with pool_trust_functions; with pool_reset_always every
+// session is reset at the end of every hold.
+//
+// # Settings
+//
+// pooldriver's settings are query parameters of the DSN, removed before it
+// reaches the real driver; each is a field of [Config], and the [Option]
+// functions set the same fields:
 //
 //	pool_max_conns                 MaxConns               10
 //	pool_min_conns                 MinConns               0
@@ -92,6 +91,24 @@
 //	pool_reset_always              ResetAlways            false
 //	pool_trust_functions           TrustFunctions         false
 //
-// [ParseConfig] reads a DSN into a Config, to read, change and log before
-// [NewConnectorWithConfig] opens a Connector with it, as with pgxpool.
+// Hooks on a connection's life (AfterConnect, BeforeAcquire, AfterRelease,
+// BeforeClose, BeforeConnect), credentials fetched per connection, a
+// logger, a circuit breaker and a [Tracer] are Config fields too. A value
+// that makes no sense is an error naming the parameter and the value; no
+// password appears in any error, log line or printed Config.
+//
+// # Errors
+//
+// These match with [errors.Is], through database/sql too:
+// [ErrAcquireTimeout] (an [AcquireTimeoutError] with the pool's state; it
+// also matches [context.DeadlineExceeded]), [ErrServerRefused] (a connect
+// error that trying again does not cure, wrapping the server's), [ErrBackoff],
+// [ErrCircuitOpen], [ErrClosed], [ErrConnLost] (a statement whose
+// transaction or session was lost: never retried elsewhere, never a silent
+// autocommit), [ErrTaskEnded], [ErrConnBusy], [ErrSessionBusy],
+// [ErrTaskConnBusy] and [ErrNoServerSession].
+//
+// The README has the whole contract, side by side with plain database/sql,
+// and how to operate the pool; docs/design.md in the repository, how it is
+// kept.
 package pooldriver
