@@ -90,19 +90,26 @@ func BenchmarkRealServerPointSelect(b *testing.B) {
 }
 
 // BenchmarkRealServerPointSelectCancelCtx is BenchmarkRealServerPointSelect
-// at 64 goroutines with a cancellable context, as the loadtest's workers
-// and a service's request handlers have: a waiter for a connection then
-// selects on its context too (context.Background's Done is nil).
+// at 1 and 64 goroutines with a cancellable context, as the loadtest's
+// workers and a service's request handlers have: a waiter for a connection
+// then selects on its context too (context.Background's Done is nil).
 func BenchmarkRealServerPointSelectCancelCtx(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
 	for _, s := range realServers() {
 		b.Run(s.Name, func(b *testing.B) {
 			requireServer(b, s)
-			par := (64 + procs - 1) / procs
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			for _, sp := range benchContenders(s) {
-				benchPointSelect(b, s, sp, 64, par, ctx)
+			for _, g := range []int{1, 64} {
+				par, n := (g+procs-1)/procs, 1
+				if g > 1 {
+					n = par * procs // RunParallel starts parallelism × GOMAXPROCS goroutines
+				}
+				b.Run(fmt.Sprintf("goroutines=%d", n), func(b *testing.B) {
+					for _, sp := range benchContenders(s) {
+						benchPointSelect(b, s, sp, g, par, ctx)
+					}
+				})
 			}
 		})
 	}
