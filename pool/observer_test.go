@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -154,50 +155,52 @@ func TestUseTimedWithoutExpiry(t *testing.T) {
 
 // TestFailedCreateAndRejectedIdleCounted: a failed factory call is a create
 // duration, and an idle resource rejected by BeforeAcquire or found expired
-// is not an acquire served at once (the Acquire goes on).
+// is not an acquire served at once (the Acquire goes on). On the bubble's
+// clock: the idle resource of the first part has not expired yet, and that
+// of the second has, however busy the machine.
 func TestFailedCreateAndRejectedIdleCounted(t *testing.T) {
-	var b backend
-	cfg := b.config()
-	cfg.Max = 2
-	// Long enough that the idle resource the first part finds has not
-	// expired yet on a loaded machine.
-	cfg.MaxLifetime = time.Second
-	cfg.NoBackoff = true // the caller gets its dial's error
-	var reject bool
-	cfg.BeforeAcquire = func(context.Context, *Resource[*item]) bool { return !reject }
-	p := newPool(t, cfg)
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 2
+		cfg.MaxLifetime = time.Second
+		cfg.NoBackoff = true // the caller gets its dial's error
+		var reject bool
+		cfg.BeforeAcquire = func(context.Context, *Resource[*item]) bool { return !reject }
+		p := newPool(t, cfg)
 
-	b.failNext.Store(1)
-	if _, err := p.Acquire(context.Background()); !errors.Is(err, errFactory) {
-		t.Fatalf("want the factory's error, got %v", err)
-	}
-	s := p.Stats()
-	if s.CreateTime.Count != 1 || s.CreateErrors != 1 || s.WaitTime.Count != 1 {
-		t.Fatalf("after a failed create: %+v", s)
-	}
-	waitFor(t, "the back-off to end", func() bool {
-		r, err := p.Acquire(context.Background())
-		if err == nil {
-			r.Release()
+		b.failNext.Store(1)
+		if _, err := p.Acquire(context.Background()); !errors.Is(err, errFactory) {
+			t.Fatalf("want the factory's error, got %v", err)
 		}
-		return err == nil
+		s := p.Stats()
+		if s.CreateTime.Count != 1 || s.CreateErrors != 1 || s.WaitTime.Count != 1 {
+			t.Fatalf("after a failed create: %+v", s)
+		}
+		waitFor(t, "the back-off to end", func() bool {
+			r, err := p.Acquire(context.Background())
+			if err == nil {
+				r.Release()
+			}
+			return err == nil
+		})
+		s = p.Stats()
+		reject = true
+		r := mustAcquire(t, p) // the idle one is rejected, a new one made for a wait
+		r.Release()
+		s2 := p.Stats()
+		if s2.WaitTime.Count-s.WaitTime.Count != 1 || s2.ReleaseRejects-s.ReleaseRejects != 1 {
+			t.Fatalf("rejected idle: waits %d → %d, rejects %d → %d", s.WaitTime.Count, s2.WaitTime.Count, s.ReleaseRejects, s2.ReleaseRejects)
+		}
+		reject = false
+		time.Sleep(1100 * time.Millisecond) // the idle one outlives MaxLifetime
+		r = mustAcquire(t, p)
+		r.Release()
+		s3 := p.Stats()
+		if s3.WaitTime.Count-s2.WaitTime.Count != 1 || s3.Expired-s2.Expired != 1 || s3.ReleaseRejects != s2.ReleaseRejects {
+			t.Fatalf("expired idle: waits %d → %d, expired %d → %d", s2.WaitTime.Count, s3.WaitTime.Count, s2.Expired, s3.Expired)
+		}
 	})
-	s = p.Stats()
-	reject = true
-	r := mustAcquire(t, p) // the idle one is rejected, a new one made for a wait
-	r.Release()
-	s2 := p.Stats()
-	if s2.WaitTime.Count-s.WaitTime.Count != 1 || s2.ReleaseRejects-s.ReleaseRejects != 1 {
-		t.Fatalf("rejected idle: waits %d → %d, rejects %d → %d", s.WaitTime.Count, s2.WaitTime.Count, s.ReleaseRejects, s2.ReleaseRejects)
-	}
-	reject = false
-	time.Sleep(1100 * time.Millisecond) // the idle one outlives MaxLifetime
-	r = mustAcquire(t, p)
-	r.Release()
-	s3 := p.Stats()
-	if s3.WaitTime.Count-s2.WaitTime.Count != 1 || s3.Expired-s2.Expired != 1 || s3.ReleaseRejects != s2.ReleaseRejects {
-		t.Fatalf("expired idle: waits %d → %d, expired %d → %d", s2.WaitTime.Count, s3.WaitTime.Count, s2.Expired, s3.Expired)
-	}
 }
 
 // TestObserveConcurrently adds and removes observers while the pool works.

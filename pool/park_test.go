@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -140,23 +141,28 @@ type releaseCounter struct{}
 
 func (releaseCounter) Report(Breaker, Event, error) {}
 
+// A parked resource past MaxLifetime is not taken back. On the bubble's
+// clock: the coarse clock has ticked past the lifetime when Unpark looks,
+// however busy the machine.
 func TestParkedExpiresAtUnpark(t *testing.T) {
-	var b backend
-	cfg := b.config()
-	cfg.Max = 1
-	cfg.MaxLifetime = 20 * time.Millisecond
-	p := newPool(t, cfg)
-	r := mustAcquire(t, p)
-	if !r.Park() {
-		t.Fatal("Park refused")
-	}
-	time.Sleep(20*time.Millisecond + 2*coarseTick) // the coarse clock has ticked past the lifetime
-	if r.Unpark() {
-		t.Fatal("Unpark returned a resource past MaxLifetime")
-	}
-	if s := p.Stats(); s.Expired != 1 || s.Destroyed != 1 || s.Total != 0 || b.live.Load() != 0 {
-		t.Fatalf("stats: %+v", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 1
+		cfg.MaxLifetime = 20 * time.Millisecond
+		p := newPool(t, cfg)
+		r := mustAcquire(t, p)
+		if !r.Park() {
+			t.Fatal("Park refused")
+		}
+		time.Sleep(20*time.Millisecond + 2*coarseTick) // the coarse clock has ticked past the lifetime
+		if r.Unpark() {
+			t.Fatal("Unpark returned a resource past MaxLifetime")
+		}
+		if s := p.Stats(); s.Expired != 1 || s.Destroyed != 1 || s.Total != 0 || b.live.Load() != 0 {
+			t.Fatalf("stats: %+v", s)
+		}
+	})
 }
 
 func TestParkedClosedByCloseIdleAndClose(t *testing.T) {
@@ -375,25 +381,28 @@ type strategyFunc func(Breaker, Event, error)
 func (f strategyFunc) Report(b Breaker, ev Event, err error) { f(b, ev, err) }
 
 // A parked resource idle longer than MaxIdleTime is not taken back: it is
-// destroyed, as an acquire from idle would.
+// destroyed, as an acquire from idle would. On the bubble's clock, as
+// above.
 func TestUnparkExpiresByIdleTime(t *testing.T) {
-	var b backend
-	cfg := b.config()
-	cfg.Max = 1
-	cfg.MaxIdleTime = 20 * time.Millisecond
-	p := newPool(t, cfg)
-	r := mustAcquire(t, p)
-	if !r.Park() {
-		t.Fatal("Park refused")
-	}
-	time.Sleep(cfg.MaxIdleTime + 3*coarseTick) // the coarse clock must see it
-	if r.Unpark() {
-		r.Release()
-		t.Fatalf("Unpark took back a resource parked %v, past MaxIdleTime %v", r.IdleFor(), cfg.MaxIdleTime)
-	}
-	if s := p.Stats(); s.Expired != 1 || s.Total != 0 || s.Active != 0 {
-		t.Fatalf("after the expired Unpark: %+v", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 1
+		cfg.MaxIdleTime = 20 * time.Millisecond
+		p := newPool(t, cfg)
+		r := mustAcquire(t, p)
+		if !r.Park() {
+			t.Fatal("Park refused")
+		}
+		time.Sleep(cfg.MaxIdleTime + 3*coarseTick) // the coarse clock must see it
+		if r.Unpark() {
+			r.Release()
+			t.Fatalf("Unpark took back a resource parked %v, past MaxIdleTime %v", r.IdleFor(), cfg.MaxIdleTime)
+		}
+		if s := p.Stats(); s.Expired != 1 || s.Total != 0 || s.Active != 0 {
+			t.Fatalf("after the expired Unpark: %+v", s)
+		}
+	})
 }
 
 // A stale handle (parked by one holder, taken by the pool, parked again by

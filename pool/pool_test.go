@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -197,36 +198,44 @@ func TestReleaseHandsStraightToWaiter(t *testing.T) {
 	r2.Release()
 }
 
+// TestAcquireTimeoutAndCancel: a wait past AcquireTimeout fails with
+// ErrTimeout, a wait whose context is cancelled first with the context's
+// error. On the bubble's clock: the cancel comes once the caller waits,
+// well within its AcquireTimeout, however busy the machine.
 func TestAcquireTimeoutAndCancel(t *testing.T) {
-	checkNoGoroutineLeak(t)
-	var b backend
-	cfg := b.config()
-	cfg.Max = 1
-	cfg.AcquireTimeout = 20 * time.Millisecond
-	p := newPool(t, cfg)
-	r := mustAcquire(t, p)
-	defer r.Release()
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 1
+		cfg.AcquireTimeout = 20 * time.Millisecond
+		p := newPool(t, cfg)
+		r := mustAcquire(t, p)
+		defer r.Release()
 
-	_, err := p.Acquire(context.Background())
-	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Acquire past AcquireTimeout: %v; want ErrTimeout wrapping DeadlineExceeded", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		waitFor(t, "waiter", func() bool { return p.Stats().Waiting == 1 })
-		cancel()
-	}()
-	_, err = p.Acquire(ctx)
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
-		t.Fatalf("cancelled Acquire: %v", err)
-	}
-	s := p.Stats()
-	if s.Timeouts != 1 || s.CanceledAcquires != 1 || s.Waiting != 0 {
-		t.Fatalf("stats after timeout and cancel: %+v", s)
-	}
-	if _, err := p.Acquire(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire with a dead context: %v", err)
-	}
+		_, err := p.Acquire(context.Background())
+		if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire past AcquireTimeout: %v; want ErrTimeout wrapping DeadlineExceeded", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			synctest.Wait() // the caller waits
+			if n := p.Stats().Waiting; n != 1 {
+				t.Errorf("%d waiting, want the caller", n)
+			}
+			cancel()
+		}()
+		_, err = p.Acquire(ctx)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+			t.Fatalf("cancelled Acquire: %v", err)
+		}
+		s := p.Stats()
+		if s.Timeouts != 1 || s.CanceledAcquires != 1 || s.Waiting != 0 {
+			t.Fatalf("stats after timeout and cancel: %+v", s)
+		}
+		if _, err := p.Acquire(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire with a dead context: %v", err)
+		}
+	})
 }
 
 // TestGiveUpRaceLosesNothing has waiters give up at the very moment resources

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -136,49 +137,58 @@ func TestReleasePassesOverWaiterOutOfTime(t *testing.T) {
 // TestEachWaiterTimesOutOnItsOwnClock: with one timer for the pool, each
 // waiter still waits its whole AcquireTimeout (not less because an older
 // one's timeout fired) and then fails, and the timer serves later waits
-// after it has gone quiet.
+// after it has gone quiet. On the bubble's clock: the second waiter queues
+// half a timeout after the first, however busy the machine (synctest.Test
+// also fails the test if a goroutine of the pool outlives it).
 func TestEachWaiterTimesOutOnItsOwnClock(t *testing.T) {
-	checkNoGoroutineLeak(t)
-	var b backend
-	cfg := b.config()
-	cfg.Max = 1
-	cfg.AcquireTimeout = 300 * time.Millisecond
-	p := newPool(t, cfg)
-	r := mustAcquire(t, p)
-	defer r.Release()
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		cfg := b.config()
+		cfg.Max = 1
+		cfg.AcquireTimeout = 300 * time.Millisecond
+		p := newPool(t, cfg)
+		r := mustAcquire(t, p)
+		defer r.Release()
 
-	type outcome struct {
-		waited time.Duration
-		err    error
-	}
-	start := func() chan outcome {
-		ch := make(chan outcome, 1)
-		go func() {
-			t0 := time.Now()
-			_, err := p.Acquire(context.Background())
-			ch <- outcome{time.Since(t0), err}
-		}()
-		return ch
-	}
-	first := start()
-	waitFor(t, "the first waiter queued", func() bool { return p.Stats().Waiting == 1 })
-	time.Sleep(cfg.AcquireTimeout / 2)
-	second := start()
-	waitFor(t, "the second waiter queued", func() bool { return p.Stats().Waiting == 2 })
-	for i, ch := range []chan outcome{first, second} {
-		o := <-ch
-		if !errors.Is(o.err, ErrTimeout) {
-			t.Fatalf("waiter %d: %v, want ErrTimeout", i, o.err)
+		type outcome struct {
+			waited time.Duration
+			err    error
 		}
-		if o.waited < cfg.AcquireTimeout {
-			t.Fatalf("waiter %d timed out after %v, before its AcquireTimeout %v", i, o.waited, cfg.AcquireTimeout)
+		start := func() chan outcome {
+			ch := make(chan outcome, 1)
+			go func() {
+				t0 := time.Now()
+				_, err := p.Acquire(context.Background())
+				ch <- outcome{time.Since(t0), err}
+			}()
+			return ch
 		}
-	}
-	if s := p.Stats(); s.Timeouts != 2 || s.Waiting != 0 {
-		t.Fatalf("stats: %+v", s)
-	}
-	// The timer is re-armed for a later wait after it has gone quiet.
-	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("a later wait: %v, want ErrTimeout", err)
-	}
+		first := start()
+		synctest.Wait()
+		if n := p.Stats().Waiting; n != 1 {
+			t.Fatalf("%d waiting, want the first waiter queued", n)
+		}
+		time.Sleep(cfg.AcquireTimeout / 2)
+		second := start()
+		synctest.Wait()
+		if n := p.Stats().Waiting; n != 2 {
+			t.Fatalf("%d waiting, want the second waiter queued", n)
+		}
+		for i, ch := range []chan outcome{first, second} {
+			o := <-ch
+			if !errors.Is(o.err, ErrTimeout) {
+				t.Fatalf("waiter %d: %v, want ErrTimeout", i, o.err)
+			}
+			if o.waited < cfg.AcquireTimeout {
+				t.Fatalf("waiter %d timed out after %v, before its AcquireTimeout %v", i, o.waited, cfg.AcquireTimeout)
+			}
+		}
+		if s := p.Stats(); s.Timeouts != 2 || s.Waiting != 0 {
+			t.Fatalf("stats: %+v", s)
+		}
+		// The timer is re-armed for a later wait after it has gone quiet.
+		if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("a later wait: %v, want ErrTimeout", err)
+		}
+	})
 }
