@@ -534,8 +534,9 @@ func TestThresholdBreakerLogsAndCounts(t *testing.T) {
 	}
 	// A statement that can wait for the connection in use waits for it
 	// within its context (the open circuit refuses new connections, not
-	// the ones there are), and its error says why it could get none.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// the ones there are), and its error says why it could get none. A
+	// second, for it to reach the wait however busy the machine.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_, err = db.ExecContext(ctx, "INSERT t 1")
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, down) || !strings.Contains(err.Error(), "breaker open") {

@@ -143,11 +143,14 @@ func TestConnectorOfKeepsNothing(t *testing.T) {
 // TestStatsCountWhatDBStatsCannot: statements that wait for a physical
 // connection, time out or give up show in StatsOf (WaitDuration, the
 // histograms, the counters), while db.Stats — database/sql's logical
-// connections — shows no wait at all.
+// connections — shows no wait at all. The acquire timeout (2s) and the
+// cancelled statement's deadline (1s) leave each statement a second to
+// reach its wait, and the waiter two to be served, however busy the
+// machine.
 func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 	checkNoGoroutineLeak(t)
 	srv := newServer(t)
-	db, c := newDB(t, srv, "pool_max_conns=1&pool_acquire_timeout=40ms")
+	db, c := newDB(t, srv, "pool_max_conns=1&pool_acquire_timeout=2s")
 	var mu sync.Mutex
 	var told [3]int64
 	stop := c.Observe(func(tm pool.Timing, d time.Duration) {
@@ -168,8 +171,18 @@ func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 	if _, err := db.Exec("INSERT t 2"); !errors.Is(err, pooldriver.ErrAcquireTimeout) {
 		t.Fatalf("want ErrAcquireTimeout, got %v", err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	_, err = db.ExecContext(cctx, "INSERT t 3")
+	// A statement whose deadline ends its wait, which lasts at least from
+	// when it is seen waiting to that deadline.
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	deadline, _ := cctx.Deadline()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(cctx, "INSERT t 3")
+		ended <- err
+	}()
+	waitFor(t, "the statement with a deadline waiting", func() bool { s, _ := pooldriver.StatsOf(db); return s.Waiting == 1 })
+	deadlineWait := time.Until(deadline)
+	err = <-ended
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pooldriver.ErrAcquireTimeout) {
 		t.Fatalf("want the statement's deadline, got %v", err)
@@ -192,8 +205,8 @@ func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 	if s.Waits != 4 || s.AcquireTimeouts != 1 || s.CanceledAcquires != 1 || s.Acquires != 2 || s.WaitTime.Count != 4 {
 		t.Fatalf("stats: %+v", s)
 	}
-	if s.WaitDuration < 60*time.Millisecond || s.WaitDuration != s.WaitTime.Sum {
-		t.Fatalf("WaitDuration %v (the timed-out and cancelled waits are 60ms), histogram sum %v", s.WaitDuration, s.WaitTime.Sum)
+	if s.WaitDuration < 2*time.Second+deadlineWait || s.WaitDuration != s.WaitTime.Sum {
+		t.Fatalf("WaitDuration %v (the timed-out and cancelled waits are 2s and at least %v), histogram sum %v", s.WaitDuration, deadlineWait, s.WaitTime.Sum)
 	}
 	// Two holds: the *sql.Conn's, released to the waiter (Park refuses
 	// while anyone waits), timed; the waiter's, which parked its

@@ -55,12 +55,26 @@ func runStress(t *testing.T, kills bool) {
 	t.Logf("seed %d", seed)
 
 	s := &stress{t: t, db: db, srv: srv, table: "stress", errs: map[string]int{}, kills: kills}
+	// The run lasts duration, and then until it has committed, rolled back
+	// and used a *sql.Conn (checked below), which a loaded machine may not
+	// do in -short's 300ms; 20s more at most.
 	deadline := time.Now().Add(duration)
+	done := func() bool {
+		now := time.Now()
+		if now.Before(deadline) {
+			return false
+		}
+		ss := srv.Stats()
+		s.mu.Lock()
+		conns := s.ops[opConn]
+		s.mu.Unlock()
+		return ss.Commits > 0 && ss.Rollbacks > 0 && conns > 0 || now.After(deadline.Add(20*time.Second))
+	}
 	var wg sync.WaitGroup
 	for g := range 32 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(g)))
-			for time.Now().Before(deadline) {
+			for !done() {
 				s.step(rng)
 			}
 		})
@@ -68,7 +82,7 @@ func runStress(t *testing.T, kills bool) {
 	if kills {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, 1<<20))
-			for time.Now().Before(deadline) {
+			for !done() {
 				time.Sleep(time.Duration(5+rng.IntN(46)) * time.Millisecond)
 				srv.KillAll()
 			}
