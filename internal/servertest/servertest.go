@@ -56,14 +56,21 @@ func Run(t *testing.T, f func(t *testing.T, db *sql.DB, c *pooldriver.Connector)
 	}
 }
 
+// AcquireTimeout is the pool_acquire_timeout of Params: it ends the wait of
+// Exercise's statement that times out, and bounds every other wait of the
+// scenario (a connection made on demand, a statement served while during
+// runs). Two seconds: at 100ms, a connect on a busy machine (load 12) timed
+// out.
+const AcquireTimeout = 2 * time.Second
+
 // Params are the pool settings of the DB Run opens, which Exercise expects.
-const Params = "pool_max_conns=2&pool_min_conns=1&pool_min_idle_conns=1&pool_acquire_timeout=100ms"
+var Params = "pool_max_conns=2&pool_min_conns=1&pool_min_idle_conns=1&pool_acquire_timeout=" + AcquireTimeout.String()
 
 // Exercise runs a fixed scenario on a DB of Run: two *sql.Conn take both physical
 // connections (one idle, one made for the waiting statement), a statement
-// times out after 100ms, another waits. Then it calls during, lets go of the
-// first *sql.Conn (the waiting statement gets its connection), then of the
-// second, and returns when every connection is idle.
+// times out after AcquireTimeout, another waits. Then it calls during, lets
+// go of the first *sql.Conn (the waiting statement gets its connection),
+// then of the second, and returns when every connection is idle.
 func Exercise(t *testing.T, db *sql.DB, during func()) {
 	t.Helper()
 	c, ok := pooldriver.ConnectorOf(db)
