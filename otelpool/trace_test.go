@@ -16,6 +16,7 @@ import (
 
 	"github.com/pooldriver/pooldriver"
 	"github.com/pooldriver/pooldriver/internal/fakedb"
+	"github.com/pooldriver/pooldriver/internal/servertest"
 	"github.com/pooldriver/pooldriver/otelpool"
 )
 
@@ -98,13 +99,7 @@ func TestTraceWait(t *testing.T) {
 		_, err := db.ExecContext(ctx, "INSERT t 1")
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Waiting == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the statement never waited")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	servertest.WaitFor(t, "the statement waiting", func() bool { return c.Stats().Waiting > 0 })
 	time.Sleep(5 * time.Millisecond) // a wait of some length, to see in the span
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
