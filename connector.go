@@ -29,6 +29,13 @@ type Connector struct {
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
 	closing      atomic.Bool
+	// The look at how full the server is (share.go): limitRefusals counts
+	// this pool's connects the server refused for its limit since the
+	// last look; shareStop ends the loop, which closes shareDone.
+	limitRefusals atomic.Int64
+	atLimit       func(error) bool // the dialect's ConnLimitDetector, or nil
+	shareStop     chan struct{}
+	shareDone     chan struct{}
 
 	env       physEnv   // what its physical connections need of it
 	physStats physStats // counted by its physical connections (env.stats)
@@ -156,7 +163,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	if d, ok := t.(dialects.PermanentErrorDetector); ok {
 		permanent = d.PermanentConnectError
 	}
-	c := &Connector{tmpl: t, cfg: s}
+	c := &Connector{tmpl: t, cfg: s, atLimit: atLimit}
 	c.name = c.poolName()
 	c.log = c.newLogger()
 	if s.LeakDetectionThreshold > 0 {
@@ -200,6 +207,8 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		return nil, fmt.Errorf("pooldriver: %w", err)
 	}
 	c.pool = p
+	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
+	go c.shareLoop()
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
 }
@@ -371,7 +380,10 @@ func (c *Connector) Driver() driver.Driver { return Driver{c: c} }
 // DB.Close calls it.
 func (c *Connector) Close() error {
 	if c.pool != nil {
-		c.closing.Store(true)
+		if c.closing.CompareAndSwap(false, true) {
+			close(c.shareStop)
+			<-c.shareDone
+		}
 		c.pool.Close()
 		c.cleanups.close() // those under way hand their connections back: destroyed now
 	}

@@ -125,6 +125,9 @@ func (c *Connector) logDebug(msg string, args ...any) {
 // 4th, 8th, ... in a row, so that a database down for long is reported
 // without a line per attempt.
 func (c *Connector) connectFailed(err error) {
+	if c.atLimit != nil && c.atLimit(err) {
+		c.limitRefusals.Add(1)
+	}
 	n := c.dialFailures.Add(1)
 	if n == 1 {
 		c.logAt(slog.LevelDebug, "connect failed", err)

@@ -1,6 +1,9 @@
 package dialects
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // ConnLimitDetector is implemented by a Template whose database says, when
 // it refuses a new connection, that it refused it for want of room: it is
@@ -52,4 +55,28 @@ func (d *detectors) any(err error) bool {
 		}
 	}
 	return false
+}
+
+// ServerLoad is what a server says of its connection slots, as a client
+// without special privileges can read it.
+type ServerLoad struct {
+	// Limit is how many connections the client's user may hold in all:
+	// the tighter of the server's limit (less what it reserves for
+	// superusers, unless the user is one) and the user's own.
+	Limit int64
+	// Connected counts the connections held against Limit now, the
+	// asking one included.
+	Connected int64
+	// Refused counts the connections the server refused for its limit
+	// since it started, or is -1 where the server does not say
+	// (PostgreSQL), or where the user's own limit is the tighter one.
+	Refused int64
+}
+
+// LoadReader is implemented by a Conn whose server says how full it is.
+// pooldriver asks now and then, while its pool holds connections, so that
+// the replicas of a service that share a full server share it fairly (see
+// pooldriver's share.go). One round trip, no session change.
+type LoadReader interface {
+	ServerLoad(ctx context.Context) (ServerLoad, error)
 }

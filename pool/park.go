@@ -106,7 +106,7 @@ func (r *Resource[T]) Contended() bool { return r.pool.waiters.n.Load() != 0 }
 // lately. Observers do not count: they are told of durations, and a use
 // that parks has none (see above).
 func (p *Pool[T]) parkable() bool {
-	return p.cfg.BeforeRelease == nil && !p.releaseEvents.Load() && !p.pressured.Load()
+	return p.cfg.BeforeRelease == nil && !p.releaseEvents.Load() && !p.pressured.Load() && !p.shareOn.Load()
 }
 
 // Unpark takes back r, which the caller parked. It reports false when

@@ -27,6 +27,7 @@ type Pool[T any] struct {
 	closing       atomic.Bool
 	releaseEvents atomic.Bool
 	pressured     atomic.Bool
+	shareOn       atomic.Bool // share > 0
 	// The coarse clock of parking (park.go): the pool's clock as of the
 	// last tick, once coarseOn.
 	coarse   atomic.Int64
@@ -82,6 +83,7 @@ type Pool[T any] struct {
 	trimArmed     bool
 	pressureUntil time.Duration
 	growthCapped  bool // growthLocked held a factory call back
+	share         int  // SetShare's limit below Max, or 0 (share.go)
 	// freeWaiters is a stack (through next) of waiters kept for later
 	// Acquires, nFree its length: see freeWaiterLocked.
 	freeWaiters *waiter[T]
@@ -190,7 +192,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 			}
 		}
 		if !ok {
-			if p.waiters.len() == 0 && p.total < p.cfg.Max {
+			if p.waiters.len() == 0 && p.total < p.maxLocked() {
 				if now := p.clock(); p.dialAllowedLocked(now) {
 					p.startFactoryLocked(nil, now)
 				}
@@ -264,7 +266,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], owes
 	if p.cfg.AcquireTimeout > 0 {
 		w.limit = min(w.limit, now+p.cfg.AcquireTimeout)
 	}
-	if p.total < p.cfg.Max && p.waiters.len() == 0 && !p.dialAllowedLocked(now) {
+	if p.total < p.maxLocked() && p.waiters.len() == 0 && !p.dialAllowedLocked(now) {
 		// It would need a new resource, which may not be created now
 		// (the factory just failed, or the circuit breaker says no):
 		// say so now, unless something can serve it in time.
@@ -489,10 +491,14 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	if !p.onRelease {
 		strategy = nil
 	}
-	if !ok || p.closed || r.lifetime > 0 && now-r.created >= r.lifetime {
-		if !ok {
+	if !ok || p.closed || r.lifetime > 0 && now-r.created >= r.lifetime || p.aboveShareLocked() {
+		switch {
+		case !ok:
 			p.stats.releaseRejects++
-		} else if !p.closed {
+		case p.closed:
+		case p.aboveShareLocked():
+			p.stats.trimmed++
+		default:
 			p.stats.expired++
 		}
 		p.mu.Unlock()
@@ -577,7 +583,7 @@ func (p *Pool[T]) destroy(r *Resource[T], idle bool) {
 // call may start (back-off, circuit breaker), see noDialLocked.
 func (p *Pool[T]) startFactoriesLocked() {
 	now := time.Duration(-1) // read once needed: at Max, which a busy pool is at, never
-	for !p.closed && p.total < p.cfg.Max {
+	for !p.closed && p.total < p.maxLocked() {
 		w := p.waiters.firstWithoutFactory()
 		if w == nil {
 			return
@@ -675,7 +681,7 @@ func (p *Pool[T]) fillToMinLocked() {
 		return
 	}
 	now := time.Duration(-1)
-	for !p.closed && p.total < p.cfg.Max && p.belowMinLocked() && p.growthLocked() {
+	for !p.closed && p.total < p.maxLocked() && p.belowMinLocked() && p.growthLocked() {
 		if now < 0 {
 			now = p.clock()
 		}

@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// TestReplicasShareFullServer (issue 37, item 8): eight replicas of a
+// service, each its own pool of 20, against a server that lets their
+// identity have 60 connections, each replica 20 workers in a closed loop.
+// Started one second apart, the first three used to hold every slot and
+// never give one back: the later five got no success in 30 s. Now a pool
+// that holds connections asks the server how full it is, and at a full
+// server the pools above a fair share give the surplus back. Every
+// replica's successes in the window when all of them run are at least a
+// quarter of the mean, started staggered and together.
+func TestReplicasShareFullServer(t *testing.T) {
+	longTest(t)
+	checkNoGoroutineLeak(t)
+	const (
+		replicas = 8
+		poolMax  = 20
+		workers  = 20
+		limit    = 60
+		window   = 20 * time.Second
+	)
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		for _, stagger := range []time.Duration{time.Second, 0} {
+			name := "together"
+			if stagger > 0 {
+				name = fmt.Sprintf("started %v apart", stagger)
+			}
+			t.Run(name, func(t *testing.T) {
+				tn := limitedTenant(t, s, limit)
+				query := "SELECT pg_sleep(0.005)"
+				if s.name == "mysql" {
+					query = "SELECT SLEEP(0.005)"
+				}
+				var (
+					dbs    []*sql.DB
+					conns  []*pooldriver.Connector
+					ok     = make([]atomic.Int64, replicas)
+					failed = make([]atomic.Int64, replicas)
+					all    atomic.Bool // every replica runs: count from now
+					stop   = make(chan struct{})
+					wg     sync.WaitGroup
+				)
+				for i := range replicas {
+					c, err := pooldriver.NewConnector(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)))
+					require.NoError(t, err)
+					conns = append(conns, c)
+					dbs = append(dbs, sql.OpenDB(c))
+					if i > 0 && stagger > 0 {
+						time.Sleep(stagger) // the rolling deploy: one replica a second
+					}
+					for range workers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for {
+								select {
+								case <-stop:
+									return
+								default:
+								}
+								ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+								_, err := dbs[i].ExecContext(ctx, query)
+								cancel()
+								if !all.Load() {
+									continue
+								}
+								if err != nil {
+									failed[i].Add(1)
+								} else {
+									ok[i].Add(1)
+								}
+							}
+						}()
+					}
+				}
+				all.Store(true)
+				time.Sleep(window)
+				close(stop)
+				wg.Wait()
+				for _, db := range dbs {
+					_ = db.Close()
+				}
+				var sum int64
+				for i := range replicas {
+					sum += ok[i].Load()
+				}
+				mean := float64(sum) / replicas
+				for i := range replicas {
+					st := conns[i].Stats()
+					t.Logf("%s replica %d: %d successes, %d failures (mean %.0f); created %d, given back %d, connect errors %d",
+						s.name, i, ok[i].Load(), failed[i].Load(), mean, st.Created, st.IdleTrimmed, st.ConnectErrors)
+				}
+				for i := range replicas {
+					assert.GreaterOrEqual(t, float64(ok[i].Load()), mean/4,
+						"replica %d's successes against a quarter of the mean", i)
+				}
+			})
+		}
+	})
+}

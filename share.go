@@ -1,0 +1,142 @@
+package pooldriver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// Replicas that share a full server. Each replica of a service has its own
+// pool, and none sees the others: at a server whose limit the first
+// replicas' pools fill, a replica started later is refused every
+// connection, and the first ones, whose connections are all in use, never
+// dial, never hear of it and never give one back. So the server is the
+// meeting point: now and then (shareInterval) a pool that holds
+// connections asks its server how full it is (dialects.LoadReader). When
+// the server is full and someone else is being refused (MariaDB counts its
+// refusals; PostgreSQL does not say, so a full server is taken for one
+// that refuses), a pool that holds more than a fair share gives the surplus
+// back (pool.SetShare): it creates none above the share, and closes
+// connections as they are released until it is down to it. The share is
+// the limit divided among the pools connected plus one more (the one
+// waiting to get in), the number of pools estimated from how many
+// connections this one holds; a pool gives back a quarter of what it holds
+// at most at each look, so one of three or fewer never does. Once the
+// server has room again, the share grows back by an eighth at each look,
+// to MaxConns.
+//
+// A pool alone at a server it fills keeps its connections on PostgreSQL:
+// with no refusal count it cannot tell a replica waiting to get in from
+// nobody. PgBouncer in front of the server is the answer past a handful
+// of replicas (README, PgBouncer).
+
+// shareInterval is how often a pool that holds connections asks its server
+// how full it is.
+const shareInterval = time.Second
+
+// nextShare is the pool's share after a look at the server: share is the
+// one before, total the connections the pool holds, lo and hi its MinConns
+// and MaxConns; load is what the server says, and othersRefused whether it
+// refused someone else's connection since the last look (where it counts
+// refusals). Pure.
+func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused bool) int {
+	if load.Limit <= 0 {
+		return hi
+	}
+	if load.Connected < load.Limit {
+		return min(hi, share+max(1, share/8))
+	}
+	if load.Refused >= 0 && !othersRefused || total <= 0 {
+		return share // full, and nobody else waits to get in
+	}
+	pools := int64(math.Round(float64(load.Connected) / float64(total)))
+	if pools < 2 && load.Refused < 0 {
+		return share // alone, as far as PostgreSQL lets us see
+	}
+	fair := int(load.Limit / (max(pools, 1) + 1))
+	if total <= fair {
+		return share
+	}
+	// A quarter at most at each look: the number of pools is estimated
+	// from this one's size, which overcounts them when it is small (a
+	// replica still getting in would cut itself down).
+	return min(share, max(lo, fair, total-total/4, 1))
+}
+
+// shareLoop looks at the server every shareInterval while the pool holds
+// connections, and sets the pool's share (see above). It ends when the
+// Connector closes, or when its connections cannot say how full the server
+// is.
+func (c *Connector) shareLoop() {
+	defer close(c.shareDone)
+	tick := time.NewTicker(shareInterval)
+	defer tick.Stop()
+	share, refused, failed := c.cfg.MaxConns, int64(-1), 0
+	for {
+		select {
+		case <-c.shareStop:
+			return
+		case <-tick.C:
+		}
+		st := c.pool.Stats()
+		if st.Total < 2 && share == c.cfg.MaxConns {
+			continue // nothing to give back
+		}
+		load, reader, err := c.readLoad()
+		switch {
+		case !reader:
+			return
+		case err == errNoLook:
+			continue
+		case err != nil:
+			if failed++; failed == 3 {
+				c.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
+				return
+			}
+			continue
+		}
+		failed = 0
+		mine := c.limitRefusals.Swap(0)
+		others := load.Refused >= 0 && refused >= 0 && load.Refused-refused > mine
+		refused = load.Refused
+		next := nextShare(share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others)
+		if next == share {
+			continue
+		}
+		if next < share {
+			c.logAt(slog.LevelInfo, "server full: giving connections back to the others", nil,
+				"share", next, "was", share, "server_limit", load.Limit, "server_connected", load.Connected)
+		}
+		share = next
+		c.pool.SetShare(share)
+	}
+}
+
+// errNoLook: no connection to ask the server through.
+var errNoLook = errors.New("pooldriver: no connection to look at the server through")
+
+// readLoad asks the server through one of the pool's connections how full
+// it is. reader is false when the dialect cannot say. A connection that
+// failed to say is closed.
+func (c *Connector) readLoad() (load dialects.ServerLoad, reader bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), shareInterval)
+	defer cancel()
+	pc, err := c.take(ctx)
+	if err != nil {
+		return load, true, errNoLook // busy or failing: look again later
+	}
+	pc.taken()
+	defer pc.letGoAlone()
+	lr, reader := pc.dc.(dialects.LoadReader)
+	if !reader {
+		return load, false, nil
+	}
+	if load, err = lr.ServerLoad(ctx); err != nil {
+		pc.lose(err, false)
+	}
+	return load, true, err
+}

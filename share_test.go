@@ -1,0 +1,49 @@
+package pooldriver
+
+import (
+	"testing"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+func TestNextShare(t *testing.T) {
+	pg := func(limit, connected int64) dialects.ServerLoad {
+		return dialects.ServerLoad{Limit: limit, Connected: connected, Refused: -1}
+	}
+	maria := func(limit, connected int64) dialects.ServerLoad {
+		return dialects.ServerLoad{Limit: limit, Connected: connected, Refused: 7}
+	}
+	for _, tc := range []struct {
+		name                 string
+		share, total, lo, hi int
+		load                 dialects.ServerLoad
+		othersRefused        bool
+		want                 int
+	}{
+		{"no limit known", 5, 5, 0, 20, dialects.ServerLoad{}, false, 20},
+		{"room: grows by an eighth", 8, 8, 0, 20, pg(60, 50), false, 9},
+		{"room: grows by an eighth of a larger share", 16, 16, 0, 20, pg(60, 50), false, 18},
+		{"room: never above max", 20, 20, 0, 20, pg(60, 10), false, 20},
+		{"PostgreSQL full, three equal pools: a quarter each", 20, 20, 0, 20, pg(60, 60), false, 15},
+		{"PostgreSQL full, alone: keeps its share", 20, 60, 0, 60, pg(60, 60), false, 20},
+		{"PostgreSQL full, five pools of 12: a sixth each", 15, 12, 0, 20, pg(60, 60), false, 10},
+		{"PostgreSQL full, small: keeps its three", 20, 3, 0, 20, pg(60, 60), false, 3},
+		{"a pool of one keeps one", 20, 1, 0, 20, pg(60, 60), false, 1},
+		{"a share above what it holds comes down to it", 20, 8, 0, 20, pg(60, 60), false, 6},
+		{"never below min", 20, 20, 18, 20, pg(60, 60), false, 18},
+		{"MariaDB full, nobody else refused: keeps its share", 20, 20, 0, 20, maria(60, 60), false, 20},
+		{"MariaDB full, someone else refused: fair share", 20, 20, 0, 20, maria(60, 60), true, 15},
+		{"MariaDB full, alone, someone else refused: a quarter less", 20, 20, 0, 20, maria(20, 20), true, 15},
+		{"a lower share stays lower", 10, 20, 0, 20, pg(60, 60), false, 10},
+		{"eight pools of 8 at 60: a ninth", 8, 8, 0, 20, pg(60, 60), false, 6},
+		{"holds nothing", 20, 0, 0, 20, pg(60, 60), false, 20},
+		{"a tiny limit, a quarter less", 5, 5, 0, 20, maria(1, 5), true, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextShare(tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused); got != tc.want {
+				t.Errorf("nextShare(share %d, total %d, min %d, max %d, %+v, othersRefused %v) = %d, want %d",
+					tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused, got, tc.want)
+			}
+		})
+	}
+}
