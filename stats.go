@@ -40,7 +40,7 @@ type Stats struct {
 	LastConnectError     error
 	Destroyed            int64 // physical connections closed, for any reason
 	Expired              int64 // of which: outlived pool_max_conn_lifetime or pool_max_conn_idle_time
-	IdleTrimmed          int64 // of which: idle ones given back early while the server was at its connection limit
+	IdleTrimmed          int64 // of which: given back early while the server was at its connection limit: idle ones, and, above the pool's share of a full server (share.go), released ones
 	HealthFailures       int64 // of which: the background health check's ping failed
 	IdleCheckFailures    int64 // of which: found broken (closed by the server, no answer to a ping) when taken from idle
 	AutoRollbacks        int64 // transactions pooldriver rolled back: at task end, or left open when a hold ended

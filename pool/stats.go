@@ -36,7 +36,7 @@ type Stats struct {
 	Misuses             int64         // Release or Destroy of a handle not held
 	BackoffRejects      int64         // acquires refused with ErrBackoff: nothing could serve them before their deadline
 	FailFastRejects     int64         // acquires refused or failed as they waited, with nothing in use, after a permanent failure (ErrPermanent) or a timed-out factory call
-	IdleTrimmed         int64         // of Destroyed: idle resources given back early while the backend was at its limit (see Config.IdleTimeUnderPressure)
+	IdleTrimmed         int64         // of Destroyed: given back early while the backend was at its limit: idle resources (see Config.IdleTimeUnderPressure), and released ones above the share (SetShare)
 	StateChanges        int64         // changes of State
 
 	// Durations since New, in fixed buckets (see [Observer] to be told of

@@ -57,7 +57,7 @@ var counters = []struct {
 	{"connect_errors_total", "Failed attempts to open a physical connection.", func(s *pooldriver.Stats) int64 { return s.ConnectErrors }},
 	{"connections_closed_total", "Physical connections closed, for any reason.", func(s *pooldriver.Stats) int64 { return s.Destroyed }},
 	{"connections_expired_total", "Physical connections closed for their maximum lifetime or idle time.", func(s *pooldriver.Stats) int64 { return s.Expired }},
-	{"connections_idle_trimmed_total", "Idle physical connections given back early while the server was at its connection limit.", func(s *pooldriver.Stats) int64 { return s.IdleTrimmed }},
+	{"connections_idle_trimmed_total", "Physical connections given back early while the server was at its connection limit: idle ones, and released ones above the pool's share of a full server.", func(s *pooldriver.Stats) int64 { return s.IdleTrimmed }},
 	{"health_check_failures_total", "Physical connections closed because the background health check failed.", func(s *pooldriver.Stats) int64 { return s.HealthFailures }},
 	{"idle_check_failures_total", "Physical connections closed because they were found broken when taken from idle.", func(s *pooldriver.Stats) int64 { return s.IdleCheckFailures }},
 	{"untimed_uses_total", "Holds of a physical connection that ended without being timed in use_seconds: they parked it or took it back from parking, or it failed the idle check as it was handed out.", func(s *pooldriver.Stats) int64 { return s.UntimedUses }},
