@@ -127,6 +127,19 @@ func Open(dsn string, opts ...Option) (*sql.DB, error) {
 	return db, nil
 }
 
+// connectErrors returns what the dialect of t can tell of a connect's
+// error: that the server is at its connection limit, that retrying is
+// useless; nil where it cannot.
+func connectErrors(t dialects.Template) (atLimit, permanent func(error) bool) {
+	if d, ok := t.(dialects.ConnLimitDetector); ok {
+		atLimit = d.AtConnLimit
+	}
+	if d, ok := t.(dialects.PermanentErrorDetector); ok {
+		permanent = d.PermanentConnectError
+	}
+	return atLimit, permanent
+}
+
 // newConnector opens a Connector for s with opts applied over it.
 func newConnector(s Config, opts []Option) (*Connector, error) {
 	for _, o := range opts {
@@ -156,13 +169,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		}
 		breaker = st
 	}
-	var atLimit, permanent func(error) bool
-	if d, ok := t.(dialects.ConnLimitDetector); ok {
-		atLimit = d.AtConnLimit
-	}
-	if d, ok := t.(dialects.PermanentErrorDetector); ok {
-		permanent = d.PermanentConnectError
-	}
+	atLimit, permanent := connectErrors(t)
 	c := &Connector{tmpl: t, cfg: s, atLimit: atLimit}
 	c.name = c.poolName()
 	c.log = c.newLogger()

@@ -145,10 +145,15 @@ func decide(s *connState, mode Mode) fate {
 		// closing it ends what it carried.
 		return fateDestroy
 	}
-	// Back to the pool. Every hold ran a statement on it (that is how a
-	// hold takes a connection), so with resetAlways it is dirty now; a
-	// task that keeps it is not told so (above): it resets at the task's
-	// end, when the connection comes back here.
+	return poolFate(s)
+}
+
+// poolFate is decide's fate for a connection that goes back to the pool:
+// what must be undone on it first, if anything. Every hold ran a statement
+// on it (that is how a hold takes a connection), so with resetAlways it is
+// dirty now; a task that keeps it is not told so (see decide): it resets at
+// the task's end, when the connection comes back here.
+func poolFate(s *connState) fate {
 	open := s.tx != txNone
 	dirty := s.session == sessionDirty || s.resetAlways
 	switch {

@@ -825,6 +825,33 @@ func (pc *physConn) countUndo() {
 	pc.env.stats.taskEndRollbacks.Add(1)
 }
 
+// joinForEnd joins pc for t's end (endTask), unless nothing is left for
+// the end to do there; session reports that pc was bound to t in session
+// mode, and is unbound now: its session must be reset before reuse.
+func (pc *physConn) joinForEnd(t taskBinding, owner *openTx) (ok, session bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	switch {
+	case owner != nil && pc.st.txOwner != owner:
+		// Its hold let go of pc meanwhile, and took the transaction along
+		// to roll it back (see letGo).
+		return false, false
+	case owner != nil && pc.st.task == t && isNested(owner):
+		// A *sql.Tx nested in t's raw transaction: t's end on its bound
+		// connection rolls all of it back (with the care it takes for
+		// other holds still on it); claimed, the *sql.Tx runs nothing
+		// more meanwhile.
+		return false, false
+	case owner == nil && pc.st.task != t:
+		return false, false
+	case owner == nil:
+		session = pc.st.mode == SessionMode
+		pc.st.task = nil
+	}
+	pc.st.holds++
+	return true, session
+}
+
 // endTask is a task's end on pc (ctx is the task's, for the log's handler): it rolls back owner (the transaction of a
 // *sql.Tx of t's) or, for pc bound to t, the raw transaction, unbinds pc (a
 // session-mode session is then reset before reuse) and lets go of it. It
@@ -832,31 +859,10 @@ func (pc *physConn) countUndo() {
 // then (rows nobody closes) is marked lost and destroyed when its last user
 // lets go.
 func (pc *physConn) endTask(ctx context.Context, t taskBinding, owner *openTx) {
-	session := false
-	pc.mu.Lock()
-	switch {
-	case owner != nil && pc.st.txOwner != owner:
-		// Its hold let go of pc meanwhile, and took the transaction along
-		// to roll it back (see letGo).
-		pc.mu.Unlock()
+	ok, session := pc.joinForEnd(t, owner)
+	if !ok {
 		return
-	case owner != nil && pc.st.task == t && isNested(owner):
-		// A *sql.Tx nested in t's raw transaction: t's end on its bound
-		// connection rolls all of it back (with the care it takes for
-		// other holds still on it); claimed, the *sql.Tx runs nothing
-		// more meanwhile.
-		pc.mu.Unlock()
-		return
-	case owner == nil && pc.st.task != t:
-		pc.mu.Unlock()
-		return
-	case owner == nil:
-		session = pc.st.mode == SessionMode
-		pc.st.task = nil
 	}
-	pc.st.holds++
-	pc.mu.Unlock()
-
 	lctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	err := pc.sem.lock(lctx)
 	cancel()
