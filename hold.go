@@ -130,74 +130,64 @@ func (e holdEvent) String() string {
 	return fmt.Sprintf("holdEvent(%d)", uint8(e))
 }
 
-// step is the one place that changes a hold's state: the state after event
-// e in state s. ok is false for an event that cannot happen in s (a
-// pooldriver bug); the state is then s. It has no side effects.
+// holdMoves is every move a hold can make: in state from, event e leads to
+// state to. An event not listed for a state cannot happen in it (a
+// pooldriver bug).
+var holdMoves = [...]struct {
+	e        holdEvent
+	from, to holdState
+}{
+	{evOwn, holdNone, holdOwn},
+	{evShare, holdNone, holdShared},
+	{evShare, holdOwn, holdShared},
+	{evSoloRows, holdOwn, holdSoloRows},
+	{evRowsLocked, holdSoloRows, holdOwn},
+	{evTaskTx, holdOwn, holdReachable},
+	{evTaskTx, holdReachable, holdReachable},
+	{evTaskTx, holdShared, holdShared}, // reachable by the task already
+	{evBind, holdOwn, holdShared},
+	{evBind, holdReachable, holdShared},
+	{evDrop, holdOwn, holdNone},
+	{evLose, holdOwn, holdLost},
+	{evLose, holdSoloRows, holdLost},
+	{evLose, holdReachable, holdLost},
+	{evLose, holdShared, holdLost},
+	{evLose, holdLost, holdLost},
+	{evEnd, holdOwn, holdNone},
+	{evEnd, holdSoloRows, holdNone},
+	{evEnd, holdReachable, holdNone},
+	{evEnd, holdShared, holdNone},
+	{evEnd, holdLost, holdNone},
+	{evClose, holdNone, holdClosed},
+}
+
+// holdNext is holdMoves as a table, so that a hold's move costs a lookup
+// on the statement path: holdNext[s][e] is the state event e leads to from
+// s, or numHoldStates where e cannot happen in s. Its size, powers of two,
+// lets to index it without bounds checks.
+var holdNext = func() (t [8][16]holdState) {
+	for s := range t {
+		for e := range t[s] {
+			t[s][e] = numHoldStates
+		}
+	}
+	for _, m := range holdMoves {
+		t[m.from][m.e] = m.to
+	}
+	return t
+}()
+
+// step is the one place that says how a hold's state changes: the state
+// after event e in state s. ok is false for an event that cannot happen in
+// s (a pooldriver bug); the state is then s. It has no side effects.
 func step(s holdState, e holdEvent) (next holdState, ok bool) {
-	switch e {
-	case evOwn:
-		if s == holdNone {
-			return holdOwn, true
-		}
-	case evShare:
-		if s == holdNone || s == holdOwn {
-			return holdShared, true
-		}
-	case evSoloRows:
-		if s == holdOwn {
-			return holdSoloRows, true
-		}
-	case evRowsLocked:
-		if s == holdSoloRows {
-			return holdOwn, true
-		}
-	case evTaskTx:
-		switch s {
-		case holdOwn, holdReachable:
-			return holdReachable, true
-		case holdShared:
-			return holdShared, true // reachable by the task already
-		}
-	case evBind:
-		if s == holdOwn || s == holdReachable {
-			return holdShared, true
-		}
-	case evDrop:
-		if s == holdOwn {
-			return holdNone, true
-		}
-	case evLose:
-		if s.held() {
-			return holdLost, true
-		}
-	case evEnd:
-		if s.held() {
-			return holdNone, true
-		}
-	case evClose:
-		if s == holdNone {
-			return holdClosed, true
+	if s < numHoldStates && e < numHoldEvents {
+		if next = holdNext[s][e]; next != numHoldStates {
+			return next, true
 		}
 	}
 	return s, false
 }
-
-// holdNext is step as a table, so that a hold's move costs a lookup on
-// the statement path: holdNext[s][e] is step(s, e)'s state, or
-// numHoldStates where step refuses e. Its size, powers of two, lets to
-// index it without bounds checks.
-var holdNext = func() (t [8][16]holdState) {
-	for s := range t {
-		for e := range t[s] {
-			next, ok := step(holdState(s), holdEvent(e))
-			if !ok {
-				next = numHoldStates
-			}
-			t[s][e] = next
-		}
-	}
-	return t
-}()
 
 // to moves l's hold by event e (see step). An event step refuses is a
 // pooldriver bug: it is counted in Stats.Misuses, and the state kept.
@@ -422,76 +412,101 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	return l.startWith(ctx, k, taskFrom(ctx), le)
 }
 
-// startWith is start in every other case; t is the task of ctx, or nil.
+// startWith is start in every other case; t is the task of ctx, or nil. It
+// carries out planStart's plan, round after round while the connection is
+// busy.
 func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) error {
-	switch l.state {
-	case holdClosed:
-		return driver.ErrBadConn
-	case holdLost:
-		return l.lost
-	}
-	if x := l.tx; x != nil && x.endedByTask() {
-		return ErrTaskEnded
-	}
-	le.t = t
-	if l.state != holdNone {
+	if l.state != holdNone && l.state != holdClosed {
 		le.pc = l.pc
 	}
-	if le.t != nil && le.t.err != nil {
-		return le.t.err
+	p := planStart(l.facts(k, t, le))
+	if p.refuse != refuseNone {
+		return l.refusal(p.refuse, t)
 	}
+	le.t = t
 	var deadline time.Time
-wait:
 	for {
-		var err error
-		if le.pc == nil {
-			err = l.pick(ctx, k, le)
-		} else if l.state == holdShared {
-			err = l.checkShared(le.pc, k)
-		}
-		if err == nil {
-			if l.rows > 0 {
-				if l.state == holdSoloRows {
-					// Rows of a solo query: take the lock for them now,
-					// before this operation can let anyone reach pc.
-					if err := le.pc.sem.lock(ctx); err != nil {
-						return err
-					}
-					l.to(evRowsLocked)
-				}
-				return nil // the hold's own rows hold the lock: the driver decides
-			}
-			err = l.lock(ctx, le.pc, k)
-		}
-		if err == nil {
-			le.locked = true
-			if err = l.checkLocked(le.pc, k); err != nil {
-				le.pc.sem.unlock()
-				le.locked = false
-			}
-		}
+		err := l.startRound(ctx, k, le, p)
 		switch e := err.(type) {
 		case *busyError:
 			err = e.wait(ctx, &deadline)
 		case *nestBusyError:
 			err = e.wait(ctx)
-		default:
-			if err != nil {
-				return err
+		case nil:
+			if l.rows > 0 {
+				return nil // the hold's own rows hold the lock: the driver decides
 			}
-			break wait
+			if watchesTaskState(l.facts(k, t, le)) {
+				le.hadState = le.pc.keepsTaskState()
+			}
+			if le.pc.evictions.Load() > 0 {
+				le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
+			}
+			le.sent = le.pc.sent()
+			return nil
 		}
 		if err != nil {
 			return err
 		}
+		p = planStart(l.facts(k, t, le))
 	}
-	if le.t != nil && l.state != holdShared && l.tx == nil && le.t.modeFor(l.c) == TransactionMode {
-		le.hadState = le.pc.keepsTaskState()
+}
+
+// facts gathers what planStart and watchesTaskState read for an operation
+// of kind k of l's hold in task t (or nil), with lease le.
+func (l *conn) facts(k opKind, t *task, le *lease) opFacts {
+	f := opFacts{state: l.state, k: k, conn: le.pc != nil, rows: l.rows > 0}
+	if x := l.tx; x != nil {
+		f.tx, f.txEnded = true, x.endedByTask()
 	}
-	if le.pc.evictions.Load() > 0 {
-		le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
+	if t != nil {
+		f.task, f.taskErr, f.mode = true, t.err != nil, t.modeFor(l.c)
 	}
-	le.sent = le.pc.sent()
+	return f
+}
+
+// refusal is the error of refusal r of an operation in task t.
+func (l *conn) refusal(r refusal, t *task) error {
+	switch r {
+	case refuseClosed:
+		return driver.ErrBadConn
+	case refuseLost:
+		return l.lost
+	case refuseTaskEnded:
+		return ErrTaskEnded
+	}
+	return t.err
+}
+
+// startRound carries out one round p of an operation's start: the
+// connection, then its lock, as p says.
+func (l *conn) startRound(ctx context.Context, k opKind, le *lease, p startPlan) error {
+	var err error
+	switch {
+	case p.pick:
+		err = l.pick(ctx, k, le)
+	case p.checkShared:
+		err = l.checkShared(le.pc, k)
+	}
+	switch {
+	case err != nil:
+		return err
+	case p.lockRows:
+		if err := le.pc.sem.lock(ctx); err != nil {
+			return err
+		}
+		l.to(evRowsLocked)
+	case p.lock:
+		if err := l.lock(ctx, le.pc, k); err != nil {
+			return err
+		}
+		le.locked = true
+		if err := l.checkLocked(le.pc, k); err != nil {
+			le.pc.sem.unlock()
+			le.locked = false
+			return err
+		}
+	}
 	return nil
 }
 
@@ -574,77 +589,80 @@ func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
 	return pc, nil
 }
 
-// share makes pc, bound to task t, the hold's connection, unless a rule
-// forbids it: it is taken by a *sql.Tx of the task, or busy with rows of
-// another statement (then a transaction-mode statement outside a
-// transaction goes to the pool instead: le.separate).
+// share makes pc, bound to task t, the hold's connection, unless the
+// task's rules forbid it (planShare): it is taken by a *sql.Tx of the task,
+// or busy with rows of another statement (then a transaction-mode
+// statement outside a transaction goes to the pool instead: le.separate).
 func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	st := &pc.st
-	if !pc.boundToLocked(t) || st.session == sessionLost {
-		return false, nil
-	}
-	busy := st.rows > 0
-	switch {
-	case st.txOwner != nil:
-		return false, ownerBusy(st.txOwner, k)
-	case k == opBegin && st.tx == txBegun:
-		return false, ErrSessionBusy
-	case k == opBegin && st.tx == txNone && t.modeFor(l.c) == TransactionMode:
-		// Nothing to nest in: a transaction of its own, on its own
-		// connection.
+	c := connFactsOf(st, st.txOwner != nil)
+	c.bound = pc.boundToLocked(t)
+	switch v := planShare(k, t.modeFor(l.c), c); v {
+	case shareOK:
+		pc.joinLocked()
+		l.pc, le.pc = pc, pc
+		l.to(evShare)
+		return true, nil
+	case shareSeparate:
 		le.separate = true
 		return false, nil
-	case busy && st.tx != txNone:
-		return false, &busyError{pc: pc, err: ErrConnBusy}
-	case busy && (t.modeFor(l.c) == SessionMode || st.session == sessionDirty):
-		// Another connection would not have the task's session (its SET,
-		// its temporary table): refuse rather than run without it.
-		return false, &busyError{pc: pc, err: ErrSessionBusy}
-	case busy:
-		le.separate = true
+	case shareGone:
 		return false, nil
+	default:
+		return false, l.shareError(v, pc, st, k)
 	}
-	pc.joinLocked()
-	l.pc, le.pc = pc, pc
-	l.to(evShare)
-	return true, nil
 }
 
-// checkShared applies share's rules to a later operation of a hold whose
-// connection other holds of its task may use too.
+// connFactsOf is what the task's rules read of st, a connection's state,
+// under its mutex; otherTx: another hold's *sql.Tx has it.
+func connFactsOf(st *connState, otherTx bool) connFacts {
+	return connFacts{
+		lost:    st.session == sessionLost,
+		dirty:   st.session == sessionDirty,
+		rows:    st.rows > 0,
+		tx:      st.tx,
+		otherTx: otherTx,
+	}
+}
+
+// shareError is the error of verdict v, which refuses an operation of kind
+// k of l's hold on pc, whose state st the caller read under pc.mu, which it
+// still holds.
+func (l *conn) shareError(v shareVerdict, pc *physConn, st *connState, k opKind) error {
+	switch v {
+	case shareLost:
+		l.lose(errLostShared)
+		return l.lost
+	case shareOwnerBusy:
+		return ownerBusy(st.txOwner, k)
+	case shareBusyConn:
+		return &busyError{pc: pc, err: ErrConnBusy}
+	case shareBusySession:
+		return &busyError{pc: pc, err: ErrSessionBusy}
+	}
+	return ErrSessionBusy // shareSessionBusy
+}
+
+// checkShared applies the task's rules (planShared) to a later operation of
+// a hold whose connection other holds of its task may use too.
 func (l *conn) checkShared(pc *physConn, k opKind) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	st := &pc.st
-	if err := l.conflictLocked(st, k); err != nil {
-		return err
-	}
-	switch {
-	case l.rows > 0:
-		return nil
-	case st.rows > 0 && st.tx != txNone:
-		return &busyError{pc: pc, err: ErrConnBusy}
-	case st.rows > 0:
-		return &busyError{pc: pc, err: ErrSessionBusy}
-	}
-	return nil
+	return l.sharedLocked(pc, k, l.rows > 0)
 }
 
-// conflictLocked is what no operation on a shared connection may meet,
-// checked before the wait for its lock and again after: the connection
-// lost, another hold's transaction on it, or (for BeginTx) any transaction
-// open on it. The caller holds pc.mu.
-func (l *conn) conflictLocked(st *connState, k opKind) error {
-	switch {
-	case st.session == sessionLost:
-		l.lose(errLostShared)
-		return l.lost
-	case st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open):
-		return ownerBusy(st.txOwner, k) // another hold's *sql.Tx
-	case k == opBegin && st.tx == txBegun:
-		return ErrSessionBusy
+// sharedLocked is checkShared's verdict, rows saying whether the hold's
+// rows are open; with rows true, it is only what no operation on a shared
+// connection may meet, checked before the wait for its lock and again
+// after: the connection lost, another hold's transaction on it, or (for
+// BeginTx) any transaction open on it. The caller holds pc.mu.
+func (l *conn) sharedLocked(pc *physConn, k opKind, rows bool) error {
+	st := &pc.st
+	otherTx := st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open)
+	if v := planShared(k, rows, connFactsOf(st, otherTx)); v != shareOK {
+		return l.shareError(v, pc, st, k)
 	}
 	return nil
 }
@@ -712,7 +730,7 @@ func (l *conn) checkLocked(pc *physConn, k opKind) error {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return l.conflictLocked(&pc.st, k)
+	return l.sharedLocked(pc, k, true)
 }
 
 // finish ends an operation of kind k that ran query on le.pc and returned
@@ -753,13 +771,22 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		}
 		return nil
 	}
+	return l.finishRest(ctx, le, k, query, err, locked)
+}
+
+// finishRest is finish outside its common case: it learns what the
+// operation left on le.pc (lostBy), loses the connection or binds it to
+// the operation's task as that says, and gives back the lock the operation
+// had (locked) once no rows of the hold are open.
+func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string, err error, locked bool) error {
+	pc := le.pc
 	cause := l.lostBy(ctx, le, k, query, err)
 	if cause != nil {
 		carried := pc.lose(cause, le.fresh)
 		l.lose(cause)
 		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
 		err = l.lostError(le, err, carried || k == opEndTx)
-	} else if l.leavesTaskState(le) {
+	} else if l.leavesTaskState(le, k) {
 		if e := l.bindForTask(le); err == nil {
 			err = e
 		}
@@ -771,59 +798,60 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 }
 
 // lostBy observes what an operation of kind k that ran query and returned
-// err left on le.pc, outside finish's common case, and returns why the
-// connection is lost, or nil when it is not.
+// err left on le.pc, as planObserve says, outside finish's common case,
+// and returns why the connection is lost, or nil when it is not.
 func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, err error) error {
 	pc := le.pc
-	// With a result set open, the driver is mid-protocol: it cannot be
-	// asked anything, and its Validator may say no (go-sql-driver/mysql
-	// does while its buffer holds unread rows). The rows' Close observes.
-	idle := l.rows == 0
-	switch {
-	case err != nil && pc.broken(err):
+	if err != nil && pc.broken(err) {
 		return err
-	case idle && k == opCloseRows && !pc.usable():
-		// Rows report a broken connection from Next, which the driver's
-		// Close may not repeat.
-		if err != nil {
-			return err
-		}
-		return errors.New("pooldriver: the driver reports the connection unusable")
-	case idle && (k == opExec || k == opStmt || k == opCloseRows || k == opRaw):
-		oerr := pc.observe(ctx, query)
-		if oerr == nil {
-			if k == opRaw {
-				pc.markDirty() // whatever the callback did, we could not see it
-			}
-			return nil
-		}
-		// The statement ran, or may have: its own outcome stands (a
-		// COMMIT whose reply arrived did commit), but what it left on
-		// the connection is unknown, so the connection is lost and the
-		// hold's (and the task's) later statements fail.
-		cause := oerr
-		if err != nil {
-			cause = err // the statement's own error says more
-		}
-		le.fresh = false
-		if le.t != nil {
-			// It may have begun a transaction (a raw BEGIN) that is now
-			// gone: the task's next statements must not run without it.
-			le.t.markLost(l.c, pc, cause)
-		}
-		return cause
-	case idle && k == opEndTx && err == nil:
-		pc.observeEndTx(ctx, query)
 	}
-	return nil
+	obs := planObserve(k, l.rows > 0, err != nil)
+	switch obs {
+	case observeNothing:
+		return nil
+	case observeEndTx:
+		pc.observeEndTx(ctx, query)
+		return nil
+	case observeRows:
+		if !pc.usable() {
+			// Rows report a broken connection from Next, which the
+			// driver's Close may not repeat.
+			if err != nil {
+				return err
+			}
+			return errors.New("pooldriver: the driver reports the connection unusable")
+		}
+	}
+	oerr := pc.observe(ctx, query)
+	if oerr == nil {
+		if obs == observeRaw {
+			pc.markDirty() // whatever the callback did, we could not see it
+		}
+		return nil
+	}
+	// The statement ran, or may have: its own outcome stands (a COMMIT
+	// whose reply arrived did commit), but what it left on the connection
+	// is unknown, so the connection is lost and the hold's (and the
+	// task's) later statements fail.
+	cause := oerr
+	if err != nil {
+		cause = err // the statement's own error says more
+	}
+	le.fresh = false
+	if le.t != nil {
+		// It may have begun a transaction (a raw BEGIN) that is now gone:
+		// the task's next statements must not run without it.
+		le.t.markLost(l.c, pc, cause)
+	}
+	return cause
 }
 
 // leavesTaskState reports whether the operation, of a transaction-mode task
 // on a connection not bound to it, left a raw transaction or a changed
 // session there that it did not find: the task must keep the connection
 // (bindForTask).
-func (l *conn) leavesTaskState(le *lease) bool {
-	return le.t != nil && l.state != holdShared && !le.hadState && l.tx == nil && le.t.modeFor(l.c) == TransactionMode && le.pc.keepsTaskState()
+func (l *conn) leavesTaskState(le *lease, k opKind) bool {
+	return le.t != nil && !le.hadState && watchesTaskState(l.facts(k, le.t, le)) && le.pc.keepsTaskState()
 }
 
 // lostError is what an operation that lost its connection returns, err

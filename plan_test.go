@@ -1,0 +1,260 @@
+package pooldriver
+
+import (
+	"fmt"
+	"testing"
+)
+
+var allOpKinds = [...]opKind{opExec, opStmt, opOpenRows, opCloseRows, opBegin, opEndTx, opPrepare, opPing, opRaw}
+
+// allOpFacts calls fn with every opFacts there is.
+func allOpFacts(fn func(opFacts)) {
+	bools := [...]bool{false, true}
+	for s := range numHoldStates {
+		for _, k := range allOpKinds {
+			for _, conn := range bools {
+				for _, rows := range bools {
+					for _, tx := range bools {
+						for _, txEnded := range bools {
+							for _, task := range bools {
+								for _, taskErr := range bools {
+									for _, mode := range [...]Mode{TransactionMode, SessionMode} {
+										fn(opFacts{s, k, conn, rows, tx, txEnded, task, taskErr, mode})
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlanStart: the start of an operation for the states it is asked
+// in, one row each.
+func TestPlanStart(t *testing.T) {
+	cases := []struct {
+		name string
+		f    opFacts
+		want startPlan
+	}{
+		{"closed", opFacts{state: holdClosed}, startPlan{refuse: refuseClosed, pick: true, lock: true}},
+		{"lost", opFacts{state: holdLost, conn: true}, startPlan{refuse: refuseLost, lock: true}},
+		{"lost, tx claimed by its task", opFacts{state: holdLost, conn: true, tx: true, txEnded: true}, startPlan{refuse: refuseLost, lock: true}},
+		{"tx claimed by its task", opFacts{state: holdOwn, conn: true, tx: true, txEnded: true}, startPlan{refuse: refuseTaskEnded, lock: true}},
+		{"tx claimed, task misused", opFacts{state: holdReachable, conn: true, tx: true, txEnded: true, task: true, taskErr: true}, startPlan{refuse: refuseTaskEnded, lock: true}},
+		{"task misused", opFacts{task: true, taskErr: true}, startPlan{refuse: refuseTaskErr, pick: true, lock: true}},
+		{"first operation in a task", opFacts{task: true}, startPlan{pick: true, lock: true}},
+		{"first operation, lock taken on the fast path", opFacts{state: holdOwn, conn: true}, startPlan{lock: true}},
+		{"own", opFacts{state: holdOwn, conn: true, task: true}, startPlan{lock: true}},
+		{"reachable", opFacts{state: holdReachable, conn: true, tx: true, task: true}, startPlan{lock: true}},
+		{"shared", opFacts{state: holdShared, conn: true, task: true}, startPlan{checkShared: true, lock: true}},
+		{"shared, own rows open", opFacts{state: holdShared, conn: true, rows: true, task: true}, startPlan{checkShared: true}},
+		{"own rows open", opFacts{state: holdOwn, conn: true, rows: true}, startPlan{}},
+		{"solo rows open", opFacts{state: holdSoloRows, conn: true, rows: true}, startPlan{lockRows: true}},
+		{"solo rows open, in a task", opFacts{state: holdSoloRows, conn: true, rows: true, task: true}, startPlan{lockRows: true}},
+	}
+	for _, c := range cases {
+		if got := planStart(c.f); got != c.want {
+			t.Errorf("%s: planStart(%+v) = %+v, want %+v", c.name, c.f, got, c.want)
+		}
+	}
+}
+
+// TestPlanStartInvariants: what holds of the plan for every input.
+func TestPlanStartInvariants(t *testing.T) {
+	allOpFacts(func(f opFacts) {
+		p := planStart(f)
+		var want refusal
+		switch {
+		case f.state == holdClosed:
+			want = refuseClosed
+		case f.state == holdLost:
+			want = refuseLost
+		case f.tx && f.txEnded:
+			want = refuseTaskEnded
+		case f.task && f.taskErr:
+			want = refuseTaskErr
+		}
+		if f.txEnded && !f.tx || f.taskErr && !f.task {
+			return // cannot be: a claimed tx is a tx, a misused task a task
+		}
+		if p.refuse != want {
+			t.Errorf("planStart(%+v).refuse = %v, want %v", f, p.refuse, want)
+		}
+		if p.pick == f.conn {
+			t.Errorf("planStart(%+v): pick %t: a connection is picked exactly when the operation has none", f, p.pick)
+		}
+		if p.checkShared != (f.conn && f.state == holdShared) {
+			t.Errorf("planStart(%+v): checkShared %t: the task's rules are checked on a shared connection only, and always", f, p.checkShared)
+		}
+		if p.lock == f.rows {
+			t.Errorf("planStart(%+v): lock %t: an operation takes the lock exactly when no rows of its hold have it", f, p.lock)
+		}
+		if p.lockRows != (f.rows && f.state == holdSoloRows) {
+			t.Errorf("planStart(%+v): lockRows %t: only solo rows lack the lock, and get it", f, p.lockRows)
+		}
+	})
+}
+
+// TestWatchesTaskState: only a transaction-mode task's operation outside a
+// *sql.Tx, on a connection not bound to the task, can leave state the task
+// must keep.
+func TestWatchesTaskState(t *testing.T) {
+	allOpFacts(func(f opFacts) {
+		want := f.task && f.mode == TransactionMode && !f.tx && f.state != holdShared
+		if got := watchesTaskState(f); got != want {
+			t.Errorf("watchesTaskState(%+v) = %t, want %t", f, got, want)
+		}
+	})
+}
+
+// TestPlanObserve: what finish asks of the connection for every operation,
+// with the hold's rows open or not, the operation failed or not.
+func TestPlanObserve(t *testing.T) {
+	// For each kind: the observation without rows open, after success and
+	// after failure. With rows open, nothing is ever asked.
+	table := map[opKind][2]observation{
+		opExec:      {observeStatement, observeStatement},
+		opStmt:      {observeStatement, observeStatement},
+		opOpenRows:  {observeNothing, observeNothing},
+		opCloseRows: {observeRows, observeRows},
+		opBegin:     {observeNothing, observeNothing},
+		opEndTx:     {observeEndTx, observeNothing},
+		opPrepare:   {observeNothing, observeNothing},
+		opPing:      {observeNothing, observeNothing},
+		opRaw:       {observeRaw, observeRaw},
+	}
+	for _, k := range allOpKinds {
+		for i, failed := range [...]bool{false, true} {
+			if got, want := planObserve(k, false, failed), table[k][i]; got != want {
+				t.Errorf("planObserve(%d, no rows, failed %t) = %d, want %d", k, failed, got, want)
+			}
+			if got := planObserve(k, true, failed); got != observeNothing {
+				t.Errorf("planObserve(%d, rows open, failed %t) = %d: nothing can be asked mid-protocol", k, failed, got)
+			}
+		}
+	}
+}
+
+// allConnFacts calls fn with every connFacts there is.
+func allConnFacts(fn func(connFacts)) {
+	bools := [...]bool{false, true}
+	for _, bound := range bools {
+		for _, lost := range bools {
+			for _, dirty := range bools {
+				for _, rows := range bools {
+					for _, tx := range [...]txState{txNone, txBegun, txRaw} {
+						for _, otherTx := range bools {
+							fn(connFacts{bound, lost, dirty, rows, tx, otherTx})
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlanShare: the task's rules for a hold's first operation on the
+// task's connection.
+func TestPlanShare(t *testing.T) {
+	tm, sm := TransactionMode, SessionMode
+	cases := []struct {
+		k    opKind
+		mode Mode
+		c    connFacts
+		want shareVerdict
+	}{
+		{opExec, tm, connFacts{bound: true}, shareOK},
+		{opExec, sm, connFacts{bound: true}, shareOK},
+		{opExec, tm, connFacts{}, shareGone},
+		{opExec, tm, connFacts{bound: true, lost: true}, shareGone},
+		{opExec, tm, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
+		{opBegin, tm, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
+		{opBegin, tm, connFacts{bound: true, tx: txBegun}, shareSessionBusy},
+		{opBegin, tm, connFacts{bound: true}, shareSeparate},
+		{opBegin, sm, connFacts{bound: true}, shareOK},
+		{opBegin, tm, connFacts{bound: true, tx: txRaw}, shareOK},
+		{opBegin, tm, connFacts{bound: true, tx: txRaw, rows: true}, shareBusyConn},
+		{opExec, tm, connFacts{bound: true, tx: txRaw, rows: true}, shareBusyConn},
+		{opExec, sm, connFacts{bound: true, rows: true}, shareBusySession},
+		{opExec, tm, connFacts{bound: true, rows: true, dirty: true}, shareBusySession},
+		{opExec, tm, connFacts{bound: true, rows: true}, shareSeparate},
+		{opExec, tm, connFacts{bound: true, dirty: true}, shareOK},
+	}
+	for _, c := range cases {
+		if got := planShare(c.k, c.mode, c.c); got != c.want {
+			t.Errorf("planShare(%d, %v, %+v) = %d, want %d", c.k, c.mode, c.c, got, c.want)
+		}
+	}
+	// Every input: a connection that is not the task's, or lost, is never
+	// used; another hold's *sql.Tx is never joined; a connection busy with
+	// rows is never joined; BeginTx never joins a *sql.Tx's transaction.
+	for _, k := range allOpKinds {
+		for _, mode := range [...]Mode{tm, sm} {
+			allConnFacts(func(c connFacts) {
+				got := planShare(k, mode, c)
+				what := fmt.Sprintf("planShare(%d, %v, %+v) = %d", k, mode, c, got)
+				switch {
+				case !c.bound || c.lost:
+					if got != shareGone {
+						t.Errorf("%s: not the task's to share", what)
+					}
+				case got == shareOK && (c.otherTx || c.rows || k == opBegin && c.tx == txBegun):
+					t.Errorf("%s: joined a connection it must not", what)
+				case got == shareSeparate && (mode == SessionMode || c.tx != txNone):
+					t.Errorf("%s: left the task's session or transaction for another connection", what)
+				}
+			})
+		}
+	}
+}
+
+// TestPlanShared: the task's rules for a later operation of a hold on the
+// task's connection it shares.
+func TestPlanShared(t *testing.T) {
+	cases := []struct {
+		k    opKind
+		rows bool
+		c    connFacts
+		want shareVerdict
+	}{
+		{opExec, false, connFacts{bound: true}, shareOK},
+		{opExec, false, connFacts{bound: true, lost: true, otherTx: true}, shareLost},
+		{opExec, true, connFacts{bound: true, lost: true}, shareLost},
+		{opExec, false, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
+		{opExec, true, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
+		{opBegin, false, connFacts{bound: true, tx: txBegun}, shareSessionBusy},
+		{opBegin, true, connFacts{bound: true, tx: txBegun}, shareSessionBusy},
+		{opExec, false, connFacts{bound: true, tx: txBegun}, shareOK}, // its own *sql.Tx
+		{opBegin, false, connFacts{bound: true, tx: txRaw}, shareOK},
+		{opExec, false, connFacts{bound: true, rows: true}, shareBusySession},
+		{opExec, false, connFacts{bound: true, rows: true, tx: txRaw}, shareBusyConn},
+		{opExec, true, connFacts{bound: true, rows: true, tx: txRaw}, shareOK}, // its own rows
+		{opExec, true, connFacts{bound: true, rows: true}, shareOK},
+	}
+	for _, c := range cases {
+		if got := planShared(c.k, c.rows, c.c); got != c.want {
+			t.Errorf("planShared(%d, rows %t, %+v) = %d, want %d", c.k, c.rows, c.c, got, c.want)
+		}
+	}
+	// Every input: a lost connection always fails the operation; with the
+	// hold's own rows open the only verdicts are those that do not wait.
+	for _, k := range allOpKinds {
+		for _, rows := range [...]bool{false, true} {
+			allConnFacts(func(c connFacts) {
+				got := planShared(k, rows, c)
+				if c.lost && got != shareLost {
+					t.Errorf("planShared(%d, %t, %+v) = %d: a lost connection runs nothing", k, rows, c, got)
+				}
+				if rows && (got == shareBusyConn || got == shareBusySession) {
+					t.Errorf("planShared(%d, %t, %+v) = %d: waited for its own rows", k, rows, c, got)
+				}
+				if got == shareGone || got == shareSeparate {
+					t.Errorf("planShared(%d, %t, %+v) = %d: a hold keeps its connection", k, rows, c, got)
+				}
+			})
+		}
+	}
+}
