@@ -9,7 +9,7 @@ import (
 )
 
 // conn is the logical connection pooldriver hands to database/sql. It costs
-// no I/O and holds no physical connection between holds (see lease.go).
+// no I/O and holds no physical connection between holds (see hold.go).
 //
 // database/sql serializes every call on a conn, including those of its rows,
 // statements and transaction, and IsValid, so its fields need no lock.
@@ -21,7 +21,7 @@ type conn struct {
 	// is left in place because most holds take the same connection back,
 	// and an unchanged pointer costs no write barrier.
 	pc    *physConn
-	state holdState // changed only by step (hold.go)
+	state holdState // changed only by step (plan.go)
 	lost  error     // in holdLost: what every later operation of the hold fails with
 	tx    *tx       // open transaction begun with BeginTx
 	rows  int       // open result sets
@@ -197,4 +197,15 @@ func (l *conn) Prepare(query string) (driver.Stmt, error) {
 // Begin is BeginTx without a context or options.
 func (l *conn) Begin() (driver.Tx, error) {
 	return l.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// Connect returns a logical connection: no I/O happens here (database/sql
+// calls it with its own context; a task is bound by each statement).
+func (c *Connector) Connect(context.Context) (driver.Conn, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	l := &conn{c: c}
+	l.rowsBuf = rows{l: l, closed: true}
+	return l, nil
 }

@@ -46,7 +46,7 @@ type Connector struct {
 		// which then opens another: the pool counts one create and no
 		// destroy for the two, so Stats adds these to both.
 		openedStale atomic.Int64
-		misuses     atomic.Int64 // hold events step refused (hold.go)
+		misuses     atomic.Int64 // hold events step refused (plan.go)
 	}
 }
 
@@ -367,20 +367,6 @@ func (c *Connector) take(ctx context.Context) (*physConn, error) {
 	}
 	return pc, nil
 }
-
-// Connect returns a logical connection: no I/O happens here (database/sql
-// calls it with its own context; a task is bound by each statement).
-func (c *Connector) Connect(context.Context) (driver.Conn, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
-	l := &conn{c: c}
-	l.rowsBuf = rows{l: l, closed: true}
-	return l, nil
-}
-
-// Driver returns the pooldriver Driver, one that knows c (see ConnectorOf).
-func (c *Connector) Driver() driver.Driver { return Driver{c: c} }
 
 // Close closes every idle physical connection at once and every other one as
 // it is released; later statements fail with ErrClosed. database/sql's

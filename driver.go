@@ -87,3 +87,6 @@ const maxWrappers = 16
 func (Driver) Open(string) (driver.Conn, error) {
 	return nil, errors.New("pooldriver: Driver.Open is not supported; use sql.Open(\"pooldriver\", dsn) or sql.OpenDB(pooldriver.New(dsn))")
 }
+
+// Driver returns the pooldriver Driver, one that knows c (see ConnectorOf).
+func (c *Connector) Driver() driver.Driver { return Driver{c: c} }

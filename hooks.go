@@ -67,17 +67,6 @@ func WithBeforeClose(f func(raw any)) Option {
 	return hookOption("WithBeforeClose", f == nil, func(c *Config) { c.BeforeClose = f })
 }
 
-// hookOption is the Option that sets a hook with set, unless it is missing.
-func hookOption(name string, missing bool, set func(*Config)) Option {
-	return func(c *Config) error {
-		if missing {
-			return fmt.Errorf("pooldriver: %s(nil): a function is required", name)
-		}
-		set(c)
-		return nil
-	}
-}
-
 // checkHooks reports a hook that c's template cannot run.
 func (c *Config) checkHooks(t dialects.Template) error {
 	if c.BeforeConnect == nil {

@@ -199,3 +199,14 @@ func option(name string, v any, set func(*Config)) Option {
 func durationOption(name string, d time.Duration, set func(*Config)) Option {
 	return option(name, d, set)
 }
+
+// hookOption is the Option that sets a hook with set, unless it is missing.
+func hookOption(name string, missing bool, set func(*Config)) Option {
+	return func(c *Config) error {
+		if missing {
+			return fmt.Errorf("pooldriver: %s(nil): a function is required", name)
+		}
+		set(c)
+		return nil
+	}
+}

@@ -54,7 +54,7 @@ type physConn struct {
 	//     (from start to done), open result sets (until their Close), a
 	//     rollback or a reset. Statements on one physical conn never overlap.
 	//     One exception, a transition of the hold's state machine
-	//     (hold.go): the first operation of a hold outside any task runs
+	//     (plan.go): the first operation of a hold outside any task runs
 	//     without it, as the only one that can reach pc, and so do the rows
 	//     of such a query (holdSoloRows) until they close or the hold's next
 	//     operation, which takes sem for them before it can let anyone else

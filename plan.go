@@ -1,5 +1,7 @@
 package pooldriver
 
+import "fmt"
+
 // The logical side's decisions, pure: what an operation of a hold does is
 // planned here from facts the hold's goroutine gathers (opFacts: the hold's
 // state, the operation, its task; connFacts: the physical connection's
@@ -7,6 +9,200 @@ package pooldriver
 // checkShared and finish (hold.go), which decide nothing themselves. Like
 // decide (fate.go) for the physical side, nothing here has side effects,
 // and plan_test.go tests every input.
+
+// A hold is database/sql's use of one logical conn: from the first
+// operation after database/sql handed the conn out until database/sql takes
+// it back, which it does by calling IsValid (or Close). The hold keeps the
+// physical connection of its first operation throughout, so a *sql.Conn is
+// one session and a *sql.Tx one transaction, as with the plain driver.
+//
+// What the hold has of its physical connection is one holdState, changed
+// only by step:
+//
+//	state      who else can reach the connection    the hold's operations
+//	---------  -----------------------------------  -------------------------------------
+//	none       (no connection)                      the first picks one: own or shared
+//	own        nobody                               take its lock; the hold's first
+//	                                                operation outside any task runs
+//	                                                without it (nobody can be waiting)
+//	soloRows   nobody                               own, with the rows of that first
+//	                                                query open without the lock: the
+//	                                                next operation takes it for them
+//	reachable  the task's end (a *sql.Tx of the     take its lock
+//	           task was begun on it)
+//	shared     other holds of its task, the task's  take its lock after checking the
+//	           end                                  task's rules (share, checkShared)
+//	lost       a task's cleanup, maybe              fail with the loss; only the end of
+//	                                                a *sql.Tx and of rows run
+//	closed     (no connection)                      fail with driver.ErrBadConn
+//
+//	        evOwn          evSoloRows          evRowsLocked
+//	none ─────────► own ─────────────► soloRows ───────────► own
+//	  │              │ evTaskTx ► reachable ─┐
+//	  │ evShare      │ evShare, evBind ──────┴─ evBind ─► shared
+//	  └──────────────┴────────────────────────────────────► shared
+//	any held state ── evLose ──► lost;  ── evEnd ──► none;  none ── evClose ──► closed
+//
+// In own and soloRows the hold may write the connection's state without its
+// mutex (see physConn); in the others it takes the mutex, since someone else
+// may read it.
+type holdState uint8
+
+const (
+	holdNone      holdState = iota // no hold: no connection
+	holdOwn                        // a pool connection of its own, which nothing else can reach
+	holdSoloRows                   // holdOwn, the rows of its first query open without the lock
+	holdReachable                  // its own connection, which its task's end can reach (a task's *sql.Tx was begun on it)
+	holdShared                     // the task's bound connection, used by other holds of the task too
+	holdLost                       // it lost its connection: operations fail with conn.lost until the hold ends
+	holdClosed                     // the logical conn is closed
+	numHoldStates
+)
+
+func (s holdState) String() string {
+	switch s {
+	case holdNone:
+		return "none"
+	case holdOwn:
+		return "own"
+	case holdSoloRows:
+		return "soloRows"
+	case holdReachable:
+		return "reachable"
+	case holdShared:
+		return "shared"
+	case holdLost:
+		return "lost"
+	case holdClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("holdState(%d)", uint8(s))
+}
+
+// held reports whether the hold has a physical connection.
+func (s holdState) held() bool { return s != holdNone && s != holdClosed }
+
+// alone reports whether nothing but the hold can reach its connection: it
+// may write the connection's state without the mutex, and let go of it
+// without (physConn.park, letGoAlone).
+func (s holdState) alone() bool { return s == holdOwn || s == holdSoloRows }
+
+// holdEvent is what happened to a hold, the input of step.
+type holdEvent uint8
+
+const (
+	evOwn        holdEvent = iota // the first operation took a connection of its own from the pool
+	evShare                       // the first operation took its task's connection, or bound its own to a session-mode task
+	evSoloRows                    // the first operation, run without the lock, left its rows open
+	evRowsLocked                  // the lock was taken for the solo rows, or they closed
+	evTaskTx                      // a *sql.Tx of a task began on the hold's connection
+	evBind                        // a transaction-mode task's statement left a raw transaction or session state: the task keeps the connection
+	evDrop                        // the first operation gave back the connection it took (its task bound another meanwhile)
+	evLose                        // the connection was lost
+	evEnd                         // database/sql took the conn back (IsValid), or Close ends the hold
+	evClose                       // Close
+	numHoldEvents
+)
+
+func (e holdEvent) String() string {
+	switch e {
+	case evOwn:
+		return "own"
+	case evShare:
+		return "share"
+	case evSoloRows:
+		return "soloRows"
+	case evRowsLocked:
+		return "rowsLocked"
+	case evTaskTx:
+		return "taskTx"
+	case evBind:
+		return "bind"
+	case evDrop:
+		return "drop"
+	case evLose:
+		return "lose"
+	case evEnd:
+		return "end"
+	case evClose:
+		return "close"
+	}
+	return fmt.Sprintf("holdEvent(%d)", uint8(e))
+}
+
+// holdMoves is every move a hold can make: in state from, event e leads to
+// state to. An event not listed for a state cannot happen in it (a
+// pooldriver bug).
+var holdMoves = [...]struct {
+	e        holdEvent
+	from, to holdState
+}{
+	{evOwn, holdNone, holdOwn},
+	{evShare, holdNone, holdShared},
+	{evShare, holdOwn, holdShared},
+	{evSoloRows, holdOwn, holdSoloRows},
+	{evRowsLocked, holdSoloRows, holdOwn},
+	{evTaskTx, holdOwn, holdReachable},
+	{evTaskTx, holdReachable, holdReachable},
+	{evTaskTx, holdShared, holdShared}, // reachable by the task already
+	{evBind, holdOwn, holdShared},
+	{evBind, holdReachable, holdShared},
+	{evDrop, holdOwn, holdNone},
+	{evLose, holdOwn, holdLost},
+	{evLose, holdSoloRows, holdLost},
+	{evLose, holdReachable, holdLost},
+	{evLose, holdShared, holdLost},
+	{evLose, holdLost, holdLost},
+	{evEnd, holdOwn, holdNone},
+	{evEnd, holdSoloRows, holdNone},
+	{evEnd, holdReachable, holdNone},
+	{evEnd, holdShared, holdNone},
+	{evEnd, holdLost, holdNone},
+	{evClose, holdNone, holdClosed},
+}
+
+// holdNext is holdMoves as a table, so that a hold's move costs a lookup
+// on the statement path: holdNext[s][e] is the state event e leads to from
+// s, or numHoldStates where e cannot happen in s. Its size, powers of two,
+// lets to index it without bounds checks.
+var holdNext = func() (t [8][16]holdState) {
+	for s := range t {
+		for e := range t[s] {
+			t[s][e] = numHoldStates
+		}
+	}
+	for _, m := range holdMoves {
+		t[m.from][m.e] = m.to
+	}
+	return t
+}()
+
+// step is the one place that says how a hold's state changes: the state
+// after event e in state s. ok is false for an event that cannot happen in
+// s (a pooldriver bug); the state is then s. It has no side effects.
+func step(s holdState, e holdEvent) (next holdState, ok bool) {
+	if s < numHoldStates && e < numHoldEvents {
+		if next = holdNext[s][e]; next != numHoldStates {
+			return next, true
+		}
+	}
+	return s, false
+}
+
+// opKind is what an operation does, for the few rules that differ.
+type opKind uint8
+
+const (
+	opExec      opKind = iota // Exec: a statement that leaves nothing open
+	opStmt                    // a Query that failed before returning rows
+	opOpenRows                // a Query that returned rows: they keep the lock (but see holdSoloRows)
+	opCloseRows               // the rows' Close: the statement is over now
+	opBegin                   // BeginTx
+	opEndTx                   // Commit or Rollback of a *sql.Tx
+	opPrepare                 // Prepare: no state change
+	opPing                    // Ping: no state change
+	opRaw                     // RawConn: anything may have happened
+)
 
 // opFacts is what the plan of an operation of a hold reads of the hold and
 // of the operation's task. The hold's goroutine reads them without a lock:
