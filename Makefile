@@ -172,7 +172,7 @@ release-check:
 # files in floors from the face down, the arrows between them (how many run
 # upward) and its longest, most complex functions; and the files one db.Exec
 # outside a task runs code in (coverage of BenchmarkExec, N and 2N times).
-ROOT_FLOORS := driver.go,connector.go,config.go,options.go,dsn.go,middleware.go,doc.go,raw.go,reset.go,stats.go,hooks.go,log.go,leak.go;conn.go,stmt.go,rows.go,tx.go,hold.go;task.go;physconn.go,physenv.go,connlock.go,fate.go;mode.go,errors.go
+ROOT_FLOORS := driver.go,connector.go,config.go,settings.go,options.go,dsn.go,middleware.go,doc.go,raw.go,reset.go,stats.go,hooks.go,log.go,loglimit.go,leak.go,share.go,trace.go,tracer.go;conn.go,stmt.go,rows.go,tx.go,hold.go,plan.go;task.go;physconn.go,physenv.go,connlock.go,fate.go,nest.go,cleanup.go;mode.go,errors.go
 .PHONY: arch
 arch:
 	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' .
