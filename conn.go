@@ -52,15 +52,66 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-// ExecContext runs query on the hold's physical connection.
+// ExecContext runs query on the hold's physical connection. It is exec
+// (hold.go) for a statement that is not prepared, with start's and
+// finish's common case, a hold's first operation outside any task that
+// succeeds, written out rather than called: two calls fewer per statement.
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return l.exec(ctx, query, args, nil)
+	if l.state != holdNone || l.tx != nil || tasksBegun.Load() {
+		return l.exec(ctx, query, args, nil)
+	}
+	// start's first branch, for opExec outside any task.
+	pc, err := l.takeOwn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pc.evictions.Load() > 0 {
+		pc.dropEvicted()
+	}
+	le := lease{pc: pc, leaseFacts: leaseFacts{fresh: true, solo: true}}
+	if pc.written != nil {
+		le.sent = pc.written.Written()
+	}
+	res, err := pc.exec(ctx, query, args)
+	if err != nil || l.rows != 0 {
+		return res, l.finish(ctx, &le, opExec, query, err)
+	}
+	// finish's common case: the lease is not locked.
+	if oerr := pc.observe(ctx, query); oerr != nil {
+		pc.lose(oerr, false)
+		l.lose(oerr)
+	}
+	return res, nil
 }
 
 // QueryContext runs query; the rows keep the physical connection (see
-// conn.query).
+// conn.query). Like ExecContext, it has the common case of query and start,
+// a hold's first operation outside any task, written out.
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return l.query(ctx, query, args, nil)
+	if l.state != holdNone || l.tx != nil || tasksBegun.Load() {
+		return l.query(ctx, query, args, nil)
+	}
+	// start's first branch, for opStmt outside any task.
+	pc, err := l.takeOwn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pc.evictions.Load() > 0 {
+		pc.dropEvicted()
+	}
+	le := lease{pc: pc, leaseFacts: leaseFacts{fresh: true, solo: true}}
+	if pc.written != nil {
+		le.sent = pc.written.Written()
+	}
+	dr, err := pc.query(ctx, query, args)
+	if err != nil {
+		return nil, l.finish(ctx, &le, opStmt, query, err)
+	}
+	// query's rest, outside any task.
+	pc.addRows(1, !l.state.alone())
+	l.rows++
+	l.to(evSoloRows) // the hold's first operation: no other rows
+	return newRows(l, le, dr, query), nil
 }
 
 // BeginTx begins a transaction on the hold's physical connection, which

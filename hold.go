@@ -73,7 +73,8 @@ func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn fun
 
 // exec is do for a statement: it runs query with args, or the prepared
 // statement s (with its text) when s is not nil, without the closure do
-// takes, which every statement would pay for.
+// takes, which every statement would pay for. conn.ExecContext has its
+// common case written out.
 func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue, s *stmt) (driver.Result, error) {
 	var le lease
 	if err := l.start(ctx, opExec, &le); err != nil {
