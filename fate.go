@@ -148,6 +148,16 @@ func decide(s *connState, mode Mode) fate {
 	return poolFate(s)
 }
 
+// parksAsIs reports, cheaper than decide, the usual end of a hold that had
+// its connection alone: nothing uses it, nothing is open or changed on it,
+// no task has it, and it may park. decide says fatePark for such a state
+// unless it is stale (the caller checks that) or rejected; when parksAsIs
+// says false, the caller asks decide (TestParksAsIs checks both).
+func parksAsIs(s *connState) bool {
+	return s.holds == 0 && s.rows == 0 && s.tx == txNone && s.session == sessionClean &&
+		s.task == nil && s.parkable && !s.resetAlways && !s.rejected
+}
+
 // poolFate is decide's fate for a connection that goes back to the pool:
 // what must be undone on it first, if anything. Every hold ran a statement
 // on it (that is how a hold takes a connection), so with resetAlways it is

@@ -679,7 +679,9 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		return nil // Park would refuse: spare decide
 	}
 	pc.st.holds--
-	if pc.verdict(&pc.st) != fatePark {
+	if parksAsIs(&pc.st) && !pc.stale() {
+		pc.st.stale = false // as verdict would have written it: decide says fatePark
+	} else if pc.verdict(&pc.st) != fatePark {
 		pc.st.holds++
 		return nil
 	}
