@@ -72,7 +72,15 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if pc.written != nil {
 		le.sent = pc.written.Written()
 	}
-	res, err := pc.exec(ctx, query, args)
+	// pc.exec, written out.
+	var res driver.Result
+	if args, err = pc.convert(args); err == nil {
+		if pc.execer == nil {
+			res, err = pc.execPrepared(ctx, query, args)
+		} else if res, err = pc.execer.ExecContext(ctx, query, args); err != nil {
+			res, err = pc.execFailed(ctx, query, args, res, err)
+		}
+	}
 	if err != nil || l.rows != 0 {
 		return res, l.finish(ctx, &le, opExec, query, err)
 	}
@@ -103,7 +111,15 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if pc.written != nil {
 		le.sent = pc.written.Written()
 	}
-	dr, err := pc.query(ctx, query, args)
+	// pc.query, written out.
+	var dr driver.Rows
+	if args, err = pc.convert(args); err == nil {
+		if pc.queryer == nil {
+			dr, err = pc.queryPrepared(ctx, query, args)
+		} else if dr, err = pc.queryer.QueryContext(ctx, query, args); err != nil {
+			dr, err = pc.queryFailed(ctx, query, args, dr, err)
+		}
+	}
 	if err != nil {
 		return nil, l.finish(ctx, &le, opStmt, query, err)
 	}

@@ -376,7 +376,8 @@ func (pc *physConn) closeStmts() {
 	}
 }
 
-// exec runs a statement that returns no rows.
+// exec runs a statement that returns no rows. conn.ExecContext has it
+// written out, with execFailed and execPrepared as here.
 func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	args, err := pc.convert(args)
 	if err != nil {
@@ -387,11 +388,25 @@ func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedV
 		if err == nil {
 			return res, nil
 		}
-		if !errors.Is(err, driver.ErrSkip) {
-			pc.checkStale(query, err)
-			return res, err
-		}
+		return pc.execFailed(ctx, query, args, res, err)
 	}
+	return pc.execPrepared(ctx, query, args)
+}
+
+// execFailed is exec after the driver's ExecContext returned err (and
+// res): its error, unless it is driver.ErrSkip, when the statement is run
+// prepared.
+func (pc *physConn) execFailed(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+	if !errors.Is(err, driver.ErrSkip) {
+		pc.checkStale(query, err)
+		return res, err
+	}
+	return pc.execPrepared(ctx, query, args)
+}
+
+// execPrepared runs query with its converted args as a cached prepared
+// statement.
+func (pc *physConn) execPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	s, err := pc.prepared(ctx, query)
 	if err != nil {
 		return nil, err
@@ -399,7 +414,8 @@ func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedV
 	return pc.stmtExec(ctx, s, query, args)
 }
 
-// query runs a statement that returns rows.
+// query runs a statement that returns rows. conn.QueryContext has it
+// written out, with queryFailed and queryPrepared as here.
 func (pc *physConn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	args, err := pc.convert(args)
 	if err != nil {
@@ -410,11 +426,25 @@ func (pc *physConn) query(ctx context.Context, query string, args []driver.Named
 		if err == nil {
 			return rows, nil
 		}
-		if !errors.Is(err, driver.ErrSkip) {
-			pc.checkStale(query, err)
-			return rows, err
-		}
+		return pc.queryFailed(ctx, query, args, rows, err)
 	}
+	return pc.queryPrepared(ctx, query, args)
+}
+
+// queryFailed is query after the driver's QueryContext returned err (and
+// rows): its error, unless it is driver.ErrSkip, when the statement is run
+// prepared.
+func (pc *physConn) queryFailed(ctx context.Context, query string, args []driver.NamedValue, rows driver.Rows, err error) (driver.Rows, error) {
+	if !errors.Is(err, driver.ErrSkip) {
+		pc.checkStale(query, err)
+		return rows, err
+	}
+	return pc.queryPrepared(ctx, query, args)
+}
+
+// queryPrepared runs query with its converted args as a cached prepared
+// statement.
+func (pc *physConn) queryPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	s, err := pc.prepared(ctx, query)
 	if err != nil {
 		return nil, err
@@ -675,8 +705,8 @@ func (pc *physConn) letGoAlone() {
 // parked: the caller still has it.
 func (pc *physConn) park() *pool.Resource[*physConn] {
 	r := pc.res
-	if r.Contended() {
-		return nil // Park would refuse: spare decide
+	if r.Contended() || pc.env.lookDue.Load() {
+		return nil // Park would refuse, or settle is to look at the server: spare decide
 	}
 	pc.st.holds--
 	if parksAsIs(&pc.st) && !pc.stale() {
@@ -710,6 +740,20 @@ func (pc *physConn) verdict(st *connState) fate {
 // the AfterRelease hook's verdict on the settled connection is then decide's
 // last input (connState.rejected), so that every close is decide's.
 func (pc *physConn) settle(f fate, owner *openTx) {
+	if (f == fateRelease || f == fatePark) && pc.env.lookDue.Load() && pc.env.lookDue.CompareAndSwap(true, false) {
+		// The Connector's look at how full the server is (share.go), as
+		// a cleanup: a round trip off the caller's path, once a second
+		// at most.
+		if pc.env.cleanups.start(func() {
+			if !pc.env.owner.look(pc) {
+				f = fateDestroy
+			}
+			pc.settleNow(f, owner)
+		}) {
+			return
+		}
+		pc.env.lookDue.Store(true) // closing: the next one, if any
+	}
 	if f == fateReset {
 		// A session reset, the price of default-deny tracking: a round
 		// trip or two, off the caller's path. Nobody can reach pc
