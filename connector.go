@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -36,6 +37,11 @@ type Connector struct {
 	atLimit       func(error) bool // the dialect's ConnLimitDetector, or nil
 	shareStop     chan struct{}
 	shareDone     chan struct{}
+	shareMu       sync.Mutex // protects the fields below (look, shareLoop)
+	share         int        // the pool's share: MaxConns unless the server is full
+	shareRefused  int64      // the server's count of refusals at the last look, or -1
+	shareFailed   int        // looks that failed in a row: at 3 the loop ends
+	shareOff      bool       // the server cannot say: no more looks
 
 	env       physEnv   // what its physical connections need of it
 	physStats physStats // counted by its physical connections (env.stats)
@@ -215,6 +221,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	}
 	c.pool = p
 	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
+	c.share, c.shareRefused = s.MaxConns, -1
 	go c.shareLoop()
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil

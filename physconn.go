@@ -705,8 +705,8 @@ func (pc *physConn) letGoAlone() {
 // parked: the caller still has it.
 func (pc *physConn) park() *pool.Resource[*physConn] {
 	r := pc.res
-	if r.Contended() {
-		return nil // Park would refuse: spare decide
+	if r.Contended() || pc.env.lookDue.Load() {
+		return nil // Park would refuse, or settle is to look at the server: spare decide
 	}
 	pc.st.holds--
 	if parksAsIs(&pc.st) && !pc.stale() {
@@ -740,6 +740,20 @@ func (pc *physConn) verdict(st *connState) fate {
 // the AfterRelease hook's verdict on the settled connection is then decide's
 // last input (connState.rejected), so that every close is decide's.
 func (pc *physConn) settle(f fate, owner *openTx) {
+	if (f == fateRelease || f == fatePark) && pc.env.lookDue.Load() && pc.env.lookDue.CompareAndSwap(true, false) {
+		// The Connector's look at how full the server is (share.go), as
+		// a cleanup: a round trip off the caller's path, once a second
+		// at most.
+		if pc.env.cleanups.start(func() {
+			if !pc.env.owner.look(pc) {
+				f = fateDestroy
+			}
+			pc.settleNow(f, owner)
+		}) {
+			return
+		}
+		pc.env.lookDue.Store(true) // closing: the next one, if any
+	}
 	if f == fateReset {
 		// A session reset, the price of default-deny tracking: a round
 		// trip or two, off the caller's path. Nobody can reach pc

@@ -27,9 +27,13 @@ type physEnv struct {
 	afterRelease bool         // the AfterRelease hook is set: owner.afterRelease has a say
 	leaks        bool         // leak detection is on: owner.returned is told
 	gen          atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (physConn.stale)
-	stats        *physStats
-	log          *slog.Logger // nil: nothing is logged
-	owner        physOwner
+	// lookDue: the Connector wants to know how full the server is (share.go):
+	// the next connection let go asks, off the caller's path, before the
+	// pool has it back (settle), and is not parked meanwhile.
+	lookDue atomic.Bool
+	stats   *physStats
+	log     *slog.Logger // nil: nothing is logged
+	owner   physOwner
 }
 
 // physStats are the counters the physical connections keep for their
@@ -51,6 +55,9 @@ type physOwner interface {
 	// returned tells leak detection that pc is back (only when
 	// physEnv.leaks).
 	returned(pc *physConn)
+	// look asks the server through pc how full it is (when lookDue); false
+	// when pc failed to say and is lost.
+	look(pc *physConn) bool
 }
 
 // taskBinding is the task a physical connection is bound to, as the

@@ -2,7 +2,6 @@ package pooldriver
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"time"
@@ -67,76 +66,69 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	return min(share, max(lo, fair, total-total/4, 1))
 }
 
-// shareLoop looks at the server every shareInterval while the pool holds
-// connections, and sets the pool's share (see above). It ends when the
-// Connector closes, or when its connections cannot say how full the server
-// is.
+// shareLoop asks for a look at the server every shareInterval while the
+// pool holds connections (physEnv.lookDue: the next connection let go
+// takes it, see look). It ends when the Connector closes, or when its
+// connections cannot say how full the server is.
 func (c *Connector) shareLoop() {
 	defer close(c.shareDone)
 	tick := time.NewTicker(shareInterval)
 	defer tick.Stop()
-	share, refused, failed := c.cfg.MaxConns, int64(-1), 0
 	for {
 		select {
 		case <-c.shareStop:
 			return
 		case <-tick.C:
 		}
-		st := c.pool.Stats()
-		if st.Total < 2 && share == c.cfg.MaxConns {
-			continue // nothing to give back
-		}
-		load, reader, err := c.readLoad()
-		switch {
-		case !reader:
+		c.shareMu.Lock()
+		off, share := c.shareOff, c.share
+		c.shareMu.Unlock()
+		if off {
 			return
-		case err == errNoLook:
-			continue
-		case err != nil:
-			if failed++; failed == 3 {
-				c.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
-				return
-			}
-			continue
 		}
-		failed = 0
-		mine := c.limitRefusals.Swap(0)
-		others := load.Refused >= 0 && refused >= 0 && load.Refused-refused > mine
-		refused = load.Refused
-		next := nextShare(share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others)
-		if next == share {
-			continue
+		if st := c.pool.Stats(); st.Total >= 2 || share < c.cfg.MaxConns {
+			c.env.lookDue.Store(true)
 		}
-		if next < share {
-			c.logAt(slog.LevelInfo, "server full: giving connections back to the others", nil,
-				"share", next, "was", share, "server_limit", load.Limit, "server_connected", load.Connected)
-		}
-		share = next
-		c.pool.SetShare(share)
 	}
 }
 
-// errNoLook: no connection to ask the server through.
-var errNoLook = errors.New("pooldriver: no connection to look at the server through")
-
-// readLoad asks the server through one of the pool's connections how full
-// it is. reader is false when the dialect cannot say. A connection that
-// failed to say is closed.
-func (c *Connector) readLoad() (load dialects.ServerLoad, reader bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), shareInterval)
-	defer cancel()
-	pc, err := c.take(ctx)
+// look asks the server through pc, which nobody else can reach (a
+// cleanup, see physConn.settle), how full it is, and sets the pool's share
+// from the answer. It reports false when pc failed to say: pc is lost.
+func (c *Connector) look(pc *physConn) bool {
+	lr, ok := pc.dc.(dialects.LoadReader)
+	if !ok {
+		c.shareMu.Lock()
+		c.shareOff = true
+		c.shareMu.Unlock()
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, c.cfg.CleanupTimeout))
+	load, err := lr.ServerLoad(ctx)
+	cancel()
+	c.shareMu.Lock()
+	defer c.shareMu.Unlock()
 	if err != nil {
-		return load, true, errNoLook // busy or failing: look again later
-	}
-	pc.taken()
-	defer pc.letGoAlone()
-	lr, reader := pc.dc.(dialects.LoadReader)
-	if !reader {
-		return load, false, nil
-	}
-	if load, err = lr.ServerLoad(ctx); err != nil {
 		pc.lose(err, false)
+		if c.shareFailed++; c.shareFailed == 3 {
+			c.shareOff = true
+			c.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
+		}
+		return false
 	}
-	return load, true, err
+	c.shareFailed = 0
+	mine := c.limitRefusals.Swap(0)
+	others := load.Refused >= 0 && c.shareRefused >= 0 && load.Refused-c.shareRefused > mine
+	c.shareRefused = load.Refused
+	next := nextShare(c.share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others)
+	if next == c.share {
+		return true
+	}
+	if next < c.share {
+		c.logAt(slog.LevelInfo, "server full: giving connections back to the others", nil,
+			"share", next, "was", c.share, "server_limit", load.Limit, "server_connected", load.Connected)
+	}
+	c.share = next
+	c.pool.SetShare(next)
+	return true
 }
