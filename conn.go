@@ -231,7 +231,27 @@ func (l *conn) ResetSession(context.Context) error {
 // IsValid is called by database/sql exactly when it takes the conn back:
 // the hold ends here.
 func (l *conn) IsValid() bool {
-	l.endHold()
+	if l.state != holdOwn {
+		l.endHold()
+		return l.state != holdClosed
+	}
+	// endHold's common case, written out: the hold had its connection
+	// alone, and parks it.
+	l.to(evEnd)
+	if l.lost != nil {
+		l.lost = nil // written only when set: see conn.parked
+	}
+	pc := l.pc
+	if r := pc.park(); r != nil {
+		if l.parked != r {
+			l.parked = r
+		}
+		return l.state != holdClosed
+	}
+	if l.parked != nil {
+		l.parked = nil // see conn.parked: Close must not Return it
+	}
+	pc.letGoAlone()
 	return l.state != holdClosed
 }
 
