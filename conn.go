@@ -242,7 +242,18 @@ func (l *conn) IsValid() bool {
 		l.lost = nil // written only when set: see conn.parked
 	}
 	pc := l.pc
-	if r := pc.park(); r != nil {
+	// physConn.park, written out (keep them alike) for the usual state:
+	// the connection parks as it is.
+	if r := pc.res; !r.Contended() && !pc.env.lookDue.Load() && pc.st.holds == 1 && parksClean(&pc.st) && !pc.stale() {
+		pc.st.holds, pc.st.stale = 0, false // as verdict would have written it
+		if r.Park() {
+			if l.parked != r {
+				l.parked = r
+			}
+			return l.state != holdClosed
+		}
+		pc.st.holds = 1 // Park refused: pc is still the hold's
+	} else if r := pc.park(); r != nil {
 		if l.parked != r {
 			l.parked = r
 		}

@@ -153,8 +153,12 @@ func decide(s *connState, mode Mode) fate {
 // no task has it, and it may park. decide says fatePark for such a state
 // unless it is stale (the caller checks that) or rejected; when parksAsIs
 // says false, the caller asks decide (TestParksAsIs checks both).
-func parksAsIs(s *connState) bool {
-	return s.holds == 0 && s.rows == 0 && s.tx == txNone && s.session == sessionClean &&
+func parksAsIs(s *connState) bool { return s.holds == 0 && parksClean(s) }
+
+// parksClean is parksAsIs but for the holds: conn.IsValid asks it before
+// the hold's end is counted (one hold).
+func parksClean(s *connState) bool {
+	return s.rows == 0 && s.tx == txNone && s.session == sessionClean &&
 		s.task == nil && s.parkable && !s.resetAlways && !s.rejected
 }
 
