@@ -84,8 +84,20 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil || l.rows != 0 {
 		return res, l.finish(ctx, &le, opExec, query, err)
 	}
-	// finish's common case: the lease is not locked.
-	if oerr := pc.observe(ctx, query); oerr != nil {
+	// finish's common case: the lease is not locked. With a
+	// StatementObserver, pc.observe written out, and observed skipped when
+	// there is nothing to record.
+	var oerr error
+	if o := pc.observer; o != nil {
+		askTx := pc.st.tx != txBegun
+		changed, status, err := o.Observe(ctx, query, askTx)
+		if changed || askTx && (err != nil || rawTx(status) != pc.st.tx) {
+			oerr = pc.observed(changed, askTx, status, err)
+		}
+	} else {
+		oerr = pc.observe(ctx, query)
+	}
+	if oerr != nil {
 		pc.lose(oerr, false)
 		l.lose(oerr)
 	}

@@ -550,22 +550,28 @@ func (pc *physConn) watchBlocking(ctx context.Context) (stop func() bool) {
 // the transaction state cannot be established; the caller then treats the
 // connection as lost. The caller holds sem.
 func (pc *physConn) observe(ctx context.Context, query string) error {
-	var status dialects.TxStatus
-	var err error
 	askTx := pc.st.tx != txBegun
 	if pc.observer != nil {
-		var changed bool
-		changed, status, err = pc.observer.Observe(ctx, query, askTx)
-		if changed {
-			pc.markDirty()
-		}
-	} else {
-		if pc.tracker != nil && pc.tracker.ChangesSession(query) {
-			pc.markDirty()
-		}
-		if askTx {
-			status, err = pc.dc.TxStatus(ctx, query)
-		}
+		changed, status, err := pc.observer.Observe(ctx, query, askTx)
+		return pc.observed(changed, askTx, status, err)
+	}
+	if pc.tracker != nil && pc.tracker.ChangesSession(query) {
+		pc.markDirty()
+	}
+	var status dialects.TxStatus
+	var err error
+	if askTx {
+		status, err = pc.dc.TxStatus(ctx, query)
+	}
+	return pc.observed(false, askTx, status, err)
+}
+
+// observed is observe after the dialect answered: whether the session
+// changed, and, when asked (askTx), the transaction status or why it is
+// unknown. conn.ExecContext skips it when there is nothing to record.
+func (pc *physConn) observed(changed, askTx bool, status dialects.TxStatus, err error) error {
+	if changed {
+		pc.markDirty()
 	}
 	if !askTx {
 		return nil
