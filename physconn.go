@@ -811,7 +811,13 @@ func (pc *physConn) clean(f fate, owner *openTx) fate {
 	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
 	defer pc.sem.unlock()
 	if f == fateRollback || f == fateRollbackReset {
-		if err := pc.undo(context.Background(), owner, undoLeftOpen); err != nil {
+		ctx, why := context.Background(), undoLeftOpen
+		if owner != nil && owner.of != nil {
+			if tctx, claimed := owner.of.claimedByTask(); claimed {
+				ctx, why = tctx, undoTaskEnded // its task's end claimed it first
+			}
+		}
+		if err := pc.undo(ctx, owner, why); err != nil {
 			pc.closeReason = closeRollback
 			return fateDestroy
 		}

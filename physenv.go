@@ -75,6 +75,15 @@ type taskBinding interface {
 // with it still open. The *sql.Tx's wrapper (tx) holds one.
 type openTx struct {
 	drv driver.Tx
+	// of is the *sql.Tx's wrapper (tx), which says whether its task's end
+	// claimed it: a rollback settle runs then is the task's (see clean).
+	of taskClaim
+}
+
+// taskClaim is a *sql.Tx as its physical connection sees it: whether the
+// end of its task claimed it, and that task's context (for the log line).
+type taskClaim interface {
+	claimedByTask() (context.Context, bool)
 }
 
 // logAt logs msg on l at level with err, when there is one, and args, with

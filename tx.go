@@ -37,6 +37,17 @@ func (x *tx) claim(to int32) bool { return x.state.CompareAndSwap(txActive, to) 
 
 func (x *tx) endedByTask() bool { return x.state.Load() == txEndedByTask }
 
+// claimedByTask reports whether the end of x's task claimed it, with the
+// task's context: database/sql may close the connection (the task's
+// cancellation woke it) before the task's end rolls x back, and the
+// rollback settle runs then is the task's.
+func (x *tx) claimedByTask() (context.Context, bool) {
+	if x.task == nil || !x.endedByTask() {
+		return nil, false
+	}
+	return x.task.ctx, true
+}
+
 // Commit commits. After the end of the task rolled the transaction back it
 // fails with ErrTaskEnded and commits nothing.
 func (x *tx) Commit() error {
