@@ -59,8 +59,9 @@ func TestReplicasShareFullServer(t *testing.T) {
 				for i := range replicas {
 					c, err := pooldriver.NewConnector(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)))
 					require.NoError(t, err)
+					db := sql.OpenDB(c) // the workers' own: dbs grows meanwhile
 					conns = append(conns, c)
-					dbs = append(dbs, sql.OpenDB(c))
+					dbs = append(dbs, db)
 					if i > 0 && stagger > 0 {
 						time.Sleep(stagger) // the rolling deploy: one replica a second
 					}
@@ -75,7 +76,7 @@ func TestReplicasShareFullServer(t *testing.T) {
 								default:
 								}
 								ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-								_, err := dbs[i].ExecContext(ctx, query)
+								_, err := db.ExecContext(ctx, query)
 								cancel()
 								if !all.Load() {
 									continue
