@@ -77,7 +77,12 @@ type connState struct {
 }
 
 func (s connState) String() string {
-	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t resetAlways=%t parkable=%t stale=%t rejected=%t", s.tx, s.session, s.rows, s.holds, s.task != nil, s.resetAlways, s.parkable, s.stale, s.rejected)
+	mode := "-" // the mode counts only for a bound connection
+	if s.task != nil {
+		mode = s.mode.String()
+	}
+	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t mode=%s owner=%t resetAlways=%t parkable=%t stale=%t rejected=%t",
+		s.tx, s.session, s.rows, s.holds, s.task != nil, mode, s.txOwner != nil, s.resetAlways, s.parkable, s.stale, s.rejected)
 }
 
 // fate is what happens to a physical connection when a hold or a task lets

@@ -20,7 +20,7 @@ type Stats struct {
 	LastCreateError error
 
 	// Counters since New.
-	Acquires            int64         // successful Acquire and TryAcquire calls
+	Acquires            int64         // hand-outs: successful Acquire and TryAcquire calls, and Unparks that took a parked resource back
 	Waits               int64         // Acquire calls that had to wait
 	WaitDuration        time.Duration // total time Acquire calls waited, served or not
 	CanceledAcquires    int64         // Acquire calls whose context ended while waiting
