@@ -211,8 +211,8 @@ func TestNewConnectorWithConfig(t *testing.T) {
 // parameters, as Connector.Config shows; the lifetime jitter follows the
 // lifetime unless it was given.
 func TestConfigOptionsOverDSN(t *testing.T) {
-	c, err := NewConnector(fakeDSN(t, "pool_max_conns=3&pool_max_conn_lifetime=10m"), WithMaxConns(5), WithMode(SessionMode), WithMaxConnLifetime(20*time.Minute))
-	if err != nil {
+	c := New(fakeDSN(t, "pool_max_conns=3&pool_max_conn_lifetime=10m"), WithMaxConns(5), WithMode(SessionMode), WithMaxConnLifetime(20*time.Minute))
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
@@ -220,8 +220,8 @@ func TestConfigOptionsOverDSN(t *testing.T) {
 	if got.MaxConns != 5 || got.Mode != SessionMode || got.MaxConnLifetime != 20*time.Minute || got.MaxConnLifetimeJitter != 2*time.Minute {
 		t.Fatalf("%+v", got)
 	}
-	c2, err := NewConnector(fakeDSN(t, "pool_max_conn_lifetime_jitter=1s"), WithMaxConnLifetime(20*time.Minute))
-	if err != nil {
+	c2 := New(fakeDSN(t, "pool_max_conn_lifetime_jitter=1s"), WithMaxConnLifetime(20*time.Minute))
+	if err := c2.Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
@@ -238,10 +238,10 @@ func TestConfigOptionsOverDSN(t *testing.T) {
 func TestConfigLoggedAtOpen(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c, err := NewConnector(fakeDSN(t, "pool_max_conns=4"), WithLogger(logger), WithCredentials(func(context.Context) (string, string, error) {
+	c := New(fakeDSN(t, "pool_max_conns=4"), WithLogger(logger), WithCredentials(func(context.Context) (string, string, error) {
 		return "app", "other-s3cret", nil
 	}))
-	if err != nil {
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()

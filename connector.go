@@ -64,24 +64,25 @@ var (
 
 // New returns a Connector for dsn. It never fails: a bad DSN or option is
 // reported by the first Connect, that is by the first statement, which
-// suits sql.OpenDB(pooldriver.New(dsn)). Use NewConnector to validate at
-// once. Nothing is opened until needed, except pool_min_conns connections
+// suits sql.OpenDB(pooldriver.New(dsn)). To validate at once, check Err:
+//
+//	c := pooldriver.New(dsn, opts...)
+//	if err := c.Err(); err != nil {
+//		return err
+//	}
+//
+// Nothing is opened until needed, except pool_min_conns connections
 // opened in the background.
 func New(dsn string, opts ...Option) *Connector {
-	c, err := NewConnector(dsn, opts...)
+	cfg, err := ParseConfig(dsn)
+	if err != nil {
+		return &Connector{err: err}
+	}
+	c, err := newConnector(*cfg, opts)
 	if err != nil {
 		return &Connector{err: err}
 	}
 	return c
-}
-
-// NewConnector is New with the DSN and options validated eagerly.
-func NewConnector(dsn string, opts ...Option) (*Connector, error) {
-	cfg, err := ParseConfig(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return newConnector(*cfg, opts)
 }
 
 // NewConnectorWithConfig returns a Connector for cfg, which ParseConfig
@@ -118,12 +119,13 @@ func Wrap(c driver.Connector, opts ...Option) *Connector {
 	return conn
 }
 
-// Open returns a *sql.DB over NewConnector(dsn, opts...), with database/sql's
-// own pool of (cheap, logical) connections set so it does not churn them:
-// as many idle ones kept as there are physical connections, none expired.
+// Open returns a *sql.DB over New(dsn, opts...), or New's error (see Err),
+// with database/sql's own pool of (cheap, logical) connections set so it
+// does not churn them: as many idle ones kept as there are physical
+// connections, none expired.
 func Open(dsn string, opts ...Option) (*sql.DB, error) {
-	c, err := NewConnector(dsn, opts...)
-	if err != nil {
+	c := New(dsn, opts...)
+	if err := c.Err(); err != nil {
 		return nil, err
 	}
 	db := sql.OpenDB(c)
@@ -414,7 +416,8 @@ func (c *Connector) Config() *Config {
 	return c.cfg.Copy()
 }
 
-// Err returns the configuration error New deferred, or nil.
+// Err returns the configuration error New deferred, or nil: check it
+// right after New to validate the DSN and options at once.
 func (c *Connector) Err() error { return c.err }
 
 // Breaker returns the circuit breaker of the Connector's pool, to drive it by

@@ -27,16 +27,17 @@
 // (dialects/odbc, a module of its own).
 //
 //	db := sql.OpenDB(pooldriver.New(dsn))             // errors surface at first use
-//	c, err := pooldriver.NewConnector(dsn, opts...)   // validated now
+//	c := pooldriver.New(dsn, opts...); err := c.Err() // validated now
 //	db, err := sql.Open("pooldriver", dsn)            // the registered driver
 //	db, err := pooldriver.Open(dsn, opts...)          // sql.OpenDB, with database/sql's settings for it
 //	db := sql.OpenDB(pooldriver.Wrap(otherConnector)) // any database/sql driver, pooled
 //
 // [ParseConfig] reads a DSN into a [Config], to read, change and log before
 // [NewConnectorWithConfig] opens a [Connector] with it, as with pgxpool.
-// Read the pool's state with [StatsOf] (or the Connector's Stats), not
-// db.Stats(), which describes database/sql's own logical connections; and
-// leave SetMaxOpenConns unset, since pool_max_conns bounds the server
+// Read the pool's state with [Connector.Stats] ([ConnectorOf] finds the
+// Connector under any *sql.DB of pooldriver's), not db.Stats(), which
+// describes database/sql's own logical connections; and leave
+// SetMaxOpenConns unset, since pool_max_conns bounds the server
 // connections.
 //
 // # Tasks

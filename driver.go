@@ -20,7 +20,7 @@ func init() {
 
 // Driver is the database/sql driver registered as "pooldriver". It
 // implements driver.DriverContext, so sql.Open("pooldriver", dsn) builds a
-// Connector with NewConnector(dsn).
+// Connector with New(dsn), returning its error (see Connector.Err).
 //
 // The zero Driver is the registered one. A Connector's Driver method
 // returns one that knows that Connector: DB.Driver() returns it however the
@@ -35,16 +35,20 @@ var (
 	_ driver.DriverContext = Driver{}
 )
 
-// OpenConnector parses dsn and returns a Connector (see NewConnector).
+// OpenConnector parses dsn and returns a Connector, or the error New would
+// defer (see Connector.Err).
 func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
-	return NewConnector(dsn)
+	c := New(dsn)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // ConnectorOf returns the Connector under db, if db's connections come from
-// pooldriver: opened with sql.OpenDB(New(dsn)), sql.OpenDB(NewConnector(…)),
-// sql.OpenDB(Wrap(…)), Open, or sql.Open("pooldriver", dsn). A DB that was
-// closed still has its Connector (closed too). ok is false for any other
-// driver's DB.
+// pooldriver: opened with sql.OpenDB(New(dsn)), sql.OpenDB(Wrap(…)), Open,
+// or sql.Open("pooldriver", dsn). A DB that was closed still has its
+// Connector (closed too). ok is false for any other driver's DB.
 //
 // Behind a wrapper (tracing, metrics), ConnectorOf follows DB.Driver() to
 // pooldriver's [Driver] through drivers that say what they wrap, with

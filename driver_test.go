@@ -297,8 +297,8 @@ func TestCredentialsNeverShow(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	dsn := "fake://bob:" + secret + "@" + srv.Name() + "?pool_max_conns=2"
-	c, err := pooldriver.NewConnector(dsn, pooldriver.WithLogger(logger))
-	if err != nil {
+	c := pooldriver.New(dsn, pooldriver.WithLogger(logger))
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
@@ -306,8 +306,8 @@ func TestCredentialsNeverShow(t *testing.T) {
 	if _, err := db.Exec("BEGIN"); err != nil { // auto-rollback: a warning is logged
 		t.Fatal(err)
 	}
-	bad, err := pooldriver.NewConnector("fake://bob:wrong-" + secret + "@" + srv.Name())
-	if err != nil {
+	bad := pooldriver.New("fake://bob:wrong-" + secret + "@" + srv.Name())
+	if err := bad.Err(); err != nil {
 		t.Fatal(err)
 	}
 	badDB := sql.OpenDB(bad)
@@ -387,7 +387,7 @@ func TestBadOptions(t *testing.T) {
 		{pooldriver.WithBeforeConnect(func(context.Context, any) error { return nil }), "WithBeforeConnect: this connector has no driver configuration"},
 	}
 	for _, tc := range cases {
-		_, err := pooldriver.NewConnector(dsn, tc.opt)
+		err := pooldriver.New(dsn, tc.opt).Err()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("option %s: error %v", tc.want, err)
 		}
@@ -399,8 +399,8 @@ func TestBadOptions(t *testing.T) {
 		db.Close()
 	}
 	// An option overrides the DSN.
-	c, err := pooldriver.NewConnector(dsn+"?pool_max_conns=2", pooldriver.WithMaxConns(5))
-	if err != nil {
+	c := pooldriver.New(dsn+"?pool_max_conns=2", pooldriver.WithMaxConns(5))
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
@@ -485,13 +485,13 @@ func TestCircuitBreakerStrategy(t *testing.T) {
 	if c.Breaker().State() != pool.Active {
 		t.Fatalf("breaker after a good trial: %v", c.Breaker().State())
 	}
-	if _, err := pooldriver.NewConnector("fake://x", pooldriver.WithCircuitBreaker(nil)); err == nil {
+	if err := pooldriver.New("fake://x", pooldriver.WithCircuitBreaker(nil)).Err(); err == nil {
 		t.Fatal("WithCircuitBreaker(nil) accepted")
 	}
 	// A nil pointer of a strategy type is refused when the Connector is
 	// made, not found by the first event it would be told of.
 	var nilStrategy *pool.ThresholdStrategy
-	_, err = pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithCircuitBreaker(nilStrategy))
+	err = pooldriver.New("fake://"+srv.Name(), pooldriver.WithCircuitBreaker(nilStrategy)).Err()
 	if err == nil || !strings.Contains(err.Error(), "CircuitBreaker (WithCircuitBreaker) is a nil *pool.ThresholdStrategy") {
 		t.Fatalf("WithCircuitBreaker((*pool.ThresholdStrategy)(nil)): %v", err)
 	}
@@ -632,8 +632,8 @@ func TestOpenAndRegisteredDriver(t *testing.T) {
 
 func TestCloseWithConnectionsInUse(t *testing.T) {
 	srv := newServer(t)
-	c, err := pooldriver.NewConnector("fake://" + srv.Name())
-	if err != nil {
+	c := pooldriver.New("fake://" + srv.Name())
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
@@ -735,11 +735,11 @@ func TestConnectTimeout(t *testing.T) {
 
 	bad := []string{"pool_connect_timeout=-1s", "pool_connect_timeout=soon"}
 	for _, p := range bad {
-		if _, err := pooldriver.NewConnector("fake://" + srv.Name() + "?" + p); err == nil || !strings.Contains(err.Error(), "pool_connect_timeout") {
+		if err := pooldriver.New("fake://" + srv.Name() + "?" + p).Err(); err == nil || !strings.Contains(err.Error(), "pool_connect_timeout") {
 			t.Errorf("%s: %v, want an error naming pool_connect_timeout", p, err)
 		}
 	}
-	if _, err := pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithConnectTimeout(-time.Second)); err == nil || !strings.Contains(err.Error(), "WithConnectTimeout") {
+	if err := pooldriver.New("fake://"+srv.Name(), pooldriver.WithConnectTimeout(-time.Second)).Err(); err == nil || !strings.Contains(err.Error(), "WithConnectTimeout") {
 		t.Errorf("WithConnectTimeout(-1s): %v", err)
 	}
 }

@@ -179,13 +179,14 @@ func ExampleWrap() {
 	// orders: 0 opened: 2 closed: 1
 }
 
-func ExampleStatsOf_anyDB() {
+func ExampleConnectorOf() {
 	srv := fakedb.NewServer("example-stats-of")
 	defer srv.Close()
 
-	// However the *sql.DB was opened (here by the driver's name), StatsOf
-	// reads the pool of physical connections under it; db.Stats() describes
-	// database/sql's logical ones.
+	// However the *sql.DB was opened (here by the driver's name),
+	// ConnectorOf finds the Connector under it, whose Stats read the pool of
+	// physical connections; db.Stats() describes database/sql's logical
+	// ones.
 	db, err := sql.Open("pooldriver", "fake://example-stats-of?pool_max_conns=4")
 	if err != nil {
 		log.Fatal(err)
@@ -197,13 +198,14 @@ func ExampleStatsOf_anyDB() {
 		}
 	}
 
-	s, ok := pooldriver.StatsOf(db)
+	c, ok := pooldriver.ConnectorOf(db)
 	fmt.Println("pooldriver's:", ok)
+	s := c.Stats()
 	fmt.Println("max:", s.MaxConns, "opened:", s.Created, "acquires:", s.Acquires, "idle:", s.Idle)
 
 	plain := sql.OpenDB(srv.Connector()) // the fake driver alone
 	defer plain.Close()
-	_, ok = pooldriver.StatsOf(plain)
+	_, ok = pooldriver.ConnectorOf(plain)
 	fmt.Println("plain driver's:", ok)
 	// Output:
 	// pooldriver's: true

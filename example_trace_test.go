@@ -37,7 +37,7 @@ func (printTracer) TraceConnectEnd(ctx context.Context, d pooldriver.TraceConnec
 // the child of the acquire that caused it. For OpenTelemetry spans, a real
 // program uses otelpool's tracer on its PostgreSQL DSN:
 //
-//	c, err := pooldriver.NewConnector("postgres://app@db:5432/shop?pool_name=orders",
+//	c := pooldriver.New("postgres://app@db:5432/shop?pool_name=orders",
 //		otelpool.WithTracing(otel.GetTracerProvider()))
 func ExampleTracer() {
 	srv := fakedb.NewServer("example-tracer")

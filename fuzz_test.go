@@ -104,9 +104,9 @@ var dsnCases = []dsnCase{
 
 // TestDSNTable checks every case of dsnCases: a valid DSN gives a Connector
 // with the expected settings and a redacted String that parses back to the
-// same; a bad one makes NewConnector fail naming the parameter and value,
-// and New's Connector report the same error from Connect. No message ever
-// shows the password.
+// same; a bad one makes New's Connector report, from Err, an error naming
+// the parameter and value, and the same error from Connect. No message
+// ever shows the password.
 func TestDSNTable(t *testing.T) {
 	for _, tc := range dsnCases {
 		t.Run(tc.name, func(t *testing.T) { checkDSNCase(t, tc) })
@@ -119,10 +119,11 @@ func checkDSNCase(t *testing.T, tc dsnCase) {
 			t.Skipf("the %s dialect is imported in this test binary", tc.needs)
 		}
 	}
-	c, err := pooldriver.NewConnector(tc.dsn)
+	c := pooldriver.New(tc.dsn)
+	err := c.Err()
 	if tc.errHas == nil {
 		if err != nil {
-			t.Fatalf("NewConnector: %v", err)
+			t.Fatalf("New(...).Err(): %v", err)
 		}
 		defer c.Close()
 		if got := c.Stats().MaxConns; got != tc.maxConns {
@@ -136,16 +137,16 @@ func checkDSNCase(t *testing.T, tc dsnCase) {
 
 		// Round trip: the redacted String is itself a valid DSN that
 		// prints the same.
-		c2, err := pooldriver.NewConnector(c.String())
-		if err != nil {
-			t.Fatalf("NewConnector(String() = %q): %v", c.String(), err)
+		c2 := pooldriver.New(c.String())
+		if err := c2.Err(); err != nil {
+			t.Fatalf("New(String() = %q).Err(): %v", c.String(), err)
 		}
 		defer c2.Close()
 		if c2.String() != c.String() {
 			t.Errorf("round trip: String() %q became %q", c.String(), c2.String())
 		}
 
-		// New agrees, and Connect hands out a logical conn without I/O.
+		// Another New agrees, and Connect hands out a logical conn without I/O.
 		n := pooldriver.New(tc.dsn)
 		defer n.Close()
 		if n.Err() != nil {
@@ -161,7 +162,7 @@ func checkDSNCase(t *testing.T, tc dsnCase) {
 
 	if err == nil {
 		c.Close()
-		t.Fatalf("NewConnector succeeded, want an error containing %q", tc.errHas)
+		t.Fatalf("New(...).Err() = nil, want an error containing %q", tc.errHas)
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "pooldriver: ") && !strings.HasPrefix(msg, "fakedb: ") {
@@ -194,9 +195,10 @@ func assertNoSecret(t *testing.T, what, s string) {
 	}
 }
 
-// FuzzParseDSN feeds arbitrary DSNs to NewConnector and New: nothing may
-// panic, a Connector that is built can be used and closed, and when the
-// DSN's password holds the secret no error, String or Stats shows it.
+// FuzzParseDSN feeds arbitrary DSNs to New: nothing may panic, a Connector
+// that is built can be used and closed, Err and Connect fail together, and
+// when the DSN's password holds the secret no error, String or Stats shows
+// it.
 func FuzzParseDSN(f *testing.F) {
 	for _, tc := range dsnCases {
 		f.Add(tc.dsn)
@@ -219,9 +221,10 @@ func FuzzParseDSN(f *testing.F) {
 			}
 		}
 
-		c, err := pooldriver.NewConnector(dsn, opts...)
+		c := pooldriver.New(dsn, opts...)
+		err := c.Err()
 		if err != nil {
-			check("NewConnector error", err.Error())
+			check("Err()", err.Error())
 		} else {
 			check("String()", c.String())
 			check("Stats", fmt.Sprintf("%+v", c.Stats()))
@@ -240,7 +243,7 @@ func FuzzParseDSN(f *testing.F) {
 		_, cerr := n.Connect(context.Background())
 		switch {
 		case (err == nil) != (cerr == nil):
-			t.Errorf("DSN %q: NewConnector error %v, New's Connect error %v", dsn, err, cerr)
+			t.Errorf("DSN %q: New's Err() %v, its Connect error %v", dsn, err, cerr)
 		case cerr != nil:
 			// The messages are not compared: with several bad parameters the
 			// fake dialect reports whichever its map iteration meets first

@@ -37,8 +37,8 @@ func itoa(n int64) string {
 	}
 }
 
-// newDB opens sql.OpenDB(pooldriver.NewConnector("fake://<srv>?<params>")),
-// with database/sql left at its defaults. At cleanup it closes the DB and
+// newDB opens sql.OpenDB(pooldriver.New("fake://<srv>?<params>")), failing
+// the test on its Err, with database/sql left at its defaults. At cleanup it closes the DB and
 // checks that the server has no connection, transaction or overlap left.
 func newDB(t testing.TB, srv *fakedb.Server, params string, opts ...pooldriver.Option) (*sql.DB, *pooldriver.Connector) {
 	t.Helper()
@@ -46,9 +46,9 @@ func newDB(t testing.TB, srv *fakedb.Server, params string, opts ...pooldriver.O
 	if params != "" {
 		dsn += "?" + params
 	}
-	c, err := pooldriver.NewConnector(dsn, opts...)
-	if err != nil {
-		t.Fatalf("NewConnector(%q): %v", dsn, err)
+	c := pooldriver.New(dsn, opts...)
+	if err := c.Err(); err != nil {
+		t.Fatalf("New(%q).Err(): %v", dsn, err)
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() {

@@ -20,8 +20,9 @@ import (
 // copy, with the credentials filled in, and f may change it. Use the
 // dialect's typed adapter, postgres.BeforeConnect (a *pgx.ConnConfig: a
 // tracer, DefaultQueryExecMode, OnNotice, ...). An error fails the
-// connection attempt. PostgreSQL only: NewConnector rejects it for other
-// dialects, and with Wrap (configure the wrapped connector instead).
+// connection attempt. PostgreSQL only: it is rejected (see Connector.Err)
+// for other dialects, and with Wrap (configure the wrapped connector
+// instead).
 func WithBeforeConnect(f func(ctx context.Context, config any) error) Option {
 	return hookOption("WithBeforeConnect", f == nil, func(c *Config) { c.BeforeConnect = f })
 }

@@ -107,9 +107,9 @@ func TestLogging(t *testing.T) {
 	srv := newServer(t)
 	srv.SetPassword("u", secret)
 	h, logger := newCapture()
-	c, err := pooldriver.NewConnector("fake://u:"+secret+"@"+srv.Name()+"?pool_max_conns=1&pool_acquire_timeout=20ms&pool_name=orders",
+	c := pooldriver.New("fake://u:"+secret+"@"+srv.Name()+"?pool_max_conns=1&pool_acquire_timeout=20ms&pool_name=orders",
 		pooldriver.WithLogger(logger))
-	if err != nil {
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)

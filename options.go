@@ -12,8 +12,8 @@ import (
 // Option sets a field of a Connector's Config, over the DSN's pool_*
 // parameters: a shorthand for [ParseConfig], a change of the field and
 // [NewConnectorWithConfig]. A value is checked as the field's is (the table
-// of settings); a bad one is reported by NewConnector (or, for New, by the
-// first Connect), naming the option and the value.
+// of settings); a bad one is reported by the Connector's Err and its first
+// Connect (Open returns it), naming the option and the value.
 type Option func(*Config) error
 
 // WithMaxConns sets the maximum number of physical connections (pool_max_conns);

@@ -63,8 +63,8 @@ func TestPoolNameDefault(t *testing.T) {
 		{"addr:///shop", "addr:///shop"}, // no host: the DSN
 		{"fake://app:s3cret@" + srv.Name(), "fake://app:xxxxx@" + srv.Name()},
 	} {
-		c, err := pooldriver.NewConnector(tc.dsn)
-		if err != nil {
+		c := pooldriver.New(tc.dsn)
+		if err := c.Err(); err != nil {
 			t.Fatalf("%s: %v", tc.dsn, err)
 		}
 		if got := c.PoolName(); got != tc.want || strings.Contains(got, "s3cret") {

@@ -27,10 +27,9 @@ import (
 // the Connector is made, from the final fields, so that a setting means
 // the same whether a DSN, an option or a field set it.
 //
-// [New], [NewConnector], [Open] and [Wrap] are layers over it: the DSN's
-// parameters, then the options ([Option]), each of which sets one field
-// and is checked as the field is. String and LogValue print it without the
-// password.
+// [New], [Open] and [Wrap] are layers over it: the DSN's parameters, then
+// the options ([Option]), each of which sets one field and is checked as
+// the field is. String and LogValue print it without the password.
 type Config struct {
 	MaxConns               int           // pool_max_conns: at most this many physical connections, ≥ 1
 	MinConns               int           // pool_min_conns: kept open, opened in the background

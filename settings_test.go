@@ -50,7 +50,8 @@ func TestJitterFollowsFinalLifetime(t *testing.T) {
 				tc.set(cfg)
 				c, err = pooldriver.NewConnectorWithConfig(cfg)
 			} else {
-				c, err = pooldriver.NewConnector(dsn+tc.query, tc.opts...)
+				c = pooldriver.New(dsn+tc.query, tc.opts...)
+				err = c.Err()
 			}
 			if err != nil {
 				t.Fatal(err)

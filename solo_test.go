@@ -19,8 +19,8 @@ func TestSoloRowsLock(t *testing.T) {
 	name := strings.ReplaceAll(t.Name(), "/", "_")
 	srv := fakedb.NewServer(name)
 	defer srv.Close()
-	c, err := NewConnector("fake://" + name + "?pool_max_conns=1")
-	if err != nil {
+	c := New("fake://" + name + "?pool_max_conns=1")
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()

@@ -1,7 +1,6 @@
 package pooldriver
 
 import (
-	"database/sql"
 	"time"
 
 	"github.com/pooldriver/pooldriver/pool"
@@ -72,7 +71,19 @@ type Stats struct {
 
 // Stats returns a snapshot of the Connector's state. It never contains
 // credentials. A Connector whose configuration failed (see Err) reports
-// zeros.
+// zeros. For a *sql.DB, however it was opened, ConnectorOf(db) finds the
+// Connector to call Stats on; it finds none when db is not pooldriver's,
+// or is behind a wrapper that does not expose pooldriver's driver
+// (XSAM/otelsql: call Stats on the Connector given to it).
+//
+// Read the pool here, not in db.Stats(): database/sql counts its own
+// logical connections, which cost nothing and never wait, so its
+// WaitCount and WaitDuration stay 0 while statements wait for a server
+// connection, and a dashboard built on them (client_golang's
+// collectors.NewDBStatsCollector) shows zeros; promcollector and otelpool
+// export these Stats. db.SetMaxOpenConns at or below pool_max_conns makes
+// statements queue in database/sql first, where these Stats cannot see
+// them: leave it unset (Open does).
 func (c *Connector) Stats() Stats {
 	if c.pool == nil {
 		return Stats{}
@@ -118,27 +129,6 @@ func (c *Connector) Stats() Stats {
 		UntimedUses:          p.UntimedUses,
 		CreateTime:           p.CreateTime,
 	}
-}
-
-// StatsOf returns the Stats of the Connector under db (see ConnectorOf),
-// however db was opened; ok is false when db is not pooldriver's, or is
-// behind a wrapper that does not expose pooldriver's driver (XSAM/otelsql:
-// call Stats on the Connector given to it).
-//
-// Read the pool here, not in db.Stats(): database/sql counts its own
-// logical connections, which cost nothing and never wait, so its
-// WaitCount and WaitDuration stay 0 while statements wait for a server
-// connection, and a dashboard built on them (client_golang's
-// collectors.NewDBStatsCollector) shows zeros; promcollector and otelpool
-// export these Stats. db.SetMaxOpenConns at or below pool_max_conns makes
-// statements queue in database/sql first, where these Stats cannot see
-// them: leave it unset (Open does).
-func StatsOf(db *sql.DB) (s Stats, ok bool) {
-	c, ok := ConnectorOf(db)
-	if !ok {
-		return Stats{}, false
-	}
-	return c.Stats(), true
 }
 
 // Observe calls f with each duration the pool measures (waits, uses and

@@ -13,18 +13,11 @@ import (
 	"github.com/pooldriver/pooldriver/pool"
 )
 
-// TestConnectorOfEveryWayOfOpening: ConnectorOf and StatsOf reach the
-// Connector however the *sql.DB was opened, and only pooldriver's.
+// TestConnectorOfEveryWayOfOpening: ConnectorOf reaches the Connector, and
+// so its Stats, however the *sql.DB was opened, and only pooldriver's.
 func TestConnectorOfEveryWayOfOpening(t *testing.T) {
 	srv := newServer(t)
 	dsn := "fake://" + srv.Name() + "?pool_max_conns=3"
-	mustConnector := func(c *pooldriver.Connector, err error) *pooldriver.Connector {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	for _, way := range []struct {
 		name string
 		open func() (*sql.DB, *pooldriver.Connector) // the Connector when the caller has it
@@ -33,8 +26,11 @@ func TestConnectorOfEveryWayOfOpening(t *testing.T) {
 			c := pooldriver.New(dsn)
 			return sql.OpenDB(c), c
 		}},
-		{"OpenDB(NewConnector)", func() (*sql.DB, *pooldriver.Connector) {
-			c := mustConnector(pooldriver.NewConnector(dsn))
+		{"OpenDB(New) with Err checked", func() (*sql.DB, *pooldriver.Connector) {
+			c := pooldriver.New(dsn)
+			if err := c.Err(); err != nil {
+				t.Fatal(err)
+			}
 			return sql.OpenDB(c), c
 		}},
 		{"OpenDB(Wrap)", func() (*sql.DB, *pooldriver.Connector) {
@@ -67,19 +63,23 @@ func TestConnectorOfEveryWayOfOpening(t *testing.T) {
 			if !ok || c == nil || want != nil && c != want {
 				t.Fatalf("ConnectorOf = %p, %v; the DB's connector is %p", c, ok, want)
 			}
-			s, ok := pooldriver.StatsOf(db)
+			s := c.Stats()
 			// The one statement took the one connection it made, and
 			// parked it when its hold ended: a parked hold is not timed.
-			if !ok || s.MaxConns != 3 || s.Acquires != 1 || s.Created != 1 || s.Total != 1 || s.Idle != 1 ||
+			if s.MaxConns != 3 || s.Acquires != 1 || s.Created != 1 || s.Total != 1 || s.Idle != 1 ||
 				s.CreateTime.Count != 1 || s.UseTime.Count != 0 || s.WaitTime.Count != 1 {
-				t.Fatalf("StatsOf = %+v, %v", s, ok)
+				t.Fatalf("ConnectorOf(db).Stats() = %+v", s)
 			}
 			if got := srv.Stats().Connects - connects; got != s.Created {
 				t.Fatalf("the server saw %d connections, Stats %d", got, s.Created)
 			}
 			db.Close()
-			if s, ok := pooldriver.StatsOf(db); !ok || s.Total != 0 || s.Destroyed != 1 {
-				t.Fatalf("after Close: %+v, %v", s, ok)
+			c, ok = pooldriver.ConnectorOf(db)
+			if !ok {
+				t.Fatal("after Close: ConnectorOf is not ok")
+			}
+			if s := c.Stats(); s.Total != 0 || s.Destroyed != 1 {
+				t.Fatalf("after Close: %+v", s)
 			}
 		})
 	}
@@ -89,17 +89,14 @@ func TestConnectorOfEveryWayOfOpening(t *testing.T) {
 	if c, ok := pooldriver.ConnectorOf(plain); ok || c != nil {
 		t.Fatalf("ConnectorOf(a plain DB) = %v, %v", c, ok)
 	}
-	if s, ok := pooldriver.StatsOf(plain); ok || s != (pooldriver.Stats{}) {
-		t.Fatalf("StatsOf(a plain DB) = %+v, %v", s, ok)
-	}
 	if _, ok := pooldriver.ConnectorOf(nil); ok {
 		t.Fatal("ConnectorOf(nil) is ok")
 	}
 	// A Connector whose configuration failed is still pooldriver's.
 	bad := sql.OpenDB(pooldriver.New("fake://" + srv.Name() + "?pool_max_conns=0"))
 	defer bad.Close()
-	if s, ok := pooldriver.StatsOf(bad); !ok || s != (pooldriver.Stats{}) {
-		t.Fatalf("StatsOf(a DB over a failed Connector) = %+v, %v", s, ok)
+	if c, ok := pooldriver.ConnectorOf(bad); !ok || c.Stats() != (pooldriver.Stats{}) {
+		t.Fatalf("ConnectorOf(a DB over a failed Connector) = %v, %v", c, ok)
 	}
 }
 
@@ -141,7 +138,7 @@ func TestConnectorOfKeepsNothing(t *testing.T) {
 }
 
 // TestStatsCountWhatDBStatsCannot: statements that wait for a physical
-// connection, time out or give up show in StatsOf (WaitDuration, the
+// connection, time out or give up show in Stats (WaitDuration, the
 // histograms, the counters), while db.Stats — database/sql's logical
 // connections — shows no wait at all. The acquire timeout (2s) and the
 // cancelled statement's deadline (1s) leave each statement a second to
@@ -180,7 +177,7 @@ func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 		_, err := db.ExecContext(cctx, "INSERT t 3")
 		ended <- err
 	}()
-	waitFor(t, "the statement with a deadline waiting", func() bool { s, _ := pooldriver.StatsOf(db); return s.Waiting == 1 })
+	waitFor(t, "the statement with a deadline waiting", func() bool { return c.Stats().Waiting == 1 })
 	deadlineWait := time.Until(deadline)
 	err = <-ended
 	cancel()
@@ -193,7 +190,7 @@ func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 		_, err := db.Exec("INSERT t 4")
 		done <- err
 	}()
-	waitFor(t, "a waiting statement", func() bool { s, _ := pooldriver.StatsOf(db); return s.Waiting == 1 })
+	waitFor(t, "a waiting statement", func() bool { return c.Stats().Waiting == 1 })
 	held.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -201,7 +198,7 @@ func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 
 	// Four waits: for the first connection to be made, the timeout, the
 	// cancelled statement, and the one served by the release.
-	s, _ := pooldriver.StatsOf(db)
+	s := c.Stats()
 	if s.Waits != 4 || s.AcquireTimeouts != 1 || s.CanceledAcquires != 1 || s.Acquires != 2 || s.WaitTime.Count != 4 {
 		t.Fatalf("stats: %+v", s)
 	}
@@ -230,7 +227,7 @@ func TestStatsCountWhatDBStatsCannot(t *testing.T) {
 		t.Fatalf("want ErrCircuitOpen, got %v", err)
 	}
 	c2.Breaker().Activate()
-	if s, _ := pooldriver.StatsOf(db2); s.CircuitRejects != 1 || s.BreakerState != pool.Active || s.BreakerChanges != 2 {
+	if s := c2.Stats(); s.CircuitRejects != 1 || s.BreakerState != pool.Active || s.BreakerChanges != 2 {
 		t.Fatalf("after a rejected statement: %+v", s)
 	}
 }

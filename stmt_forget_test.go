@@ -43,8 +43,8 @@ func openStmtRecorder(t *testing.T, query string) (*fakedb.Server, *stmtRecorder
 	t.Helper()
 	srv := fakedb.NewServer(t.Name())
 	t.Cleanup(srv.Close)
-	c, err := NewConnector("fake://" + srv.Name())
-	if err != nil {
+	c := New("fake://" + srv.Name())
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	r := &stmtRecorder{Connector: c}

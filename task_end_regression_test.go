@@ -20,9 +20,9 @@ import (
 // open.
 func TestTaskEndGivesUpWaitingLastHolderRollsBack(t *testing.T) {
 	srv := newServer(t)
-	c, err := pooldriver.NewConnector("fake://"+srv.Name()+"?pool_max_conns=2",
+	c := pooldriver.New("fake://"+srv.Name()+"?pool_max_conns=2",
 		pooldriver.WithCleanupTimeout(20*time.Millisecond))
-	if err != nil {
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)

@@ -153,11 +153,11 @@ func TestTracerBackgroundConnect(t *testing.T) {
 
 func TestWithTracerNil(t *testing.T) {
 	srv := newServer(t)
-	_, err := pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithTracer(nil))
+	err := pooldriver.New("fake://"+srv.Name(), pooldriver.WithTracer(nil)).Err()
 	if err == nil || !strings.Contains(err.Error(), "WithTracer(nil)") {
 		t.Fatalf("WithTracer(nil): %v", err)
 	}
-	_, err = pooldriver.NewConnector("fake://"+srv.Name(), pooldriver.WithTracer((*recorder)(nil)))
+	err = pooldriver.New("fake://"+srv.Name(), pooldriver.WithTracer((*recorder)(nil))).Err()
 	if err == nil || !strings.Contains(err.Error(), "nil *pooldriver_test.recorder") {
 		t.Fatalf("WithTracer((*recorder)(nil)): %v", err)
 	}

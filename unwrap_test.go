@@ -117,9 +117,9 @@ func openWrapped(t *testing.T, inner driver.Connector, drv driver.Driver, wrap f
 	return db
 }
 
-// TestConnectorOfThroughWrappers: ConnectorOf and StatsOf follow what a
-// wrapper's driver says it wraps, and only that, and a wrapper that unwraps
-// to itself ends the search.
+// TestConnectorOfThroughWrappers: ConnectorOf (and so the Stats read
+// through it) follows what a wrapper's driver says it wraps, and only that,
+// and a wrapper that unwraps to itself ends the search.
 func TestConnectorOfThroughWrappers(t *testing.T) {
 	srv := newServer(t)
 	for _, w := range []struct {
@@ -157,9 +157,10 @@ func TestConnectorOfThroughWrappers(t *testing.T) {
 			if ok != w.ok || ok && got != c || !ok && got != nil {
 				t.Fatalf("ConnectorOf = %p, %v; want %p, %v", got, ok, c, w.ok)
 			}
-			s, ok := pooldriver.StatsOf(db)
-			if ok != w.ok || ok && (s.MaxConns != 3 || s.Acquires != 1) || !ok && s != (pooldriver.Stats{}) {
-				t.Fatalf("StatsOf = %+v, %v", s, ok)
+			if ok {
+				if s := got.Stats(); s.MaxConns != 3 || s.Acquires != 1 {
+					t.Fatalf("ConnectorOf(db).Stats() = %+v", s)
+				}
 			}
 		})
 	}

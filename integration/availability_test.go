@@ -103,8 +103,8 @@ func TestAvailabilityPasswordRotation(t *testing.T) {
 				f.db.SetConnMaxLifetime(lifetime)
 			} else {
 				creds := pooldriver.WithCredentials(func(context.Context) (string, string, error) { return f.user, *f.pw.Load(), nil })
-				c, err := pooldriver.NewConnector(withParams(dsn, fmt.Sprintf("pool_max_conns=%d", faultPool), "pool_max_conn_lifetime="+lifetime.String()), creds)
-				require.NoError(t, err)
+				c := pooldriver.New(withParams(dsn, fmt.Sprintf("pool_max_conns=%d", faultPool), "pool_max_conn_lifetime="+lifetime.String()), creds)
+				require.NoError(t, c.Err())
 				f.db = sql.OpenDB(c)
 				f.db.SetMaxIdleConns(faultPool)
 			}

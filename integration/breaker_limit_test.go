@@ -62,8 +62,8 @@ func TestBreakerAtConnectionLimit(t *testing.T) {
 			opts []pooldriver.Option
 		}{{"pooldriver", nil}, {"pooldriver+breaker(3,2s)", []pooldriver.Option{pooldriver.WithCircuitBreaker(strategy)}}} {
 			tn := limitedTenant(t, s, limit)
-			c, err := pooldriver.NewConnector(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)), f.opts...)
-			require.NoError(t, err)
+			c := pooldriver.New(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)), f.opts...)
+			require.NoError(t, c.Err())
 			db := sql.OpenDB(c)
 			db.SetMaxIdleConns(poolMax) // as pooldriver.Open does
 			t.Cleanup(func() { closeAndDrain(t, db, tn.backends, tn.kill) })

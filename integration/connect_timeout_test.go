@@ -61,8 +61,8 @@ func TestConnectTimeoutBlackHole(t *testing.T) {
 		"postgres://postgres@" + host + ":" + port + "/test?sslmode=disable&pool_max_conns=1&pool_connect_timeout=200ms",
 		"mysql://root@tcp(" + addr + ")/test?pool_max_conns=1&pool_connect_timeout=200ms",
 	} {
-		c, err := pooldriver.NewConnector(dsn)
-		require.NoError(t, err)
+		c := pooldriver.New(dsn)
+		require.NoError(t, c.Err())
 		db := sql.OpenDB(c)
 		for i := range 2 { // the second attempt gets the slot the first freed
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

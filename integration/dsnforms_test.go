@@ -19,8 +19,8 @@ func TestMySQLDSNForms(t *testing.T) {
 		urlForm := regexp.MustCompile(`@tcp\(([^)]*)\)/`).ReplaceAllString(s.dsn, "@$1/")
 		require.NotEqual(t, s.dsn, urlForm, "the test's DSN is not in go-sql-driver's tcp(host:port) form: %s", s.dsn)
 		for _, dsn := range []string{s.dsn, urlForm} {
-			c, err := pooldriver.NewConnector(withParams(dsn, "pool_max_conns=2"))
-			require.NoError(t, err, "the form %s", c)
+			c := pooldriver.New(withParams(dsn, "pool_max_conns=2"))
+			require.NoError(t, c.Err(), "the form %s", c)
 			db := sql.OpenDB(c)
 			var one int
 			require.NoError(t, db.QueryRowContext(ctx(t), "SELECT 1").Scan(&one), "through %s", c)

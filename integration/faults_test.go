@@ -262,8 +262,8 @@ func openFaultSubjects(t *testing.T, s server, dsn string, extra ...string) (pla
 	pdb.SetMaxOpenConns(faultPool)
 	pdb.SetMaxIdleConns(faultPool)
 	t.Cleanup(func() { _ = pdb.Close() })
-	c, err := pooldriver.NewConnector(withParams(dsn, append([]string{fmt.Sprintf("pool_max_conns=%d", faultPool)}, extra...)...))
-	require.NoError(t, err)
+	c := pooldriver.New(withParams(dsn, append([]string{fmt.Sprintf("pool_max_conns=%d", faultPool)}, extra...)...))
+	require.NoError(t, c.Err())
 	db := sql.OpenDB(c)
 	db.SetMaxIdleConns(faultPool) // as pooldriver.Open does
 	t.Cleanup(func() { _ = db.Close() })

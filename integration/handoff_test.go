@@ -63,8 +63,8 @@ func TestHandOffIsChecked(t *testing.T) {
 				f.db.SetMaxOpenConns(conns)
 				f.db.SetMaxIdleConns(conns)
 			} else {
-				c, err := pooldriver.NewConnector(withParams(dsn, fmt.Sprintf("pool_max_conns=%d", conns)))
-				require.NoError(t, err)
+				c := pooldriver.New(withParams(dsn, fmt.Sprintf("pool_max_conns=%d", conns)))
+				require.NoError(t, c.Err())
 				f.db = sql.OpenDB(c)
 				f.db.SetMaxIdleConns(conns)
 			}

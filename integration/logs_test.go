@@ -86,8 +86,8 @@ func TestLogsDoNotFlood(t *testing.T) {
 		h := newLogCount()
 		// The one connection opened ahead: the acquire timeout then bounds
 		// only the waits, not a dial on a busy machine.
-		c, err := pooldriver.NewConnector(withParams(tn.base, "pool_max_conns=1", "pool_min_conns=1", "pool_acquire_timeout=50ms"), pooldriver.WithLogger(slog.New(h)))
-		require.NoError(t, err)
+		c := pooldriver.New(withParams(tn.base, "pool_max_conns=1", "pool_min_conns=1", "pool_acquire_timeout=50ms"), pooldriver.WithLogger(slog.New(h)))
+		require.NoError(t, c.Err())
 		db := sql.OpenDB(c)
 		defer db.Close()
 		require.Eventually(t, func() bool { return c.Stats().Idle == 1 }, waitLimit, 5*time.Millisecond)
@@ -138,8 +138,8 @@ func TestLogsBreakerAtLimitDoNotFlood(t *testing.T) {
 		t.Parallel()
 		tn := limitedTenant(t, s, 3)
 		h := newLogCount()
-		c, err := pooldriver.NewConnector(withParams(tn.base, "pool_max_conns=10"), pooldriver.WithLogger(slog.New(h)))
-		require.NoError(t, err)
+		c := pooldriver.New(withParams(tn.base, "pool_max_conns=10"), pooldriver.WithLogger(slog.New(h)))
+		require.NoError(t, c.Err())
 		db := sql.OpenDB(c)
 		db.SetMaxIdleConns(10)
 		t.Cleanup(func() { closeAndDrain(t, db, tn.backends, tn.kill) })

@@ -97,8 +97,8 @@ func TestODBCTrickyCredentials(t *testing.T) {
 				db, err := sql.Open("pooldriver", dsn)
 				require.NoError(t, err)
 				defer db.Close()
-				pc, err := pooldriver.NewConnector(dsn)
-				require.NoError(t, err)
+				pc := pooldriver.New(dsn)
+				require.NoError(t, pc.Err())
 				assert.NotContains(t, pc.String(), password)
 				require.NoError(t, pc.Close())
 				var who string

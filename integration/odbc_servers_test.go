@@ -208,8 +208,8 @@ func (tn *odbcTenant) open(t *testing.T, extra string, opts ...pooldriver.Option
 	opts = append([]pooldriver.Option{pooldriver.WithCredentials(func(context.Context) (string, string, error) {
 		return tn.user, tn.password, nil
 	})}, opts...)
-	c, err := pooldriver.NewConnector(tn.dsn(extra), opts...)
-	require.NoError(t, err)
+	c := pooldriver.New(tn.dsn(extra), opts...)
+	require.NoError(t, c.Err())
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
 	return db, c

@@ -542,10 +542,10 @@ func TestODBCGenericDriver(t *testing.T) {
 		cs, err := connstr.Build(append(generic, connstr.Attr{Key: "UseServerSidePrepare", Value: "0"}))
 		require.NoError(t, err)
 		dsn := "odbc://" + cs
-		c, err := pooldriver.NewConnector(dsn+"pool_max_conns=1", pooldriver.WithCredentials(func(context.Context) (string, string, error) {
+		c := pooldriver.New(dsn+"pool_max_conns=1", pooldriver.WithCredentials(func(context.Context) (string, string, error) {
 			return tn.user, tn.password, nil
 		}))
-		require.NoError(t, err)
+		require.NoError(t, c.Err())
 		db := sql.OpenDB(c)
 		defer db.Close()
 		table := s.table(t, "generic", "id int")

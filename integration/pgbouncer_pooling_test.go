@@ -28,11 +28,11 @@ import (
 // transaction pooler.
 const behindTx = "pool_server_pooling=transaction"
 
-// openPooled opens a *sql.DB over pooldriver.NewConnector(dsn).
+// openPooled opens a *sql.DB over pooldriver.New(dsn), its Err checked.
 func openPooled(t *testing.T, dsn string) (*sql.DB, *pooldriver.Connector) {
 	t.Helper()
-	c, err := pooldriver.NewConnector(dsn)
-	require.NoError(t, err)
+	c := pooldriver.New(dsn)
+	require.NoError(t, c.Err())
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
 	return db, c
@@ -128,7 +128,7 @@ func TestPgBouncerPlainPgxVersusPooldriver(t *testing.T) {
 		// The exec modes that cannot work are refused, naming both
 		// parameters; those that can are kept.
 		for _, m := range []string{"cache_statement", "describe_exec"} {
-			_, err := pooldriver.NewConnector(b.dsn(bouncerTx, behindTx, "default_query_exec_mode="+m))
+			err := pooldriver.New(b.dsn(bouncerTx, behindTx, "default_query_exec_mode="+m)).Err()
 			require.Error(t, err, m)
 			assert.Contains(t, err.Error(), "default_query_exec_mode="+m)
 			assert.Contains(t, err.Error(), "pool_server_pooling=transaction")
@@ -317,7 +317,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 			defer end()
 			_, err := db.ExecContext(tc, "SET statement_timeout = '5s'")
 			require.ErrorIs(t, err, pooldriver.ErrNoServerSession)
-			_, err = pooldriver.NewConnector(b.dsn(bouncerTx, behindTx, "pool_mode=session"))
+			err = pooldriver.New(b.dsn(bouncerTx, behindTx, "pool_mode=session")).Err()
 			require.ErrorIs(t, err, pooldriver.ErrNoServerSession)
 		})
 

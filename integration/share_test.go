@@ -57,8 +57,8 @@ func TestReplicasShareFullServer(t *testing.T) {
 					wg     sync.WaitGroup
 				)
 				for i := range replicas {
-					c, err := pooldriver.NewConnector(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)))
-					require.NoError(t, err)
+					c := pooldriver.New(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)))
+					require.NoError(t, c.Err())
 					db := sql.OpenDB(c) // the workers' own: dbs grows meanwhile
 					conns = append(conns, c)
 					dbs = append(dbs, db)

@@ -81,9 +81,10 @@ func NewTracer(tp trace.TracerProvider) (*Tracer, error) {
 // WithTracing is the pooldriver Option that traces the pool's acquires and
 // connects through tp (see [Tracer]):
 //
-//	c, err := pooldriver.NewConnector(dsn, otelpool.WithTracing(otel.GetTracerProvider()))
+//	c := pooldriver.New(dsn, otelpool.WithTracing(otel.GetTracerProvider()))
 //
-// A nil tp makes NewConnector fail.
+// A nil tp makes the Connector fail: its Err, and so every Connect, reports
+// it.
 func WithTracing(tp trace.TracerProvider) pooldriver.Option {
 	t, err := NewTracer(tp)
 	if err != nil {

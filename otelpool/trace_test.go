@@ -33,8 +33,8 @@ func traced(t *testing.T, params string) (*sql.DB, *pooldriver.Connector, *faked
 	if params != "" {
 		dsn += "&" + params
 	}
-	c, err := pooldriver.NewConnector(dsn, otelpool.WithTracing(tp))
-	if err != nil {
+	c := pooldriver.New(dsn, otelpool.WithTracing(tp))
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
@@ -204,7 +204,7 @@ func TestNewTracerNil(t *testing.T) {
 	}
 	srv := fakedb.NewServer(t.Name())
 	defer srv.Close()
-	if _, err := pooldriver.NewConnector("fake://"+srv.Name(), otelpool.WithTracing(nil)); err == nil || !strings.Contains(err.Error(), "TracerProvider is nil") {
+	if err := pooldriver.New("fake://"+srv.Name(), otelpool.WithTracing(nil)).Err(); err == nil || !strings.Contains(err.Error(), "TracerProvider is nil") {
 		t.Errorf("WithTracing(nil): %v", err)
 	}
 }

@@ -323,8 +323,8 @@ func checkHistogram(t *testing.T, col prometheus.Collector, name string, count i
 func TestCollectorUntimedUses(t *testing.T) {
 	srv := fakedb.NewServer("promcollector_untimed")
 	defer srv.Close()
-	c, err := pooldriver.NewConnector("fake://" + srv.Name()) // its dialect sees BEGIN
-	if err != nil {
+	c := pooldriver.New("fake://" + srv.Name()) // its dialect sees BEGIN
+	if err := c.Err(); err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)

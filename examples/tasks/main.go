@@ -29,8 +29,8 @@ func main() {
 	dsn := flag.String("dsn", def, "PostgreSQL DSN")
 	flag.Parse()
 
-	c, err := pooldriver.NewConnector(*dsn, pooldriver.WithMaxConns(4))
-	if err != nil {
+	c := pooldriver.New(*dsn, pooldriver.WithMaxConns(4))
+	if err := c.Err(); err != nil {
 		log.Fatal(err)
 	}
 	db := sql.OpenDB(c)

@@ -12,7 +12,7 @@
 #   plain    the driver itself: the baseline
 #   wrap     sql.OpenDB(pooldriver.Wrap(connector)), no dialect linked in
 #   dialect  the same with pooldriver's dialect linked in
-#   new      pooldriver.NewConnector(dsn) where the test opens by DSN
+#   new      pooldriver.New(dsn) where the test opens by DSN
 #
 # Usage: integration/upstream/run.sh [mysql] [pgx]     (default: both)
 #

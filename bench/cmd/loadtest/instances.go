@@ -138,8 +138,8 @@ func runMany(ctx context.Context, e *env, s bench.Server, bouncer, route, w stri
 			sp.Name = name
 			c, err = sp.Open(plain, manyPool)
 		} else {
-			var pd *pooldriver.Connector
-			pd, err = pooldriver.NewConnector(withParam(dsn, "application_name="+bench.AppName(name)))
+			pd := pooldriver.New(withParam(dsn, "application_name="+bench.AppName(name)))
+			err = pd.Err()
 			if err == nil {
 				c = &bench.Contender{Name: name, Server: s, Bounded: true, DB: sql.OpenDB(pd), PD: pd}
 			}

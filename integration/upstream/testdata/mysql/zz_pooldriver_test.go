@@ -26,7 +26,7 @@ import (
 //	         in: pooldriver's generic tracking from the statements' text
 //	dialect  the same with the mysql dialect linked in (build tag
 //	         pooldriver_dialect): Wrap adopts the dialect's tracking
-//	new      pooldriver.NewConnector("mysql://" + dsn) where the test opens
+//	new      pooldriver.New("mysql://" + dsn) where the test opens
 //	         by DSN; a test that builds its own connector gets Wrap
 var pdMode = os.Getenv("POOLDRIVER_UPSTREAM_MODE")
 
@@ -61,8 +61,8 @@ func pdOpen(name, dsn string) (*sql.DB, error) {
 	}
 	pdCheck()
 	if pdMode == "new" {
-		c, err := pooldriver.NewConnector("mysql://" + dsn)
-		if err != nil {
+		c := pooldriver.New("mysql://" + dsn)
+		if err := c.Err(); err != nil {
 			return nil, err
 		}
 		return sql.OpenDB(c), nil

@@ -31,7 +31,7 @@ import (
 //	         in: pooldriver's generic tracking from the statements' text
 //	dialect  the same with the postgres dialect linked in (build tag
 //	         pooldriver_dialect): Wrap adopts the dialect's tracking
-//	new      pooldriver.NewConnector(dsn) where the test's configuration
+//	new      pooldriver.New(dsn) where the test's configuration
 //	         has a DSN form; a test that passes stdlib options, a registered
 //	         configuration or a pgxpool gets Wrap
 var pdMode = os.Getenv("POOLDRIVER_UPSTREAM_MODE")
@@ -64,8 +64,8 @@ func pdOpen(name, dsn string) (*sql.DB, error) {
 	}
 	pdCheck()
 	if _, isDSN := dialects.SchemeOf(dsn); pdMode == "new" && isDSN {
-		c, err := pooldriver.NewConnector(dsn)
-		if err != nil {
+		c := pooldriver.New(dsn)
+		if err := c.Err(); err != nil {
 			return nil, err
 		}
 		return sql.OpenDB(c), nil
@@ -87,7 +87,7 @@ func pdOpenDB(config pgx.ConnConfig, opts ...stdlib.OptionOpenDB) *sql.DB {
 	pdCheck()
 	dsn := os.Getenv("PGX_TEST_DATABASE")
 	if pdMode == "new" && len(opts) == 0 && config.ConnString() == dsn {
-		c, err := pooldriver.NewConnector(dsn, pooldriver.WithBeforeConnect(func(_ context.Context, raw any) error {
+		c := pooldriver.New(dsn, pooldriver.WithBeforeConnect(func(_ context.Context, raw any) error {
 			cfg, ok := raw.(*pgx.ConnConfig)
 			if !ok {
 				return fmt.Errorf("pooldriver overlay: BeforeConnect got %T, want *pgx.ConnConfig", raw)
@@ -96,11 +96,9 @@ func pdOpenDB(config pgx.ConnConfig, opts ...stdlib.OptionOpenDB) *sql.DB {
 			cfg.Tracer = config.Tracer
 			return nil
 		}))
-		if err == nil {
-			return sql.OpenDB(c)
-		}
-		// The test's first statement reports it, as with the plain driver.
-		return sql.OpenDB(pooldriver.New(dsn))
+		// An error (see Err) is reported by the test's first statement, as
+		// with the plain driver.
+		return sql.OpenDB(c)
 	}
 	return sql.OpenDB(pooldriver.Wrap(stdlib.GetConnector(config, opts...)))
 }
