@@ -81,7 +81,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 		MaxConns: 7, MinConns: 2, MinIdleConns: 1, AcquireTimeout: 1500 * time.Millisecond,
 		ConnectTimeout: 2 * time.Second, HealthCheckPeriod: 0, MaxConnLifetime: 45 * time.Minute,
 		MaxConnLifetimeJitter: 3 * time.Minute, MaxConnIdleTime: 2 * time.Hour,
-		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: DefaultCleanupTimeout, Mode: SessionMode,
+		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: defaultCleanupTimeout, Mode: SessionMode,
 		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, TrustFunctions: true, Name: "orders",
 	}
 	if got := *cfg; got.tmpl == nil || !sameSettings(got, want) {
@@ -114,7 +114,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseConfig(defaults' String()): %v", err)
 	}
-	if !sameSettings(*again, *def) || def.MaxConns != DefaultMaxConns || def.MaxConnLifetimeJitter != DefaultMaxConnLifetime/10 {
+	if !sameSettings(*again, *def) || def.MaxConns != defaultMaxConns || def.MaxConnLifetimeJitter != defaultMaxConnLifetime/10 {
 		t.Fatalf("defaults round trip:\n got %+v\nwant %+v", *again, *def)
 	}
 }

@@ -171,7 +171,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	}
 	breaker := s.CircuitBreaker
 	if breaker == nil {
-		st, err := pool.NewThresholdStrategy(DefaultBreakerFailures, DefaultBreakerCoolDown)
+		st, err := pool.NewThresholdStrategy(defaultBreakerFailures, defaultBreakerCoolDown)
 		if err != nil {
 			return nil, fmt.Errorf("pooldriver: %w", err)
 		}

@@ -31,7 +31,7 @@ type dsnCase struct {
 
 var dsnCases = []dsnCase{
 	// Valid.
-	{name: "defaults", dsn: "fake://srv", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
+	{name: "defaults", dsn: "fake://srv", maxConns: 10, str: "fake://srv"},
 	{name: "scheme case", dsn: "FAKE://srv?pool_max_conns=3", maxConns: 3, str: "fake://srv"},
 	{
 		name: "every parameter",
@@ -40,7 +40,7 @@ var dsnCases = []dsnCase{
 		maxConns: 7, str: "fake://u:xxxxx@srv",
 	},
 	{name: "transaction mode, app kept", dsn: "fake://u@srv?app=web&pool_mode=transaction&pool_max_conns=1", maxConns: 1, str: "fake://u@srv?app=web"},
-	{name: "no server pooling", dsn: "fake://srv?pool_server_pooling=none", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
+	{name: "no server pooling", dsn: "fake://srv?pool_server_pooling=none", maxConns: 10, str: "fake://srv"},
 	{name: "min equals max", dsn: "fake://srv?pool_max_conns=2&pool_min_conns=2", maxConns: 2, str: "fake://srv"},
 	{
 		name: "pgxpool names",
@@ -48,9 +48,9 @@ var dsnCases = []dsnCase{
 			"&pool_leak_detection_threshold=30s&pool_name=orders",
 		maxConns: 4, str: "fake://srv",
 	},
-	{name: "reset always", dsn: "fake://srv?pool_reset_always=true", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
-	{name: "reset always off", dsn: "fake://srv?pool_reset_always=0", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
-	{name: "zero durations", dsn: "fake://srv?pool_acquire_timeout=0s&pool_max_conn_lifetime=0&pool_max_conn_idle_time=0", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
+	{name: "reset always", dsn: "fake://srv?pool_reset_always=true", maxConns: 10, str: "fake://srv"},
+	{name: "reset always off", dsn: "fake://srv?pool_reset_always=0", maxConns: 10, str: "fake://srv"},
+	{name: "zero durations", dsn: "fake://srv?pool_acquire_timeout=0s&pool_max_conn_lifetime=0&pool_max_conn_idle_time=0", maxConns: 10, str: "fake://srv"},
 
 	// Bad pool parameters.
 	{name: "max zero", dsn: "fake://srv?pool_max_conns=0", errHas: []string{"pool_max_conns", `"0"`}},
@@ -74,7 +74,7 @@ var dsnCases = []dsnCase{
 	{name: "unknown server pooling", dsn: "fake://srv?pool_server_pooling=statement", errHas: []string{"pool_server_pooling", `"statement"`}},
 	{name: "server pooling the dialect cannot do", dsn: "fake://srv?pool_server_pooling=transaction", errHas: []string{"pool_server_pooling=transaction", "dialect"}},
 	{name: "session tasks behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_mode=session", errHas: []string{"pool_mode=session", "pool_server_pooling=transaction"}},
-	{name: "trust functions", dsn: "fake://srv?pool_trust_functions=true", maxConns: pooldriver.DefaultMaxConns, str: "fake://srv"},
+	{name: "trust functions", dsn: "fake://srv?pool_trust_functions=true", maxConns: 10, str: "fake://srv"},
 	{name: "trust functions not a boolean", dsn: "fake://srv?pool_trust_functions=sure", errHas: []string{"pool_trust_functions", `"sure"`}},
 	{name: "reset always not a boolean", dsn: "fake://srv?pool_reset_always=always", errHas: []string{"pool_reset_always", `"always"`}},
 	{name: "reset always behind transaction pooling", dsn: "fake://srv?pool_server_pooling=transaction&pool_reset_always=true", errHas: []string{"pool_reset_always", "pool_server_pooling=transaction", "server_reset_query_always"}},

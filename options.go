@@ -35,7 +35,7 @@ func WithAcquireTimeout(d time.Duration) Option {
 }
 
 // WithConnectTimeout bounds each attempt to open a physical connection
-// (pool_connect_timeout; default DefaultConnectTimeout), on top of the
+// (pool_connect_timeout; default 10s), on top of the
 // driver's own connect_timeout or timeout: a server that does not answer
 // (a network black hole) then frees the pool's slot in bounded time
 // instead of holding it forever. 0: only the driver's own limit. The
@@ -83,7 +83,7 @@ func WithMaxConnIdleTime(d time.Duration) Option {
 }
 
 // WithCleanupTimeout bounds each rollback and session reset run when a task
-// ends or a connection comes back dirty (default DefaultCleanupTimeout); it
+// ends or a connection comes back dirty (default 5s); it
 // must be positive. A connection whose cleanup does not finish in time is
 // closed, never reused.
 func WithCleanupTimeout(d time.Duration) Option {
@@ -146,8 +146,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithCircuitBreaker drives the pool's circuit breaker with s.
 //
-// The default, pool.NewThresholdStrategy(DefaultBreakerFailures,
-// DefaultBreakerCoolDown), acts only at the server's connection limit
+// The default, pool.NewThresholdStrategy(0, 250*time.Millisecond), acts only at the server's connection limit
 // (PostgreSQL SQLSTATE 53300, MySQL 1040/1203/1226): no more connections
 // are opened, and statements wait for one of the pool's within their
 // context instead of failing; after the cool-down (jittered, so that

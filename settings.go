@@ -69,7 +69,7 @@ type Config struct {
 	// nil: nothing is logged.
 	Logger *slog.Logger
 	// CircuitBreaker drives the pool's breaker (WithCircuitBreaker); nil:
-	// pool.NewThresholdStrategy(DefaultBreakerFailures, DefaultBreakerCoolDown).
+	// pool.NewThresholdStrategy(0, 250*time.Millisecond).
 	CircuitBreaker pool.Strategy
 	// Tracer hears of the pool's acquires and connects, for traces
 	// (WithTracer, otelpool.WithTracing); nil: nothing is traced.
@@ -86,21 +86,21 @@ type Config struct {
 
 // Default settings, the same as the DSN's pool_* parameters' defaults.
 const (
-	DefaultMaxConns          = 10
-	DefaultMinConns          = 0
-	DefaultAcquireTimeout    = 30 * time.Second
-	DefaultHealthCheckPeriod = 30 * time.Second
-	DefaultMaxConnLifetime   = time.Hour
-	DefaultMaxConnIdleTime   = 30 * time.Minute
-	DefaultCleanupTimeout    = 5 * time.Second
-	DefaultConnectTimeout    = 10 * time.Second
+	defaultMaxConns          = 10
+	defaultMinConns          = 0
+	defaultAcquireTimeout    = 30 * time.Second
+	defaultHealthCheckPeriod = 30 * time.Second
+	defaultMaxConnLifetime   = time.Hour
+	defaultMaxConnIdleTime   = 30 * time.Minute
+	defaultCleanupTimeout    = 5 * time.Second
+	defaultConnectTimeout    = 10 * time.Second
 
 	// The default circuit breaker (see WithCircuitBreaker) acts only at
-	// the server's connection limit (DefaultBreakerFailures 0: it never
+	// the server's connection limit (defaultBreakerFailures 0: it never
 	// opens on failed connection attempts), and tries a new connection
-	// DefaultBreakerCoolDown after it stopped opening them.
-	DefaultBreakerFailures = 0
-	DefaultBreakerCoolDown = 250 * time.Millisecond
+	// defaultBreakerCoolDown after it stopped opening them.
+	defaultBreakerFailures = 0
+	defaultBreakerCoolDown = 250 * time.Millisecond
 )
 
 // settings is the table of the settings: every field of Config that holds
@@ -113,22 +113,22 @@ const (
 // A new setting: a field above, an entry here, an option if it is to have
 // one (options.go), and the code that uses it.
 var settings = []setting{
-	{key: "pool_acquire_timeout", field: "AcquireTimeout", option: "WithAcquireTimeout", def: DefaultAcquireTimeout, check: nonNegative, goes: toPool},
-	{key: "pool_connect_timeout", field: "ConnectTimeout", option: "WithConnectTimeout", def: DefaultConnectTimeout, check: nonNegative, goes: toConnector},
-	{key: "pool_health_check_period", field: "HealthCheckPeriod", option: "WithHealthCheckPeriod", def: DefaultHealthCheckPeriod, check: nonNegative, goes: toPool},
+	{key: "pool_acquire_timeout", field: "AcquireTimeout", option: "WithAcquireTimeout", def: defaultAcquireTimeout, check: nonNegative, goes: toPool},
+	{key: "pool_connect_timeout", field: "ConnectTimeout", option: "WithConnectTimeout", def: defaultConnectTimeout, check: nonNegative, goes: toConnector},
+	{key: "pool_health_check_period", field: "HealthCheckPeriod", option: "WithHealthCheckPeriod", def: defaultHealthCheckPeriod, check: nonNegative, goes: toPool},
 	{key: "pool_leak_detection_threshold", field: "LeakDetectionThreshold", option: "WithLeakDetection", check: nonNegative, goes: toConnector},
-	{key: "pool_max_conn_idle_time", field: "MaxConnIdleTime", option: "WithMaxConnIdleTime", def: DefaultMaxConnIdleTime, check: nonNegative, goes: toPool},
-	{key: "pool_max_conn_lifetime", field: "MaxConnLifetime", option: "WithMaxConnLifetime", def: DefaultMaxConnLifetime, check: nonNegative, goes: toPool},
+	{key: "pool_max_conn_idle_time", field: "MaxConnIdleTime", option: "WithMaxConnIdleTime", def: defaultMaxConnIdleTime, check: nonNegative, goes: toPool},
+	{key: "pool_max_conn_lifetime", field: "MaxConnLifetime", option: "WithMaxConnLifetime", def: defaultMaxConnLifetime, check: nonNegative, goes: toPool},
 	{key: "pool_max_conn_lifetime_jitter", field: "MaxConnLifetimeJitter", option: "WithMaxConnLifetimeJitter", words: "a tenth of the lifetime", check: nonNegative, goes: toPool}, // deriveJitter
-	{key: "pool_max_conns", field: "MaxConns", option: "WithMaxConns", def: DefaultMaxConns, check: positive, goes: toPool},
-	{key: "pool_min_conns", field: "MinConns", option: "WithMinConns", def: DefaultMinConns, check: nonNegative, goes: toPool},
+	{key: "pool_max_conns", field: "MaxConns", option: "WithMaxConns", def: defaultMaxConns, check: positive, goes: toPool},
+	{key: "pool_min_conns", field: "MinConns", option: "WithMinConns", def: defaultMinConns, check: nonNegative, goes: toPool},
 	{key: "pool_min_idle_conns", field: "MinIdleConns", option: "WithMinIdleConns", check: nonNegative, goes: toPool},
 	{key: "pool_mode", field: "Mode", option: "WithMode", def: TransactionMode, check: knownMode, goes: toTasks},
 	{key: "pool_name", field: "Name", option: "WithPoolName", words: "host:port/database", goes: toConnector}, // Connector.PoolName
 	{key: "pool_reset_always", field: "ResetAlways", option: "WithResetAlways", goes: toConnections},
 	{key: "pool_trust_functions", field: "TrustFunctions", option: "WithTrustFunctions", goes: toConnections},
 	{key: "pool_server_pooling", field: "ServerPooling", words: "unset", goes: toConnections},
-	{key: "cleanup_timeout", configOnly: true, field: "CleanupTimeout", option: "WithCleanupTimeout", def: DefaultCleanupTimeout, check: positive, goes: toConnections},
+	{key: "cleanup_timeout", configOnly: true, field: "CleanupTimeout", option: "WithCleanupTimeout", def: defaultCleanupTimeout, check: positive, goes: toConnections},
 }
 
 // setting is one entry of the table of settings.
