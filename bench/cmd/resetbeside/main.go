@@ -14,8 +14,14 @@
 // pool_reset_always=true (every statement runs on a session just reset)
 // and with no reset at all.
 //
+// With -rotation (PostgreSQL, through pgconn, no pool) it measures what a
+// serial caller pays for running each statement on the next of n
+// connections rather than on the same one: what a caller whose last
+// connection is being reset does.
+//
 //	go run ./cmd/resetbeside            # both servers, both placements
 //	go run ./cmd/resetbeside -latency
+//	go run ./cmd/resetbeside -rotation
 //
 // The servers are $POOLDRIVER_POSTGRES_DSN and $POOLDRIVER_MYSQL_DSN (or
 // the local defaults); the function pd_bench_f is created on each.
@@ -35,6 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pooldriver/pooldriver"
 	"github.com/pooldriver/pooldriver/bench"
 	_ "github.com/pooldriver/pooldriver/dialects/mysql"
@@ -48,7 +55,12 @@ func main() {
 	dur := flag.Duration("for", 3*time.Second, "how long caller B runs with -load")
 	rounds := flag.Int("rounds", 3, "rounds per server")
 	latency := flag.Bool("latency", false, "measure the latency of a statement on a session just reset instead")
+	rotation := flag.Bool("rotation", false, "measure a serial caller rotating over PostgreSQL connections instead")
 	flag.Parse()
+	if *rotation {
+		rotate(bench.PostgresDSN())
+		return
+	}
 	if *load != "" {
 		n := runB(*load, *dur)
 		fmt.Printf("%.0f\n", float64(n)/dur.Seconds())
@@ -144,6 +156,51 @@ func percentiles(dsn, q string) string {
 			lat[i] = time.Since(start)
 		}
 	}
+	return quantiles(lat)
+}
+
+// rotate prints the latency of a prepared SELECT 1 run serially on one
+// connection, and round-robin over 2, 4 and 8.
+func rotate(dsn string) {
+	ctx := context.Background()
+	cfg, err := pgconn.ParseConfig(dsn) // a pooldriver postgres:// DSN without pool_* keys is pgconn's too
+	if err != nil {
+		log.Fatal(err)
+	}
+	var conns []*pgconn.PgConn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close(ctx)
+		}
+	}()
+	for _, n := range []int{1, 2, 4, 8} {
+		for len(conns) < n {
+			c, err := pgconn.ConnectConfig(ctx, cfg)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if _, err := c.Prepare(ctx, "rotate", "SELECT 1", nil); err != nil {
+				log.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		lat := make([]time.Duration, 20000)
+		for i := -1000; i < len(lat); i++ { // 1,000 to warm up
+			c := conns[(i+1000)%n]
+			start := time.Now()
+			if _, err := c.ExecPrepared(ctx, "rotate", nil, nil, nil).Close(); err != nil {
+				log.Fatal(err)
+			}
+			if i >= 0 {
+				lat[i] = time.Since(start)
+			}
+		}
+		fmt.Printf("postgres, round-robin over %d connection(s): %s\n", n, quantiles(lat))
+	}
+}
+
+// quantiles sorts lat and returns its percentiles.
+func quantiles(lat []time.Duration) string {
 	slices.Sort(lat)
 	at := func(p int) time.Duration { return lat[len(lat)*p/100].Round(100 * time.Nanosecond) }
 	return fmt.Sprintf("p10 %v  p50 %v  p90 %v  p99 %v", at(10), at(50), at(90), at(99))
