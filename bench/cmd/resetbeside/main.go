@@ -119,7 +119,7 @@ func open(dsn string) *sql.DB {
 
 func createFunction(dsn, server string) error {
 	db := open(dsn)
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	q := "CREATE OR REPLACE FUNCTION pd_bench_f() RETURNS int LANGUAGE sql AS 'SELECT 1'"
 	if server == "mysql" {
 		q = "CREATE OR REPLACE FUNCTION pd_bench_f() RETURNS INT DETERMINISTIC RETURN 1"
@@ -145,7 +145,7 @@ func serial(db *sql.DB, n int) time.Duration {
 // percentiles of its latency.
 func percentiles(dsn, q string) string {
 	db := open(dsn)
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	lat := make([]time.Duration, 5000)
 	for i := -1000; i < len(lat); i++ { // 1,000 to warm up
 		start := time.Now()
@@ -209,7 +209,7 @@ func quantiles(lat []time.Duration) string {
 // runB runs B's loop for d and returns how many statements it ran.
 func runB(dsn string, d time.Duration) int64 {
 	db := open(dsn)
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	var n int64
 	for start := time.Now(); time.Since(start) < d; n++ {
 		if _, err := db.ExecContext(context.Background(), "SELECT 1"); err != nil {
@@ -222,7 +222,7 @@ func runB(dsn string, d time.Duration) int64 {
 // beside measures A while B runs in a goroutine of this process.
 func beside(a *sql.DB, bdsn string) (time.Duration, float64) {
 	b := open(bdsn)
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	var stop atomic.Bool
 	var ops atomic.Int64
 	var wg sync.WaitGroup
