@@ -3,6 +3,7 @@ module github.com/pooldriver/pooldriver/integration
 go 1.25.0
 
 require (
+	entgo.io/ent v0.14.5
 	github.com/XSAM/otelsql v0.44.0
 	github.com/alexbrainman/odbc v0.0.0-20250601004241-49e6b2bc0cf0
 	github.com/go-sql-driver/mysql v1.10.1
