@@ -91,7 +91,7 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if o := pc.observer; o != nil {
 		askTx := pc.st.tx != txBegun
 		changed, status, err := o.Observe(ctx, query, askTx)
-		if changed || askTx && (err != nil || rawTx(status) != pc.st.tx) {
+		if pc.toRecord(changed, askTx, status, err) {
 			oerr = pc.observed(changed, askTx, status, err)
 		}
 	} else {

@@ -602,6 +602,14 @@ func (pc *physConn) observeEndTx(ctx context.Context, query string) {
 	}
 }
 
+// toRecord reports whether what a StatementObserver said of a statement
+// (see observed) changes anything pc knows: the session changed, or,
+// where the transaction was asked for, it could not be read or is not
+// the one pc believes. Inlined into ExecContext's written-out path.
+func (pc *physConn) toRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
+	return changed || askTx && (err != nil || rawTx(status) != pc.st.tx)
+}
+
 func rawTx(s dialects.TxStatus) txState {
 	if s == dialects.TxIdle {
 		return txNone
