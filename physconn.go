@@ -90,11 +90,20 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	drv := dc.Driver()
 	pc := &physConn{env: env, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
 	pc.st.resetAlways, pc.st.parkable = env.resetAlways, env.parkable
-	pc.execer, _ = drv.(driver.ExecerContext)
-	pc.queryer, _ = drv.(driver.QueryerContext)
-	// A dialect that prepares statements its own way (PostgreSQL behind a
-	// transaction pooler: unnamed on the server) says so by implementing
-	// ConnPrepareContext itself.
+	// A dialect that runs queries or prepares statements its own way
+	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
+	// statements unnamed on the server) says so by implementing
+	// ExecerContext, QueryerContext or ConnPrepareContext itself.
+	if e, ok := dc.(driver.ExecerContext); ok {
+		pc.execer = e
+	} else {
+		pc.execer, _ = drv.(driver.ExecerContext)
+	}
+	if q, ok := dc.(driver.QueryerContext); ok {
+		pc.queryer = q
+	} else {
+		pc.queryer, _ = drv.(driver.QueryerContext)
+	}
 	if p, ok := dc.(driver.ConnPrepareContext); ok {
 		pc.preparer = p
 	} else {

@@ -53,6 +53,9 @@ type conn struct {
 	// closedSeen: for a connection of Wrap's, which has no watch to count
 	// its bytes, Written saw pgx's connection closed (see Written).
 	closedSeen bool
+
+	// direct: the query path past pgx's stdlib (direct.go).
+	direct direct
 }
 
 var (
@@ -67,6 +70,8 @@ var (
 	_ dialects.BeginTxRollbacker      = (*conn)(nil)
 	_ dialects.FunctionTruster        = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
+	_ driver.QueryerContext           = (*conn)(nil)
+	_ driver.ExecerContext            = (*conn)(nil)
 )
 
 // reportedParams are the parameters the server reports whenever they
@@ -98,6 +103,7 @@ var reportedParams = [...]string{
 func newConn(sc *stdlib.Conn, w *paramWatch) *conn {
 	c := &conn{sc: sc, watch: w}
 	c.MarkBaseline()
+	c.initDirect()
 	return c
 }
 
