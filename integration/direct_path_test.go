@@ -11,6 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/dialects/postgres"
 )
 
 // directPathQueries cover every conversion of the PostgreSQL dialect's
@@ -129,7 +132,7 @@ func TestDirectPathMatchesStdlib(t *testing.T) {
 // the server no longer accepts (after DDL changes its result type), and
 // leaves the stdlib to the queries it does not take: a QueryExecMode in
 // front of the arguments, NamedArgs, and a DSN whose exec mode is not
-// cache_statement.
+// cache_statement, or a pgx tracer.
 func TestDirectPathStatementCache(t *testing.T) {
 	t.Parallel()
 	forServer(t, "postgres", func(t *testing.T, s server) {
@@ -176,6 +179,22 @@ func TestDirectPathStatementCache(t *testing.T) {
 		assert.Equal(t, int64(7), v, "QueryExecMode in front of the arguments")
 		require.NoError(t, conn.QueryRowContext(c, `SELECT @v::int8`, pgx.NamedArgs{"v": int64(8)}).Scan(&v))
 		assert.Equal(t, int64(8), v, "NamedArgs")
+	})
+	// A pgx tracer sees pgx.Conn's statements: with one configured, the
+	// direct path steps aside and the tracer sees every query and Exec.
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		tr := &queryTracer{}
+		marker := unique("traced")
+		db, _ := newTenant(t, s).open(t, "pool_max_conns=1", pooldriver.WithBeforeConnect(postgres.BeforeConnect(
+			func(_ context.Context, cfg *pgx.ConnConfig) error { cfg.Tracer = tr; return nil })))
+		c := ctx(t)
+		for i := range 3 {
+			var n int
+			require.NoError(t, db.QueryRowContext(c, "SELECT $1::int AS "+marker, i).Scan(&n))
+			_, err := db.ExecContext(c, "SELECT $1::int AS "+marker, i)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 6, tr.saw(marker), "statements the tracer saw")
 	})
 	forServer(t, "postgres", func(t *testing.T, s server) {
 		tn := newTenant(t, s)

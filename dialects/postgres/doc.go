@@ -16,6 +16,16 @@
 // sql.Open("pgx", dsn) hands to database/sql, so every argument type pgx
 // accepts keeps working. [Conn.Raw] returns the underlying *pgx.Conn.
 //
+// A query, and a statement with arguments, skip the stdlib's and pgx.Conn's
+// per-statement objects and run on pgx's pgconn directly (direct.go): the
+// statement prepared once per connection under a name of pooldriver's
+// (pooldriver_1, ...; at most statement_cache_capacity of them), its
+// arguments encoded and its results converted by pgx's own codecs into the
+// same driver values as the stdlib's. It is taken only with the default
+// exec mode (cache_statement), no pgx tracer, and no pgx query option
+// (QueryExecMode, NamedArgs, ...) among the arguments; everything else runs
+// through the stdlib as before.
+//
 // The transaction state comes from the ReadyForQuery status that the server
 // sends after every statement, so asking for it costs no round trip.
 // Resetting a session rolls back any open transaction and then, in one
