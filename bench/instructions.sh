@@ -21,7 +21,8 @@
 # run, every contender side by side: PostgreSQL (tuned database/sql,
 # pooldriver, pgxpool) and MySQL/MariaDB (tuned, pooldriver) at 1 and 64
 # goroutines with context.Background() and a cancellable context, and the
-# fake server; a markdown table with the ratios. Needs valgrind.
+# fake server; a markdown table with the ratios (SERVERS=postgres: the
+# PostgreSQL rows and the fake server only). Needs valgrind.
 set -euo pipefail
 shopt -s inherit_errexit
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
@@ -81,7 +82,7 @@ all)
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.3f×", a / b }'; }
 	echo "| case | tuned database/sql | pooldriver | pgxpool | pooldriver / tuned | pooldriver / pgxpool |"
 	echo "|---|---|---|---|---|---|"
-	for server in postgres mysql; do
+	for server in ${SERVERS:-postgres mysql}; do
 		for g in 1 64; do
 			for ctx in background cancel; do
 				bench="^BenchmarkRealServerPointSelect\$/^$server\$/^goroutines=$g\$"
