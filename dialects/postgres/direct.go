@@ -291,16 +291,15 @@ func (r *directRows) fields() []pgconn.FieldDescription {
 // statement (database/sql hands the slice to its caller as it is, as it
 // does the stdlib's).
 func (r *directRows) Columns() []string {
-	if len(r.st.names) > 0 || r.names != nil {
-		if r.names != nil {
-			return r.names
-		}
+	if len(r.st.names) > 0 {
 		return r.st.names
 	}
-	fds := r.rr.FieldDescriptions()
-	r.names = make([]string, len(fds))
-	for i := range fds {
-		r.names[i] = fds[i].Name
+	if r.names == nil {
+		fds := r.rr.FieldDescriptions()
+		r.names = make([]string, len(fds))
+		for i := range fds {
+			r.names[i] = fds[i].Name
+		}
 	}
 	return r.names
 }
