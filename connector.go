@@ -335,6 +335,12 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 		pc.closeReason = closePing
 		return err
 	}
+	if r, ok := pc.dc.(dialects.CatalogRefresher); ok {
+		if err := r.RefreshCatalog(ctx); err != nil {
+			pc.closeReason = closePing
+			return err
+		}
+	}
 	return nil
 }
 

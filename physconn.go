@@ -662,6 +662,9 @@ func (pc *physConn) resetSession() error {
 	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	defer cancel()
 	err := pc.dc.ResetSession(ctx)
+	if d, ok := pc.dc.(dialects.StatementDropper); ok && err == nil && d.ResetDroppedStatements() {
+		pc.closeStmts() // gone on the server too
+	}
 	if err == nil {
 		err = pc.env.owner.prepareSession(ctx, pc.dc)
 	}

@@ -8,7 +8,9 @@
 # count is the code's, not the scheduler's. With a real server, the
 # scheduler's loops while waiting for the server still add a few percent
 # that vary with the machine's load: REPEAT=3 measures each cell three
-# times and keeps the median.
+# times and keeps the median. cpu.rdtscp=off: the runtime's cputicks uses
+# RDTSCP where the CPU has it, which valgrind 3.19 cannot decode (SIGILL on
+# some machines); the fenced RDTSC it falls back to counts the same.
 #
 #   bench/instructions.sh [fake|postgres|postgres-background|all]   (from the repository root)
 #
@@ -32,7 +34,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # count BIN BENCH N: the instructions callgrind collected running BENCH N times.
 count() {
-	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
 		--callgrind-out-file="$tmp/out" "$1" -test.run '^$' -test.bench "$2" -test.benchtime "$3x" \
 		>"$tmp/stdout" 2>"$tmp/stderr" || { cat "$tmp/stdout" "$tmp/stderr" >&2; exit 1; }
 	grep -q 'ns/op' "$tmp/stdout" || { echo "instructions.sh: $2 did not run (a real-server benchmark skips when its server is unreachable)" >&2; exit 1; }

@@ -22,19 +22,89 @@ import (
 // one connection, whose outcome is logged, not asserted: database/sql hands
 // a session on as it is.
 
-// dirtyMode is one way the first user runs its statements.
+// dirtyMode is one way the first user runs its statements (issue 45: every
+// case in every mode).
 type dirtyMode struct {
 	name   string
 	params []string // DSN keys
 	task   bool     // inside pooldriver.WithTask
 	mode   pooldriver.Mode
+	via    via  // what the statements run on
+	wrap   bool // pooldriver.Wrap of the plain driver's connector, not New
 }
+
+// via is what the first user's statements run on.
+type via int
+
+const (
+	viaDB   via = iota // the *sql.DB (with the task's context, in a task)
+	viaTx              // a *sql.Tx of the *sql.DB, committed (rolled back if a statement fails)
+	viaConn            // a *sql.Conn of the *sql.DB, closed afterwards
+)
 
 var dirtyModes = []dirtyMode{
 	{name: "no task"},
 	{name: "transaction task", task: true, mode: pooldriver.TransactionMode},
 	{name: "session task", task: true, mode: pooldriver.SessionMode},
 	{name: "pool_reset_always", params: []string{"pool_reset_always=true"}},
+	{name: "*sql.Tx", via: viaTx},
+	{name: "*sql.Conn", via: viaConn},
+	{name: "Wrap", wrap: true},
+}
+
+// open opens the *sql.DB of mode m on dsn (a pooldriver DSN of s), with one
+// physical connection.
+func (m dirtyMode) open(t *testing.T, s server, dsn string) *sql.DB {
+	t.Helper()
+	if m.wrap {
+		c := pooldriver.Wrap(plainConnector(t, s, dsn), pooldriver.WithMaxConns(1))
+		require.NoError(t, c.Err())
+		return sql.OpenDB(c)
+	}
+	return sql.OpenDB(pooldriver.New(withParams(dsn, append([]string{"pool_max_conns=1"}, m.params...)...)))
+}
+
+// run runs dirty as the first user of db in mode m, and ends what it ran
+// in: the task, the *sql.Tx (committed; rolled back if dirty failed), the
+// *sql.Conn (closed).
+func (m dirtyMode) run(c context.Context, db *sql.DB, dirty func(ctx context.Context, r runner) error) error {
+	switch m.via {
+	case viaTx:
+		tx, err := db.BeginTx(c, nil)
+		if err != nil {
+			return err
+		}
+		if err := dirty(c, tx); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	case viaConn:
+		conn, err := db.Conn(c)
+		if err != nil {
+			return err
+		}
+		err = dirty(c, conn)
+		if cerr := conn.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	end := func() {}
+	if m.task {
+		c, end = pooldriver.WithTask(c, m.mode)
+	}
+	defer end()
+	return dirty(c, db)
+}
+
+// skips says why mode m cannot run a case that opts out of *sql.Tx
+// (noTx: why), or "".
+func (m dirtyMode) skips(noTx string) string {
+	if m.via == viaTx && noTx != "" {
+		return noTx
+	}
+	return ""
 }
 
 // leakCase is one way of dirtying a session: dirty runs as the first user,
@@ -43,6 +113,12 @@ type leakCase struct {
 	dirty   func(ctx context.Context, r runner) error
 	observe string // a query returning one text value
 	want    string
+	// noTx, if set, says why the case cannot run in a *sql.Tx (a
+	// statement the server refuses inside a transaction block).
+	noTx string
+	// wantWrap, if set, is want through Wrap, where the session starts as
+	// the plain driver starts it, not as pooldriver's dialect does.
+	wantWrap string
 }
 
 // checkNoLeak runs lc on dsn (a pooldriver DSN of s) in every mode and with
@@ -51,17 +127,17 @@ func checkNoLeak(t *testing.T, s server, dsn string, lc leakCase) {
 	t.Helper()
 	for _, m := range dirtyModes {
 		t.Run(m.name, func(t *testing.T) {
-			db := sql.OpenDB(pooldriver.New(withParams(dsn, append([]string{"pool_max_conns=1"}, m.params...)...)))
-			defer db.Close()
-			first := ctx(t)
-			end := func() {}
-			if m.task {
-				first, end = pooldriver.WithTask(first, m.mode)
+			if why := m.skips(lc.noTx); why != "" {
+				t.Skip(why)
 			}
-			err := lc.dirty(first, db)
-			end()
-			require.NoError(t, err, "the first user's statements")
-			assert.Equal(t, lc.want, nextUser(t, db, lc.observe), "what the next user sees")
+			db := m.open(t, s, dsn)
+			defer db.Close()
+			require.NoError(t, m.run(ctx(t), db, lc.dirty), "the first user's statements")
+			want := lc.want
+			if m.wrap && lc.wantWrap != "" {
+				want = lc.wantWrap
+			}
+			assert.Equal(t, want, nextUser(t, db, lc.observe), "what the next user sees")
 		})
 	}
 	t.Run("plain", func(t *testing.T) {
@@ -269,10 +345,16 @@ func TestDirtyMariaDBStartingSession(t *testing.T) {
 		// utf16 cannot be a client's charset: the driver, and the reset,
 		// go on to latin1.
 		dsn := withParams(s.dsn, "charset=utf16,latin1", "sql_mode=%27ANSI_QUOTES%27")
+		const observe = "SELECT CONCAT_WS(' ', DATABASE(), @@character_set_client, @@sql_mode, @@session_track_state_change)"
+		// Through Wrap the session starts as the plain driver starts it:
+		// no session tracker unless the server's default has one.
+		var tracker string
+		require.NoError(t, s.admin(t).QueryRowContext(ctx(t), "SELECT CONCAT_WS(' ', @@global.session_track_state_change)").Scan(&tracker))
 		checkNoLeak(t, s, dsn, leakCase{
-			dirty:   execAll("USE "+other, "SET NAMES utf8mb4, sql_mode = '', session_track_state_change = OFF"),
-			observe: "SELECT CONCAT_WS(' ', DATABASE(), @@character_set_client, @@sql_mode, @@session_track_state_change)",
-			want:    cfg.DBName + " latin1 ANSI_QUOTES ON",
+			dirty:    execAll("USE "+other, "SET NAMES utf8mb4, sql_mode = '', session_track_state_change = OFF"),
+			observe:  observe,
+			want:     cfg.DBName + " latin1 ANSI_QUOTES ON",
+			wantWrap: cfg.DBName + " latin1 ANSI_QUOTES " + tracker,
 		})
 	})
 }

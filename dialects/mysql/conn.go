@@ -58,10 +58,19 @@ type conn struct {
 	startRole string
 	hadRole   bool
 
-	// The last text the lexers read, and what they read in it.
+	// The last text the lexers read, the catalog's reading it was
+	// compared with, and what they read in it.
 	lexed      string
 	lexedValid bool
+	lexedSnap  *catalogSnap
 	lexedFacts lexedFacts
+
+	// cat: what the server's catalog says runs code no text shows (see
+	// shadows), shared by the connections to the server; nil where the
+	// server cannot be named (every statement that names anything then
+	// counts). db: the database the session starts in, lower case.
+	cat *dialects.Catalog[shadows]
+	db  string
 
 	// trust: the user vouches for their functions (see TrustFunctions).
 	trust bool
@@ -69,8 +78,11 @@ type conn struct {
 
 // lexedFacts is what the lexers read in a statement's text.
 type lexedFacts struct {
-	changesSession bool // sqllex's rules and calls, or a statement whose changes the server may not report
+	changesSession bool // sqllex's rules and calls, the catalog's shadows, or a statement whose changes the server may not report
+	untrusted      bool // changesSession as if the user did not trust their functions
 	mayChangeTx    bool // see mayChangeTx
+	ddl            bool // the text may change what the catalog says (sqllex.Refs.DDL)
+	writes         bool // a statement that may write (see writes): it can fire triggers
 }
 
 // wiredConn is a conn whose socket the dialect dialed and watches: it
@@ -152,20 +164,46 @@ func wrapConn(t *template, dc driver.Conn, w *wire) (*conn, bool) {
 // maxLexedText is the longest text conn.lexed keeps.
 const maxLexedText = 4096
 
-// read returns what the lexers read in query, remembered for the last text.
-func (c *conn) read(query string) lexedFacts {
-	if !c.lexedValid || query != c.lexed {
-		tf := textMemo.Get(query)
-		c.lexedFacts = lexedFacts{
-			changesSession: sqllex.Of(query, sqllex.MySQL).Changes(c.trust) || tf.hidesChanges,
-			mayChangeTx:    tf.mayChangeTx,
-		}
-		c.lexed, c.lexedValid = "", false
+// read returns what the lexers read in query, compared with the catalog's
+// reading snap (nil: none yet, and any text that names anything counts),
+// remembered for the last text and reading: the same text with the same
+// reading costs a string and a pointer compare.
+func (c *conn) read(query string, snap *catalogSnap) lexedFacts {
+	if !c.lexedValid || query != c.lexed || snap != c.lexedSnap {
+		c.lexedFacts = c.lex(query, snap)
+		c.lexed, c.lexedValid, c.lexedSnap = "", false, nil
 		if len(query) <= maxLexedText {
-			c.lexed, c.lexedValid = query, true
+			c.lexed, c.lexedValid, c.lexedSnap = query, true, snap
 		}
 	}
 	return c.lexedFacts
+}
+
+// lex is read, uncached. Untrusted, a text counts that names what the
+// catalog says runs code (a stored function, a table with a trigger, a
+// view over either), and one that writes where the user may not see
+// every trigger.
+func (c *conn) lex(query string, snap *catalogSnap) lexedFacts {
+	f := sqllex.Of(query, sqllex.MySQL)
+	tf := textMemo.Get(query)
+	var sh *sqllex.Shadows
+	blind := false
+	if snap != nil {
+		sh = snap.Value.s
+		blind = tf.writes && snap.Value.writesBlind(c.db, f.Refs)
+	}
+	untrusted := f.ChangesWith(false, sh) || blind || tf.hidesChanges
+	changes := untrusted
+	if c.trust {
+		changes = f.Changes(true) || tf.hidesChanges
+	}
+	return lexedFacts{
+		changesSession: changes,
+		untrusted:      untrusted,
+		mayChangeTx:    tf.mayChangeTx,
+		ddl:            f.Refs != nil && f.Refs.DDL,
+		writes:         tf.writes,
+	}
 }
 
 // TrustFunctions says whether the user vouches for their functions and
@@ -196,16 +234,19 @@ func (c *conn) wired() (uint32, bool) {
 // ... (see sqllex.ChangesSession), read with MySQL's quoting and comments,
 // and either backslash setting when a string holds a backslash; CALL and
 // any call of a function that is not a built-in known to leave the session
-// alone, unless the user trusts their functions (see sqllex.CallsOf and
+// alone, and any name the server's catalog says runs code (a stored
+// function, a table with a trigger, a view over either; see shadows),
+// unless the user trusts their functions (see sqllex.CallsOf and
 // TrustFunctions); and EXECUTE and compound statements, whose changes the
 // server may not report (see hidesChanges). From the server, on a
 // connection whose socket the dialect watches: SERVER_SESSION_STATE_CHANGED
 // in any OK packet since the last statement (read before the framing was
 // lost, if it was, and the loss itself), and autocommit other than the
 // session started with; after an error, which carries no flags, any
-// statement that is not a plain SELECT, INSERT, ... counts.
+// statement that is not a plain SELECT, INSERT, ..., and any that may
+// have run a user's code, trusted or not, counts.
 func (c *conn) ChangesSession(query string) bool {
-	changed, _, _ := c.observe(context.Background(), query, false)
+	changed, _, _ := c.observe(context.Background(), query, false, false)
 	return changed
 }
 
@@ -214,11 +255,14 @@ func (c *conn) ChangesSession(query string) bool {
 // round trip, but after a statement that failed and may have opened or
 // ended a transaction.
 func (c *conn) Observe(ctx context.Context, query string, askTx bool) (bool, dialects.TxStatus, error) {
-	return c.observe(ctx, query, askTx)
+	return c.observe(ctx, query, askTx, true)
 }
 
-func (c *conn) observe(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
-	facts := c.read(query)
+// observe is Observe; mayRead: the catalog may be read, if due, on the
+// caller's path (see readCatalogAfter).
+func (c *conn) observe(ctx context.Context, query string, askTx, mayRead bool) (changed bool, status dialects.TxStatus, err error) {
+	snap := c.snapshot()
+	facts := c.read(query, snap)
 	changed = facts.changesSession
 	if c.w != nil {
 		// A change the server reported stands though the framing was
@@ -228,13 +272,19 @@ func (c *conn) observe(ctx context.Context, query string, askTx bool) (changed b
 		}
 	}
 	s, wired := c.wired()
-	if wired && s&wireErr != 0 && query != "" && facts.mayChangeTx {
+	if wired && s&wireErr != 0 && query != "" && (facts.mayChangeTx || facts.untrusted || facts.writes) {
 		// A failed statement's ERR packet has no flags: a change it
-		// made before it failed (a compound statement, a procedure)
-		// goes unreported.
+		// made before it failed (a compound statement, a procedure, a
+		// trusted function, a trigger, one the catalog did not show
+		// yet) goes unreported, so the user's trust, which leans on
+		// the server's report, does not hold. Any statement that can
+		// run code counts (DML, CALL, anything that fires triggers):
+		// errors are rare, and a reset after one costs little. A read
+		// that runs nothing but listed built-ins changed nothing,
+		// failed or not.
 		changed = true
 	}
-	var autocommit, knownAC bool
+	var autocommit, knownAC, idle bool
 	switch {
 	case askTx:
 		var inTx bool
@@ -246,8 +296,10 @@ func (c *conn) observe(ctx context.Context, query string, askTx bool) (changed b
 		if inTx {
 			status = dialects.TxActive
 		}
+		idle = !inTx
 	case wired:
 		autocommit, knownAC = s&wireAutocommit != 0, true
+		idle = s&wireInTx == 0
 	case c.known:
 		autocommit, knownAC = c.autocommit, true
 	}
@@ -257,7 +309,38 @@ func (c *conn) observe(ctx context.Context, query string, askTx bool) (changed b
 		changed = true
 	}
 	c.taint(query, facts.mayChangeTx)
+	if idle && autocommit && knownAC && mayRead && c.cat != nil && query != "" && (snap == nil || facts.ddl) {
+		// Read the catalog now, where it cannot open a transaction nor
+		// run inside one; not at all where it can (autocommit off,
+		// a transaction open, the state unknown), and another
+		// connection's reading serves.
+		if more, err := c.readCatalogAfter(ctx, query, snap, facts.ddl); more || err != nil {
+			changed = true
+			if askTx && err != nil {
+				return changed, status, err
+			}
+		}
+	}
 	return changed, status, nil
+}
+
+// readCatalogAfter reads the catalog after query, if it is due or query
+// may have changed it (ddl: a CREATE, a DROP; the reading snap then
+// expires for every connection to the server, and this one reads it
+// again at once), and reports whether query counts as a change with the
+// new reading (a text that creates a trigger and then writes its table).
+func (c *conn) readCatalogAfter(ctx context.Context, query string, snap *catalogSnap, ddl bool) (bool, error) {
+	if ddl {
+		c.cat.Expire()
+	}
+	next, err := c.loadCatalog(ctx, ddl)
+	if err != nil {
+		return true, err
+	}
+	if ddl && (next == nil || next.Due()) {
+		return true, nil // judged by a reading older than the DDL: nothing is known
+	}
+	return next != snap && c.lex(query, next).changesSession, nil
 }
 
 // taint notes a statement that may have changed autocommit.
@@ -273,7 +356,7 @@ func (c *conn) taint(query string, mayChangeTx bool) {
 // ended one, the server is asked when lastQuery may have changed the
 // transaction state or autocommit is believed off (see the package doc).
 func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatus, error) {
-	mayChangeTx := c.read(lastQuery).mayChangeTx
+	mayChangeTx := c.read(lastQuery, c.snapshot()).mayChangeTx
 	inTx, _, err := c.txState(ctx, lastQuery, mayChangeTx)
 	c.taint(lastQuery, mayChangeTx)
 	if err != nil || !inTx {

@@ -192,6 +192,7 @@ func TestDSNConnResets(t *testing.T) {
 
 func TestChangesSession(t *testing.T) {
 	c, _ := wrapConn(nil, &fakeConn{}, nil)
+	c.cat = fixedCatalog(noShadows())
 	for _, tc := range []struct {
 		query string
 		want  bool
@@ -233,6 +234,7 @@ func TestChangesSession(t *testing.T) {
 // statements count either way. The remembered text is judged again.
 func TestTrustFunctions(t *testing.T) {
 	c, _ := wrapConn(nil, &fakeConn{}, nil)
+	c.cat = fixedCatalog(noShadows())
 	for _, tc := range []struct {
 		query            string
 		untrusted, trust bool

@@ -54,6 +54,7 @@ func adapt(dc driver.Conn) (dialects.Conn, bool) {
 	if !ok {
 		return nil, false
 	}
+	c.useCatalog(nil) // read at the first statement it may be read after
 	return c, true
 }
 
@@ -268,6 +269,17 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 	}
 	if mc.sock != nil {
 		if err := mc.learnRole(ctx); err != nil {
+			_ = mc.Close()
+			return nil, err
+		}
+	}
+	// Read the server's catalog (see shadows) if no connection has
+	// yet: with autocommit on only, where the SELECT cannot open a
+	// transaction. A due reading is read again by a statement's
+	// connection, not on the connect path.
+	mc.useCatalog(cfg)
+	if mc.cat != nil && mc.baseAuto == 1 && mc.cat.Current() == nil {
+		if _, err := mc.loadCatalog(ctx, true); err != nil {
 			_ = mc.Close()
 			return nil, err
 		}

@@ -64,7 +64,9 @@
 //     server's default, or the DSN's autocommit parameter), since the next
 //     user's statements would run in a transaction nobody commits; and,
 //     after a statement that failed (an ERR packet carries no flags), any
-//     statement that is not a plain SELECT, INSERT, UPDATE, DELETE, ...
+//     statement that is not a plain SELECT, INSERT, UPDATE, DELETE, ...,
+//     and any that may have run a user's code (see below), trusted or
+//     not: the server's report of what that code did is lost.
 //
 // What the server does not report: GET_LOCK and RELEASE_LOCK, LOCK TABLES,
 // SET TRANSACTION, HANDLER, and user variables assigned by SELECT ... INTO,
@@ -75,6 +77,37 @@
 // as a change, unless pooldriver's pool_trust_functions vouches for the
 // user's functions (see TrustFunctions); EXECUTE IMMEDIATE and compound
 // statements count either way.
+//
+// # Code no statement names: the catalog
+//
+// The lexer's list of built-ins is no proof: on MariaDB 10.11
+// regexp_like, is_uuid, any_value and others are no built-ins, and a
+// call runs the current database's stored function of that name.
+// Triggers run on INSERT, UPDATE and DELETE, and a view runs what its
+// definition calls. So the dialect reads the server's catalog
+// (information_schema: stored functions, the tables with triggers,
+// views) once per dialects.CatalogTTL for each server (the socket's
+// remote address, or the DSN's) and account, shared by the connections
+// (dialects.CatalogFor): at connect, on the caller's path after a
+// statement once the reading is due (one round trip, by one connection
+// at a time, with autocommit on and no transaction open, so that the
+// SELECT can neither open one nor run inside one), and at once after
+// DDL run through the pool (CREATE, DROP, ...: every connection's
+// reading is then due). Unless the user trusts their functions, a text
+// counts as a change that names a stored function (any: a name the list
+// lacks counts already), a table with a trigger, or a view whose
+// definition changes the session, calls what the list does not vouch
+// for, names any of these (views over views), or cannot be read. A name
+// is a name: a read of a table with a trigger, or a column that shares a
+// function's name, counts too. information_schema.TRIGGERS shows a
+// table's triggers only to a user with the TRIGGER privilege on it: in a
+// database where the account has it neither globally nor on the
+// database (a role's grants, and grants on single tables, are not looked
+// for), every statement that may write (anything but SELECT, SHOW,
+// EXPLAIN, ...) counts, when that database is the session's or the text
+// names it. Before any reading, or where the server refused it, every
+// text that names anything counts. A connection whose autocommit is off
+// does not read the catalog itself; others to the same server may.
 //
 // After a failed statement the flags are those of the reply before: they
 // stand for a plain statement with autocommit on (a deadlock that rolled

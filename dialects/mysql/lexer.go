@@ -192,15 +192,41 @@ func hidesChanges(query string) bool {
 	return false
 }
 
+// readKeywords start the statements that write no table: a trigger
+// cannot fire.
+var readKeywords = map[string]bool{
+	"SELECT": true, "VALUES": true, "TABLE": true, "SHOW": true, "DESC": true,
+	"DESCRIBE": true, "EXPLAIN": true, "HELP": true, "DO": true, "USE": true,
+}
+
+// writes reports a text with a statement that may write a table, and so
+// fire a trigger: any statement that does not start with a keyword of
+// readKeywords (a text that cannot be split with certainty counts).
+// WITH counts, since MySQL 8 lets it start an UPDATE or a DELETE, and so
+// does MariaDB's ANALYZE, which runs the statement it explains.
+func writes(query string) bool {
+	keywords, ok := statementKeywords(query)
+	if !ok {
+		return true
+	}
+	for _, k := range keywords {
+		if !readKeywords[k] {
+			return true
+		}
+	}
+	return false
+}
+
 // textFacts is what the dialect's own rules read in a text (see
-// mayChangeTx and hidesChanges).
+// mayChangeTx, hidesChanges and writes).
 type textFacts struct {
 	mayChangeTx  bool
 	hidesChanges bool
+	writes       bool
 }
 
 // textMemo remembers textFacts for the texts seen recently: they are asked
 // of every statement.
 var textMemo = sqllex.NewMemo(func(query string) textFacts {
-	return textFacts{mayChangeTx: mayChangeTx(query), hidesChanges: hidesChanges(query)}
+	return textFacts{mayChangeTx: mayChangeTx(query), hidesChanges: hidesChanges(query), writes: writes(query)}
 })

@@ -691,7 +691,7 @@ func TestObserveAfterLoss(t *testing.T) {
 				w.scan(&w.in, s.b, false)
 			}
 		}
-		return &conn{w: w, known: true, autocommit: true, baseAuto: 1}
+		return &conn{w: w, known: true, autocommit: true, baseAuto: 1, cat: fixedCatalog(noShadows())}
 	}
 	exchange := func(w *wire, query string, reply []byte) {
 		w.scan(&w.out, packets(0, append([]byte{comQuery}, query...)), true)
@@ -747,7 +747,7 @@ func TestObserveAfterLoss(t *testing.T) {
 				w.scan(&w.in, s.b, false)
 			}
 		}
-		c := &conn{w: w, known: true, autocommit: true, baseAuto: 1}
+		c := &conn{w: w, known: true, autocommit: true, baseAuto: 1, cat: fixedCatalog(noShadows())}
 		c.MarkBaseline() // as Open does
 		if observe(t, c, "SELECT 1") {
 			t.Error("a connection whose wire never followed (TLS) reads as changed")

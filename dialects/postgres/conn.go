@@ -37,6 +37,13 @@ type conn struct {
 	// keep are not kept here either.
 	lexed        string
 	lexedChanges bool
+	lexedDDL     bool                                  // the text may change the catalog
+	lexedSnap    *dialects.CatalogSnapshot[*pgCatalog] // the catalog reading lexedChanges was judged by
+
+	// catalog is what the server's catalog says runs code no statement
+	// names (catalog.go), shared with the other connections to the same
+	// server and database; nil until first needed.
+	catalog *dialects.Catalog[*pgCatalog]
 
 	// trust: the user vouches for their functions (see TrustFunctions).
 	trust bool
@@ -56,6 +63,20 @@ type conn struct {
 
 	// direct: the query path past pgx's stdlib (direct.go).
 	direct direct
+
+	// dirtySeq: the first of the direct path's statements prepared while
+	// the session was changed (1 + the last one's number when the change
+	// was seen), 0 while it is not; the reset drops them (see reconcile).
+	// stmtsDropped: the last reset dropped every prepared statement.
+	// stdlibNames: the names pgx's stdlib prepared statements under
+	// (notePrepared).
+	dirtySeq     uint64
+	stmtsDropped bool
+	stdlibNames  map[string]struct{}
+
+	// origin: whether the login role may reset a replication origin
+	// session (see resetSQL).
+	origin originPrivilege
 }
 
 var (
@@ -146,13 +167,45 @@ func (c *conn) ChangesSession(query string) bool {
 // for what its text or the server shows. Not trusted by default.
 func (c *conn) TrustFunctions(trust bool) {
 	c.trust = trust
-	c.lexedChanges = sqllex.Of(c.lexed, sqllex.Postgres).Changes(trust)
+	c.lexed, c.lexedSnap = "", nil
 }
 
 func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
-	if query != c.lexed {
-		c.lexedChanges = sqllex.Of(query, sqllex.Postgres).Changes(c.trust)
-		c.lexed = ""
+	changed := c.judge(pc, query)
+	if changed && c.dirtySeq == 0 {
+		c.dirtySeq = c.direct.seq + 1
+	}
+	return changed
+}
+
+// judge is changesSession's answer.
+func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
+	// What the catalog says matters only to a user who does not vouch for
+	// their functions (and the code of their triggers, policies, ...).
+	var snap *dialects.CatalogSnapshot[*pgCatalog]
+	if !c.trust {
+		if snap = c.lexedSnap; snap == nil || snap.Due() {
+			snap = c.current(pc) // read here only if there is no reading yet
+		}
+	}
+	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL {
+		f := sqllex.Of(query, sqllex.Postgres)
+		if f.Refs != nil && f.Refs.DDL && c.catalog != nil {
+			// It may have made a function, trigger or policy: read the
+			// catalog again before judging it.
+			c.catalog.Expire()
+			if !c.trust {
+				snap = c.shadows(pc, true)
+			}
+		}
+		var shadows *sqllex.Shadows
+		if snap != nil && !(f.Refs.DDL && snap.Due()) {
+			// (DDL read by an older reading: nothing counts as known.)
+			shadows = snap.Value.shadows
+		}
+		c.lexedChanges = f.ChangesWith(c.trust, shadows) // nil: nothing read, every naming text counts
+		c.lexedDDL = f.Refs != nil && f.Refs.DDL
+		c.lexed, c.lexedSnap = "", snap
 		if len(query) <= maxLexedText {
 			c.lexed = query
 		}

@@ -114,6 +114,12 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	}
 	pc := newConn(sc, w)
 	pc.unnamed = t.unnamed
+	// The first connection to a server and database reads its catalog
+	// now; a due reading is read again by a statement's connection, not
+	// on the connect path (a new server process reads it slowest).
+	if pg := sc.Conn().PgConn(); dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database)).Current() == nil {
+		pc.shadows(pg, true)
+	}
 	return pc, nil
 }
 

@@ -58,6 +58,7 @@ type directStmt struct {
 	fields  []pgconn.FieldDescription // sd.Fields with those formats
 	names   []string                  // the column names
 	decode  []decodeFunc              // by column
+	seq     uint64                    // the number in its name: the order it was prepared in
 }
 
 // direct is a connection's state for the direct path.
@@ -213,6 +214,7 @@ func (c *conn) statement(ctx context.Context, query string) (*directStmt, error)
 		return nil, err
 	}
 	st := newDirectStmt(d.types, sd)
+	st.seq = d.seq
 	d.stmts[query] = st
 	return st, nil
 }

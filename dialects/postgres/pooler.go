@@ -94,7 +94,11 @@ func checkNoPooler(ctx context.Context, pc *pgconn.PgConn) error {
 // cache_describe), so no name must survive from one transaction to the next.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if !c.unnamed {
-		return c.sc.PrepareContext(ctx, query)
+		st, err := c.sc.PrepareContext(ctx, query)
+		if err == nil {
+			c.notePrepared(query)
+		}
+		return st, err
 	}
 	pc := c.pgx().PgConn()
 	if pc.IsClosed() {

@@ -2,7 +2,12 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -10,72 +15,148 @@ import (
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
-var _ dialects.StatementKeeper = (*conn)(nil)
+var (
+	_ dialects.StatementKeeper  = (*conn)(nil)
+	_ dialects.StatementDropper = (*conn)(nil)
+)
 
 // resetSQL returns the session to a new connection's state in one round
-// trip: what DISCARD ALL does, but for DEALLOCATE ALL and DISCARD PLANS.
-// The statements pgx prepared over the protocol stay (no user statement
-// can name or change them, and pgx's cache and pooldriver's still know
-// them). The role and session authorization, every setting, cursors,
-// listeners, advisory locks, temporary objects and sequence positions go
-// back to what a new connection has. One simple-protocol message: the
-// statements run in one implicit transaction, which none of them refuses.
+// trip: what DISCARD ALL does, but for DEALLOCATE ALL and DISCARD PLANS,
+// and what DISCARD leaves. The statements pgx and the direct path
+// prepared over the protocol stay where they are still what was prepared
+// (see reconcile). The role and session authorization, every setting,
+// cursors, listeners, advisory locks, temporary objects and sequence
+// positions go back to what a new connection has; the random seed is
+// drawn afresh (setseed would otherwise make the next user's random()
+// predictable); a replication origin a session set up is reset, where
+// the role may; and, where the database has them, dblink's connections
+// (logged in with the last user's credentials) and postgres_fdw's are
+// closed. One simple-protocol message: the statements run in one
+// implicit transaction, which none of them refuses.
 //
-// Its last statement returns the names of what a user prepared with SQL
-// PREPARE (which pg_prepared_statements marks from_sql): almost always
-// none. resetPrepared turns them into DEALLOCATE statements, run in a
-// second message. Deallocating them in the same message would need a DO
-// block, whose PL/pgSQL compile doubled the reset's server time; building
-// them on the server (string_agg of quote_ident) made the reset's round
-// trip 40 µs where it is 31 now (docs/design.md).
-const resetSQL = `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; ` +
-	`DISCARD TEMP; DISCARD SEQUENCES; SELECT pg_advisory_unlock_all(); ` +
-	`SELECT name FROM pg_prepared_statements WHERE from_sql`
+// Its last statement returns the names of the prepared statements the
+// server has, and whether a user prepared them with SQL PREPARE:
+// resetPrepared turns those into DEALLOCATE statements, run in a second
+// message (almost always none). Deallocating them in the same message
+// would need a DO block, whose PL/pgSQL compile doubled the reset's
+// server time (docs/design.md).
+//
+// A replication origin is reset only where the login role may (by default
+// superusers only; others cannot have set one up but through SET ROLE to
+// a role granted it): the first reset of a connection asks, after the
+// role went back to the login role, and the answer holds for the
+// connection's life.
+func resetSQL(cat *pgCatalog, origin originPrivilege) string {
+	var b strings.Builder
+	b.WriteString(`CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; ` +
+		`DISCARD TEMP; DISCARD SEQUENCES; SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`)
+	b.WriteString(strconv.FormatFloat(freshSeed(), 'g', -1, 64))
+	b.WriteString(`); `)
+	if cat != nil && cat.dblink != "" {
+		// The unnamed connection has no name to ask about: closing it
+		// when there is none is an error, which the block swallows.
+		fmt.Fprintf(&b, `SELECT %[1]s.dblink_disconnect(n) FROM unnest(%[1]s.dblink_get_connections()) n; `+
+			`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$; `, cat.dblink)
+	}
+	if cat != nil && cat.fdw != "" {
+		fmt.Fprintf(&b, `SELECT %s.postgres_fdw_disconnect_all(); `, cat.fdw)
+	}
+	switch origin {
+	case originUnknown:
+		// The server checks the privilege of a function a statement
+		// names before it runs, whichever branch of a CASE calls it: a
+		// role may not even name these unless granted (superusers are).
+		b.WriteString(`SELECT pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_is_setup()', 'execute') ` +
+			`AND pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_reset()', 'execute'); `)
+	case originMay:
+		b.WriteString(originResetSQL + `; `)
+	}
+	b.WriteString(`SELECT name, from_sql FROM pg_catalog.pg_prepared_statements`)
+	return b.String()
+}
+
+// freshSeed returns a seed for setseed, in [-1, 1), that the last user
+// cannot know.
+func freshSeed() float64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return float64(binary.LittleEndian.Uint64(b[:])>>11)/(1<<52) - 1
+}
 
 // ResetSession rolls back an open transaction (the reset refuses to run in
-// a failed one, and must not commit a live one), then runs resetSQL and,
-// where it names any, deallocates the statements a user prepared in SQL.
+// a failed one, and must not commit a live one), then runs resetSQL,
+// deallocates the statements a user prepared in SQL, and brings the
+// statement caches in step with what the server still has (reconcile).
 func (c *conn) ResetSession(ctx context.Context) error {
 	pc := c.pgx().PgConn()
+	c.stmtsDropped = false
 	if pc.TxStatus() != 'I' {
 		if err := c.Rollback(ctx); err != nil {
 			return err
 		}
 	}
-	res, err := pc.Exec(ctx, resetSQL).ReadAll()
+	var cat *pgCatalog
+	if snap := c.shadows(pc, false); snap != nil {
+		cat = snap.Value
+	}
+	res, err := pc.Exec(ctx, resetSQL(cat, c.origin)).ReadAll()
 	if err != nil {
 		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
 	}
-	dealloc, err := resetPrepared(res)
+	if c.origin == originUnknown {
+		if c.origin, err = originAnswer(res); err != nil {
+			return err
+		}
+		if c.origin == originMay {
+			if _, err := pc.Exec(ctx, originResetSQL).ReadAll(); err != nil {
+				return fmt.Errorf("pooldriver: postgres: reset session: replication origin: %w", err)
+			}
+		}
+	}
+	prepared, err := resetPrepared(res)
 	if err != nil {
 		return err
 	}
-	if dealloc != "" {
-		if _, err := pc.Exec(ctx, dealloc).ReadAll(); err != nil {
-			return fmt.Errorf("pooldriver: postgres: reset session: deallocating what the session prepared: %w", err)
-		}
+	if err := c.reconcile(ctx, prepared); err != nil {
+		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
 	}
 	return nil
 }
 
-// resetPrepared returns the DEALLOCATE statements for the names
-// resetSQL's last statement returned, or "" for none.
-func resetPrepared(res []*pgconn.Result) (string, error) {
+// preparedStmt is a row of pg_prepared_statements.
+type preparedStmt struct {
+	name    string
+	fromSQL bool
+}
+
+// resetPrepared returns the prepared statements resetSQL's last statement
+// listed.
+func resetPrepared(res []*pgconn.Result) ([]preparedStmt, error) {
 	if len(res) < 2 || !res[len(res)-1].CommandTag.Select() {
-		return "", fmt.Errorf("pooldriver: postgres: reset session: %d results, not the reset's", len(res))
+		return nil, fmt.Errorf("pooldriver: postgres: reset session: %d results, not the reset's", len(res))
 	}
-	var b strings.Builder
-	for _, row := range res[len(res)-1].Rows {
-		if len(row) != 1 {
-			return "", fmt.Errorf("pooldriver: postgres: reset session: a row of %d columns, not a statement's name", len(row))
+	rows := res[len(res)-1].Rows
+	out := make([]preparedStmt, 0, len(rows))
+	for _, row := range rows {
+		if len(row) != 2 {
+			return nil, fmt.Errorf("pooldriver: postgres: reset session: a row of %d columns, not a statement's name and origin", len(row))
 		}
+		out = append(out, preparedStmt{name: string(row[0]), fromSQL: string(row[1]) == "t"})
+	}
+	return out, nil
+}
+
+// deallocateSQL returns the DEALLOCATE statements for names, or "".
+func deallocateSQL(names []string) string {
+	var b strings.Builder
+	for _, n := range names {
 		if b.Len() > 0 {
 			b.WriteString("; ")
 		}
 		b.WriteString("DEALLOCATE ")
-		b.WriteString(quoteIdent(string(row[0])))
+		b.WriteString(quoteIdent(n))
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // quoteIdent quotes name as an SQL identifier: in double quotes, each
@@ -86,5 +167,116 @@ func quoteIdent(name string) string {
 }
 
 // ResetKeepsStatements reports that ResetSession keeps pgx's prepared
-// statements (see resetSQL).
+// statements (see resetSQL) where the session left them as they were.
 func (c *conn) ResetKeepsStatements() bool { return true }
+
+// ResetDroppedStatements reports that the last ResetSession found the
+// session had deallocated or replaced statements pgx or the direct path
+// prepared, and dropped them all (see reconcile).
+func (c *conn) ResetDroppedStatements() bool { return c.stmtsDropped }
+
+// reconcile brings the statement caches in step with the server after a
+// reset, so that the next user's statement neither fails nor runs another
+// user's: it deallocates what a user prepared with SQL; drops every
+// statement pgx and the direct path prepared (on the server and in their
+// caches, and tells pooldriver to drop its own: ResetDroppedStatements)
+// when the session deallocated one of the direct path's or prepared a
+// statement under a name of pgx's or the direct path's; and otherwise
+// drops the statements the direct path prepared while the session was
+// changed (under another search_path, with a temporary table shadowing
+// a table, their plans read other objects than the next user's would).
+func (c *conn) reconcile(ctx context.Context, prepared []preparedStmt) error {
+	d := &c.direct
+	server := make(map[string]bool, len(prepared))
+	var users []string
+	tampered := false
+	for _, p := range prepared {
+		if p.fromSQL {
+			users = append(users, p.name)
+			tampered = tampered || driverName(p.name)
+			continue
+		}
+		server[p.name] = true
+	}
+	pc := c.pgx().PgConn()
+	if sql := deallocateSQL(users); sql != "" {
+		if _, err := pc.Exec(ctx, sql).ReadAll(); err != nil {
+			return fmt.Errorf("deallocating what the session prepared: %w", err)
+		}
+	}
+	for _, st := range d.stmts {
+		tampered = tampered || !server[st.sd.Name]
+	}
+	for name := range c.stdlibNames {
+		tampered = tampered || !server[name]
+	}
+	dirty := c.dirtySeq
+	c.dirtySeq = 0
+	if tampered {
+		if err := c.pgx().DeallocateAll(ctx); err != nil {
+			return fmt.Errorf("deallocating the statements the session tampered with: %w", err)
+		}
+		d.stmts, d.stale = nil, nil
+		clear(c.stdlibNames)
+		c.stmtsDropped = true
+		return nil
+	}
+	if dirty > 0 {
+		for q, st := range d.stmts {
+			if st.seq >= dirty {
+				c.forget(q, st)
+			}
+		}
+		return c.dropStale(ctx)
+	}
+	return nil
+}
+
+// driverName reports a name of the statements pgx (stmt_…, stmtcache_…)
+// or the direct path (pooldriver_…) prepares.
+func driverName(name string) bool {
+	return strings.HasPrefix(name, "pooldriver_") || strings.HasPrefix(name, "stmt_") || strings.HasPrefix(name, "stmtcache_")
+}
+
+// notePrepared records the name under which pgx's stdlib prepared query
+// (pgx names a statement prepared under its own text stmt_ and the first
+// 24 bytes of its SHA-256, in hex), for reconcile to find it gone. A name
+// stays recorded after pooldriver closes its statement: the next reset
+// then finds it missing and drops every statement once, which costs
+// preparing them again, never a wrong answer.
+func (c *conn) notePrepared(query string) {
+	if c.stdlibNames == nil {
+		c.stdlibNames = make(map[string]struct{})
+	}
+	sum := sha256.Sum256([]byte(query))
+	c.stdlibNames["stmt_"+hex.EncodeToString(sum[:24])] = struct{}{}
+}
+
+// originPrivilege is what a connection's login role may do with a
+// replication origin session: not yet asked, reset it, or not.
+type originPrivilege uint8
+
+const (
+	originUnknown originPrivilege = iota
+	originMay
+	originMayNot
+)
+
+// originResetSQL ends the session's replication origin, if it has one.
+const originResetSQL = `SELECT pg_catalog.pg_replication_origin_session_reset() WHERE pg_catalog.pg_replication_origin_session_is_setup()`
+
+// originAnswer reads the privilege resetSQL asked about: the result
+// just before the statements' list.
+func originAnswer(res []*pgconn.Result) (originPrivilege, error) {
+	if len(res) < 2 {
+		return originUnknown, fmt.Errorf("pooldriver: postgres: reset session: %d results, not the reset's", len(res))
+	}
+	r := res[len(res)-2]
+	if len(r.Rows) != 1 || len(r.Rows[0]) != 1 {
+		return originUnknown, fmt.Errorf("pooldriver: postgres: reset session: no answer about replication origins")
+	}
+	if string(r.Rows[0][0]) == "t" {
+		return originMay, nil
+	}
+	return originMayNot, nil
+}

@@ -1,6 +1,9 @@
 package sqllex
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The tables of the call rules (see CallsOf), one set per flavor, in lower
 // case. A function belongs on a list only if, whatever its arguments, it
@@ -12,11 +15,19 @@ import "strings"
 // when unsure, leave it off (a name off the list costs a session reset,
 // one wrongly on it a dirty session for the next user).
 //
-// Sequence positions are exempt: nextval, setval, currval and lastval
-// (PostgreSQL, MariaDB sequences) and LAST_INSERT_ID(…) move the session's
-// last value, as every INSERT into a table with a serial or
+// Sequence positions are exempt: nextval, currval and lastval
+// (PostgreSQL, MariaDB sequences) and LAST_INSERT_ID() move or read the
+// session's last value, as every INSERT into a table with a serial or
 // AUTO_INCREMENT column does; it carries no privilege and no one's next
-// statement reads another's by accident.
+// statement reads another's by accident. A value planted by hand is not
+// exempt: setval and LAST_INSERT_ID(expr) are session changes (see
+// ChangesSession).
+//
+// A name on a list is the built-in only where the server resolves it to
+// the built-in: a user's overload, a function of that name in another
+// schema, or (MySQL, MariaDB) a stored function of a name the server has
+// no built-in for, runs the user's code. The dialects read the server's
+// catalog for those (see Shadows) and count such a name as a call.
 
 // pgFunctions are PostgreSQL's built-ins (pg_catalog) known to leave the
 // session alone.
@@ -59,7 +70,7 @@ var pgFunctions = set(
 	array_remove array_replace array_position array_positions cardinality unnest generate_series
 	generate_subscripts`,
 	// identifiers and types
-	`gen_random_uuid uuid_generate_v4 pg_typeof to_regclass to_regtype format_type`,
+	`gen_random_uuid pg_typeof to_regclass to_regtype format_type`,
 	// what the session and the server are (reading only)
 	`current_database current_schema current_schemas current_setting version pg_backend_pid
 	inet_client_addr inet_server_addr pg_postmaster_start_time pg_is_in_recovery txid_current
@@ -74,13 +85,13 @@ var pgFunctions = set(
 	// type names that are functions too (casts)
 	`timestamptz timetz varbit date text bool`,
 	// sequence positions (exempt, see above)
-	`nextval setval currval lastval`,
+	`nextval currval lastval`,
 )
 
 // pgSessionRuled are PostgreSQL functions the session rules read
 // (ChangesSession): set_config by its third argument, the session advisory
 // locks as changes. They are known, so no call rule counts them.
-var pgSessionRuled = set(`set_config pg_advisory_lock pg_advisory_lock_shared pg_try_advisory_lock
+var pgSessionRuled = set(`set_config setval pg_advisory_lock pg_advisory_lock_shared pg_try_advisory_lock
 	pg_try_advisory_lock_shared pg_advisory_unlock pg_advisory_unlock_shared pg_advisory_unlock_all`)
 
 // myFunctions are MySQL's and MariaDB's built-ins known to leave the
@@ -120,11 +131,11 @@ var myFunctions = set(
 	`database schema user current_user session_user system_user version connection_id found_rows
 	row_count charset collation coercibility is_free_lock is_used_lock sleep`,
 	// sequence positions (exempt, see above)
-	`last_insert_id nextval setval lastval`,
+	`last_insert_id nextval lastval`,
 )
 
 // mySessionRuled are MySQL functions the session rules read as changes.
-var mySessionRuled = set(`get_lock release_lock release_all_locks`)
+var mySessionRuled = set(`get_lock release_lock release_all_locks setval`)
 
 // pgSyntax are the words that, followed by '(', are PostgreSQL syntax
 // wherever they stand: reserved keywords and the column-name keywords
@@ -194,4 +205,26 @@ func set(groups ...string) map[string]struct{} {
 		}
 	}
 	return m
+}
+
+// Listed returns the names on flavor f's list (Postgres or MySQL) of
+// built-ins known to leave the session alone, in lower case and sorted,
+// and, in ruled, the built-ins the session rules read (set_config, the
+// advisory locks, ...). A dialect asks the server's catalog which of
+// them a user's function overloads or shadows (see Shadows).
+func Listed(f Flavor) (harmless, ruled []string) {
+	fns, rules := myFunctions, mySessionRuled
+	if f&Postgres != 0 {
+		fns, rules = pgFunctions, pgSessionRuled
+	}
+	return sortedKeys(fns), sortedKeys(rules)
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }

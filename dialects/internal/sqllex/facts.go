@@ -8,6 +8,14 @@ type Facts struct {
 	ChangesSession bool
 	Calls          Calls
 	Tx             TxEffect
+	Refs           *Refs // what the text names (RefsOf), for Shadows
+}
+
+// ChangesWith is Changes, and also a text that names what shadows says
+// runs code the text does not show, unless the user trusts their
+// functions (that code is theirs: an overload, a trigger, a policy).
+func (f Facts) ChangesWith(trustFunctions bool, shadows *Shadows) bool {
+	return f.Changes(trustFunctions) || !trustFunctions && f.Refs.Meets(shadows)
 }
 
 // Of returns the Facts of query read as flavor f, remembered for the texts
@@ -24,6 +32,7 @@ var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
 				ChangesSession: ChangesSession(q, Flavor(f)),
 				Calls:          CallsOf(q, Flavor(f)),
 				Tx:             TxEffectOf(q, Flavor(f)),
+				Refs:           RefsOf(q, Flavor(f)),
 			}
 		})
 	}

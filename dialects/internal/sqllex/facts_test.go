@@ -2,10 +2,11 @@ package sqllex
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 )
 
-// TestOfIsTheLexersAnswer: Of answers what ChangesSession, CallsOf and TxEffectOf
+// TestOfIsTheLexersAnswer: Of answers what ChangesSession, CallsOf, TxEffectOf and RefsOf
 // do, for a text met for the first time and again, in every flavor, and a
 // text that took another's slot does not get its facts.
 func TestOfIsTheLexersAnswer(t *testing.T) {
@@ -20,8 +21,8 @@ func TestOfIsTheLexersAnswer(t *testing.T) {
 	for _, f := range []Flavor{Postgres, MySQL, Any} {
 		for round := range 2 {
 			for _, q := range texts {
-				want := Facts{ChangesSession: ChangesSession(q, f), Calls: CallsOf(q, f), Tx: TxEffectOf(q, f)}
-				if got := Of(q, f); got != want {
+				want := Facts{ChangesSession: ChangesSession(q, f), Calls: CallsOf(q, f), Tx: TxEffectOf(q, f), Refs: RefsOf(q, f)}
+				if got := Of(q, f); !reflect.DeepEqual(got, want) {
 					t.Fatalf("flavor %d, round %d: Of(%q) = %+v, want %+v", f, round, q, got, want)
 				}
 			}

@@ -28,7 +28,7 @@ var triggers = []trigger{
 	{"listen", Postgres, true}, {"unlock", MySQL, true}, {"backup", MySQL, true},
 	{"pragma", others, true}, {"attach", others, true}, {"detach", others, true},
 	{"prepare", Any, false}, {"discard", Postgres, true}, {"handler", MySQL, true}, {"session", others, false},
-	{"unlisten", Postgres, true},
+	{"unlisten", Postgres, true}, {"setval", Postgres | MySQL, false},
 	{"temporary", Any, false},
 	{"deallocate", Any, true},
 }
@@ -191,5 +191,6 @@ func triggerWord(w string, f Flavor) (found, startOnly bool) {
 func triggerName(w string, f Flavor) bool {
 	return f&Postgres != 0 && (containsFold(w, "set_config") || containsFold(w, "advisory") || containsFold(w, "pg_temp")) ||
 		f&(MySQL|others) != 0 && containsFold(w, "lock") ||
+		f&MySQL != 0 && containsFold(w, "last_insert_id") ||
 		f&others != 0 && (containsFold(w, "session") || containsFold(w, "approle"))
 }

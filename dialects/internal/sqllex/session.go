@@ -9,13 +9,16 @@ import "strings"
 // PostgreSQL: SET and RESET (not SET LOCAL, SET TRANSACTION, SET
 // CONSTRAINTS), set_config(…) unless its third argument is the literal true,
 // the session advisory lock functions, locking and unlocking (not the
-// pg_*advisory_xact_* ones), CREATE TEMP/TEMPORARY … and SELECT … INTO TEMP,
+// pg_*advisory_xact_* ones), setval (which sets the session's currval and
+// lastval to the value it is given), CREATE TEMP/TEMPORARY … and SELECT … INTO TEMP,
 // any name starting with pg_temp, PREPARE, DEALLOCATE, LISTEN, UNLISTEN,
 // DECLARE … WITH HOLD, DISCARD, LOAD and DO (whose code may do any of it).
 //
 // MySQL: every SET (SET TRANSACTION too: it sets the session's next
 // transaction), RESET, SELECT … INTO @var, := assignments, GET_LOCK,
-// RELEASE_LOCK, RELEASE_ALL_LOCKS and the service_*lock* functions, LOCK and
+// RELEASE_LOCK, RELEASE_ALL_LOCKS and the service_*lock* functions,
+// LAST_INSERT_ID(…) with an argument (which plants the value the next
+// LAST_INSERT_ID() returns) and SETVAL (sequences), LOCK and
 // UNLOCK (TABLES, INSTANCE), FLUSH, BACKUP, CREATE/DROP TEMPORARY, PREPARE,
 // DEALLOCATE/DROP PREPARE, USE, HANDLER, XA, and every executable comment.
 //
@@ -69,6 +72,10 @@ type sessionScan struct {
 	arg       int  // the argument being read, from 1
 	third     int  // tokens of the third argument
 	isTrue    bool // the third argument's token is the word true
+
+	// lastID: MySQL's LAST_INSERT_ID: 1 when its '(' may come next, 2
+	// right after it, where anything but ')' is an argument.
+	lastID int
 }
 
 // scanSession runs the rules over query lexed as said. backslash reports a
@@ -116,6 +123,18 @@ func (st *sessionScan) step(t token) bool {
 	}
 	if st.call != 0 && st.readCall(t) {
 		return true
+	}
+	switch st.lastID {
+	case 1:
+		st.lastID = 0
+		if t.kind == kOpen {
+			st.lastID = 2
+		}
+	case 2:
+		st.lastID = 0
+		if t.kind != kClose {
+			return true // LAST_INSERT_ID(expr) sets the value
+		}
 	}
 	switch t.kind {
 	case kOpen:
@@ -216,6 +235,8 @@ func (st *sessionScan) nameChanges(t token) bool {
 			return f&MySQL != 0 && st.prevWord("drop")
 		case eqFold(w, "session"):
 			return f&others != 0 && st.n == 1 && eqFold(st.first, "alter")
+		case eqFold(w, "setval"):
+			return f&(Postgres|MySQL) != 0
 		}
 	}
 	if strings.IndexByte(w, '_') < 0 {
@@ -233,6 +254,9 @@ func (st *sessionScan) nameChanges(t token) bool {
 		case hasPrefixFold(w, "pg_") && containsFold(w, "advisory") && !containsFold(w, "_xact_"):
 			return true
 		}
+	}
+	if f&MySQL != 0 && eqFold(w, "last_insert_id") {
+		st.lastID = 1
 	}
 	if f&MySQL != 0 && (eqFold(w, "get_lock") || eqFold(w, "release_lock") || eqFold(w, "release_all_locks") ||
 		hasPrefixFold(w, "service_") && containsFold(w, "lock")) {

@@ -8,6 +8,14 @@ var sessionCases = []struct {
 	query         string
 	pg, my, anyDB bool
 }{
+	// Sequence positions: moved as an INSERT moves them, or planted.
+	{"SELECT LAST_INSERT_ID()", false, false, false},
+	{"SELECT last_insert_id ( )", false, false, false},
+	{"SELECT LAST_INSERT_ID(666)", false, true, true},
+	{"SELECT last_insert_id(id + 1) FROM t", false, true, true},
+	{"SELECT nextval('s'), currval('s'), lastval()", false, false, false},
+	{"SELECT setval('s', 666)", true, true, true},
+	{"SELECT SETVAL(s, 1)", true, true, true},
 	// Plain statements.
 	{"SELECT a FROM t WHERE id = $1", false, false, false},
 	{"INSERT INTO users (name, email) VALUES ($1, $2)", false, false, false},

@@ -1,0 +1,180 @@
+package dialects
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CatalogTTL is how long what a Catalog holds is used before it is due
+// to be read again, off the callers' paths (see CatalogRefresher; the
+// PostgreSQL dialect's session reset reads a due one too): a function,
+// trigger or policy that another client creates is seen within this time
+// and the pool's next health check; one created through the process's
+// own connections at once (see Catalog.Expire).
+const CatalogTTL = 5 * time.Second
+
+// catalogMinInterval spaces the readings that a change made due (Expire)
+// for the connections that did not make it: a stream of DDL from other
+// connections then costs one reading per interval, not one per
+// statement. The connection that ran the DDL reads at once (Claim(true)).
+const catalogMinInterval = time.Second
+
+// Catalog shares what a dialect read from one server's catalog (the
+// names whose use runs code that the statement's text does not show)
+// between every connection to that server and database, so that the
+// catalog is read once per CatalogTTL, not per connection or statement.
+// Connections find it by a key of the dialect's (see CatalogFor). It is
+// safe for concurrent use; the value it holds is never changed, only
+// replaced.
+type Catalog[T any] struct {
+	snap    atomic.Pointer[CatalogSnapshot[T]]
+	loading atomic.Bool   // a connection claimed the next read (Claim)
+	expires atomic.Uint64 // Expire calls, so far
+	claimed uint64        // expires when the read in progress was claimed; written by its claimer
+	lastAt  atomic.Int64  // when the last reading was claimed, in Unix nanoseconds
+
+	first     atomic.Bool   // a connection is reading the first reading (ClaimFirst)
+	ready     chan struct{} // closed once a reading is stored
+	readyOnce sync.Once
+}
+
+// CatalogSnapshot is one reading of the catalog.
+type CatalogSnapshot[T any] struct {
+	Value   T
+	expired atomic.Bool
+}
+
+// Due reports whether the snapshot is older than CatalogTTL or was
+// expired by a change: the next connection that can should read the
+// catalog again.
+func (s *CatalogSnapshot[T]) Due() bool { return s.expired.Load() }
+
+var (
+	catalogsMu sync.Mutex
+	catalogs   = map[string]any{}
+)
+
+// CatalogFor returns the Catalog of key (a dialect's: the server's
+// address and the database, say), made empty on first use. Catalogs are
+// few (one per server and database a process talks to) and kept for the
+// process's life.
+func CatalogFor[T any](key string) *Catalog[T] {
+	catalogsMu.Lock()
+	defer catalogsMu.Unlock()
+	if c, ok := catalogs[key].(*Catalog[T]); ok {
+		return c
+	}
+	c := &Catalog[T]{ready: make(chan struct{})}
+	catalogs[key] = c
+	return c
+}
+
+// Current returns the latest snapshot, nil before the first read. A
+// snapshot is due again (Due) once CatalogTTL has passed since it was
+// read or Expire was called.
+func (c *Catalog[T]) Current() *CatalogSnapshot[T] { return c.snap.Load() }
+
+// Claim reports whether the caller may read the catalog now: no one else
+// is reading it, and, unless now (the caller ran DDL, or has no reading
+// at all), the last reading began at least catalogMinInterval ago. The
+// caller then calls Store or Release.
+func (c *Catalog[T]) Claim(now bool) bool {
+	t := time.Now().UnixNano()
+	if !now && t-c.lastAt.Load() < int64(catalogMinInterval) {
+		return false
+	}
+	if !c.loading.CompareAndSwap(false, true) {
+		return false
+	}
+	c.claimed = c.expires.Load()
+	c.lastAt.Store(t)
+	return true
+}
+
+// ClaimFirst reports whether the caller, which found no reading, should
+// read the first one (then StoreFirst, or ReleaseFirst if the read
+// failed); otherwise it waits, within ctx, for the reading another
+// connection is taking, and returns what is current then. Until a
+// reading exists every statement counts as a change, and a dozen
+// connections reading at once would load the server for nothing.
+func (c *Catalog[T]) ClaimFirst(ctx context.Context) (bool, *CatalogSnapshot[T]) {
+	if s := c.snap.Load(); s != nil {
+		return false, s
+	}
+	if c.first.CompareAndSwap(false, true) {
+		return true, nil
+	}
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+	}
+	return false, c.snap.Load()
+}
+
+// ReleaseFirst gives up a ClaimFirst whose read failed.
+func (c *Catalog[T]) ReleaseFirst() { c.first.Store(false) }
+
+// StoreFirst publishes the first reading (see ClaimFirst). Whichever is
+// stored first stays; the reading then current is returned.
+func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
+	s := &CatalogSnapshot[T]{Value: v}
+	if c.snap.CompareAndSwap(nil, s) {
+		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
+	}
+	c.markReady()
+	return c.snap.Load()
+}
+
+// Release gives up a Claim without a new reading (the read failed).
+func (c *Catalog[T]) Release() { c.loading.Store(false) }
+
+// Store publishes a new reading, due again after CatalogTTL, and ends
+// the caller's Claim. A reading claimed before the last Expire may have
+// missed what changed: it is published due, to be read again.
+func (c *Catalog[T]) Store(v T) *CatalogSnapshot[T] {
+	s := &CatalogSnapshot[T]{Value: v}
+	if c.expires.Load() != c.claimed {
+		s.expired.Store(true)
+	}
+	c.snap.Store(s)
+	c.loading.Store(false)
+	c.markReady()
+	if !s.expired.Load() {
+		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
+	}
+	return s
+}
+
+// Expire makes the current reading due at once, and a reading in
+// progress due when it is stored: a statement may have changed what the
+// catalog says (DDL).
+func (c *Catalog[T]) Expire() {
+	c.expires.Add(1)
+	if s := c.snap.Load(); s != nil {
+		s.expired.Store(true)
+	}
+}
+
+// CatalogRefresher is implemented by a Conn whose dialect reads the
+// server's catalog (see Catalog): pooldriver calls RefreshCatalog from
+// its health check of an idle connection, off any caller's path, and the
+// connection reads the catalog again if its reading is due. A statement's
+// connection reads it only when there is no reading yet or the statement
+// ran DDL: a reading costs milliseconds, more in a new server process or
+// on a loaded machine, and a caller whose context ends meanwhile would
+// take the connection down with it. An error means the connection
+// failed while reading: pooldriver closes it (a refusal of the server's
+// is no error: the last reading stays).
+type CatalogRefresher interface {
+	RefreshCatalog(ctx context.Context) error
+}
+
+// markReady wakes the connections waiting for the first reading. A
+// Catalog made outside CatalogFor (a test's) has no one waiting.
+func (c *Catalog[T]) markReady() {
+	if c.ready != nil {
+		c.readyOnce.Do(func() { close(c.ready) })
+	}
+}

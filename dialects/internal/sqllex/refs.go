@@ -1,0 +1,165 @@
+package sqllex
+
+import (
+	"slices"
+	"strings"
+)
+
+// Refs are what a text names, for a dialect to compare with what the
+// server's catalog says runs code nobody's call shows (see Shadows): a
+// listed function that a user's function of the same name overloads or
+// shadows, a table with a trigger, a policy, a default or a rule, a view
+// over one, a user's operator. The text alone cannot tell; the catalog
+// can, and a dialect reads it once for many statements.
+type Refs struct {
+	// Words are the text's words and quoted names, in lower case, each
+	// once (a number too: it costs nothing to look up and is never a
+	// name).
+	Words []string
+	// Ops are the text's runs of operator characters (PostgreSQL's
+	// + - * / < > = ~ ! @ # % ^ & | ` ?), each once.
+	Ops []string
+	// Casts: the text casts (::, CAST, CONVERT, TREAT), where a user's cast
+	// may run a function.
+	Casts bool
+	// DDL: a statement of the text starts with CREATE, ALTER, DROP,
+	// COMMENT, GRANT, REVOKE, IMPORT or SECURITY: it may change what the
+	// catalog says (see Shadows).
+	DDL bool
+}
+
+// Shadows is what a server's catalog says of the names a text may use:
+// which of them run code no call in the text shows, or code other than
+// the built-in a list vouches for. A dialect builds it from the catalog
+// and shares it between the connections to one database; it is never
+// changed once built.
+type Shadows struct {
+	// Names, in lower case: listed built-ins that a user's function
+	// overloads or shadows, or that the server lacks; relations whose
+	// reads or writes run such code (triggers, rules, policies, defaults,
+	// checks, domains, views over them); functions callable by attribute
+	// notation (t.f); domains whose checks run such code.
+	Names map[string]struct{}
+	// Ops: operators whose function is such code.
+	Ops []string
+	// Casts: a cast that runs such a function exists; any cast may be it.
+	Casts bool
+	// All: such a cast may run without being written (an implicit or
+	// assignment cast): every statement may run it.
+	All bool
+}
+
+// Meets reports whether a text with refs r may run code that s names.
+// A nil s (nothing read yet) meets everything but a text that names
+// nothing at all.
+func (r *Refs) Meets(s *Shadows) bool {
+	if r == nil {
+		return false
+	}
+	if s == nil {
+		return len(r.Words) > 0 || len(r.Ops) > 0
+	}
+	if s.All || s.Casts && r.Casts {
+		return true
+	}
+	for _, w := range r.Words {
+		if _, ok := s.Names[w]; ok {
+			return true
+		}
+	}
+	for _, run := range r.Ops {
+		for _, op := range s.Ops {
+			// A run may hold several operators (=-1 is = then -): any
+			// part of it may be the user's.
+			if strings.Contains(run, op) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// RefsOf returns what query names, read as flavor f (PostgreSQL's
+// quoting for Any). A string holding a backslash is read both ways, and
+// the names of both readings count.
+func RefsOf(query string, f Flavor) *Refs {
+	my := f&Postgres == 0
+	r := &Refs{}
+	backslash := refsScan(r, query, my, my)
+	if backslash {
+		refsScan(r, query, my, !my)
+	}
+	slices.Sort(r.Words)
+	r.Words = slices.Compact(r.Words)
+	slices.Sort(r.Ops)
+	r.Ops = slices.Compact(r.Ops)
+	return r
+}
+
+// castWords are the words that cast, in either flavor.
+var castWords = set(`cast convert treat`)
+
+// ddlWords start the statements that may change what Shadows holds.
+var ddlWords = set(`create alter drop comment grant revoke import security`)
+
+// refsScan adds to r what query names, lexed as said, and reports a
+// string holding a backslash.
+func refsScan(r *Refs, query string, my, escapes bool) bool {
+	l := newLexer(query, my, escapes)
+	first := true
+	var op strings.Builder
+	opEnd := -1 // where the run in op ends in query
+	flush := func() {
+		if op.Len() > 0 {
+			r.Ops = append(r.Ops, op.String())
+			op.Reset()
+		}
+	}
+	for {
+		t := l.next()
+		switch t.kind {
+		case kEOF, kBad:
+			flush()
+			return l.backslash
+		case kSemi:
+			flush()
+			first = true
+			continue
+		case kWord, kIdent:
+			flush()
+			w := strings.ToLower(t.text)
+			r.Words = append(r.Words, w)
+			if first && t.kind == kWord && inSet(ddlWords, w) {
+				r.DDL = true
+			}
+			if t.kind == kWord && inSet(castWords, w) {
+				r.Casts = true
+			}
+		case kOther, kAt, kHash:
+			c := t.text[0]
+			if c == ':' && l.i < len(query) && query[l.i] == ':' {
+				r.Casts = true
+			}
+			if isOperatorByte(c) {
+				// Where the token starts: white space or a comment ends
+				// a run.
+				tokStart := l.i - 1
+				if op.Len() > 0 && opEnd != tokStart {
+					flush()
+				}
+				op.WriteByte(c)
+				opEnd = l.i
+			} else {
+				flush()
+			}
+		default:
+			flush()
+		}
+		first = false
+	}
+}
+
+// isOperatorByte reports a byte PostgreSQL's operators are made of.
+func isOperatorByte(c byte) bool {
+	return strings.IndexByte("+-*/<>=~!@#%^&|`?", c) >= 0
+}

@@ -1,0 +1,63 @@
+package sqllex
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestRefsOf: the words, operator runs, casts and DDL a text names, as
+// the server would read them: comments and strings name nothing, a quoted
+// name is a word, white space ends an operator.
+func TestRefsOf(t *testing.T) {
+	for _, tc := range []struct {
+		q          string
+		f          Flavor
+		words, ops []string
+		casts, ddl bool
+	}{
+		{q: "SELECT id FROM T WHERE id = $1", f: Postgres, words: []string{"1", "from", "id", "select", "t", "where"}, ops: []string{"="}},
+		{q: "SELECT 1 #+# 2 -- x ## y", f: Postgres, words: []string{"1", "2", "select"}, ops: []string{"#+#"}},
+		{q: "SELECT a =-1, b < > c", f: Postgres, words: []string{"1", "a", "b", "c", "select"}, ops: []string{"<", "=-", ">"}},
+		{q: `SELECT "Upper"('x'), 'y #+#'::text`, f: Postgres, words: []string{"select", "text", "upper"}, casts: true},
+		{q: "select cast(1 as dom)", f: Postgres, words: []string{"1", "as", "cast", "dom", "select"}, casts: true},
+		{q: "SELECT 1; CREATE FUNCTION f() RETURNS int", f: Postgres, words: []string{"1", "create", "f", "function", "int", "returns", "select"}, ddl: true},
+		{q: "select `regexp_like`(a, 'b')", f: MySQL, words: []string{"a", "regexp_like", "select"}},
+		{q: "SELECT 'a\\'; DROP x' FROM t", f: Postgres, words: []string{"drop", "from", "select", "t"}, ddl: true},
+	} {
+		r := RefsOf(tc.q, tc.f)
+		if !slices.Equal(r.Words, tc.words) || !slices.Equal(r.Ops, tc.ops) || r.Casts != tc.casts || r.DDL != tc.ddl {
+			t.Errorf("RefsOf(%q) = %+v, want words %q ops %q casts %v ddl %v", tc.q, *r, tc.words, tc.ops, tc.casts, tc.ddl)
+		}
+	}
+}
+
+// TestMeets: a text meets what the catalog shadows when it names it; with
+// nothing read yet, every text that names anything does.
+func TestMeets(t *testing.T) {
+	s := &Shadows{Names: map[string]struct{}{"upper": {}, "audited": {}}, Ops: []string{"#+#"}}
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{
+		{"SELECT upper(42)", true},
+		{"SELECT lower('x')", false},
+		{"INSERT INTO Audited (a) VALUES (1)", true},
+		{"SELECT 1 #+# 2", true},
+		{"SELECT 1 #+#- 2", true},
+		{"SELECT 1 # 2", false},
+		{"SELECT 1::text", false},
+	} {
+		if got := RefsOf(tc.q, Postgres).Meets(s); got != tc.want {
+			t.Errorf("%q meets %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if !RefsOf("SELECT 1::text", Postgres).Meets(&Shadows{Casts: true}) || RefsOf("SELECT 1", Postgres).Meets(&Shadows{Casts: true}) {
+		t.Error("a user's cast: a text that casts meets it, one that does not, not")
+	}
+	if !RefsOf("SELECT 1", Postgres).Meets(&Shadows{All: true}) {
+		t.Error("an implicit user cast: every text meets it")
+	}
+	if !RefsOf("SELECT 1", Postgres).Meets(nil) || RefsOf("", Postgres).Meets(nil) {
+		t.Error("nothing read: every text that names anything meets it")
+	}
+}

@@ -1,0 +1,304 @@
+package mysql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
+)
+
+// shadows is what the dialect reads from a server's catalog (see
+// readShadows): what runs code that a statement's text does not show.
+type shadows struct {
+	// s: nil where the server refused the reading (every text that names
+	// anything counts, see sqllex.Refs.Meets); else stored functions (their names: on MariaDB 10.11 some listed
+	// names, regexp_like say, are no built-ins, and a call runs the
+	// current database's function of that name), tables with triggers,
+	// and views whose reading runs such code or a built-in that changes
+	// the session.
+	s *sqllex.Shadows
+	// blind: the databases (lower case) whose triggers the user may not
+	// see: information_schema.TRIGGERS lists a table's triggers only to a
+	// user with the TRIGGER privilege on it. A write there may fire one.
+	blind map[string]struct{}
+}
+
+// catalogSnap is one reading of a server's catalog.
+type catalogSnap = dialects.CatalogSnapshot[shadows]
+
+// writesBlind reports whether a text that writes (see textFacts.writes),
+// run with db as the current database, may fire a trigger the catalog did
+// not show: db is blind, or the text names a blind database (db.t).
+func (v *shadows) writesBlind(db string, refs *sqllex.Refs) bool {
+	if len(v.blind) == 0 {
+		return false
+	}
+	if _, ok := v.blind[db]; ok {
+		return true
+	}
+	if refs == nil {
+		return true
+	}
+	for _, w := range refs.Words {
+		if _, ok := v.blind[w]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// shadowsSQL reads, in one round trip: every stored function the user
+// may call ('f'); the tables with triggers ('t'); every view with its
+// definition ('v': NULL or empty where the user may not read it); the
+// databases the user sees where the TRIGGER privilege (global, or on
+// the database, whose grant may be a LIKE pattern) is not the user's,
+// so that TRIGGERS may miss some ('b'). Privileges of a role, or on
+// single tables, are not looked for: such a database counts as blind.
+// information_schema spans every database: the reading does not depend
+// on the current one.
+const shadowsSQL = `SELECT 'f', ROUTINE_NAME, NULL FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'` +
+	` UNION ALL SELECT 't', EVENT_OBJECT_TABLE, NULL FROM information_schema.TRIGGERS` +
+	` UNION ALL SELECT 'v', TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS` +
+	` UNION ALL SELECT 'b', SCHEMA_NAME, NULL FROM information_schema.SCHEMATA` +
+	` WHERE SCHEMA_NAME NOT IN ('information_schema', 'performance_schema')` +
+	` AND NOT EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES` +
+	` WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = ` + grantee + `)` +
+	` AND NOT EXISTS (SELECT 1 FROM information_schema.SCHEMA_PRIVILEGES` +
+	` WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = ` + grantee + ` AND SCHEMA_NAME LIKE TABLE_SCHEMA)`
+
+// grantee is the current account as the *_PRIVILEGES tables name it,
+// 'user'@'host'. An account whose name holds an '@' is not found there,
+// and every database then counts as blind (the safe side).
+const grantee = `CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')`
+
+// readShadows reads the catalog (see shadowsSQL) and builds what it says.
+func (c *conn) readShadows(ctx context.Context) (shadows, error) {
+	rows, err := c.queryer.QueryContext(ctx, shadowsSQL, nil)
+	if err != nil {
+		return shadows{}, err
+	}
+	defer func() { _ = rows.Close() }()
+	var rs []catalogRow
+	dest := make([]driver.Value, 3)
+	for {
+		if err := rows.Next(dest); err == io.EOF {
+			break
+		} else if err != nil {
+			return shadows{}, err
+		}
+		kind, _ := textOf(dest[0])
+		name, _ := textOf(dest[1])
+		def, _ := textOf(dest[2])
+		rs = append(rs, catalogRow{kind: kind, name: name, def: def})
+	}
+	if err := rows.Close(); err != nil {
+		return shadows{}, err
+	}
+	return buildShadows(rs), nil
+}
+
+// catalogRow is one row of shadowsSQL.
+type catalogRow struct{ kind, name, def string }
+
+// buildShadows turns the catalog's rows into shadows. Every stored
+// function's name counts, not only the listed ones it shadows: a name
+// that is no listed built-in counts as a call by the text already, so
+// the name of any stored function in a text is a call of user code (or
+// a column that happens to share it: a reset too many, never one too
+// few). A view counts when its definition changes the session or calls
+// what the lists do not vouch for, as a statement's text would; when it
+// names what counts already (a table with a trigger, a function, a view
+// that counts: views over views, to the fixed point); or when the user
+// may not read it.
+func buildShadows(rows []catalogRow) shadows {
+	v := shadows{s: &sqllex.Shadows{Names: map[string]struct{}{}}}
+	names := v.s.Names
+	var views []catalogRow
+	for _, r := range rows {
+		name := strings.ToLower(r.name)
+		switch r.kind {
+		case "f", "t":
+			names[name] = struct{}{}
+		case "b":
+			if v.blind == nil {
+				v.blind = map[string]struct{}{}
+			}
+			v.blind[name] = struct{}{}
+		case "v":
+			def := strings.ToLower(r.def)
+			if strings.TrimSpace(def) == "" || viewChanges(def) {
+				names[name] = struct{}{}
+				continue
+			}
+			views = append(views, catalogRow{name: name, def: def})
+		}
+	}
+	refs := make([]*sqllex.Refs, len(views))
+	for i, w := range views {
+		refs[i] = sqllex.RefsOf(w.def, sqllex.MySQL)
+	}
+	for added := true; added; {
+		added = false
+		for i, w := range views {
+			if refs[i] == nil || !refs[i].Meets(v.s) {
+				continue
+			}
+			names[w.name] = struct{}{}
+			refs[i] = nil
+			added = true
+		}
+	}
+	return v
+}
+
+// viewChanges reports a view definition that, read as a statement's text,
+// may change the session: the lexer's rules, or a call of anything not
+// listed. It bypasses sqllex.Of's memo, which is for statements.
+func viewChanges(def string) bool {
+	f := sqllex.Facts{
+		ChangesSession: sqllex.ChangesSession(def, sqllex.MySQL),
+		Calls:          sqllex.CallsOf(def, sqllex.MySQL),
+	}
+	return f.Changes(false)
+}
+
+// catalogKey is the key of the Catalog a connection shares: the server
+// (the socket's remote address where the dialect dialed it, else the
+// DSN's) and the account, whose privileges decide what
+// information_schema shows. It returns "" where neither is known.
+func catalogKey(network, addr, user string) string {
+	if addr == "" {
+		return ""
+	}
+	return "mysql|" + network + "|" + addr + "|" + user
+}
+
+// useCatalog finds the conn's Catalog, and the database its session
+// starts in, for a connection of the template (cfg) or of a wrapped
+// connector (cfg nil: read from the driver's connection).
+func (c *conn) useCatalog(cfg *mysql.Config) {
+	if cfg == nil {
+		cfg = driverConfig(c.dc)
+		if cfg == nil {
+			return // no key: no reading, every statement that names anything counts
+		}
+	}
+	network, addr := cfg.Net, cfg.Addr
+	if c.w != nil {
+		if ra := c.w.RemoteAddr(); ra != nil {
+			network, addr = ra.Network(), ra.String()
+		}
+	}
+	if key := catalogKey(network, addr, cfg.User); key != "" {
+		c.cat = dialects.CatalogFor[shadows](key)
+		c.db = strings.ToLower(cfg.DBName)
+	}
+}
+
+// driverConfig returns the DSN's network, address, user and database of a
+// go-sql-driver connection, read from its unexported configuration (the
+// driver offers no other way); nil if its layout is not the one known.
+func driverConfig(dc driver.Conn) *mysql.Config {
+	v := reflect.ValueOf(dc)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil
+	}
+	v = v.Elem()
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.FieldByName("cfg")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*mysql.Config]() || f.IsNil() {
+		return nil
+	}
+	cfg := f.Elem()
+	str := func(name string) string {
+		if s := cfg.FieldByName(name); s.IsValid() && s.Kind() == reflect.String {
+			return s.String()
+		}
+		return ""
+	}
+	return &mysql.Config{Net: str("Net"), Addr: str("Addr"), User: str("User"), DBName: str("DBName")}
+}
+
+// snapshot returns the catalog's current reading, nil if none.
+func (c *conn) snapshot() *catalogSnap {
+	if c.cat == nil {
+		return nil
+	}
+	return c.cat.Current()
+}
+
+// loadCatalog reads the catalog if no reading exists or it is due and no
+// other connection is reading it (and, unless now, none began a reading
+// in the last second: see dialects.Catalog.Claim), and returns the
+// reading then current.
+// A server's refusal is stored as a reading that knows nothing (see
+// shadows.s); an error of the connection is returned.
+func (c *conn) loadCatalog(ctx context.Context, now bool) (*catalogSnap, error) {
+	s := c.cat.Current()
+	if s == nil {
+		// None yet: read it, or wait for the connection reading it.
+		mine, first := c.cat.ClaimFirst(ctx)
+		if !mine {
+			return first, nil
+		}
+		v, err := c.readOrRefused(ctx)
+		if err != nil {
+			c.cat.ReleaseFirst()
+			return nil, err
+		}
+		return c.cat.StoreFirst(v), nil
+	}
+	if !s.Due() || !c.cat.Claim(now) {
+		return s, nil
+	}
+	v, err := c.readOrRefused(ctx)
+	if err != nil {
+		c.cat.Release()
+		return s, err
+	}
+	return c.cat.Store(v), nil
+}
+
+// readOrRefused reads the catalog. A server's refusal is a reading that
+// says nothing: every statement that names anything counts, and the
+// server is asked again after CatalogTTL, not after every statement. Any
+// other error leaves the connection broken (the driver closed it, or the
+// protocol stream is lost), so that it is never handed out again.
+func (c *conn) readOrRefused(ctx context.Context) (shadows, error) {
+	v, err := c.readShadows(ctx)
+	if err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return shadows{}, nil
+		}
+		c.broken = true
+		return shadows{}, fmt.Errorf("pooldriver: mysql: reading the catalog: %w", err)
+	}
+	return v, nil
+}
+
+var _ dialects.CatalogRefresher = (*conn)(nil)
+
+// RefreshCatalog reads the catalog again if its reading is due (see
+// dialects.CatalogRefresher), where the session's autocommit is on and no
+// transaction is open, as at connect.
+func (c *conn) RefreshCatalog(ctx context.Context) error {
+	if c.cat == nil || c.baseAuto != 1 {
+		return nil
+	}
+	if s, ok := c.wired(); ok && (s&wireInTx != 0 || s&wireAutocommit == 0) {
+		return nil
+	}
+	_, err := c.loadCatalog(ctx, false) // a failed reading keeps the last one
+	return err
+}

@@ -1,0 +1,163 @@
+package mysql
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
+)
+
+// TestBuildShadows: stored functions and tables with triggers count by
+// name; a view counts when its definition changes the session, calls
+// what no list vouches for, cannot be read, or names what counts,
+// through any chain of views; the others do not.
+func TestBuildShadows(t *testing.T) {
+	v := buildShadows([]catalogRow{
+		{kind: "f", name: "REGEXP_LIKE"},
+		{kind: "t", name: "Audited"},
+		{kind: "v", name: "plain", def: "select `t`.`a` AS `a` from `test`.`t`"},
+		{kind: "v", name: "locks", def: "select get_lock('x',0) AS `l`"},
+		{kind: "v", name: "calls", def: "select `test`.`my_func`(1) AS `f`"},
+		{kind: "v", name: "shadowed", def: "select regexp_like('a','a') AS `r`"},
+		{kind: "v", name: "hidden", def: ""},
+		{kind: "v", name: "over_audited", def: "select `a` from `test`.`audited`"},
+		// over_over before over_locks: the fixed point, not the order.
+		{kind: "v", name: "over_over", def: "select * from `test`.`over_locks`"},
+		{kind: "v", name: "over_locks", def: "select * from `test`.`locks`"},
+		{kind: "v", name: "over_plain", def: "select * from `test`.`plain`"},
+		{kind: "b", name: "Other"},
+	})
+	var got []string
+	for n := range v.s.Names {
+		got = append(got, n)
+	}
+	slices.Sort(got)
+	want := []string{"audited", "calls", "hidden", "locks", "over_audited", "over_locks", "over_over", "regexp_like", "shadowed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Names = %v, want %v", got, want)
+	}
+	if _, ok := v.blind["other"]; !ok || len(v.blind) != 1 {
+		t.Errorf("blind = %v, want [other]", v.blind)
+	}
+}
+
+// TestLexWithShadows: a text counts when it names what the catalog
+// says runs code, unless the user trusts their functions; a write counts
+// where the user may not see the triggers; before any reading, every
+// text that names anything counts. The remembered answer follows the
+// reading.
+func TestLexWithShadows(t *testing.T) {
+	v := buildShadows([]catalogRow{
+		{kind: "f", name: "regexp_like"},
+		{kind: "t", name: "audited"},
+		{kind: "v", name: "locks", def: "select get_lock('x',0) AS `l`"},
+		{kind: "b", name: "blinddb"},
+	})
+	c := &conn{db: "test"}
+	c.cat = fixedCatalog(v)
+	for _, tc := range []struct {
+		query            string
+		untrusted, trust bool
+	}{
+		{"SELECT 1", false, false},
+		{"SELECT regexp_like('a', 'a')", true, false},
+		{"SELECT REGEXP_LIKE(a, 'x') FROM t", true, false},
+		{"SELECT regexp_replace('a', 'a', 'b')", false, false},
+		{"INSERT INTO audited (a) VALUES (1)", true, false},
+		{"INSERT INTO `Audited` (a) VALUES (1)", true, false},
+		{"INSERT INTO plain (a) VALUES (1)", false, false},
+		{"SELECT * FROM locks", true, false},
+		{"SELECT * FROM plain", false, false},
+		{"SELECT * FROM blinddb.t", false, false},
+		{"INSERT INTO blinddb.t VALUES (1)", true, false},
+		{"CREATE TABLE t2 (a int)", false, false},
+	} {
+		for _, trust := range []bool{false, true} {
+			c.TrustFunctions(trust)
+			want := tc.untrusted
+			if trust {
+				want = tc.trust
+			}
+			if got := c.ChangesSession(tc.query); got != want {
+				t.Errorf("trust %v: ChangesSession(%q) = %v, want %v", trust, tc.query, got, want)
+			}
+			if got := c.read(tc.query, c.snapshot()); got.untrusted != tc.untrusted {
+				t.Errorf("trust %v: %q untrusted = %v, want %v", trust, tc.query, got.untrusted, tc.untrusted)
+			}
+		}
+	}
+	c.TrustFunctions(false)
+
+	// The current database blind: every write counts, no read does.
+	b := &conn{db: "blinddb", cat: fixedCatalog(v)}
+	if !b.ChangesSession("UPDATE t SET a = 1") || b.ChangesSession("SELECT a FROM t") {
+		t.Error("in a blind database: a write must count, a read must not")
+	}
+
+	// The same text, judged again when the reading changes.
+	c.cat = fixedCatalog(noShadows())
+	if c.ChangesSession("SELECT a FROM t") {
+		t.Fatal("a plain SELECT counts")
+	}
+	c.cat = fixedCatalog(buildShadows([]catalogRow{{kind: "t", name: "t"}}))
+	if !c.ChangesSession("SELECT a FROM t") {
+		t.Error("the remembered answer outlived the reading")
+	}
+
+	// No reading: anything that names anything counts.
+	n := &conn{}
+	if !n.ChangesSession("SELECT 1") || !n.ChangesSession("COMMIT") {
+		t.Error("without a reading of the catalog, a statement reads as harmless")
+	}
+	// A reading the server refused (shadows{}): the same.
+	n.cat = fixedCatalog(shadows{})
+	if !n.ChangesSession("SELECT 1") {
+		t.Error("with a refused reading, a statement reads as harmless")
+	}
+}
+
+// TestWrites: the statements that may write a table, and fire a trigger.
+func TestWrites(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT 1":                           false,
+		"(SELECT 1) UNION (SELECT 2)":        false,
+		"SHOW TABLES":                        false,
+		"EXPLAIN UPDATE t SET a = 1":         false,
+		"INSERT INTO t VALUES (1)":           true,
+		"replace into t values (1)":          true,
+		"UPDATE t SET a = 1":                 true,
+		"DELETE FROM t":                      true,
+		"LOAD DATA INFILE 'x' INTO TABLE t":  true,
+		"WITH c AS (SELECT 1) DELETE FROM t": true,
+		"ANALYZE UPDATE t SET a = 1":         true,
+		"SELECT 1; DELETE FROM t":            true,
+		"CALL p()":                           true,
+		"`weird`":                            true,
+	} {
+		if got := writes(q); got != want {
+			t.Errorf("writes(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// TestWritesBlindWithoutRefs: a text the lexer gave no names for counts
+// where any database is blind.
+func TestWritesBlindWithoutRefs(t *testing.T) {
+	v := shadows{s: &sqllex.Shadows{}, blind: map[string]struct{}{"x": {}}}
+	if !v.writesBlind("test", nil) {
+		t.Error("no refs: must count")
+	}
+	if (&shadows{s: &sqllex.Shadows{}}).writesBlind("test", nil) {
+		t.Error("nothing blind: must not count")
+	}
+}
+
+// TestCatalogKey: per server and account; none without an address.
+func TestCatalogKey(t *testing.T) {
+	if catalogKey("tcp", "", "u") != "" {
+		t.Error("a key without an address")
+	}
+	if catalogKey("tcp", "db:3306", "a") == catalogKey("tcp", "db:3306", "b") {
+		t.Error("two accounts share a key")
+	}
+}

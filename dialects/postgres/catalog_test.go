@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCatalogShadows (issue 45): what the catalog says runs user code
+// where a statement's text names no call, read from the server: a user's
+// overload of a listed name, a user's operator, a table with a trigger, a
+// partition's trigger through its parent, a view over such a table, a
+// table that references it (a cascade), a domain whose check calls user
+// code and the tables that use it, a function t.f can call, a user's cast;
+// and what names none of it stays harmless. A DDL statement on the
+// connection reads the catalog again at once.
+func TestCatalogShadows(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	s := fmt.Sprintf("pd_cat_%d", time.Now().UnixNano())
+	exec(t, admin, "CREATE SCHEMA "+s)
+	t.Cleanup(func() {
+		// t.Context is done by now.
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	fn := `RETURNS int LANGUAGE sql AS $$ SELECT length(set_config('search_path', 'x', false)) $$`
+	for _, q := range []string{
+		"CREATE FUNCTION " + s + ".initcap(integer) RETURNS text LANGUAGE sql AS $$ SELECT set_config('search_path', 'x', false) $$",
+		"CREATE FUNCTION " + s + ".evil(int, int) " + fn,
+		"CREATE FUNCTION " + s + ".evil1(int) " + fn,
+		"CREATE OPERATOR " + s + ".#+# (leftarg = int, rightarg = int, function = " + s + ".evil)",
+		"CREATE FUNCTION " + s + ".trig() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN NEW; END $$",
+		"CREATE TABLE " + s + ".pd_audited (a int PRIMARY KEY)",
+		"CREATE TRIGGER t AFTER INSERT ON " + s + ".pd_audited FOR EACH ROW EXECUTE FUNCTION " + s + ".trig()",
+		"CREATE VIEW " + s + ".pd_audited_v AS SELECT a FROM " + s + ".pd_audited",
+		"CREATE TABLE " + s + ".pd_referrer (a int REFERENCES " + s + ".pd_audited ON DELETE CASCADE)",
+		"CREATE TRIGGER t AFTER DELETE ON " + s + ".pd_referrer FOR EACH ROW EXECUTE FUNCTION " + s + ".trig()",
+		"CREATE TABLE " + s + ".pd_referenced (a int PRIMARY KEY)",
+		"ALTER TABLE " + s + ".pd_referrer ADD COLUMN b int REFERENCES " + s + ".pd_referenced ON DELETE SET NULL",
+		"CREATE TABLE " + s + ".pd_parent (a int) PARTITION BY RANGE (a)",
+		"CREATE TABLE " + s + ".pd_part PARTITION OF " + s + ".pd_parent FOR VALUES FROM (0) TO (10)",
+		"CREATE TRIGGER t BEFORE INSERT ON " + s + ".pd_part FOR EACH ROW EXECUTE FUNCTION " + s + ".trig()",
+		"CREATE DOMAIN " + s + ".pd_dom AS int CHECK (" + s + ".evil1(VALUE) > 0)",
+		"CREATE TABLE " + s + ".pd_uses_dom (a " + s + ".pd_dom)",
+		"CREATE TABLE " + s + ".pd_row (a int)",
+		"CREATE FUNCTION " + s + ".pd_attr(" + s + ".pd_row) " + fn,
+		"CREATE TABLE " + s + ".pd_plain (a int DEFAULT nextval('" + s + ".pd_seq'), b timestamptz DEFAULT now())",
+		"CREATE VIEW " + s + ".pd_locks AS SELECT pg_advisory_lock(1) IS NULL AS l",
+		"CREATE VIEW " + s + ".pd_casts AS SELECT count(*)::int AS n, now()::date AS d, upper(a::text) AS u, row_number() OVER () AS r FROM " + s + ".pd_plain GROUP BY a",
+	} {
+		if strings.Contains(q, "pd_plain (") {
+			exec(t, admin, "CREATE SEQUENCE "+s+".pd_seq")
+		}
+		exec(t, admin, q)
+	}
+	exec(t, c, "CREATE TABLE "+s+".pd_ddl_here (a int)") // DDL on c: the catalog is read again now
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"SELECT initcap(42)", true},
+		{"SELECT coalesce(current_setting('x', true), ''), current_date, trim(' a '), nullif(1, 2)", false},
+		{"SELECT lower('x'), count(*) FROM pd_plain", false},
+		{"SELECT 1 #+# 2", true},
+		{"SELECT 1 + 2", false},
+		{"INSERT INTO pd_audited (a) VALUES (1)", true},
+		{"SELECT a FROM pd_audited_v", true},
+		{"DELETE FROM pd_referenced", true},
+		{"INSERT INTO pd_parent (a) VALUES (1)", true},
+		{"INSERT INTO pd_uses_dom (a) VALUES (1)", true},
+		{"SELECT 1::pd_dom", true},
+		{"SELECT r.pd_attr FROM pd_row r", true},
+		{"INSERT INTO pd_plain (a) VALUES (1)", false},
+		{"SELECT a FROM pd_row", false},
+		{"SELECT l FROM pd_locks", true},
+		{"SELECT n FROM pd_casts", false},
+	} {
+		if got := c.ChangesSession(tc.query); got != tc.want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	c.TrustFunctions(true)
+	if c.ChangesSession("SELECT initcap(42)") {
+		t.Error("trusted: a user's overload counts only for what the text shows")
+	}
+}
