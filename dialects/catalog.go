@@ -35,9 +35,10 @@ type Catalog[T any] struct {
 	claimed uint64        // expires when the read in progress was claimed; written by its claimer
 	lastAt  atomic.Int64  // when the last reading was claimed, in Unix nanoseconds
 
-	first     atomic.Bool   // a connection is reading the first reading (ClaimFirst)
-	ready     chan struct{} // closed once a reading is stored
-	readyOnce sync.Once
+	firstMu sync.Mutex
+	// firstCh: non-nil while a connection reads the first reading
+	// (ClaimFirst); closed when it stores it or gives up.
+	firstCh chan struct{}
 }
 
 // CatalogSnapshot is one reading of the catalog.
@@ -66,7 +67,7 @@ func CatalogFor[T any](key string) *Catalog[T] {
 	if c, ok := catalogs[key].(*Catalog[T]); ok {
 		return c
 	}
-	c := &Catalog[T]{ready: make(chan struct{})}
+	c := &Catalog[T]{}
 	catalogs[key] = c
 	return c
 }
@@ -96,25 +97,47 @@ func (c *Catalog[T]) Claim(now bool) bool {
 // ClaimFirst reports whether the caller, which found no reading, should
 // read the first one (then StoreFirst, or ReleaseFirst if the read
 // failed); otherwise it waits, within ctx, for the reading another
-// connection is taking, and returns what is current then. Until a
-// reading exists every statement counts as a change, and a dozen
+// connection is taking, and returns what is current then. A reader that
+// gives up wakes the waiters, and one of them reads in its place: a
+// connection the server killed mid-reading keeps no other waiting. Until
+// a reading exists every statement counts as a change, and a dozen
 // connections reading at once would load the server for nothing.
 func (c *Catalog[T]) ClaimFirst(ctx context.Context) (bool, *CatalogSnapshot[T]) {
-	if s := c.snap.Load(); s != nil {
-		return false, s
+	for {
+		if s := c.snap.Load(); s != nil {
+			return false, s
+		}
+		c.firstMu.Lock()
+		ch := c.firstCh
+		if ch == nil && c.snap.Load() == nil {
+			c.firstCh = make(chan struct{})
+			c.firstMu.Unlock()
+			return true, nil
+		}
+		c.firstMu.Unlock()
+		if ch == nil {
+			continue // stored meanwhile
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, c.snap.Load()
+		}
 	}
-	if c.first.CompareAndSwap(false, true) {
-		return true, nil
-	}
-	select {
-	case <-c.ready:
-	case <-ctx.Done():
-	}
-	return false, c.snap.Load()
 }
 
 // ReleaseFirst gives up a ClaimFirst whose read failed.
-func (c *Catalog[T]) ReleaseFirst() { c.first.Store(false) }
+func (c *Catalog[T]) ReleaseFirst() { c.endFirst() }
+
+// endFirst ends the ClaimFirst in progress, waking its waiters.
+func (c *Catalog[T]) endFirst() {
+	c.firstMu.Lock()
+	if c.firstCh != nil {
+		close(c.firstCh)
+		c.firstCh = nil
+	}
+	c.firstMu.Unlock()
+}
 
 // StoreFirst publishes the first reading (see ClaimFirst). Whichever is
 // stored first stays; the reading then current is returned.
@@ -123,7 +146,7 @@ func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 	if c.snap.CompareAndSwap(nil, s) {
 		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
 	}
-	c.markReady()
+	c.endFirst()
 	return c.snap.Load()
 }
 
@@ -140,7 +163,6 @@ func (c *Catalog[T]) Store(v T) *CatalogSnapshot[T] {
 	}
 	c.snap.Store(s)
 	c.loading.Store(false)
-	c.markReady()
 	if !s.expired.Load() {
 		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
 	}
@@ -169,12 +191,4 @@ func (c *Catalog[T]) Expire() {
 // is no error: the last reading stays).
 type CatalogRefresher interface {
 	RefreshCatalog(ctx context.Context) error
-}
-
-// markReady wakes the connections waiting for the first reading. A
-// Catalog made outside CatalogFor (a test's) has no one waiting.
-func (c *Catalog[T]) markReady() {
-	if c.ready != nil {
-		c.readyOnce.Do(func() { close(c.ready) })
-	}
 }

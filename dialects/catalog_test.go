@@ -1,6 +1,7 @@
 package dialects
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -48,5 +49,58 @@ func TestCatalog(t *testing.T) {
 	}
 	if s3 := c.Store(3); s3.Due() {
 		t.Fatal("a reading claimed after the last Expire is fresh")
+	}
+}
+
+// TestCatalogClaimFirst: one connection reads the first reading while the
+// others wait; one that gives up (its connection was killed mid-reading)
+// wakes a waiter, which reads in its place, and the waiters get the
+// reading it stores. A waiter whose context ends returns without one.
+func TestCatalogClaimFirst(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-first|%d", time.Now().UnixNano()))
+	mine, _ := c.ClaimFirst(context.Background())
+	if !mine {
+		t.Fatal("the first caller does not read")
+	}
+	type got struct {
+		mine bool
+		snap *CatalogSnapshot[int]
+	}
+	const waiters = 4
+	results := make(chan got, waiters)
+	for range waiters {
+		go func() {
+			m, s := c.ClaimFirst(context.Background())
+			if m {
+				s = c.StoreFirst(7)
+			}
+			results <- got{m, s}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if m, s := c.ClaimFirst(ctx); m || s != nil {
+		t.Fatalf("a waiter whose context ended: mine %v, reading %v", m, s)
+	}
+	c.ReleaseFirst() // the first reader's connection failed
+	readers := 0
+	for range waiters {
+		select {
+		case r := <-results:
+			if r.mine {
+				readers++
+			}
+			if r.snap == nil || r.snap.Value != 7 {
+				t.Fatalf("a waiter got %v, want the stored reading", r.snap)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("waiters still wait 10s after the first reader gave up")
+		}
+	}
+	if readers != 1 {
+		t.Fatalf("%d waiters read in the first reader's place, want 1", readers)
+	}
+	if m, s := c.ClaimFirst(context.Background()); m || s == nil || s.Value != 7 {
+		t.Fatalf("after the first reading: mine %v, reading %v", m, s)
 	}
 }

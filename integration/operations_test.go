@@ -124,7 +124,10 @@ func TestConnectorReset(t *testing.T) {
 		require.NoError(t, err)
 		sleeping := make(chan error, 1)
 		go func() { // a statement running through Reset
-			_, err := db.ExecContext(context.Background(), fmt.Sprintf(s.sleep, 1))
+			// Long enough that the idle connection is replaced while
+			// it runs on a loaded machine: once it ends, its
+			// connection is closed and replaced too.
+			_, err := db.ExecContext(context.Background(), fmt.Sprintf(s.sleep, 5))
 			sleeping <- err
 		}()
 		waitFor(t, "the sleep running", func() bool { return tn.running(t, "SLEEP") != 0 || tn.running(t, "sleep") != 0 })
