@@ -293,11 +293,21 @@ func (tn *tenant) running(t *testing.T, marker string) int64 {
 // waitFor polls cond until it holds or waitLimit passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	waitForSaying(t, what, cond, nil)
+}
+
+// waitForSaying is waitFor where say, if not nil, tells what was seen
+// last, for the message of a timeout.
+func waitForSaying(t testing.TB, what string, cond func() bool, say func() string) {
+	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
+			if say != nil {
+				t.Fatalf("timed out waiting %v for %s: %s", waitLimit, what, say())
+			}
 			t.Fatalf("timed out waiting %v for %s", waitLimit, what)
 		}
 		<-tick.C

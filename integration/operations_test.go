@@ -135,9 +135,12 @@ func TestConnectorReset(t *testing.T) {
 		c.Reset()
 		// The one idle connection closed, a new one to refill
 		// pool_min_conns beside the two busy ones.
-		waitFor(t, "the idle connection replaced", func() bool {
-			ids := tn.backends(t)
+		var ids []int64
+		waitForSaying(t, "the idle connection replaced", func() bool {
+			ids = tn.backends(t)
 			return len(ids) == 3 && countIn(ids, old) == 2
+		}, func() string {
+			return fmt.Sprintf("server connections %v, before Reset %v; %+v", ids, old, c.Stats())
 		})
 		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (2)")
 		require.NoError(t, err, "the transaction was interrupted")
