@@ -341,6 +341,12 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 			return err
 		}
 	}
+	if pc.stale() {
+		// Reset ran during the check (a catalog reading can take a
+		// while), and its CloseIdle passed over pc, which was not idle.
+		pc.closeReason = closeResetAll
+		return errStale
+	}
 	return nil
 }
 

@@ -4,3 +4,6 @@ package pooldriver
 // (cleanup.go), so that a test reads Stats, hooks and the server after
 // them.
 func WaitCleanups(c *Connector) { c.cleanups.wait() }
+
+// CheckNow runs one round of c's pool's health check at once.
+func CheckNow(c *Connector) { c.pool.CheckNow() }

@@ -157,6 +157,9 @@ func (c *Conn) IsValid() bool {
 
 // Ping implements driver.Pinger.
 func (c *Conn) Ping(ctx context.Context) error {
+	if f := c.srv.onPing.Load(); f != nil {
+		(*f)()
+	}
 	c.enter()
 	defer c.exit()
 	if err := ctx.Err(); err != nil {

@@ -46,16 +46,17 @@ type Server struct {
 	stats counters
 
 	// Lock order: Conn.mu before Server.mu.
-	mu           sync.Mutex         // protects the following fields
-	tables       map[string][]int64 // committed rows
-	passwords    map[string]string  // user → password; empty: no check
-	conns        map[*Conn]struct{} // open conns
-	failConnects int                // connect attempts still to fail
-	failTxStatus int                // dialect TxStatus calls still to fail
-	loseReplies  atomic.Int32       // statements to lose the reply of (LoseReplies)
-	failErr      error              // what they fail with
-	connectDelay time.Duration      // wait before every connect
-	nextID       int64              // last conn ID handed out
+	mu           sync.Mutex             // protects the following fields
+	tables       map[string][]int64     // committed rows
+	passwords    map[string]string      // user → password; empty: no check
+	conns        map[*Conn]struct{}     // open conns
+	failConnects int                    // connect attempts still to fail
+	failTxStatus int                    // dialect TxStatus calls still to fail
+	loseReplies  atomic.Int32           // statements to lose the reply of (LoseReplies)
+	failErr      error                  // what they fail with
+	connectDelay time.Duration          // wait before every connect
+	onPing       atomic.Pointer[func()] // called by every Ping first (OnPing)
+	nextID       int64                  // last conn ID handed out
 }
 
 // NewServer creates a server and registers it under name, replacing any
@@ -142,6 +143,16 @@ func (s *Server) takeTxStatusFailure() bool {
 		return true
 	}
 	return false
+}
+
+// OnPing has every Ping call f first (nil: none), on the pinging
+// goroutine: a test holds a health check there.
+func (s *Server) OnPing(f func()) {
+	if f == nil {
+		s.onPing.Store(nil)
+		return
+	}
+	s.onPing.Store(&f)
 }
 
 // SetConnectDelay makes every connect attempt wait d first. The wait ends
