@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -106,6 +107,16 @@ var (
 	// driver.ErrBadConn, so database/sql does not retry such a statement
 	// on another connection.
 	ErrConnLost = errors.New("pooldriver: the connection that held this transaction or session was lost")
+
+	// ErrResultOpen is matched by the error of a statement the driver
+	// refused, without sending anything, because a result of the same
+	// *sql.Tx or *sql.Conn is still open on its connection (the server
+	// sends one result at a time). The transaction, the session and the
+	// open rows go on: read or close the rows, then run the statement
+	// again. The plain drivers answer driver.ErrBadConn, which pooldriver
+	// never passes on here: database/sql would take the connection for
+	// broken.
+	ErrResultOpen = dialects.ErrResultOpen
 )
 
 // AcquireTimeoutError is the error of a statement that waited

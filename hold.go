@@ -243,7 +243,12 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 			err = e.wait(ctx)
 		case nil:
 			if l.rows > 0 {
-				return nil // the hold's own rows hold the lock: the driver decides
+				// The hold's own rows hold the lock: the driver decides,
+				// unless its server sends one result at a time.
+				if le.pc.oneResult && (k == opExec || k == opStmt) {
+					return ErrResultOpen
+				}
+				return nil
 			}
 			if watchesTaskState(l.facts(k, t, le)) {
 				le.hadState = le.pc.keepsTaskState()
@@ -589,8 +594,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 // had (locked) once no rows of the hold are open.
 func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string, err error, locked bool) error {
 	pc := le.pc
-	cause := l.lostBy(ctx, le, k, query, err)
-	if cause != nil {
+	if cause := l.lostBy(ctx, le, k, query, err); cause != nil {
 		carried := pc.lose(cause, le.fresh)
 		l.lose(cause)
 		// A *sql.Tx's Commit or Rollback lost the transaction it ended.

@@ -40,6 +40,7 @@ type physConn struct {
 	beginner    driver.ConnBeginTx
 	checker     driver.NamedValueChecker
 	argsAsIs    bool // the dialect says the driver takes every argument as it is
+	oneResult   bool // the dialect says its server sends one result at a time (dialects.OneResult)
 	validity    driver.Validator
 	tracker     dialects.SessionTracker
 	staleErr    dialects.StaleStatementDetector
@@ -113,6 +114,9 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	pc.checker, _ = drv.(driver.NamedValueChecker)
 	if a, ok := dc.(dialects.ArgumentsAsIs); ok && a.ArgumentsAsIs() {
 		pc.argsAsIs = true
+	}
+	if o, ok := dc.(dialects.OneResult); ok && o.OneResultAtATime() {
+		pc.oneResult = true
 	}
 	pc.validity, _ = drv.(driver.Validator)
 	pc.tracker, _ = dc.(dialects.SessionTracker)

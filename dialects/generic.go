@@ -15,6 +15,23 @@ import (
 // connection and opening a new one.
 var ErrUnsupported = errors.New("pooldriver: not supported by this dialect")
 
+// ErrResultOpen is the error of a statement refused, before anything was
+// sent, because a result of the same hold is still open on its connection
+// (see pooldriver.ErrResultOpen and OneResult).
+var ErrResultOpen = errors.New("pooldriver: a result of this transaction or connection is still open (the server sends one at a time): " +
+	"read or close its rows before the next statement; nothing was sent")
+
+// OneResult is implemented by a Conn whose server sends one result at a
+// time on a connection (PostgreSQL, MySQL): a statement of a *sql.Tx or
+// *sql.Conn whose rows are still open is refused by pooldriver with
+// ErrResultOpen, before the driver sees it, and the transaction goes on.
+// The drivers refuse it with driver.ErrBadConn (pgx's stdlib, which leaves
+// the connection as it was) or break the connection with it
+// (go-sql-driver, which writes the statement into the unread result).
+type OneResult interface {
+	OneResultAtATime() bool
+}
+
 // Wrap returns a Template that opens physical connections through any
 // database/sql driver.Connector: the generic dialect behind
 // pooldriver.Wrap. Credentials cannot be applied: the connector logs in by

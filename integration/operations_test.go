@@ -113,7 +113,8 @@ func TestConnectorReset(t *testing.T) {
 	forEachServer(t, func(t *testing.T, s server) {
 		t.Parallel()
 		tn := newTenant(t, s)
-		db, c := tn.open(t, "pool_max_conns=4&pool_min_conns=3")
+		h, logger := newLogLines()
+		db, c := tn.open(t, "pool_max_conns=4&pool_min_conns=3", pooldriver.WithLogger(logger))
 		tn.waitConns(t, 3)
 		old := tn.backends(t)
 		table := s.table(t, "reset", "id int")
@@ -140,7 +141,8 @@ func TestConnectorReset(t *testing.T) {
 			ids = tn.backends(t)
 			return len(ids) == 3 && countIn(ids, old) == 2
 		}, func() string {
-			return fmt.Sprintf("server connections %v, before Reset %v; %+v", ids, old, c.Stats())
+			return fmt.Sprintf("server connections %v, before Reset %v; %+v; log: %s", ids, old, c.Stats(),
+				strings.Join(append(h.with("closed"), h.with("WARN")...), " | "))
 		})
 		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (2)")
 		require.NoError(t, err, "the transaction was interrupted")

@@ -99,9 +99,15 @@ var (
 	_ dialects.SessionBaseline   = (*conn)(nil)
 	_ dialects.BeginTxRollbacker = (*conn)(nil)
 	_ dialects.FunctionTruster   = (*conn)(nil)
+	_ dialects.OneResult         = (*conn)(nil)
 	_ dialects.WriteCounter      = (*wiredConn)(nil)
 	_ dialects.Interrupter       = (*wiredConn)(nil)
 )
+
+// OneResultAtATime reports that the server sends one result at a time (see
+// dialects.OneResult): go-sql-driver writes a statement sent while a
+// result is unread into that result, and breaks the connection.
+func (c *conn) OneResultAtATime() bool { return true }
 
 // Written returns the bytes written on the socket since it opened (see
 // dialects.WriteCounter): the handshake's, every command's, and those of

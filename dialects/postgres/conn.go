@@ -86,6 +86,7 @@ var (
 	_ dialects.StatementObserver      = (*conn)(nil)
 	_ dialects.StaleStatementDetector = (*conn)(nil)
 	_ dialects.ArgumentsAsIs          = (*conn)(nil)
+	_ dialects.OneResult              = (*conn)(nil)
 	_ dialects.SessionBaseline        = (*conn)(nil)
 	_ dialects.WriteCounter           = (*conn)(nil)
 	_ dialects.BeginTxRollbacker      = (*conn)(nil)
@@ -328,6 +329,11 @@ func (c *conn) Driver() driver.Conn { return c.sc }
 // driver.Valuer and sql.Scanner natively), so pooldriver need not ask it
 // per argument. TestArgumentsAsIs holds pgx to it.
 func (c *conn) ArgumentsAsIs() bool { return true }
+
+// OneResultAtATime reports that the server sends one result at a time (see
+// dialects.OneResult): pgx's stdlib answers a statement sent while a
+// result is open with driver.ErrBadConn.
+func (c *conn) OneResultAtATime() bool { return true }
 
 // Raw returns the *pgx.Conn.
 func (c *conn) Raw() any { return c.sc.Conn() }
