@@ -116,37 +116,47 @@ func TestConnectorReset(t *testing.T) {
 		h, logger := newLogLines()
 		db, c := tn.open(t, "pool_max_conns=4&pool_min_conns=3", pooldriver.WithLogger(logger))
 		tn.waitConns(t, 3)
-		old := tn.backends(t)
 		table := s.table(t, "reset", "id int")
 
 		tx, err := db.BeginTx(ctx(t), nil)
 		require.NoError(t, err)
 		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (1)")
 		require.NoError(t, err)
+		var txID int64
+		require.NoError(t, tx.QueryRowContext(ctx(t), s.backendID).Scan(&txID))
+		// A statement running through Reset: it waits for a lock the test
+		// holds, and ends when the test lets it (a sleep of fixed length
+		// could end, and its connection be replaced too, before the idle
+		// one is seen replaced on a loaded machine).
+		blocking, release := lockHeld(t, s)
 		sleeping := make(chan error, 1)
-		go func() { // a statement running through Reset
-			// Long enough that the idle connection is replaced while
-			// it runs on a loaded machine: once it ends, its
-			// connection is closed and replaced too.
-			_, err := db.ExecContext(context.Background(), fmt.Sprintf(s.sleep, 5))
+		go func() {
+			_, err := db.ExecContext(context.Background(), blocking)
 			sleeping <- err
 		}()
-		waitFor(t, "the sleep running", func() bool { return tn.running(t, "SLEEP") != 0 || tn.running(t, "sleep") != 0 })
+		var blockID int64
+		waitFor(t, "the statement waiting for the lock", func() bool {
+			blockID = max(tn.running(t, "LOCK"), tn.running(t, "lock"))
+			return blockID != 0
+		})
+		old := tn.backends(t) // the two busy ones, and one or two idle
 
 		c.Reset()
-		// The one idle connection closed, a new one to refill
-		// pool_min_conns beside the two busy ones.
+		// The idle ones closed (and those being opened as Reset ran,
+		// as soon as they are open), beside the two busy ones, and new
+		// ones opened to refill pool_min_conns.
 		var ids []int64
-		waitForSaying(t, "the idle connection replaced", func() bool {
+		waitForSaying(t, "the idle connections replaced", func() bool {
 			ids = tn.backends(t)
-			return len(ids) == 3 && countIn(ids, old) == 2
+			return len(ids) >= 3 && countIn(ids, []int64{txID, blockID}) == 2 && countIn(ids, old) == 2
 		}, func() string {
-			return fmt.Sprintf("server connections %v, before Reset %v; %+v; log: %s", ids, old, c.Stats(),
+			return fmt.Sprintf("server connections %v, before Reset %v (transaction %d, statement %d); %+v; log: %s", ids, old, txID, blockID, c.Stats(),
 				strings.Join(append(h.with("closed"), h.with("WARN")...), " | "))
 		})
 		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (2)")
 		require.NoError(t, err, "the transaction was interrupted")
 		require.NoError(t, tx.Commit())
+		release()
 		require.NoError(t, <-sleeping, "the running statement was interrupted")
 		assert.EqualValues(t, 2, s.adminInt(t, "SELECT count(*) FROM "+table))
 
@@ -159,14 +169,43 @@ func TestConnectorReset(t *testing.T) {
 		// pre-warm connection still being opened when Reset ran (the
 		// server lists it before the pool has it) is closed as soon as it
 		// is open, and another opened: counted too, so Destroyed is at
-		// least the 3 from before Reset, and every connection opened is
-		// open or counted closed.
-		settle(t, func() bool { return c.Stats().Destroyed >= 3 })
+		// least the 3 or 4 from before Reset, and every connection opened
+		// is open or counted closed.
+		settle(t, func() bool { return c.Stats().Destroyed >= int64(len(old)) })
 		st := c.Stats()
-		assert.GreaterOrEqual(t, st.Destroyed, int64(3), "server connections closed by the pool, of the 3 from before Reset: %+v", st)
+		assert.GreaterOrEqual(t, st.Destroyed, int64(len(old)), "server connections closed by the pool, of the %d from before Reset: %+v", len(old), st)
 		settle(t, func() bool { st = c.Stats(); return st.Opening == 0 })
 		assert.EqualValues(t, st.Created-st.Destroyed, st.Total, "connections opened and not closed, against those open: %+v", st)
 	})
+}
+
+// lockHeld takes a lock on a session of the admin's and returns a
+// statement that waits for it (PostgreSQL: an advisory lock the statement's
+// transaction takes; MySQL: GET_LOCK), and release, which lets the
+// statement go (once: it also runs at the test's end).
+func lockHeld(t *testing.T, s server) (blocking string, release func()) {
+	t.Helper()
+	conn, err := s.admin(t).Conn(ctx(t))
+	require.NoError(t, err)
+	key := unique("pdlock")
+	take, free := "SELECT pg_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
+	blocking = fmt.Sprintf("SELECT pg_advisory_xact_lock(hashtext('%s'))", key)
+	if s.name == "mysql" {
+		take, free = "SELECT GET_LOCK(?, 120)", "SELECT RELEASE_LOCK(?)"
+		blocking = fmt.Sprintf("DO GET_LOCK('%s', 120)", key)
+	}
+	_, err = conn.ExecContext(ctx(t), take, key)
+	require.NoError(t, err)
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_, err := conn.ExecContext(context.Background(), free, key)
+			assert.NoError(t, err)
+			assert.NoError(t, conn.Close())
+		})
+	}
+	t.Cleanup(release)
+	return blocking, release
 }
 
 // countIn returns how many of ids are in set.
