@@ -36,7 +36,7 @@
 // durations are recorded as the pool measures them (pooldriver's
 // Connector.Observe), into histograms whose default buckets are the pool's
 // own (pool.HistogramBounds), from 1µs to 1m. Registering does not change
-// what the pool measures: parking stays on (see the README, "Parking"),
+// what the pool measures: parking stays on (see docs/pool.md, "Parking"),
 // and use_time records exactly the holds the
 // Connector's Stats.UseTime counts. A hold that parked its connection for
 // its logical conn's next statement, or took it back from parking (serial

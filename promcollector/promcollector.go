@@ -18,7 +18,7 @@
 //
 // use_seconds counts the holds pooldriver timed; a hold that parked its
 // connection for its logical conn's next statement, or took it back from
-// parking, is not timed (parking reads no clock: see the README,
+// parking, is not timed (parking reads no clock: see docs/pool.md,
 // "Parking") and counts in untimed_uses_total instead. The two add up to
 // every hold that ended, acquires_total less the connections in use,
 // whatever else is configured (otelpool registered or not); with leak
