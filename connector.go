@@ -193,6 +193,8 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		afterRelease:   s.AfterRelease != nil,
 		leaks:          c.leaks != nil,
 		stats:          &c.physStats,
+		poolName:       c.name,
+		releases:       releaseTracer(s.Tracer),
 		log:            c.log,
 		owner:          c,
 	}

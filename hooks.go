@@ -13,7 +13,11 @@ import (
 // (dialects/postgres), go-sql-driver/mysql's driver.Conn (dialects/mysql),
 // an *odbc.Conn (dialects/odbc), the wrapped driver's driver.Conn (Wrap).
 // A hook runs with the connection to itself, never at the same time as a
-// statement on it. A hook that panics counts as one that failed.
+// statement on it. A hook that panics counts as one that failed. Each
+// dialect has a typed adapter of every hook, whose function takes its own
+// connection type and which says so when given another dialect's:
+// postgres.AfterConnect(func(ctx, *pgx.Conn) error), mysql.AfterRelease,
+// odbc.BeforeClose, and so on.
 
 // WithBeforeConnect sets f to shape the driver's configuration of every new
 // physical connection before it connects: config is that connection's own

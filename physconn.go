@@ -32,6 +32,10 @@ type physConn struct {
 	closeReason string
 	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (stmt.go)
 	leak        leakMark    // leak.go
+	// tracedAt: when the hold that has pc acquired it, where the acquire
+	// was traced and its release is to be (traced; trace.go).
+	tracedAt time.Time
+	traced   bool
 
 	// The optional interfaces of drv and dc, resolved once.
 	execer      driver.ExecerContext
@@ -745,9 +749,20 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		pc.st.holds++
 		return nil
 	}
+	var rel TraceReleaseData
+	traced := pc.traced
+	if traced {
+		// Taken before Park: then someone else may have pc.
+		rel = TraceReleaseData{PoolName: pc.env.poolName, Held: time.Since(pc.tracedAt)}
+		pc.traced = false
+	}
 	if !r.Park() {
 		pc.st.holds = 1
+		pc.traced = traced // the caller settles pc, and traces its release
 		return nil
+	}
+	if traced {
+		pc.env.releases.TraceRelease(rel)
 	}
 	return r // someone else may have pc already: it is not to be touched
 }
@@ -770,6 +785,9 @@ func (pc *physConn) verdict(st *connState) fate {
 // the AfterRelease hook's verdict on the settled connection is then decide's
 // last input (connState.rejected), so that every close is decide's.
 func (pc *physConn) settle(f fate, owner *openTx) {
+	if pc.traced {
+		pc.traceRelease(f)
+	}
 	if (f == fateRelease || f == fatePark) && pc.env.lookDue.Load() && pc.env.lookDue.CompareAndSwap(true, false) {
 		// The Connector's look at how full the server is (share.go), as
 		// a cleanup: a round trip off the caller's path, once a second

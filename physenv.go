@@ -31,9 +31,13 @@ type physEnv struct {
 	// the next connection let go asks, off the caller's path, before the
 	// pool has it back (settle), and is not parked meanwhile.
 	lookDue atomic.Bool
-	stats   *physStats
-	log     *slog.Logger // nil: nothing is logged
-	owner   physOwner
+	// releases: the Tracer, where it hears of releases too (trace.go);
+	// poolName names the pool to it.
+	releases ReleaseTracer
+	poolName string
+	stats    *physStats
+	log      *slog.Logger // nil: nothing is logged
+	owner    physOwner
 }
 
 // physStats are the counters the physical connections keep for their

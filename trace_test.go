@@ -162,3 +162,79 @@ func TestWithTracerNil(t *testing.T) {
 		t.Fatalf("WithTracer((*recorder)(nil)): %v", err)
 	}
 }
+
+// releaseRecorder is a recorder that hears of releases too.
+type releaseRecorder struct {
+	recorder
+	rel []pooldriver.TraceReleaseData
+}
+
+func (r *releaseRecorder) TraceRelease(d pooldriver.TraceReleaseData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rel = append(r.rel, d)
+}
+
+func (r *releaseRecorder) releases() (acquired int, rel []pooldriver.TraceReleaseData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.acq {
+		if a.Err == nil {
+			acquired++
+		}
+	}
+	return acquired, append(rel, r.rel...)
+}
+
+// TestTracerRelease: a Tracer that is a ReleaseTracer hears of one release
+// per acquire it heard of, with how long the hold had the connection and
+// what was done with it: parked for the next statement of a serial
+// caller, reset after a session change, closed after a break.
+func TestTracerRelease(t *testing.T) {
+	srv := newServer(t)
+	rec := &releaseRecorder{}
+	db, c := newDB(t, srv, "pool_name=orders", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
+	ctx := context.Background()
+	for range 3 { // serial: the first acquire is traced, the others take back the parked connection
+		if _, err := db.ExecContext(ctx, "INSERT t 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := db.Conn(ctx) // a hold of its own, which takes its connection from the pool
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.ExecContext(ctx, "SET a 1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pooldriver.WaitCleanups(c)
+	acquired, rel := rec.releases()
+	if acquired != len(rel) {
+		t.Fatalf("%d acquires traced, %d releases: %+v", acquired, len(rel), rel)
+	}
+	last := rel[len(rel)-1]
+	if !last.Reset || last.Closed || last.PoolName != "orders" || last.Held < 10*time.Millisecond {
+		t.Fatalf("the *sql.Conn that changed its session: %+v, want reset, not closed, held 10ms or more", last)
+	}
+	for _, r := range rel[:len(rel)-1] {
+		if r.Reset || r.Closed {
+			t.Fatalf("a clean statement's release: %+v", r)
+		}
+	}
+
+	sc, err = db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.BreakAll()
+	_, _ = sc.ExecContext(ctx, "INSERT t 2") // fails: the connection broke
+	_ = sc.Close()
+	acquired, rel = rec.releases()
+	if acquired != len(rel) || !rel[len(rel)-1].Closed {
+		t.Fatalf("after a break: %d acquires, releases %+v, want the last closed", acquired, rel)
+	}
+}

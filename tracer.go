@@ -76,3 +76,31 @@ type TraceConnectEndData struct {
 	Duration time.Duration
 	Err      error // nil: connected
 }
+
+// ReleaseTracer is implemented by a Tracer that also hears of a hold
+// giving back a physical connection it took from the pool (pgxpool's
+// ReleaseTracer): how long it held it, and what pooldriver did with it
+// then. Its releases are those of the acquires TraceAcquireEnd reports as
+// successful, one each, including a hold that parks its connection for
+// its logical conn's next statement (whose taking it back is not traced:
+// see Tracer). TraceRelease is called on the goroutine that ends the hold,
+// and must not block.
+type ReleaseTracer interface {
+	TraceRelease(data TraceReleaseData)
+}
+
+// TraceReleaseData is how a hold gave back its physical connection.
+type TraceReleaseData struct {
+	PoolName string
+	// Held is how long the hold had the connection: from its acquire to
+	// its end.
+	Held time.Duration
+	// Reset: the connection is settled before anyone else gets it, off
+	// the caller's path: its session reset, or a transaction left open
+	// rolled back.
+	Reset bool
+	// Closed: the connection is closed rather than given back (broken,
+	// its state unknown, opened before Connector.Reset, or refused by the
+	// AfterRelease hook); also where the reset or rollback then fails.
+	Closed bool
+}

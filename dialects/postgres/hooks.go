@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // BeforeConnect adapts f for pooldriver.WithBeforeConnect: f gets the
@@ -40,13 +42,32 @@ func BeforeConnect(f func(ctx context.Context, cfg *pgx.ConnConfig) error) func(
 //		return nil
 //	}))
 func AfterConnect(f func(ctx context.Context, c *pgx.Conn) error) func(ctx context.Context, raw any) error {
-	return func(ctx context.Context, raw any) error {
-		c, ok := raw.(*pgx.Conn)
-		if !ok {
-			return fmt.Errorf("postgres.AfterConnect: the connection is %T, not a *pgx.Conn: use it with a postgres:// DSN, or Wrap pgx's stdlib connector", raw)
-		}
-		return f(ctx, c)
-	}
+	return hook("postgres.AfterConnect").AfterConnect(f)
+}
+
+// BeforeAcquire adapts f for pooldriver.WithBeforeAcquire: f gets the
+// *pgx.Conn each time a physical connection leaves the pool, with the
+// statement's context, as pgxpool's BeforeAcquire (PrepareConn) does.
+func BeforeAcquire(f func(ctx context.Context, c *pgx.Conn) error) func(ctx context.Context, raw any) error {
+	return hook("postgres.BeforeAcquire").AfterConnect(f)
+}
+
+// AfterRelease adapts f for pooldriver.WithAfterRelease: f gets the
+// *pgx.Conn each time a physical connection goes back to the pool, and
+// false closes it instead, as pgxpool's AfterRelease.
+func AfterRelease(f func(c *pgx.Conn) bool) func(raw any) bool {
+	return hook("postgres.AfterRelease").AfterRelease(f)
+}
+
+// BeforeClose adapts f for pooldriver.WithBeforeClose: f gets the *pgx.Conn
+// of each physical connection just before it is closed.
+func BeforeClose(f func(c *pgx.Conn)) func(raw any) {
+	return hook("postgres.BeforeClose").BeforeClose(f)
+}
+
+// hook describes the typed hook adapter name.
+func hook(name string) dialects.RawHook[*pgx.Conn] {
+	return dialects.RawHook[*pgx.Conn]{Name: name, Want: "use it with a postgres:// DSN, or Wrap pgx's stdlib connector", As: dialects.As[*pgx.Conn]}
 }
 
 // MarkBaseline takes the reported parameters as they are now for the
