@@ -86,19 +86,7 @@ func benchDefaultDeny(b *testing.B, s server, dsn string, workers int) {
 		run(db, chunk) // warm: connections, caches
 	}
 	resets := conns[1].Stats().SessionResets
-	var took [2]time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done, turn := 0, 0; done < b.N; done, turn = done+chunk, turn+1 {
-		n := min(chunk, b.N-done)
-		for k := range dbs {
-			i := (turn + k) % len(dbs) // rotate which goes first
-			start := time.Now()
-			run(dbs[i], n)
-			took[i] += time.Since(start)
-		}
-	}
-	b.StopTimer()
+	took := interleaved(b, len(dbs), chunk, func(i, n int) { run(dbs[i], n) })
 	if !strings.Contains(dsn, "pool_trust_functions") {
 		// The resets run off the callers' path: the last may still be
 		// under way.
@@ -110,4 +98,26 @@ func benchDefaultDeny(b *testing.B, s server, dsn string, workers int) {
 	b.ReportMetric(float64(took[0])/float64(b.N), "off-ns/op")
 	b.ReportMetric(float64(took[1])/float64(b.N), "on-ns/op")
 	b.ReportMetric(float64(took[0])/float64(took[1]), "off/on")
+}
+
+// interleaved runs b.N operations of each of k contenders, in turns of
+// chunk (which contender goes first rotates), run(i, n) making n of
+// contender i's, and returns the time each took: side by side in one run,
+// so that all meet the same load on the machine. The timer runs only
+// during the turns.
+func interleaved(b *testing.B, k, chunk int, run func(i, n int)) []time.Duration {
+	took := make([]time.Duration, k)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done, turn := 0, 0; done < b.N; done, turn = done+chunk, turn+1 {
+		n := min(chunk, b.N-done)
+		for j := range k {
+			i := (turn + j) % k
+			start := time.Now()
+			run(i, n)
+			took[i] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	return took
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,23 +196,13 @@ func BenchmarkResetAlways(b *testing.B) {
 			}
 		}
 	}
-	var took [3]time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done, turn := 0, 0; done < b.N; done, turn = done+chunk, turn+1 {
-		n := min(chunk, b.N-done)
-		for k := range dbs {
-			i := (turn + k) % len(dbs) // rotate which goes first
-			start := time.Now()
-			for range n {
-				if _, err := dbs[i].ExecContext(ctx, "SELECT 1"); err != nil {
-					b.Fatal(err)
-				}
+	took := interleaved(b, len(dbs), chunk, func(i, n int) {
+		for range n {
+			if _, err := dbs[i].ExecContext(ctx, "SELECT 1"); err != nil {
+				b.Fatal(err)
 			}
-			took[i] += time.Since(start)
 		}
-	}
-	b.StopTimer()
+	})
 	b.ReportMetric(float64(took[0])/float64(b.N), "plain-ns/op")
 	b.ReportMetric(float64(took[1])/float64(b.N), "off-ns/op")
 	b.ReportMetric(float64(took[2])/float64(b.N), "on-ns/op")
