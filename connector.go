@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -447,6 +448,16 @@ func (c *Connector) Breaker() pool.Breaker {
 	return c.pool
 }
 
+// scheme returns the DSN's scheme ("postgres", "mysql", "odbc"), or "" for
+// a wrapped connector.
+func (c *Connector) scheme() string {
+	s, _, ok := strings.Cut(c.tmpl.String(), "://")
+	if !ok || strings.ContainsAny(s, " /") {
+		return ""
+	}
+	return s
+}
+
 // acquireError turns the pool's errors into pooldriver's. A connect made
 // for the caller that failed comes back as the driver returned it.
 func (c *Connector) acquireError(err error) error {
@@ -462,7 +473,7 @@ func (c *Connector) acquireError(err error) error {
 	case !errors.As(err, &ae):
 		return err
 	case ae.Reason == pool.ErrPermanent:
-		return &refusedError{ae: ae}
+		return &refusedError{ae: ae, scheme: c.scheme()}
 	case ae.Reason == pool.ErrTimeout:
 		st := c.pool.Stats()
 		e := &AcquireTimeoutError{Timeout: c.cfg.AcquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}

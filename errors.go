@@ -208,17 +208,31 @@ func (e *waitError) Unwrap() error { return e.ae.Cause }
 
 // refusedError is ErrServerRefused with the pool's state and the connect
 // error. As waitError, its message is built only when asked for.
-type refusedError struct{ ae *pool.AcquireError }
+type refusedError struct {
+	ae     *pool.AcquireError
+	scheme string // the DSN's ("postgres", "mysql"), for a cause that does not name its dialect
+}
 
+// Error leads with the cause, the connect error (a dialect's starts with
+// "pooldriver: <dialect>: "), then what pooldriver does about it, in
+// parentheses.
 func (e *refusedError) Error() string {
 	ae := e.ae
 	var b strings.Builder
-	b.WriteString(ErrServerRefused.Error())
-	fmt.Fprintf(&b, ": failing at once until a connect attempt succeeds (breaker %s; total=%d, in use=%d, waiting=%d, max=%d; %d connect attempts failed in a row)",
+	state := fmt.Sprintf("breaker %s; total=%d, in use=%d, waiting=%d, max=%d; %d connect attempts failed in a row",
 		ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max, ae.Failures)
-	if ae.Cause != nil {
-		b.WriteString(": " + ae.Cause.Error())
+	if ae.Cause == nil {
+		fmt.Fprintf(&b, "%s: failing at once until a connect attempt succeeds (%s)", ErrServerRefused, state)
+		return b.String()
 	}
+	cause := ae.Cause.Error()
+	if !strings.HasPrefix(cause, "pooldriver: ") {
+		b.WriteString("pooldriver: ")
+		if e.scheme != "" {
+			b.WriteString(e.scheme + ": ")
+		}
+	}
+	fmt.Fprintf(&b, "%s (the server refuses new connections: failing at once until a connect attempt succeeds; %s)", cause, state)
 	return b.String()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 
@@ -169,17 +170,45 @@ func dropQuoted(msg string) string {
 
 // connectError rewrites an error of a connection attempt. *pgconn.ConnectError
 // holds the whole configuration, password included, so the result unwraps to
-// its cause instead.
+// its cause instead. The message leads with the cause (the server's FATAL,
+// the dial's "connection refused"), then where pgx was connecting, in
+// parentheses: pgx's own message has it the other way round, the cause a
+// hundred characters or more in.
 func connectError(err error, passwords ...string) error {
 	cause := err
+	msg := err.Error()
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		if inner := ce.Unwrap(); inner != nil {
 			cause = inner
+			// Lead with the server's error, or the dial's, not with the
+			// host pgx names first.
+			lead := inner
+			var pe *pgconn.PgError
+			var oe *net.OpError
+			switch {
+			case errors.As(inner, &pe):
+				lead = pe
+			case errors.As(inner, &oe):
+				lead = oe
+			}
+			msg = causeFirst(msg, lead.Error())
 		}
 	}
 	sort.Slice(passwords, func(i, j int) bool { return len(passwords[i]) > len(passwords[j]) })
-	return &redactedError{msg: "pooldriver: postgres: " + dialects.Scrub(err.Error(), passwords...), cause: cause}
+	return &redactedError{msg: "pooldriver: postgres: " + dialects.Scrub(msg, passwords...), cause: cause}
+}
+
+// causeFirst returns msg, which ends with the text of its cause, with the
+// cause moved to the front: "cause (the rest)". A msg that does not end
+// with cause is returned as it is.
+func causeFirst(msg, cause string) string {
+	rest, ok := strings.CutSuffix(msg, cause)
+	if !ok || rest == "" {
+		return msg
+	}
+	rest = strings.TrimRight(rest, ": ")
+	return cause + " (" + rest + ")"
 }
 
 // AtConnLimit reports the server's refusal of a connection for want of room:

@@ -1,0 +1,74 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// TestConnectErrorsLeadWithTheCause (issue 47): the error of a statement
+// whose connection cannot be opened starts with the cause, the server's or
+// the dial's, within its first 100 characters, says "pooldriver" once, has
+// the same shape on both dialects ("pooldriver: <dialect>: <cause> (...)"),
+// and still matches ErrServerRefused and the driver's error type.
+func TestConnectErrorsLeadWithTheCause(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, s server) {
+		t.Parallel()
+		cases := map[string]struct {
+			dsn   string
+			cause string
+		}{}
+		switch s.name {
+		case "postgres":
+			// The server trusts loopback: an unknown role stands for a
+			// wrong password (both FATAL at login).
+			u, err := url.Parse(s.dsn)
+			require.NoError(t, err)
+			role, db, port := *u, *u, *u
+			role.User = url.User("pd_no_such_role")
+			db.Path = "/pd_no_such_db"
+			port.Host = "127.0.0.1:1"
+			cases["unknown role"] = struct{ dsn, cause string }{role.String(), `FATAL: role "pd_no_such_role" does not exist`}
+			cases["unknown database"] = struct{ dsn, cause string }{db.String(), `FATAL: database "pd_no_such_db" does not exist`}
+			cases["refused port"] = struct{ dsn, cause string }{port.String(), "connect: connection refused"}
+		case "mysql":
+			tn := newTenant(t, s)
+			wrong := strings.Replace(tn.base, "pw-"+tn.name, "wrong-password", 1)
+			require.NotEqual(t, tn.base, wrong, "the tenant's DSN has its password")
+			cases["wrong password"] = struct{ dsn, cause string }{wrong, "Access denied for user"}
+			cases["unknown database"] = struct{ dsn, cause string }{strings.Replace(s.dsn, "/test", "/pd_no_such_db", 1), "Unknown database 'pd_no_such_db'"}
+			cases["refused port"] = struct{ dsn, cause string }{strings.Replace(s.dsn, "127.0.0.1:3306", "127.0.0.1:1", 1), "connect: connection refused"}
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				db := sql.OpenDB(pooldriver.New(tc.dsn))
+				defer db.Close()
+				_, err := db.ExecContext(context.Background(), "SELECT 1")
+				require.Error(t, err)
+				msg := err.Error()
+				t.Log(msg)
+				assert.True(t, strings.HasPrefix(msg, "pooldriver: "+s.name+": "), "the shape: %s", msg)
+				i := strings.Index(msg, tc.cause)
+				assert.True(t, i >= 0 && i < 100, "the cause at %d: %s", i, msg)
+				assert.Equal(t, 1, strings.Count(msg, "pooldriver"), msg)
+				assert.ErrorIs(t, err, pooldriver.ErrServerRefused)
+				if name != "refused port" {
+					var pe *pgconn.PgError
+					var me *mysql.MySQLError
+					assert.True(t, errors.As(err, &pe) || errors.As(err, &me), "the server's error, reachable: %T", err)
+				}
+			})
+		}
+	})
+}
