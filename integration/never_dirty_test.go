@@ -528,7 +528,12 @@ func TestNeverDirtyPostgresDblink(t *testing.T) {
 		}
 		cfg, err := pgx.ParseConfig(s.dsn)
 		require.NoError(t, err)
-		conninfo := fmt.Sprintf("host=%s port=%d dbname=%s user=%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
+		// The address as the server sees itself: in a container the
+		// DSN's port is the host's, mapped.
+		var host, port string
+		require.NoError(t, s.admin(t).QueryRowContext(ctx(t),
+			"SELECT coalesce(host(inet_server_addr()), '127.0.0.1'), current_setting('port')").Scan(&host, &port))
+		conninfo := fmt.Sprintf("host=%s port=%s dbname=%s user=%s", host, port, cfg.Database, cfg.User)
 		if cfg.Password != "" {
 			conninfo += " password=" + cfg.Password
 		}
