@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"syscall"
 )
 
@@ -40,14 +41,19 @@ var _ PermanentErrorDetector = genericTemplate{}
 
 // PermanentNetError reports the permanent connect errors that any database
 // driver meets below its protocol: the port refused the connection
-// (ECONNREFUSED: nothing listens there), or TLS failed (a certificate not
-// trusted, for another host or invalid, or the server's alert). A dialect's
-// PermanentConnectError starts with it.
+// (ECONNREFUSED: nothing listens there), the host's name is unknown (the
+// resolver's answer that it does not exist, not a timeout or a failed
+// lookup), or TLS failed (a certificate not trusted, for another host or
+// invalid, or the server's alert). A dialect's PermanentConnectError
+// starts with it.
 func PermanentNetError(err error) bool {
 	if err == nil {
 		return false
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	if dns := (*net.DNSError)(nil); errors.As(err, &dns) && dns.IsNotFound {
 		return true
 	}
 	var (

@@ -18,6 +18,9 @@ func TestPermanentNetError(t *testing.T) {
 		want bool
 	}{
 		{"refused port", fmt.Errorf("failed to connect: %w", refused), true},
+		{"unknown host", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "db.example", IsNotFound: true}}, true},
+		{"lookup timeout", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "i/o timeout", Name: "db.example", IsTimeout: true}}, false},
+		{"lookup failed", &net.DNSError{Err: "server misbehaving", Name: "db.example", IsTemporary: true}, false},
 		{"unknown authority", fmt.Errorf("tls: %w", x509.UnknownAuthorityError{}), true},
 		{"other host", x509.HostnameError{Host: "db"}, true},
 		{"timeout", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ETIMEDOUT)}, false},

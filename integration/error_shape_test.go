@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -53,6 +54,14 @@ func TestConnectErrorsLeadWithTheCause(t *testing.T) {
 			require.NotEqual(t, s.dsn, refused, "the DSN names a TCP address")
 			cases["refused port"] = struct{ dsn, cause string }{refused, "connect: connection refused"}
 		}
+		// An unknown host (a typo): the resolver says it does not exist.
+		const nowhere = "pd-no-such-host.invalid"
+		if _, err := net.LookupHost(nowhere); isNotFound(err) {
+			host := regexp.MustCompile(`127\.0\.0\.1|localhost`).ReplaceAllString(cases["refused port"].dsn, nowhere)
+			cases["unknown host"] = struct{ dsn, cause string }{host, "no such host"}
+		} else {
+			t.Logf("no unknown-host case: the resolver does not answer that %s does not exist (%v)", nowhere, err)
+		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				db := sql.OpenDB(pooldriver.New(tc.dsn))
@@ -66,7 +75,7 @@ func TestConnectErrorsLeadWithTheCause(t *testing.T) {
 				assert.True(t, i >= 0 && i < 100, "the cause at %d: %s", i, msg)
 				assert.Equal(t, 1, strings.Count(msg, "pooldriver"), msg)
 				assert.ErrorIs(t, err, pooldriver.ErrServerRefused)
-				if name != "refused port" {
+				if name != "refused port" && name != "unknown host" {
 					var pe *pgconn.PgError
 					var me *mysql.MySQLError
 					assert.True(t, errors.As(err, &pe) || errors.As(err, &me), "the server's error, reachable: %T", err)
@@ -74,4 +83,10 @@ func TestConnectErrorsLeadWithTheCause(t *testing.T) {
 			})
 		}
 	})
+}
+
+// isNotFound reports the resolver's answer that a name does not exist.
+func isNotFound(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound
 }

@@ -186,11 +186,14 @@ func connectError(err error, passwords ...string) error {
 			lead := inner
 			var pe *pgconn.PgError
 			var oe *net.OpError
+			var de *net.DNSError
 			switch {
 			case errors.As(inner, &pe):
 				lead = pe
 			case errors.As(inner, &oe):
 				lead = oe
+			case errors.As(inner, &de):
+				lead = de
 			}
 			msg = causeFirst(msg, lead.Error())
 		}
