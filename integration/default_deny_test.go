@@ -225,23 +225,9 @@ func TestDefaultDenyPostgresAdvisoryLock(t *testing.T) {
 		lock := routine(t, s, "FUNCTION", "pd_lock", "(k bigint) RETURNS void LANGUAGE sql AS $$ SELECT pg_advisory_lock(k) $$")
 		const key = 35036
 		checkDenied(t, s, s.dsn, denyCase{
-			dirty: execAll(fmt.Sprintf("SELECT %s(%d)", lock, key)),
-			observe: func(t *testing.T, db *sql.DB) string {
-				// The next user of the pool has the connection: whatever
-				// settling it needed is done.
-				nextUser(t, db, "SELECT 'next'")
-				c, err := s.admin(t).Conn(ctx(t))
-				require.NoError(t, err)
-				defer c.Close()
-				var free bool
-				require.NoError(t, c.QueryRowContext(ctx(t), "SELECT pg_try_advisory_lock($1)", key).Scan(&free))
-				if free {
-					_, err := c.ExecContext(ctx(t), "SELECT pg_advisory_unlock($1)", key)
-					require.NoError(t, err)
-				}
-				return fmt.Sprintf("free: %v", free)
-			},
-			want: "free: true",
+			dirty:   execAll(fmt.Sprintf("SELECT %s(%d)", lock, key)),
+			observe: pgLockFree(s, key),
+			want:    "free: true",
 		})
 	})
 }
