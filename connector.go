@@ -31,6 +31,13 @@ type Connector struct {
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
 	closing      atomic.Bool
+	// gated sends each acquire the slow way (acquireGated): a Tracer
+	// traces it, or a Shutdown began (drainMark: 1 + the number of the
+	// last task begun before it, see taskSeq). tasks counts the live tasks that ran a
+	// statement here (see binding).
+	gated     atomic.Bool
+	drainMark atomic.Uint64
+	tasks     atomic.Int64
 	// The look at how full the server is (share.go): limitRefusals counts
 	// this pool's connects the server refused for its limit since the
 	// last look; shareStop ends the loop, which closes shareDone.
@@ -225,6 +232,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		return nil, fmt.Errorf("pooldriver: %w", err)
 	}
 	c.pool = p
+	c.gated.Store(c.cfg.Tracer != nil)
 	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
 	c.share, c.shareRefused = s.MaxConns, -1
 	go c.shareLoop()
@@ -361,8 +369,22 @@ func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 var errStale = errors.New("pooldriver: opened before Connector.Reset")
 
 // acquire takes a physical connection from the pool for a hold. Without a
-// Tracer this is one nil check more than take.
+// Tracer, and before Shutdown, this is one check more than take.
 func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
+	if c.gated.Load() {
+		return c.acquireGated(ctx)
+	}
+	return c.take(ctx)
+}
+
+// acquireGated is acquire once Shutdown began (which refuses new work) or
+// with a Tracer.
+func (c *Connector) acquireGated(ctx context.Context) (*physConn, error) {
+	if c.drainMark.Load() != 0 {
+		if t := taskFrom(ctx); t == nil || !c.admits(t) {
+			return nil, ErrShuttingDown
+		}
+	}
 	if c.cfg.Tracer != nil {
 		return c.acquireTraced(ctx)
 	}

@@ -13,9 +13,10 @@ import (
 // The task also owns the *sql.Tx transactions begun with its context: it
 // rolls back those still open when it ends.
 type task struct {
-	mode    Mode  // meaningful when hasMode
-	hasMode bool  // false: each Connector's default mode applies
-	err     error // a misuse found by WithTask, returned by every statement
+	mode    Mode   // meaningful when hasMode
+	hasMode bool   // false: each Connector's default mode applies
+	seq     uint64 // the task's number, in the order tasks began (taskSeq)
+	err     error  // a misuse found by WithTask, returned by every statement
 	cancel  context.CancelCauseFunc
 	ctx     context.Context // the task's, for the log lines of its end
 	done    <-chan struct{} // the task's context's Done
@@ -24,17 +25,24 @@ type task struct {
 
 	mu       sync.Mutex // protects the fields below
 	ended    bool
-	bindings []binding
+	bindings []binding // one per Connector the task ran a statement on
+	first    [1]binding
 	txs      []*tx // open transactions begun with the task's context
 }
 
-// binding is the task's connection on one Connector, or the record that it
-// was lost.
+// binding is the task's record on one Connector it ran a statement on:
+// the connection bound to it there, or none, or the record that it was
+// lost. The Connector counts the task among its live ones until the task
+// ends (Connector.tasks: Shutdown waits for them).
 type binding struct {
 	c    *Connector
-	pc   *physConn // nil once lost
+	pc   *physConn // nil: none bound, or lost
 	lost error     // why the connection was lost
 }
+
+// taskSeq numbers the tasks in the order they begin (Shutdown admits
+// those begun before it).
+var taskSeq atomic.Uint64
 
 type taskKey struct{}
 
@@ -74,6 +82,7 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 	if !tasksBegun.Load() {
 		tasksBegun.Store(true)
 	}
+	t.seq = taskSeq.Add(1)
 	ctx, t.cancel = context.WithCancelCause(ctx)
 	t.done = ctx.Done()
 	ctx = context.WithValue(ctx, taskKey{}, t)
@@ -102,7 +111,9 @@ func (t *task) modeFor(c *Connector) Mode {
 }
 
 // lookup returns the connection bound to t on c, or the error that every
-// statement of t on c now gets: t ended, or lost its connection there.
+// statement of t on c now gets: t ended, or lost its connection there, or
+// c shuts down and t began after (see Connector.Shutdown). The first
+// lookup on c records the task there.
 func (t *task) lookup(c *Connector) (*physConn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -117,7 +128,21 @@ func (t *task) lookup(c *Connector) (*physConn, error) {
 			return b.pc, nil
 		}
 	}
+	if !c.admits(t) {
+		return nil, ErrShuttingDown
+	}
+	t.addBindingLocked(binding{c: c})
 	return nil, nil
+}
+
+// addBindingLocked records b, on a Connector t has no record on yet, and
+// counts t there. The caller holds t.mu.
+func (t *task) addBindingLocked(b binding) {
+	if t.bindings == nil {
+		t.bindings = t.first[:0]
+	}
+	t.bindings = append(t.bindings, b)
+	b.c.tasks.Add(1)
 }
 
 // bind binds pc, a connection of c, to t. The caller holds pc.mu. It fails
@@ -128,12 +153,18 @@ func (t *task) bind(c *Connector, pc *physConn) bool {
 	if t.ended {
 		return false
 	}
-	for _, b := range t.bindings {
-		if b.c == c {
-			return false
-		}
+	i := 0
+	for i < len(t.bindings) && t.bindings[i].c != c {
+		i++
 	}
-	t.bindings = append(t.bindings, binding{c: c, pc: pc})
+	switch {
+	case i == len(t.bindings):
+		t.addBindingLocked(binding{c: c, pc: pc})
+	case t.bindings[i].pc != nil || t.bindings[i].lost != nil:
+		return false
+	default:
+		t.bindings[i].pc = pc
+	}
 	pc.bindLocked(t, t.modeFor(c))
 	return true
 }
@@ -143,9 +174,9 @@ func (t *task) bind(c *Connector, pc *physConn) bool {
 func (t *task) unbindConn(pc *physConn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i, b := range t.bindings {
-		if b.pc == pc && b.lost == nil {
-			t.bindings = append(t.bindings[:i], t.bindings[i+1:]...)
+	for i := range t.bindings {
+		if b := &t.bindings[i]; b.pc == pc && b.lost == nil {
+			b.pc = nil
 			return
 		}
 	}
@@ -183,7 +214,7 @@ func (t *task) markLost(c *Connector, lostPC *physConn, cause error) {
 		}
 	}
 	if !t.ended {
-		t.bindings = append(t.bindings, binding{c: c, lost: err})
+		t.addBindingLocked(binding{c: c, lost: err})
 	}
 }
 
@@ -237,6 +268,7 @@ func (t *task) end() {
 			if b.pc != nil {
 				b.pc.endTask(t.ctx, t, nil)
 			}
+			b.c.tasks.Add(-1)
 		}
 	})
 }

@@ -28,3 +28,13 @@ type WriteCounter interface {
 type Interrupter interface {
 	Interrupt()
 }
+
+// Cutter is implemented by a Conn whose work can be stopped from another
+// goroutine while a call of its driver runs (Connector.Shutdown, past its
+// deadline): Cut stops what the server runs for it where the dialect can
+// ask, closes its socket, and returns; the call under way fails at once,
+// and the connection is unusable afterwards (pooldriver destroys it). Cut
+// is safe to call concurrently with any call of the driver.
+type Cutter interface {
+	Cut()
+}

@@ -40,3 +40,31 @@ func (p *Pool[T]) CloseIdle() int {
 	p.mu.Unlock()
 	return len(idle)
 }
+
+// Drain readies the pool for its holders' last uses before Close: every
+// parked resource is made idle (its Unpark fails) and none is parked from
+// then on, so that each use begins with Acquire, where the caller can
+// refuse it. Acquire serves as before.
+func (p *Pool[T]) Drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closing.Store(true)
+	p.unparkAllLocked(p.clock())
+}
+
+// InUse returns the values of the resources handed out and not yet
+// released or destroyed (parked ones are not).
+func (p *Pool[T]) InUse() []T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var vs []T
+	for _, r := range p.all {
+		if r.state.Load() == stateAcquired {
+			vs = append(vs, r.value)
+		}
+	}
+	return vs
+}

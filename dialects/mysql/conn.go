@@ -102,6 +102,7 @@ var (
 	_ dialects.OneResult         = (*conn)(nil)
 	_ dialects.WriteCounter      = (*wiredConn)(nil)
 	_ dialects.Interrupter       = (*wiredConn)(nil)
+	_ dialects.Cutter            = (*wiredConn)(nil)
 )
 
 // OneResultAtATime reports that the server sends one result at a time (see
@@ -119,6 +120,10 @@ func (c *wiredConn) Written() uint64 { return c.w.written.Load() }
 // does any later, and the driver closes the connection. Safe to call from
 // any goroutine, at any time, more than once (see dialects.Interrupter).
 func (c *wiredConn) Interrupt() { c.w.interrupt() }
+
+// Cut is Interrupt (see dialects.Cutter). The server goes on with a
+// statement under way until it next writes to the closed connection.
+func (c *wiredConn) Cut() { c.w.interrupt() }
 
 // CheckIdle looks, without a round trip, for the server having closed the
 // connection while it was idle (KILL, wait_timeout, a restart). Without the

@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"context"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -50,4 +52,16 @@ func abort(pc *pgconn.PgConn) {
 		nc = u.NetConn()
 	}
 	_ = nc.Close()
+}
+
+// Cut asks the server to cancel what the connection runs, waiting at most
+// a second for the request to go out, then closes its socket (see abort
+// and dialects.Cutter): without the cancel, a backend busy with a long
+// statement would find its client gone only when it next writes.
+func (c *conn) Cut() {
+	pc := c.pgx().PgConn()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = pc.CancelRequest(ctx) // the socket is closed either way
+	abort(pc)
 }

@@ -91,6 +91,7 @@ var (
 	_ dialects.WriteCounter           = (*conn)(nil)
 	_ dialects.BeginTxRollbacker      = (*conn)(nil)
 	_ dialects.FunctionTruster        = (*conn)(nil)
+	_ dialects.Cutter                 = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
 	_ driver.QueryerContext           = (*conn)(nil)
 	_ driver.ExecerContext            = (*conn)(nil)

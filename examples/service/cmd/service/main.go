@@ -32,6 +32,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/pooldriver/pooldriver"
 	"github.com/pooldriver/pooldriver/examples/service"
 )
 
@@ -141,6 +142,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = srv.Shutdown(shutCtx)
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
+	}
+	// The requests are done; what else runs on the pool (a worker's task)
+	// gets the rest of the time, and is cut past it.
+	if c, ok := pooldriver.ConnectorOf(db); ok {
+		err = errors.Join(err, c.Shutdown(shutCtx))
 	}
 	return err
 }
