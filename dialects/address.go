@@ -12,25 +12,37 @@ type Address struct {
 	Host     string
 	Port     int    // 0: none (a MySQL unix socket) or not given
 	Database string // "": none named (the server's default)
+	// Others are the further hosts of a multi-host DSN, in the order the
+	// driver tries them, each written as Host and Port are.
+	Others []Address
 }
 
 // String writes a as the OpenTelemetry conventions name a connection pool
 // that has no name of its own: server.address:server.port/db.namespace,
-// such as db.example.com:5432/shop. An IPv6 host is in brackets; ":port"
-// is left out without a port, "/database" without a database. It is ""
-// when a names no host.
+// such as db.example.com:5432/shop, with every host of a multi-host DSN
+// (db1:5432,db2:5432/shop: the first may be down, or a standby). An IPv6
+// host is in brackets; ":port" is left out without a port, "/database"
+// without a database. It is "" when a names no host.
 func (a Address) String() string {
 	if a.Host == "" {
 		return ""
 	}
-	s := a.Host
-	if a.Port > 0 {
-		s = net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+	s := a.hostPort()
+	for _, o := range a.Others {
+		s += "," + o.hostPort()
 	}
 	if a.Database != "" {
 		s += "/" + a.Database
 	}
 	return s
+}
+
+// hostPort writes a's host and port.
+func (a Address) hostPort() string {
+	if a.Port > 0 {
+		return net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+	}
+	return a.Host
 }
 
 // AddressedTemplate is implemented by a Template that can say where its

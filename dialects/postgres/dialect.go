@@ -73,12 +73,25 @@ func (t *template) Credentials() dialects.Credentials {
 
 func (t *template) String() string { return t.redacted }
 
-// Address is the DSN's first host (pgx tries the others after it), its
-// port and database, as pgx read them (environment variables and defaults
+// Address is the DSN's first host, then the others that pgx tries after
+// it (each once, though pgx tries one twice with sslmode=prefer), its port
+// and database, as pgx read them (environment variables and defaults
 // included). For a unix socket the host is the socket's directory
 // (/var/run/postgresql), and the port the one in the socket's name.
 func (t *template) Address() dialects.Address {
-	return dialects.Address{Host: t.cfg.Host, Port: int(t.cfg.Port), Database: t.cfg.Database}
+	a := dialects.Address{Host: t.cfg.Host, Port: int(t.cfg.Port), Database: t.cfg.Database}
+	type hostPort struct {
+		host string
+		port uint16
+	}
+	seen := map[hostPort]bool{{t.cfg.Host, t.cfg.Port}: true}
+	for _, f := range t.cfg.Fallbacks {
+		if hp := (hostPort{f.Host, f.Port}); !seen[hp] {
+			seen[hp] = true
+			a.Others = append(a.Others, dialects.Address{Host: f.Host, Port: int(f.Port)})
+		}
+	}
+	return a
 }
 
 func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
