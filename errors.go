@@ -266,7 +266,7 @@ func redact(err error, secret string) error {
 // lostError is ErrConnLost with its cause.
 type lostError struct{ cause error }
 
-func (e *lostError) Error() string { return ErrConnLost.Error() + ": " + e.cause.Error() }
+func (e *lostError) Error() string { return ErrConnLost.Error() + ": " + causeText(e.cause) }
 
 // Is matches ErrConnLost and whatever the cause matches, except
 // driver.ErrBadConn (see ErrConnLost).
@@ -300,9 +300,15 @@ type notRetriedError struct {
 
 func (e *notRetriedError) Error() string {
 	if e.sent {
-		return "pooldriver: the connection broke after the statement was sent, so it may have run; it was not retried: " + e.cause.Error()
+		return "pooldriver: " + causeText(e.cause) + " (the connection broke after the statement was sent: it may have run, and was not retried)"
 	}
-	return "pooldriver: the connection broke; the statement was not retried on another: " + e.cause.Error()
+	return "pooldriver: " + causeText(e.cause) + " (the connection broke; the statement was not retried on another)"
+}
+
+// causeText is err's message without a leading "pooldriver: ", for an
+// error of pooldriver's that leads with it, so that the word comes once.
+func causeText(err error) string {
+	return strings.TrimPrefix(err.Error(), "pooldriver: ")
 }
 
 // Is matches whatever the cause matches, except driver.ErrBadConn.
@@ -326,7 +332,7 @@ type interruptedError struct {
 }
 
 func (e *interruptedError) Error() string {
-	return fmt.Sprintf("pooldriver: %s was still waiting for the server when its context ended (%v); the connection was closed, and whether the server applied it is unknown: %v", e.what, e.ctx, e.cause)
+	return fmt.Sprintf("pooldriver: %v: %s was still waiting for the server; the connection was closed, and whether the server applied it is unknown (%s)", e.ctx, e.what, causeText(e.cause))
 }
 
 func (e *interruptedError) Is(target error) bool {

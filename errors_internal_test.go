@@ -1,0 +1,44 @@
+package pooldriver
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestErrorsLeadWithTheCause (issue 47): the errors pooldriver wraps a
+// statement's cause in say it within their first 100 characters and say
+// "pooldriver" once, even when the cause is pooldriver's own; errors.Is
+// and errors.As reach what they reached.
+func TestErrorsLeadWithTheCause(t *testing.T) {
+	reset := fmt.Errorf("read tcp 127.0.0.1:5432: %w", io.ErrUnexpectedEOF)
+	for _, tc := range []struct {
+		err   error
+		cause string
+		is    error
+	}{
+		{&notRetriedError{cause: reset, sent: true}, reset.Error(), io.ErrUnexpectedEOF},
+		{&notRetriedError{cause: reset}, reset.Error(), io.ErrUnexpectedEOF},
+		{&interruptedError{what: "COMMIT", ctx: context.DeadlineExceeded, cause: reset}, "context deadline exceeded", context.DeadlineExceeded},
+		{lost(ErrTaskEnded), "the task ended", ErrConnLost},
+		{&notRetriedError{cause: lost(reset), sent: true}, "the connection that held", ErrConnLost},
+	} {
+		msg := tc.err.Error()
+		if i := strings.Index(msg, tc.cause); i < 0 || i > 100 {
+			t.Errorf("%q: the cause %q at %d, want within the first 100 characters", msg, tc.cause, i)
+		}
+		if n := strings.Count(msg, "pooldriver"); n != 1 {
+			t.Errorf("%q: \"pooldriver\" %d times, want once", msg, n)
+		}
+		if !errors.Is(tc.err, tc.is) {
+			t.Errorf("%q: does not match %v", msg, tc.is)
+		}
+		if errors.Is(tc.err, driver.ErrBadConn) {
+			t.Errorf("%q: matches driver.ErrBadConn: database/sql would run the statement again", msg)
+		}
+	}
+}
