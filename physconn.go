@@ -48,6 +48,7 @@ type physConn struct {
 	validity    driver.Validator
 	tracker     dialects.SessionTracker
 	staleErr    dialects.StaleStatementDetector
+	roleLoss    dialects.RoleLossDetector // nil: the DSN asks for no role, or the dialect cannot tell
 	idleChecker dialects.IdleChecker
 	observer    dialects.StatementObserver
 	written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
@@ -125,6 +126,7 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	pc.validity, _ = drv.(driver.Validator)
 	pc.tracker, _ = dc.(dialects.SessionTracker)
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
+	pc.roleLoss, _ = dc.(dialects.RoleLossDetector)
 	pc.idleChecker, _ = dc.(dialects.IdleChecker)
 	pc.observer, _ = dc.(dialects.StatementObserver)
 	pc.written, _ = dc.(dialects.WriteCounter)
@@ -505,10 +507,18 @@ func (pc *physConn) stmtQuery(ctx context.Context, s driver.Stmt, query string, 
 // checkStale drops the cached statement for query when err says the server
 // no longer accepts it as prepared. Drivers that run a statement prepared
 // with the same text in place of the text itself (pgx's stdlib prepares
-// under the query text as its name) hit it on plain queries too.
+// under the query text as its name) hit it on plain queries too. When err
+// says the server left the role the DSN asks for, every connection opened
+// so far is retired.
 func (pc *physConn) checkStale(query string, err error) {
-	if err != nil && pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
+	if err == nil {
+		return
+	}
+	if pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
 		pc.dropStmt(query)
+	}
+	if pc.roleLoss != nil && pc.roleLoss.LostRole(err) {
+		pc.env.owner.lostRole(pc)
 	}
 }
 

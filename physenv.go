@@ -62,6 +62,9 @@ type physOwner interface {
 	// look asks the server through pc how full it is (when lookDue); false
 	// when pc failed to say and is lost.
 	look(pc *physConn) bool
+	// lostRole retires every connection of pc's generation: pc's server
+	// left the role the DSN asks for (dialects.RoleLossDetector).
+	lostRole(pc *physConn)
 }
 
 // taskBinding is the task a physical connection is bound to, as the

@@ -1,5 +1,7 @@
 package pooldriver
 
+import "log/slog"
+
 // Reset drops every physical connection, as after a failover or a
 // credential change: idle ones are closed now, and those in use (a
 // statement running, a *sql.Conn or *sql.Tx held, a task's) when they come
@@ -13,4 +15,16 @@ func (c *Connector) Reset() {
 	c.env.gen.Add(1)
 	n := c.pool.CloseIdle()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)
+}
+
+// lostRole is Reset, once for pc's generation, when pc's server left the
+// role the DSN asks for (a primary turned read-only or standby): the other
+// connections to it fail their writes too, and those opened since (to the
+// server that has the role now) are not retired.
+func (c *Connector) lostRole(pc *physConn) {
+	if !c.env.gen.CompareAndSwap(pc.gen, pc.gen+1) {
+		return // retired already
+	}
+	n := c.pool.CloseIdle()
+	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "closed", n)
 }

@@ -29,6 +29,18 @@ type Interrupter interface {
 	Interrupt()
 }
 
+// RoleLossDetector is implemented by a Conn whose DSN asks for a server in
+// a role (PostgreSQL's target_session_attrs=read-write or primary) and
+// that can tell from a statement's error that its server has left it: the
+// statement was refused as a write on a read-only server, and the server
+// says it is read-only or a standby for every session, not for this
+// transaction alone. pooldriver then retires every connection opened so
+// far (Connector.Reset): new ones go where the DSN's hosts now have the
+// role. Asked after a failed statement only.
+type RoleLossDetector interface {
+	LostRole(err error) bool
+}
+
 // Cutter is implemented by a Conn whose work can be stopped from another
 // goroutine while a call of its driver runs (Connector.Shutdown, past its
 // deadline): Cut stops what the server runs for it where the dialect can

@@ -48,6 +48,10 @@ type conn struct {
 	// trust: the user vouches for their functions (see TrustFunctions).
 	trust bool
 
+	// role: what the DSN's target_session_attrs asks of the server
+	// (LostRole).
+	role role
+
 	// idle is CheckIdle's look at the socket, set up at its first use
 	// (idleReady): pgx keeps one socket for the connection's life.
 	idle      dialects.SocketCheck
@@ -92,6 +96,7 @@ var (
 	_ dialects.BeginTxRollbacker      = (*conn)(nil)
 	_ dialects.FunctionTruster        = (*conn)(nil)
 	_ dialects.Cutter                 = (*conn)(nil)
+	_ dialects.RoleLossDetector       = (*conn)(nil)
 	_ driver.ConnPrepareContext       = (*conn)(nil)
 	_ driver.QueryerContext           = (*conn)(nil)
 	_ driver.ExecerContext            = (*conn)(nil)

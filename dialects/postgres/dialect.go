@@ -44,7 +44,7 @@ func (pgDialect) Parse(dsn string) (dialects.Template, map[string]string, error)
 	if err != nil {
 		return nil, nil, parseError(err, d.secrets)
 	}
-	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode}, d.params, nil
+	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode, role: roleOf(cfg.ValidateConnect)}, d.params, nil
 }
 
 // template is immutable once built: Open copies cfg before changing it, and
@@ -56,6 +56,7 @@ type template struct {
 
 	checkPooler bool // refuse a pooler found at the address (pool_server_pooling unset)
 	unnamed     bool // prepare statements unnamed (behind a transaction pooler)
+	role        role // what target_session_attrs asks of a server
 }
 
 var (
@@ -128,6 +129,7 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	}
 	pc := newConn(sc, w)
 	pc.unnamed = t.unnamed
+	pc.role = t.role
 	// The first connection to a server and database reads its catalog
 	// now; a due reading is read again by a statement's connection, not
 	// on the connect path (a new server process reads it slowest).

@@ -1,0 +1,347 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// The failover suite (issue 48) starts its own primary and streaming
+// standby, points a multi-host DSN with target_session_attrs=read-write at
+// both, and has 16 writers insert unique keys through pooldriver, beside
+// plain pgx stdlib and pgxpool on the same DSN, while the primary fails.
+
+const (
+	failoverWriters = 16
+	failoverConns   = 8
+)
+
+// startStandby makes a streaming standby of pg (pg_basebackup -R) on a
+// port of its own, started, stopped and removed when the test ends. The
+// primary waits for it to confirm every commit (synchronous_standby_names),
+// so that a write the primary acknowledged is on the standby when it is
+// promoted: what the suite counts as lost is the pool's doing, not
+// asynchronous replication's.
+func (pg *localPG) startStandby(t *testing.T) *localPG {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pooldriver-pg-standby-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sb := &localPG{bin: pg.bin, dir: dir, cred: pg.cred, port: freePort(t)}
+	if sb.cred != nil {
+		require.NoError(t, os.Chown(dir, int(sb.cred.Uid), int(sb.cred.Gid)))
+	}
+	sb.run(t, pgCtlLimit, "pg_basebackup", "-D", sb.data(), "-h", "127.0.0.1", "-p", fmt.Sprint(pg.port), "-U", "postgres", "-R", "-X", "stream", "--no-sync")
+	f, err := os.OpenFile(filepath.Join(sb.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(f, "port = %d\nunix_socket_directories = '%s'\n", sb.port, dir)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	sb.start(t)
+	t.Cleanup(func() { _ = sb.runErr(pgCtlLimit, "pg_ctl", "-D", sb.data(), "-w", "stop", "-m", "immediate") })
+	pg.sql(t, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+	pg.sql(t, "SELECT pg_reload_conf()")
+	waitFor(t, "the standby to stream synchronously", func() bool {
+		return pg.query(t, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1"
+	})
+	return sb
+}
+
+// sql runs a statement on pg's postgres database.
+func (pg *localPG) sql(t *testing.T, q string) {
+	t.Helper()
+	db, err := sql.Open("pgx", pg.dsn())
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.ExecContext(ctx(t), q)
+	require.NoError(t, err, q)
+}
+
+// query returns the first column of q's first row on pg, as text.
+func (pg *localPG) query(t *testing.T, q string) string {
+	t.Helper()
+	db, err := sql.Open("pgx", pg.dsn())
+	require.NoError(t, err)
+	defer db.Close()
+	var s string
+	require.NoError(t, db.QueryRowContext(ctx(t), q).Scan(&s), q)
+	return s
+}
+
+// writeLog is what one subject's writers saw: the keys acknowledged, and
+// each error with when it came.
+type writeLog struct {
+	name  string
+	mu    sync.Mutex
+	acked []int64
+	oks   []time.Time
+	errs  []timedErr
+}
+
+type timedErr struct {
+	at  time.Time
+	err error
+}
+
+func (l *writeLog) ok(k int64, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acked = append(l.acked, k)
+	l.oks = append(l.oks, at)
+}
+
+func (l *writeLog) fail(err error, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, timedErr{at, err})
+}
+
+// after returns the first success at or after t, and the errors after t,
+// read-only ones (SQLSTATE 25006) counted apart.
+func (l *writeLog) after(t time.Time) (first time.Time, errs, readOnly int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, at := range l.oks {
+		if !at.Before(t) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	for _, e := range l.errs {
+		if e.at.After(t) {
+			errs++
+			var pe *pgconn.PgError
+			if errors.As(e.err, &pe) && pe.Code == "25006" {
+				readOnly++
+			}
+		}
+	}
+	return first, errs, readOnly
+}
+
+// writer inserts keys base, base+1, … with insert until stop is closed.
+type insertFunc func(ctx context.Context, k int64) error
+
+func runWriters(l *writeLog, base int64, insert insertFunc, stop <-chan struct{}, wg *sync.WaitGroup) {
+	var next atomic.Int64
+	next.Store(base)
+	for range failoverWriters {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := next.Add(1)
+				c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				err := insert(c, k)
+				cancel()
+				if err != nil {
+					l.fail(err, time.Now())
+					time.Sleep(5 * time.Millisecond) // a failing server is not spun on
+					continue
+				}
+				l.ok(k, time.Now())
+			}
+		})
+	}
+}
+
+// failoverSubjects opens pooldriver, plain pgx stdlib and pgxpool on dsn,
+// each with at most failoverConns connections.
+func failoverSubjects(t *testing.T, dsn string) (names []string, inserts []insertFunc) {
+	t.Helper()
+	insertSQL := "INSERT INTO keys (k) VALUES ($1)"
+	lines, logger := newLogLines()
+	c := pooldriver.New(dsn+fmt.Sprintf("&pool_max_conns=%d", failoverConns), pooldriver.WithLogger(logger))
+	require.NoError(t, c.Err())
+	t.Cleanup(func() {
+		for _, l := range lines.with("role") {
+			t.Log("pooldriver: " + l)
+		}
+		t.Logf("pooldriver: %d log lines at WARN", len(lines.with("WARN")))
+	})
+	pd := sql.OpenDB(c)
+	t.Cleanup(func() { _ = pd.Close() })
+	plain, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	plain.SetMaxOpenConns(failoverConns)
+	plain.SetMaxIdleConns(failoverConns)
+	t.Cleanup(func() { _ = plain.Close() })
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	pcfg.MaxConns = failoverConns
+	pp, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pp.Close)
+	viaSQL := func(db *sql.DB) insertFunc {
+		return func(ctx context.Context, k int64) error { _, err := db.ExecContext(ctx, insertSQL, k); return err }
+	}
+	return []string{"pooldriver", "plain pgx stdlib", "pgxpool"}, []insertFunc{
+		viaSQL(pd), viaSQL(plain),
+		func(ctx context.Context, k int64) error { _, err := pp.Exec(ctx, insertSQL, k); return err },
+	}
+}
+
+// failover runs the three subjects' writers through fail, which fails the
+// primary and returns when a primary takes writes again (the standby
+// promoted, or the primary back), then for 3s more; it checks every
+// acknowledged key on after, the primary then, and returns the logs and
+// the moment fail returned.
+func failover(t *testing.T, primary, standby, after *localPG, fail func()) ([]*writeLog, time.Time) {
+	t.Helper()
+	primary.sql(t, "CREATE TABLE keys (k bigint PRIMARY KEY)")
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
+		primary.port, standby.port)
+	names, inserts := failoverSubjects(t, dsn)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	logs := make([]*writeLog, len(names))
+	for i, name := range names {
+		logs[i] = &writeLog{name: name}
+		runWriters(logs[i], int64(i)<<40, inserts[i], stop, &wg)
+	}
+	time.Sleep(time.Second)
+	fail()
+	promoted := time.Now()
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	db, err := sql.Open("pgx", after.dsn())
+	require.NoError(t, err)
+	defer db.Close()
+	present := map[int64]int{}
+	rows, err := db.QueryContext(ctx(t), "SELECT k FROM keys")
+	require.NoError(t, err)
+	for rows.Next() {
+		var k int64
+		require.NoError(t, rows.Scan(&k))
+		present[k]++
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	for _, l := range logs {
+		lost := 0
+		for _, k := range l.acked {
+			if present[k] != 1 {
+				lost++
+			}
+		}
+		first, errs, readOnly := l.after(promoted)
+		t.Logf("%-16s %6d acknowledged, %d lost; first write %v after the switch; errors after it: %d (read-only %d), 1s after: %s, 2s after: %s",
+			l.name, len(l.acked), lost, sinceOrNever(first, promoted), errs, readOnly,
+			countAfter(l, promoted.Add(time.Second)), countAfter(l, promoted.Add(2*time.Second)))
+		require.Zero(t, lost, "%s: acknowledged keys missing on the new primary", l.name)
+	}
+	return logs, promoted
+}
+
+func sinceOrNever(at, from time.Time) string {
+	if at.IsZero() {
+		return "never"
+	}
+	return at.Sub(from).Round(100 * time.Microsecond).String()
+}
+
+// countAfter says how many errors, and of which kinds, l saw after t.
+func countAfter(l *writeLog, t time.Time) string {
+	_, errs, readOnly := l.after(t)
+	if errs == 0 {
+		return "none"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kinds := map[string]int{}
+	for _, e := range l.errs {
+		if e.at.After(t) {
+			msg := e.err.Error()
+			kinds[msg[:min(len(msg), 60)]]++
+		}
+	}
+	var ks []string
+	for k, n := range kinds {
+		ks = append(ks, fmt.Sprintf("%d× %q", n, k))
+	}
+	sort.Strings(ks)
+	return fmt.Sprintf("%d (read-only %d: %s)", errs, readOnly, strings.Join(ks, "; "))
+}
+
+// TestFailoverReadOnlyPrimary: the old primary is fenced (kept up, read-only
+// by a reload) and the standby promoted. pooldriver's writes reach the new
+// primary within a second of the promotion and no read-only error reaches
+// a writer a second after it; plain pgx and pgxpool keep their connections
+// to the old primary (logged).
+func TestFailoverReadOnlyPrimary(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	logs, promoted := failover(t, primary, standby, standby, func() {
+		primary.sql(t, "ALTER SYSTEM SET default_transaction_read_only = on")
+		primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
+		primary.sql(t, "SELECT pg_reload_conf()")
+		standby.ctl(t, "promote")
+	})
+	first, _, _ := logs[0].after(promoted)
+	require.False(t, first.IsZero(), "pooldriver: no write after the promotion")
+	require.LessOrEqual(t, first.Sub(promoted), time.Second, "pooldriver: the first write after the promotion")
+	_, _, readOnly := logs[0].after(promoted.Add(time.Second))
+	require.Zero(t, readOnly, "pooldriver: read-only errors a second after the promotion")
+}
+
+// TestFailoverKilledPrimary: the primary is stopped at once (a crash) and
+// the standby promoted: every acknowledged write is there once, the first
+// write after the promotion comes within a second, and none fails two
+// seconds after it.
+func TestFailoverKilledPrimary(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	logs, promoted := failover(t, primary, standby, standby, func() {
+		primary.stop(t)
+		standby.ctl(t, "promote")
+	})
+	first, _, _ := logs[0].after(promoted)
+	require.False(t, first.IsZero(), "pooldriver: no write after the promotion")
+	require.LessOrEqual(t, first.Sub(promoted), time.Second, "pooldriver: the first write after the promotion")
+	_, errs, _ := logs[0].after(promoted.Add(2 * time.Second))
+	require.Zero(t, errs, "pooldriver: errors two seconds after the promotion")
+}
+
+// TestFailoverRestartedPrimary: the primary is stopped at once and started
+// again, its standby left a standby: writes resume within a second of the
+// primary accepting connections, and none fails two seconds after. The
+// commits wait for no standby here (the standby reconnects only every 5s):
+// what was acknowledged is on the primary.
+func TestFailoverRestartedPrimary(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
+	primary.sql(t, "SELECT pg_reload_conf()")
+	logs, back := failover(t, primary, standby, primary, func() {
+		primary.stop(t)
+		time.Sleep(time.Second)
+		primary.start(t)
+	})
+	first, _, _ := logs[0].after(back)
+	require.False(t, first.IsZero(), "pooldriver: no write after the restart")
+	require.LessOrEqual(t, first.Sub(back), time.Second, "pooldriver: the first write after the restart")
+	_, errs, _ := logs[0].after(back.Add(2 * time.Second))
+	require.Zero(t, errs, "pooldriver: errors two seconds after the restart")
+}
