@@ -345,3 +345,42 @@ func TestFailoverRestartedPrimary(t *testing.T) {
 	_, errs, _ := logs[0].after(back.Add(2 * time.Second))
 	require.Zero(t, errs, "pooldriver: errors two seconds after the restart")
 }
+
+// TestFailoverDeadFirstHost: the DSN's first host accepts TCP and never
+// answers (a host gone without a word), its second is the server, with a
+// connect timeout of 1s. Eight transactions opened one after another, each
+// needing a new connection: pooldriver pays the timeout for the first
+// only, then tries the silent host last; plain pgx pays it for each
+// (logged).
+func TestFailoverDeadFirstHost(t *testing.T) {
+	skipShort(t)
+	pg := startLocalPG(t)
+	dead := blackHole(t)
+	dsn := fmt.Sprintf("postgres://postgres@%s,127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=1", dead, pg.port)
+	c := pooldriver.New(dsn + "&pool_max_conns=8")
+	require.NoError(t, c.Err())
+	pd := sql.OpenDB(c)
+	t.Cleanup(func() { _ = pd.Close() })
+	plain, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	opens := func(db *sql.DB) (first, all time.Duration) {
+		start := time.Now()
+		for i := range 8 {
+			tx, err := db.BeginTx(ctx(t), nil)
+			require.NoError(t, err)
+			_, err = tx.ExecContext(ctx(t), "SELECT 1")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = tx.Rollback() })
+			if i == 0 {
+				first = time.Since(start)
+			}
+		}
+		return first, time.Since(start)
+	}
+	first, all := opens(pd)
+	plainFirst, plainAll := opens(plain)
+	t.Logf("8 connections, one after another: pooldriver first %v, all %v; plain pgx first %v, all %v",
+		first.Round(time.Millisecond), all.Round(time.Millisecond), plainFirst.Round(time.Millisecond), plainAll.Round(time.Millisecond))
+	require.Less(t, all, 5*time.Second, "pooldriver paid the silent host's timeout for more than one connection")
+}

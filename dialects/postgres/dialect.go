@@ -44,7 +44,7 @@ func (pgDialect) Parse(dsn string) (dialects.Template, map[string]string, error)
 	if err != nil {
 		return nil, nil, parseError(err, d.secrets)
 	}
-	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode, role: roleOf(cfg.ValidateConnect)}, d.params, nil
+	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode, role: roleOf(cfg.ValidateConnect), hosts: newHostOrder(&cfg.Config)}, d.params, nil
 }
 
 // template is immutable once built: Open copies cfg before changing it, and
@@ -54,9 +54,10 @@ type template struct {
 	redacted    string
 	execModeSet bool // the DSN sets default_query_exec_mode
 
-	checkPooler bool // refuse a pooler found at the address (pool_server_pooling unset)
-	unnamed     bool // prepare statements unnamed (behind a transaction pooler)
-	role        role // what target_session_attrs asks of a server
+	checkPooler bool       // refuse a pooler found at the address (pool_server_pooling unset)
+	unnamed     bool       // prepare statements unnamed (behind a transaction pooler)
+	role        role       // what target_session_attrs asks of a server
+	hosts       *hostOrder // a multi-host DSN's hosts that failed slowly go last; nil: one host
 }
 
 var (
@@ -112,7 +113,14 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	}
 	w := new(paramWatch)
 	cfg.BuildFrontend = watchFrontend(w, cfg.BuildFrontend)
+	var tried func(ok bool)
+	if t.hosts != nil {
+		tried = t.hosts.connect(&cfg.Config)
+	}
 	dc, err := stdlib.GetConnector(*cfg).Connect(ctx)
+	if tried != nil {
+		tried(err == nil)
+	}
 	if err != nil {
 		return nil, connectError(err, cfg.Password, c.Password, t.cfg.Password)
 	}

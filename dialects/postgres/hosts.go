@@ -1,0 +1,162 @@
+package postgres
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// hostOrder keeps, for a multi-host DSN, the hosts whose last connect
+// attempt failed slowly (a connect timeout: a host down without a word, a
+// network that drops its packets) and tries them after the others, so
+// that a pool whose first host is gone pays one connect timeout, not one
+// per new connection. A host that refuses at once or answers (a standby
+// to a read-write DSN, a refused login) costs nothing and keeps its place.
+// A host stays behind for 2s after its first slow failure, twice as long
+// after each further one, at most 30s; an attempt that reaches it again
+// (it is still tried, last) and gets an answer puts it back in its place.
+type hostOrder struct {
+	mu   sync.Mutex
+	slow map[hostPort]slowHost
+	now  func() time.Time
+}
+
+type hostPort struct {
+	host string
+	port uint16
+}
+
+type slowHost struct {
+	until time.Time
+	fails int
+}
+
+const (
+	slowHostFirst = 2 * time.Second
+	slowHostMax   = 30 * time.Second
+	// slowAttempt: a failed attempt this long, or nearly the whole
+	// connect_timeout, failed slowly.
+	slowAttempt = time.Second
+)
+
+// newHostOrder returns a hostOrder for cfg, or nil when cfg names fewer
+// than two hosts (nothing to reorder).
+func newHostOrder(cfg *pgconn.Config) *hostOrder {
+	first := hostPort{cfg.Host, cfg.Port}
+	for _, f := range cfg.Fallbacks {
+		if (hostPort{f.Host, f.Port}) != first {
+			return &hostOrder{slow: map[hostPort]slowHost{}, now: time.Now}
+		}
+	}
+	return nil
+}
+
+// connect is one connection's attempt: it orders cfg's hosts (the slow
+// ones last, each group in the DSN's order) and times each host's try
+// through cfg's DialFunc and LookupFunc; done records what they showed.
+func (o *hostOrder) connect(cfg *pgconn.Config) (done func(ok bool)) {
+	o.order(cfg)
+	a := &attempts{o: o, timeout: cfg.ConnectTimeout, byIP: map[string]string{}}
+	lookup, dial := cfg.LookupFunc, cfg.DialFunc
+	cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) {
+		addrs, err := lookup(ctx, host)
+		a.mu.Lock()
+		for _, ip := range addrs {
+			a.byIP[ip] = host
+		}
+		a.mu.Unlock()
+		return addrs, err
+	}
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		a.begin(addr)
+		return dial(ctx, network, addr)
+	}
+	return a.end
+}
+
+// order moves the hosts that failed slowly behind the others.
+func (o *hostOrder) order(cfg *pgconn.Config) {
+	all := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	now := o.now()
+	o.mu.Lock()
+	var fast, slow []*pgconn.FallbackConfig
+	for _, f := range all {
+		if s, ok := o.slow[hostPort{f.Host, f.Port}]; ok && now.Before(s.until) {
+			slow = append(slow, f)
+		} else {
+			fast = append(fast, f)
+		}
+	}
+	o.mu.Unlock()
+	if len(slow) == 0 || len(fast) == 0 {
+		return
+	}
+	all = append(fast, slow...)
+	cfg.Host, cfg.Port, cfg.TLSConfig = all[0].Host, all[0].Port, all[0].TLSConfig
+	cfg.Fallbacks = all[1:]
+}
+
+// attempts times one connection's tries, host by host.
+type attempts struct {
+	o       *hostOrder
+	timeout time.Duration
+	mu      sync.Mutex
+	byIP    map[string]string // the DSN's host of each address looked up
+	tries   []try
+}
+
+type try struct {
+	at    hostPort
+	start time.Time
+}
+
+// begin records a try of addr (ip:port, or a socket's path) starting now.
+func (a *attempts) begin(addr string) {
+	now := a.o.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	hp := hostPort{host: addr}
+	if ip, port, err := net.SplitHostPort(addr); err == nil {
+		p, _ := strconv.ParseUint(port, 10, 16)
+		hp = hostPort{a.byIP[ip], uint16(p)}
+	}
+	a.tries = append(a.tries, try{hp, now})
+}
+
+// end records what the tries showed: each that ended in failure after a
+// while makes its host slow; the last, when the connection opened (ok),
+// puts its host back in its place.
+func (a *attempts) end(ok bool) {
+	now := a.o.now()
+	a.mu.Lock()
+	tries := a.tries
+	a.mu.Unlock()
+	slowAfter := slowAttempt
+	if a.timeout > 0 {
+		slowAfter = min(slowAttempt, a.timeout*9/10)
+	}
+	a.o.mu.Lock()
+	defer a.o.mu.Unlock()
+	for i, t := range tries {
+		last := i == len(tries)-1
+		if last && ok {
+			delete(a.o.slow, t.at)
+			continue
+		}
+		end := now
+		if !last {
+			end = tries[i+1].start
+		}
+		if end.Sub(t.start) < slowAfter {
+			continue
+		}
+		s := a.o.slow[t.at]
+		s.until = now.Add(min(slowHostFirst<<s.fails, slowHostMax))
+		s.fails = min(s.fails+1, 8)
+		a.o.slow[t.at] = s
+	}
+}
