@@ -164,7 +164,7 @@ func runWriters(l *writeLog, base int64, insert insertFunc, stop <-chan struct{}
 
 // failoverSubjects opens pooldriver, plain pgx stdlib and pgxpool on dsn,
 // each with at most failoverConns connections.
-func failoverSubjects(t *testing.T, dsn string) (names []string, inserts []insertFunc) {
+func failoverSubjects(t *testing.T, dsn string) (names []string, inserts []insertFunc, pd *sql.DB) {
 	t.Helper()
 	insertSQL := "INSERT INTO keys (k) VALUES ($1)"
 	lines, logger := newLogLines()
@@ -176,7 +176,7 @@ func failoverSubjects(t *testing.T, dsn string) (names []string, inserts []inser
 		}
 		t.Logf("pooldriver: %d log lines at WARN", len(lines.with("WARN")))
 	})
-	pd := sql.OpenDB(c)
+	pd = sql.OpenDB(c)
 	t.Cleanup(func() { _ = pd.Close() })
 	plain, err := sql.Open("pgx", dsn)
 	require.NoError(t, err)
@@ -195,20 +195,21 @@ func failoverSubjects(t *testing.T, dsn string) (names []string, inserts []inser
 	return []string{"pooldriver", "plain pgx stdlib", "pgxpool"}, []insertFunc{
 		viaSQL(pd), viaSQL(plain),
 		func(ctx context.Context, k int64) error { _, err := pp.Exec(ctx, insertSQL, k); return err },
-	}
+	}, pd
 }
 
-// failover runs the three subjects' writers through fail, which fails the
+// failover runs the three subjects' writers through fail (given
+// pooldriver's *sql.DB), which fails the
 // primary and returns when a primary takes writes again (the standby
 // promoted, or the primary back), then for 3s more; it checks every
-// acknowledged key on after, the primary then, and returns the logs and
-// the moment fail returned.
-func failover(t *testing.T, primary, standby, after *localPG, fail func()) ([]*writeLog, time.Time) {
+// acknowledged key on after, the primary then, and returns the logs, the
+// moment fail returned, and pooldriver's *sql.DB.
+func failover(t *testing.T, primary, standby, after *localPG, fail func(pd *sql.DB)) ([]*writeLog, time.Time, *sql.DB) {
 	t.Helper()
 	primary.sql(t, "CREATE TABLE keys (k bigint PRIMARY KEY)")
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
 		primary.port, standby.port)
-	names, inserts := failoverSubjects(t, dsn)
+	names, inserts, pd := failoverSubjects(t, dsn)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	logs := make([]*writeLog, len(names))
@@ -217,7 +218,7 @@ func failover(t *testing.T, primary, standby, after *localPG, fail func()) ([]*w
 		runWriters(logs[i], int64(i)<<40, inserts[i], stop, &wg)
 	}
 	time.Sleep(time.Second)
-	fail()
+	fail(pd)
 	promoted := time.Now()
 	time.Sleep(3 * time.Second)
 	close(stop)
@@ -249,7 +250,7 @@ func failover(t *testing.T, primary, standby, after *localPG, fail func()) ([]*w
 			countAfter(l, promoted.Add(time.Second)), countAfter(l, promoted.Add(2*time.Second)))
 		require.Zero(t, lost, "%s: acknowledged keys missing on the new primary", l.name)
 	}
-	return logs, promoted
+	return logs, promoted, pd
 }
 
 func sinceOrNever(at, from time.Time) string {
@@ -291,7 +292,7 @@ func TestFailoverReadOnlyPrimary(t *testing.T) {
 	skipShort(t)
 	primary := startLocalPG(t)
 	standby := primary.startStandby(t)
-	logs, promoted := failover(t, primary, standby, standby, func() {
+	logs, promoted, _ := failover(t, primary, standby, standby, func(*sql.DB) {
 		primary.sql(t, "ALTER SYSTEM SET default_transaction_read_only = on")
 		primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
 		primary.sql(t, "SELECT pg_reload_conf()")
@@ -307,15 +308,37 @@ func TestFailoverReadOnlyPrimary(t *testing.T) {
 // TestFailoverKilledPrimary: the primary is stopped at once (a crash) and
 // the standby promoted: every acknowledged write is there once, the first
 // write after the promotion comes within a second, and none fails two
-// seconds after it.
+// seconds after it. A task whose raw transaction was open on the old
+// primary fails with ErrConnLost until it ends, rather than go on, on
+// the new primary, with half a transaction; the next task writes there.
 func TestFailoverKilledPrimary(t *testing.T) {
 	skipShort(t)
 	primary := startLocalPG(t)
 	standby := primary.startStandby(t)
-	logs, promoted := failover(t, primary, standby, standby, func() {
+	var task context.Context
+	var endTask func()
+	logs, promoted, pd := failover(t, primary, standby, standby, func(pd *sql.DB) {
+		task, endTask = pooldriver.WithTask(context.Background())
+		for _, q := range []string{"BEGIN", "INSERT INTO keys (k) VALUES (-1)"} {
+			_, err := pd.ExecContext(task, q)
+			require.NoError(t, err, q)
+		}
 		primary.stop(t)
 		standby.ctl(t, "promote")
 	})
+	defer endTask()
+	for _, q := range []string{"INSERT INTO keys (k) VALUES (-2)", "COMMIT"} {
+		_, err := pd.ExecContext(task, q)
+		require.ErrorIs(t, err, pooldriver.ErrConnLost, "%s in the task begun on the old primary", q)
+	}
+	endTask()
+	next, endNext := pooldriver.WithTask(context.Background())
+	defer endNext()
+	for _, q := range []string{"BEGIN", "INSERT INTO keys (k) VALUES (-3)", "COMMIT"} {
+		_, err := pd.ExecContext(next, q)
+		require.NoError(t, err, "%s in a task begun after the failover", q)
+	}
+	require.Equal(t, "1", standby.query(t, "SELECT count(*) FROM keys WHERE k < 0"), "rows of the two tasks on the new primary: the second's")
 	first, _, _ := logs[0].after(promoted)
 	require.False(t, first.IsZero(), "pooldriver: no write after the promotion")
 	require.LessOrEqual(t, first.Sub(promoted), time.Second, "pooldriver: the first write after the promotion")
@@ -334,7 +357,7 @@ func TestFailoverRestartedPrimary(t *testing.T) {
 	standby := primary.startStandby(t)
 	primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
 	primary.sql(t, "SELECT pg_reload_conf()")
-	logs, back := failover(t, primary, standby, primary, func() {
+	logs, back, _ := failover(t, primary, standby, primary, func(*sql.DB) {
 		primary.stop(t)
 		time.Sleep(time.Second)
 		primary.start(t)
