@@ -517,8 +517,11 @@ func (pc *physConn) checkStale(query string, err error) {
 	if pc.staleErr != nil && pc.staleErr.StaleStatement(err) {
 		pc.dropStmt(query)
 	}
-	if pc.roleLoss != nil && pc.roleLoss.LostRole(err) {
-		pc.env.owner.lostRole(pc)
+	if pc.roleLoss == nil {
+		return
+	}
+	if server, lost := pc.roleLoss.LostRole(err); lost {
+		pc.env.owner.lostRole(pc, server)
 	}
 }
 

@@ -64,7 +64,7 @@ type physOwner interface {
 	look(pc *physConn) bool
 	// lostRole retires every connection of pc's generation: pc's server
 	// left the role the DSN asks for (dialects.RoleLossDetector).
-	lostRole(pc *physConn)
+	lostRole(pc *physConn, server string)
 }
 
 // taskBinding is the task a physical connection is bound to, as the

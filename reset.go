@@ -21,10 +21,10 @@ func (c *Connector) Reset() {
 // role the DSN asks for (a primary turned read-only or standby): the other
 // connections to it fail their writes too, and those opened since (to the
 // server that has the role now) are not retired.
-func (c *Connector) lostRole(pc *physConn) {
+func (c *Connector) lostRole(pc *physConn, server string) {
 	if !c.env.gen.CompareAndSwap(pc.gen, pc.gen+1) {
 		return // retired already
 	}
 	n := c.pool.CloseIdle()
-	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "closed", n)
+	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "server", server, "closed", n)
 }

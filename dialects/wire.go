@@ -36,9 +36,11 @@ type Interrupter interface {
 // says it is read-only or a standby for every session, not for this
 // transaction alone. pooldriver then retires every connection opened so
 // far (Connector.Reset): new ones go where the DSN's hosts now have the
-// role. Asked after a failed statement only.
+// role. Asked after a failed statement only; server is the address the
+// connection reached (of a multi-host DSN's hosts, the one it is on), for
+// the log line.
 type RoleLossDetector interface {
-	LostRole(err error) bool
+	LostRole(err error) (server string, lost bool)
 }
 
 // Cutter is implemented by a Conn whose work can be stopped from another

@@ -133,6 +133,21 @@ func (l *writeLog) after(t time.Time) (first time.Time, errs, readOnly int) {
 	return first, errs, readOnly
 }
 
+// duplicates counts the errors that say a key was there already: a write
+// sent again after its reply was lost, which had run the first time.
+func (l *writeLog) duplicates() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.errs {
+		var pe *pgconn.PgError
+		if errors.As(e.err, &pe) && pe.Code == "23505" {
+			n++
+		}
+	}
+	return n
+}
+
 // writer inserts keys base, base+1, … with insert until stop is closed.
 type insertFunc func(ctx context.Context, k int64) error
 
@@ -249,6 +264,7 @@ func failover(t *testing.T, primary, standby, after *localPG, fail func(pd *sql.
 			l.name, len(l.acked), lost, sinceOrNever(first, promoted), errs, readOnly,
 			countAfter(l, promoted.Add(time.Second)), countAfter(l, promoted.Add(2*time.Second)))
 		require.Zero(t, lost, "%s: acknowledged keys missing on the new primary", l.name)
+		require.Zero(t, l.duplicates(), "%s: a key sent twice (a write retried after its reply was lost)", l.name)
 	}
 	return logs, promoted, pd
 }

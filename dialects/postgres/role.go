@@ -47,17 +47,19 @@ const readOnlyTransaction = "25006"
 // session that set default_transaction_read_only itself is taken for one:
 // the pool's connections are replaced, which costs new connections and
 // loses nothing.
-func (c *conn) LostRole(err error) bool {
+func (c *conn) LostRole(err error) (server string, lost bool) {
 	if c.role == roleAny {
-		return false
+		return "", false
 	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != readOnlyTransaction {
-		return false
+		return "", false
 	}
 	pg := c.pgx().PgConn()
-	if pg.ParameterStatus("in_hot_standby") == "on" {
-		return true
+	lost = pg.ParameterStatus("in_hot_standby") == "on" ||
+		c.role == roleReadWrite && pg.ParameterStatus("default_transaction_read_only") == "on"
+	if lost && pg.Conn() != nil {
+		server = pg.Conn().RemoteAddr().String()
 	}
-	return c.role == roleReadWrite && pg.ParameterStatus("default_transaction_read_only") == "on"
+	return server, lost
 }
