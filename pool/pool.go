@@ -823,8 +823,11 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 //     backend back (the end of a black hole).
 //
 // Otherwise the caller it was made for goes on waiting if a resource in
-// use or being created can still serve it (see servableLocked), and gets
-// the factory's error itself if not.
+// use or being created can still serve it (see servableLocked), or if the
+// backend was at its limit (EventAtLimit) and the circuit is not open:
+// it waits, within its deadline, for a resource released or the next
+// attempt; it gets the factory's error itself if not (at its deadline,
+// the AcquireError wraps the last one).
 func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took time.Duration) {
 	ev := p.createEvent(err)
 	permanent := ev == EventCreateFailed && p.askAbout("Permanent", p.cfg.Permanent, err)
@@ -869,7 +872,11 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took tim
 			return
 		}
 	}
-	tell := owner != nil && owner.queued && !p.servableLocked()
+	// At the backend's limit the caller waits on, within its deadline,
+	// for a resource released or the next attempt (the breaker's trial,
+	// or the end of the back-off): a connection may free any moment, and
+	// trying again is what cures this error.
+	tell := owner != nil && owner.queued && !p.servableLocked() && (ev != EventAtLimit || p.state == Inactive)
 	if tell {
 		p.waiters.remove(owner)
 	}
