@@ -31,7 +31,7 @@ import (
 // A pool alone at a server it fills keeps its connections on PostgreSQL:
 // with no refusal count it cannot tell a replica waiting to get in from
 // nobody. PgBouncer in front of the server is the answer past a handful
-// of replicas (README, PgBouncer).
+// of replicas (docs/operating.md, PgBouncer).
 
 // shareInterval is how often a pool that holds connections asks its server
 // how full it is.
