@@ -243,18 +243,24 @@ func testServerLimit(t *testing.T, h *harness, admin *sql.DB, dsn string, srv *h
 	lsrv, ldb := h.start(t, withParams(t, roleDSN, "pool_health_check_period=0", "pool_acquire_timeout=2m"), service.Options{PoolName: limited, MaxConns: 2}, false)
 
 	// 1. No connection to be had, none in the pool: the request's own
-	// connection attempt is refused, and that refusal is its answer.
-	h.call(t, lsrv, "GET", "/healthz", "", nil, http.StatusServiceUnavailable)
+	// connection attempt is refused, and the request waits for its turn
+	// (a connection released, or the breaker's next trial) until its
+	// client gives up; its answer, 503, names the server's refusal.
+	impatient := &http.Client{Transport: h.client.Transport, Timeout: 2 * time.Second}
+	if resp, err := impatient.Get(lsrv.URL + "/healthz"); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("GET /healthz with no connection to be had: %s, want it to wait", resp.Status)
+	}
 	eventually(t, "the breaker's change to limited logged", func() (bool, string) {
 		return slices.ContainsFunc(h.logRecords(t), func(r map[string]any) bool {
 			return r["level"] == "WARN" && r["pool"] == limited && r["to"] == "limited" && strings.Contains(fmt.Sprint(r["error"]), "53300")
 		}), "no such line yet"
 	})
-	if !slices.ContainsFunc(h.logRecords(t), func(r map[string]any) bool {
-		return r["msg"] == "request failed" && r["status"] == float64(http.StatusServiceUnavailable) && strings.Contains(fmt.Sprint(r["err"]), "53300")
-	}) {
-		t.Error("no log line of the 503 with the server's refusal")
-	}
+	eventually(t, "the 503 logged with the server's refusal", func() (bool, string) {
+		return slices.ContainsFunc(h.logRecords(t), func(r map[string]any) bool {
+			return r["msg"] == "request failed" && r["status"] == float64(http.StatusServiceUnavailable) && strings.Contains(fmt.Sprint(r["err"]), "53300")
+		}), "no such line yet"
+	})
 
 	// 2. The other client lets go: the pool connects (the breaker's
 	// next trial), and keeps the role's one connection.
