@@ -199,6 +199,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		cleanups:       &c.cleanups,
 		parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		afterRelease:   s.AfterRelease != nil,
+		carryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		leaks:          c.leaks != nil,
 		stats:          &c.physStats,
 		poolName:       c.name,

@@ -686,6 +686,8 @@ func (l *conn) lostError(le *lease, err error, carried bool) error {
 		return l.lost
 	case !errors.Is(err, driver.ErrBadConn):
 		return err
+	case le.fresh && errors.Is(err, dialects.ErrNotRun):
+		return err // sent, but the dialect knows it was not run
 	}
 	if sent := le.pc.written != nil && le.pc.sent() != le.sent; sent || !le.fresh {
 		return &notRetriedError{cause: err, sent: sent}

@@ -53,6 +53,13 @@ type physConn struct {
 	observer    dialects.StatementObserver
 	written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
 	interrupter dialects.Interrupter  // nil: the driver honours every context itself
+	// carrier: the dialect sends a session reset with the next statement
+	// (nil: it cannot, or a hook must see every reset; carry.go);
+	// carryDone logs such a reset once it ran, and idleReset runs it on
+	// its own once pc sat idle carryIdleBound.
+	carrier   dialects.ResetCarrier
+	carryDone func()
+	idleReset *time.Timer // under mu
 
 	// Lock rules, for everything below:
 	//
@@ -115,7 +122,11 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	} else {
 		pc.preparer, _ = drv.(driver.ConnPrepareContext)
 	}
-	pc.beginner, _ = drv.(driver.ConnBeginTx)
+	if b, ok := dc.(driver.ConnBeginTx); ok {
+		pc.beginner = b
+	} else {
+		pc.beginner, _ = drv.(driver.ConnBeginTx)
+	}
 	pc.checker, _ = drv.(driver.NamedValueChecker)
 	if a, ok := dc.(dialects.ArgumentsAsIs); ok && a.ArgumentsAsIs() {
 		pc.argsAsIs = true
@@ -123,7 +134,11 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	if o, ok := dc.(dialects.OneResult); ok && o.OneResultAtATime() {
 		pc.oneResult = true
 	}
-	pc.validity, _ = drv.(driver.Validator)
+	if v, ok := dc.(driver.Validator); ok {
+		pc.validity = v
+	} else {
+		pc.validity, _ = drv.(driver.Validator)
+	}
 	pc.tracker, _ = dc.(dialects.SessionTracker)
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
 	pc.roleLoss, _ = dc.(dialects.RoleLossDetector)
@@ -131,6 +146,9 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	pc.observer, _ = dc.(dialects.StatementObserver)
 	pc.written, _ = dc.(dialects.WriteCounter)
 	pc.interrupter, _ = dc.(dialects.Interrupter)
+	if c, ok := dc.(dialects.ResetCarrier); ok && env.carryResets {
+		pc.carrier, pc.carryDone = c, pc.carriedDone
+	}
 	if t, ok := dc.(dialects.FunctionTruster); ok && env.trustFuncs {
 		t.TrustFunctions(true)
 	}
@@ -814,6 +832,14 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 			return
 		}
 		pc.env.lookDue.Store(true) // closing: the next one, if any
+	}
+	if f == fateReset && pc.carrier != nil && !pc.res.Spare() && pc.carry() {
+		// The reset goes with the next statement (carry.go): no other
+		// connection is to be had, so resetting this one off the
+		// callers' path would keep someone waiting.
+		pc.settleNow(fateRelease, owner)
+		pc.resetWhenIdle()
+		return
 	}
 	if f == fateReset {
 		// A session reset, the price of default-deny tracking: a round

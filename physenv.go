@@ -24,9 +24,13 @@ type physEnv struct {
 	// Nothing is told of a connection's release (no leak detection, no
 	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
 	parkable     bool
-	afterRelease bool         // the AfterRelease hook is set: owner.afterRelease has a say
-	leaks        bool         // leak detection is on: owner.returned is told
-	gen          atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (physConn.stale)
+	afterRelease bool // the AfterRelease hook is set: owner.afterRelease has a say
+	// carryResets: no hook must see a session just reset (AfterConnect
+	// runs again after each reset; AfterRelease and BeforeAcquire get the
+	// raw connection), so a dialect may carry a reset (carry.go).
+	carryResets bool
+	leaks       bool         // leak detection is on: owner.returned is told
+	gen         atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (physConn.stale)
 	// lookDue: the Connector wants to know how full the server is (share.go):
 	// the next connection let go asks, off the caller's path, before the
 	// pool has it back (settle), and is not parked meanwhile.

@@ -37,7 +37,12 @@ func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 			return err
 		}
 	}
-	return l.do(ctx, opRaw, &lease{}, "", func(pc *physConn) error { return f(pc.dc.Raw()) })
+	return l.do(ctx, opRaw, &lease{}, "", func(pc *physConn) error {
+		if err := pc.resetCarriedNow(); err != nil {
+			return err
+		}
+		return f(pc.dc.Raw())
+	})
 }
 
 // connUnder follows the wrappers' connections from driverConn down to

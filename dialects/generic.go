@@ -15,6 +15,13 @@ import (
 // connection and opening a new one.
 var ErrUnsupported = errors.New("pooldriver: not supported by this dialect")
 
+// ErrNotRun marks the error of a statement the server provably did not
+// run though its bytes were sent (a session reset carried in front of it
+// failed, and the server skipped it: dialects.ResetCarrier). With
+// driver.ErrBadConn, it lets database/sql run the statement again on
+// another connection.
+var ErrNotRun = errors.New("the statement did not run")
+
 // ErrResultOpen is the error of a statement refused, before anything was
 // sent, because a result of the same hold is still open on its connection
 // (see pooldriver.ErrResultOpen and OneResult).

@@ -19,3 +19,26 @@ type StatementKeeper interface {
 type StatementDropper interface {
 	ResetDroppedStatements() bool
 }
+
+// ResetCarrier is implemented by a Conn that can send a session reset
+// with the next statement it runs, in the same write, instead of in a
+// round trip of its own (PostgreSQL's direct path: issue 46).
+//
+// CarryReset, called in place of ResetSession on a Conn with no
+// transaction open, either returns false (the Conn cannot carry it now:
+// pooldriver runs ResetSession) or takes the reset on: from then on,
+// ResetPending reports true until the reset has run, and every method of
+// the Conn that reaches the server runs it first, either carried in front
+// of a statement or on its own. A reset that fails leaves the statement
+// behind it unrun: the method returns an error matching driver.ErrBadConn
+// and the Conn reports itself invalid (driver.Validator), so pooldriver
+// replaces it. done is called, on the goroutine of the method that ran
+// it, once the reset succeeded.
+//
+// What pooldriver runs on the Conn by other means (a statement prepared
+// on Driver(), a transaction begun on it, Raw) it runs only after
+// ResetSession, which runs a pending reset and clears it.
+type ResetCarrier interface {
+	CarryReset(done func()) bool
+	ResetPending() bool
+}

@@ -62,40 +62,50 @@ func (p *Pool[T]) CheckNow() {
 		p.destroy(r, true)
 	}
 	for _, r := range snapshot {
-		p.checkIdle(r)
+		p.tend(r, p.callHealthcheck, true)
 	}
 	p.mu.Lock()
 	p.fillToMinLocked()
 	p.mu.Unlock()
 }
 
-// checkIdle takes r out of the idle ring if it is still idle and was not used
-// since the snapshot, checks it, and puts it back or destroys it.
-func (p *Pool[T]) checkIdle(r *Resource[T]) {
+// Tend runs f on r's value if r is idle, taken out of the idle ring
+// meanwhile (as the healthcheck takes one), and then puts it back, or
+// destroys it when f fails. It reports whether r was idle. The user of a
+// resource runs its own upkeep this way off the acquirers' paths: a
+// session reset that waited for the next user, say, once it sat idle.
+func (r *Resource[T]) Tend(f func(T) error) bool {
+	return r.pool.tend(r, f, false)
+}
+
+// tend takes r out of the idle ring if it is still idle (and, for the
+// healthcheck, was not used since the snapshot), runs f on it, and puts it
+// back or destroys it; check: f is the healthcheck, whose failures count.
+func (p *Pool[T]) tend(r *Resource[T], f func(T) error, check bool) bool {
 	p.mu.Lock()
 	if p.closed || !r.state.CompareAndSwap(stateIdle, stateChecking) {
 		p.mu.Unlock()
-		return // in use now, or gone
+		return false // in use now, or gone
 	}
 	p.idle.Filter(func(x *Resource[T]) bool { return x != r }, nil)
 	p.checking++
 	p.mu.Unlock()
 
-	err := p.callHealthcheck(r.value)
+	err := f(r.value)
 
 	p.mu.Lock()
 	p.checking--
 	if err != nil || p.closed {
-		if err != nil {
+		if err != nil && check {
 			p.stats.hcFailures++
 		}
 		r.state.Store(stateDestroyed)
 		p.mu.Unlock()
 		p.destroy(r, true)
-		if err != nil {
+		if err != nil && check {
 			p.reportCheckFailed()
 		}
-		return
+		return true
 	}
 	if p.waiters.len() > 0 {
 		p.putLocked(r, p.clock(), owesNothing)
@@ -105,4 +115,5 @@ func (p *Pool[T]) checkIdle(r *Resource[T]) {
 		p.idle.PushFront(r)
 	}
 	p.mu.Unlock()
+	return true
 }

@@ -101,6 +101,22 @@ func (r *Resource[T]) Park() bool {
 // waiting right after, which Park sees.
 func (r *Resource[T]) Contended() bool { return r.pool.waiters.n.Load() != 0 }
 
+// Spare reports whether a resource of r's pool is to be had now without
+// waiting for one in use: nobody waits, and one is idle or there is room
+// to create one. A holder about to keep r out of the pool a while (to
+// clean it up) may ask: where none is spare, keeping r out costs someone a
+// wait.
+func (r *Resource[T]) Spare() bool {
+	p := r.pool
+	if p.waiters.n.Load() != 0 {
+		return false
+	}
+	p.mu.Lock()
+	spare := p.idle.Len() > 0 || p.total < p.cfg.Max
+	p.mu.Unlock()
+	return spare
+}
+
 // parkable reports whether the pool's configuration allows Park: nothing
 // is to be told of each release, and the backend was not found full
 // lately. Observers do not count: they are told of durations, and a use

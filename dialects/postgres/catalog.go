@@ -279,7 +279,10 @@ func (c *conn) current(pc *pgconn.PgConn) *dialects.CatalogSnapshot[*pgCatalog] 
 
 // RefreshCatalog reads the catalog again if its reading is due (see
 // dialects.CatalogRefresher).
-func (c *conn) RefreshCatalog(context.Context) error {
+func (c *conn) RefreshCatalog(ctx context.Context) error {
+	if err := c.runDue(ctx); err != nil {
+		return err
+	}
 	pc := c.pgx().PgConn()
 	c.shadows(pc, false)
 	if pc.IsClosed() {

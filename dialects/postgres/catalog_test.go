@@ -58,7 +58,11 @@ func TestCatalogShadows(t *testing.T) {
 		}
 		exec(t, admin, q)
 	}
-	exec(t, c, "CREATE TABLE "+s+".pd_ddl_here (a int)") // DDL on c: the catalog is read again now
+	// DDL on c, observed as pooldriver observes every statement: the
+	// catalog is read again now (whatever an earlier test read).
+	ddl := "CREATE TABLE " + s + ".pd_ddl_here (a int)"
+	exec(t, c, ddl)
+	c.ChangesSession(ddl)
 	for _, tc := range []struct {
 		query string
 		want  bool

@@ -68,6 +68,15 @@ type conn struct {
 	// direct: the query path past pgx's stdlib (direct.go).
 	direct direct
 
+	// carry: a session reset waiting for the next statement (carry.go);
+	// stdlibCached: pgx's stdlib ran a statement with arguments, which it
+	// may keep prepared in a cache of its own.
+	carry        carry
+	stdlibCached bool
+	// dropGen counts the times every prepared statement was dropped
+	// (dropAll), for namedStmt to prepare its own again.
+	dropGen uint64
+
 	// dirtySeq: the first of the direct path's statements prepared while
 	// the session was changed (1 + the last one's number when the change
 	// was seen), 0 while it is not; the reset drops them (see reconcile).
@@ -249,6 +258,9 @@ func (c *conn) paramsDiffer(pc *pgconn.PgConn) bool {
 // Observe is ChangesSession and, when askTx, TxStatus, with one unwrapping
 // of the pgx connection: pooldriver asks both after every statement.
 func (c *conn) Observe(_ context.Context, query string, askTx bool) (bool, dialects.TxStatus, error) {
+	if c.carry.broken != nil {
+		return false, dialects.TxIdle, c.carry.broken
+	}
 	p := c.pgx()
 	changed := c.changesSession(p.PgConn(), query)
 	if !askTx {
@@ -378,6 +390,9 @@ func (c *conn) Rollback(ctx context.Context) error {
 
 // Ping sends an empty query.
 func (c *conn) Ping(ctx context.Context) error {
+	if err := c.runDue(ctx); err != nil {
+		return err
+	}
 	if err := c.pgx().PgConn().Ping(ctx); err != nil {
 		return fmt.Errorf("pooldriver: postgres: ping: %w", err)
 	}

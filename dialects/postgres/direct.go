@@ -59,6 +59,10 @@ type directStmt struct {
 	names   []string                  // the column names
 	decode  []decodeFunc              // by column
 	seq     uint64                    // the number in its name: the order it was prepared in
+	// onServer: prepared on the server under its name; not after a
+	// carried reset deallocated it (carry.go), until its next run
+	// prepares it again.
+	onServer bool
 }
 
 // direct is a connection's state for the direct path.
@@ -89,11 +93,20 @@ func (c *conn) initDirect() {
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	d := &c.direct
 	if !d.on || query == "" || (len(args) > 0 && isQueryOption(args[0].Value)) {
+		if err := c.runDue(ctx); err != nil {
+			return nil, err
+		}
+		c.stdlibCached = true // pgx may have prepared it (see carriable)
 		return c.sc.QueryContext(ctx, query, args)
 	}
 	p := c.pgx()
 	if p.IsClosed() {
 		return nil, driver.ErrBadConn
+	}
+	if c.carry.due {
+		if err := c.beforeDirect(ctx, query); err != nil {
+			return nil, err
+		}
 	}
 	st, err := c.statement(ctx, query)
 	if err == nil && len(st.sd.ParamOIDs) != len(args) {
@@ -111,12 +124,20 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		}
 		return nil, err
 	}
-	rr := p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	var rr *pgconn.ResultReader
+	var pl *pgconn.Pipeline
+	if c.carry.due || !st.onServer {
+		if rr, pl, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
+			return nil, c.prepareRunFailed(query, st, err)
+		}
+	} else {
+		rr = p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	}
 	r := &d.rows
 	if r.rr != nil {
 		r = new(directRows)
 	}
-	*r = directRows{c: c, st: st, rr: rr, query: query}
+	*r = directRows{c: c, st: st, rr: rr, pl: pl, query: query}
 	// Read the first row now, as the stdlib does: a statement's error then
 	// reaches the caller of Query, not of Next.
 	if r.more = rr.NextRow(); !r.more {
@@ -136,18 +157,38 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	d := &c.direct
 	if !d.on || len(args) == 0 || isQueryOption(args[0].Value) {
+		if c.carry.due && len(args) == 0 && c.carriable() && carries(query) {
+			return c.execCarriedSimple(ctx, query)
+		}
+		if err := c.runDue(ctx); err != nil {
+			return nil, err
+		}
+		c.stdlibCached = c.stdlibCached || len(args) > 0 // pgx may have prepared it (see carriable)
 		return c.sc.ExecContext(ctx, query, args)
 	}
 	p := c.pgx()
 	if p.IsClosed() {
 		return nil, driver.ErrBadConn
 	}
+	if c.carry.due {
+		if err := c.beforeDirect(ctx, query); err != nil {
+			return nil, err
+		}
+	}
 	var tag pgconn.CommandTag
 	st, err := c.statement(ctx, query)
 	if err == nil {
 		err = d.build(st, args)
 	}
-	if err == nil {
+	if err == nil && (c.carry.due || !st.onServer) {
+		var rr *pgconn.ResultReader
+		var pl *pgconn.Pipeline
+		if rr, pl, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
+			return nil, c.prepareRunFailed(query, st, err)
+		}
+		tag, err = rr.Close()
+		err = c.closeCarried(pl, err)
+	} else if err == nil {
 		tag, err = p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats).Close()
 	}
 	if err != nil {
@@ -214,7 +255,7 @@ func (c *conn) statement(ctx context.Context, query string) (*directStmt, error)
 		return nil, err
 	}
 	st := newDirectStmt(d.types, sd)
-	st.seq = d.seq
+	st.seq, st.onServer = d.seq, true
 	d.stmts[query] = st
 	return st, nil
 }
@@ -262,6 +303,7 @@ type directRows struct {
 	c     *conn
 	st    *directStmt
 	rr    *pgconn.ResultReader
+	pl    *pgconn.Pipeline // the carried reset's (carry.go), closed after rr; or nil
 	query string
 	// decode: the decoders of a statement whose description had no
 	// columns but whose result has (a FETCH from a cursor declared
@@ -344,7 +386,12 @@ func (r *directRows) Next(dest []driver.Value) error {
 func (r *directRows) end() error {
 	if !r.done {
 		r.done, r.more = true, false
-		if _, err := r.rr.Close(); err != nil {
+		_, err := r.rr.Close()
+		if r.pl != nil {
+			err = r.c.closeCarried(r.pl, err)
+			r.pl = nil
+		}
+		if err != nil {
 			r.err = err
 			r.c.forget(r.query, r.st)
 		}

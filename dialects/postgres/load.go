@@ -23,6 +23,9 @@ const loadSQL = `SELECT current_setting('max_connections')::int8 - ` +
 // ServerLoad reads the limit with the least room left: the server's or the
 // role's. PostgreSQL counts no refused connections: Refused is -1.
 func (c *conn) ServerLoad(ctx context.Context) (dialects.ServerLoad, error) {
+	if err := c.runDue(ctx); err != nil {
+		return dialects.ServerLoad{}, err
+	}
 	var limit, connected, roleLimit, roleConnected int64
 	if err := c.pgx().QueryRow(ctx, loadSQL).Scan(&limit, &connected, &roleLimit, &roleConnected); err != nil {
 		return dialects.ServerLoad{}, fmt.Errorf("pooldriver: postgres: reading the server's connection limit: %w", err)

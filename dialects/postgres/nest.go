@@ -15,6 +15,9 @@ var _ dialects.OpenTxInspector = (*conn)(nil)
 // open transaction: current_setting reads the transaction's own values,
 // whatever SET TRANSACTION or BEGIN ISOLATION LEVEL chose.
 func (c *conn) OpenTx(ctx context.Context) (driver.IsolationLevel, bool, error) {
+	if err := c.runDue(ctx); err != nil {
+		return 0, false, err
+	}
 	var iso, ro string
 	err := c.pgx().QueryRow(ctx, "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')").Scan(&iso, &ro)
 	if err != nil {

@@ -94,11 +94,18 @@ func checkNoPooler(ctx context.Context, pc *pgconn.PgConn) error {
 // cache_describe), so no name must survive from one transaction to the next.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if !c.unnamed {
-		st, err := c.sc.PrepareContext(ctx, query)
-		if err == nil {
-			c.notePrepared(query)
+		if err := c.runDue(ctx); err != nil {
+			return nil, err
 		}
-		return st, err
+		st, err := c.sc.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		name := c.notePrepared(query)
+		if s, ok := st.(*stdlib.Stmt); ok {
+			return &namedStmt{Stmt: s, c: c, name: name, query: query, gen: c.dropGen}, nil
+		}
+		return st, nil
 	}
 	pc := c.pgx().PgConn()
 	if pc.IsClosed() {
@@ -109,6 +116,63 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		return nil, err
 	}
 	return &unnamedStmt{sc: c.sc, query: query, numInput: len(sd.ParamOIDs)}, nil
+}
+
+// namedStmt is a statement pgx's stdlib prepared under a name: it runs a
+// reset waiting on its connection first (carry.go), is prepared again
+// where a reset dropped every statement (dropAll), and its Close tells
+// the reset that its name is gone by the driver's doing, not the
+// session's (reconcile).
+type namedStmt struct {
+	*stdlib.Stmt
+	c     *conn
+	name  string
+	query string
+	gen   uint64 // c.dropGen when prepared
+}
+
+// ready runs a waiting reset and prepares s again if a reset dropped it.
+func (s *namedStmt) ready(ctx context.Context) error {
+	if err := s.c.runDue(ctx); err != nil {
+		return err
+	}
+	if s.gen == s.c.dropGen {
+		return nil
+	}
+	st, err := s.c.sc.PrepareContext(ctx, s.query)
+	if err != nil {
+		return err
+	}
+	s.c.notePrepared(s.query)
+	s.Stmt, s.gen = st.(*stdlib.Stmt), s.c.dropGen //nolint:forcetypeassert // as when first prepared
+	return nil
+}
+
+var (
+	_ driver.StmtExecContext  = (*namedStmt)(nil)
+	_ driver.StmtQueryContext = (*namedStmt)(nil)
+)
+
+func (s *namedStmt) Close() error {
+	if s.gen != s.c.dropGen {
+		return nil // gone with every other
+	}
+	delete(s.c.stdlibNames, s.name)
+	return s.Stmt.Close()
+}
+
+func (s *namedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	return s.Stmt.ExecContext(ctx, args)
+}
+
+func (s *namedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	return s.Stmt.QueryContext(ctx, args)
 }
 
 // unnamedStmt is a statement prepared unnamed: it runs its text on the

@@ -47,33 +47,48 @@ var (
 // role went back to the login role, and the answer holds for the
 // connection's life.
 func resetSQL(cat *pgCatalog, origin originPrivilege) string {
-	var b strings.Builder
-	b.WriteString(`CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; ` +
-		`DISCARD TEMP; DISCARD SEQUENCES; SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`)
-	b.WriteString(strconv.FormatFloat(freshSeed(), 'g', -1, 64))
-	b.WriteString(`); `)
+	return strings.Join(resetStatements(cat, origin, listPrepared), "; ")
+}
+
+// listPrepared is the reset's last statement: the prepared statements the
+// server has, and whether a user prepared them with SQL PREPARE.
+const listPrepared = `SELECT name, from_sql FROM pg_catalog.pg_prepared_statements`
+
+// resetStatements returns resetSQL's statements, one by one, list last.
+func resetStatements(cat *pgCatalog, origin originPrivilege, list string) []string {
+	stmts := make([]string, 0, 12)
+	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `UNLISTEN *`,
+		`DISCARD TEMP`, `DISCARD SEQUENCES`,
+		`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`+strconv.FormatFloat(freshSeed(), 'g', -1, 64)+`)`)
 	if cat != nil && cat.dblink != "" {
 		// The unnamed connection has no name to ask about: closing it
 		// when there is none is an error, which the block swallows.
-		fmt.Fprintf(&b, `SELECT %[1]s.dblink_disconnect(n) FROM unnest(%[1]s.dblink_get_connections()) n; `+
-			`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$; `, cat.dblink)
+		stmts = append(stmts,
+			fmt.Sprintf(`SELECT %[1]s.dblink_disconnect(n) FROM unnest(%[1]s.dblink_get_connections()) n`, cat.dblink),
+			fmt.Sprintf(`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$`, cat.dblink))
 	}
 	if cat != nil && cat.fdw != "" {
-		fmt.Fprintf(&b, `SELECT %s.postgres_fdw_disconnect_all(); `, cat.fdw)
+		stmts = append(stmts, fmt.Sprintf(`SELECT %s.postgres_fdw_disconnect_all()`, cat.fdw))
 	}
 	switch origin {
 	case originUnknown:
 		// The server checks the privilege of a function a statement
 		// names before it runs, whichever branch of a CASE calls it: a
 		// role may not even name these unless granted (superusers are).
-		b.WriteString(`SELECT pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_is_setup()', 'execute') ` +
-			`AND pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_reset()', 'execute'); `)
+		stmts = append(stmts, `SELECT pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_is_setup()', 'execute') `+
+			`AND pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_reset()', 'execute')`)
 	case originMay:
-		b.WriteString(originResetSQL + `; `)
+		stmts = append(stmts, originResetSQL)
 	}
-	b.WriteString(`SELECT name, from_sql FROM pg_catalog.pg_prepared_statements`)
-	return b.String()
+	if resetFault != "" {
+		stmts = append(stmts, resetFault)
+	}
+	return append(stmts, list)
 }
+
+// resetFault, where a test sets it, is a statement every reset runs
+// before its last: a reset that fails on the server (carry_test.go).
+var resetFault string
 
 // freshSeed returns a seed for setseed, in [-1, 1), that the last user
 // cannot know.
@@ -90,6 +105,7 @@ func freshSeed() float64 {
 func (c *conn) ResetSession(ctx context.Context) error {
 	pc := c.pgx().PgConn()
 	c.stmtsDropped = false
+	c.carry.due, c.carry.alone, c.carry.done = false, false, nil
 	if pc.TxStatus() != 'I' {
 		if err := c.Rollback(ctx); err != nil {
 			return err
@@ -213,11 +229,9 @@ func (c *conn) reconcile(ctx context.Context, prepared []preparedStmt) error {
 	dirty := c.dirtySeq
 	c.dirtySeq = 0
 	if tampered {
-		if err := c.pgx().DeallocateAll(ctx); err != nil {
+		if err := c.dropAll(ctx); err != nil {
 			return fmt.Errorf("deallocating the statements the session tampered with: %w", err)
 		}
-		d.stmts, d.stale = nil, nil
-		clear(c.stdlibNames)
 		c.stmtsDropped = true
 		return nil
 	}
@@ -238,18 +252,18 @@ func driverName(name string) bool {
 	return strings.HasPrefix(name, "pooldriver_") || strings.HasPrefix(name, "stmt_") || strings.HasPrefix(name, "stmtcache_")
 }
 
-// notePrepared records the name under which pgx's stdlib prepared query
-// (pgx names a statement prepared under its own text stmt_ and the first
-// 24 bytes of its SHA-256, in hex), for reconcile to find it gone. A name
-// stays recorded after pooldriver closes its statement: the next reset
-// then finds it missing and drops every statement once, which costs
-// preparing them again, never a wrong answer.
-func (c *conn) notePrepared(query string) {
+// notePrepared records, and returns, the name under which pgx's stdlib
+// prepared query (pgx names a statement prepared under its own text stmt_
+// and the first 24 bytes of its SHA-256, in hex), for reconcile to find it
+// gone. Closing the statement (namedStmt) forgets the name again.
+func (c *conn) notePrepared(query string) string {
 	if c.stdlibNames == nil {
 		c.stdlibNames = make(map[string]struct{})
 	}
 	sum := sha256.Sum256([]byte(query))
-	c.stdlibNames["stmt_"+hex.EncodeToString(sum[:24])] = struct{}{}
+	name := "stmt_" + hex.EncodeToString(sum[:24])
+	c.stdlibNames[name] = struct{}{}
+	return name
 }
 
 // originPrivilege is what a connection's login role may do with a

@@ -1,0 +1,451 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// A session reset carried with the next statement (issue 46): instead of a
+// round trip of its own when a hold lets go, the reset waits on the
+// connection and goes out with the next statement run there, in the same
+// write and the same implicit transaction:
+//
+//	<the reset's statements>; <the statement>; Sync
+//
+// A reset statement that fails makes the server skip the rest up to the
+// Sync: the statement does not run, and the connection is replaced. A
+// statement that fails rolls the reset back with it (RESET ALL, DISCARD
+// TEMP, SET SESSION AUTHORIZATION are transactional): the reset is due
+// again, and runs on its own before anything else (carry.alone).
+// Statements that refuse to run in a transaction with others (VACUUM,
+// CREATE DATABASE, CREATE INDEX CONCURRENTLY, a CALL that commits), and
+// any the check below cannot read, get the reset on its own first: only a
+// SELECT, INSERT, UPDATE, DELETE, MERGE, WITH, VALUES or TABLE carries it.
+//
+// The carried reset is resetSQL's but for one thing: it deallocates every
+// prepared statement (DEALLOCATE ALL) instead of listing them to find what
+// a user prepared with SQL PREPARE, which cost more than the rest of the
+// reset together (docs/design.md). The direct path then prepares its
+// statements again, each in the same write as its next run (prepareRun):
+// the statement behind the reset at once, the others when next run.
+//
+// Everything else that reaches the server runs the reset on its own first
+// (runDue): a statement of pgx's stdlib path, a prepared statement's, a
+// transaction's BEGIN, a ping, a catalog or load reading. So does the
+// direct path's where pgx's stdlib holds prepared statements of its own
+// (a *sql.Stmt's), which DEALLOCATE ALL would take from under it.
+
+var (
+	_ dialects.ResetCarrier = (*conn)(nil)
+	_ driver.Validator      = (*conn)(nil)
+	_ driver.ConnBeginTx    = (*conn)(nil)
+)
+
+// carry is a connection's reset in waiting.
+type carry struct {
+	due   bool   // a reset waits for the next statement
+	alone bool   // ... and runs on its own (a statement carrying it failed)
+	done  func() // called once it ran
+	// inFlight: the done of a reset carried by a statement whose
+	// transaction has not ended yet (closeCarried).
+	inFlight func()
+	// broken: why the connection must not be used again, after a reset
+	// that failed (IsValid, Observe).
+	broken error
+}
+
+// CarryReset takes the reset on, to go with the next statement, where the
+// direct path runs the connection's statements and the connection is idle.
+// The first reset of a connection asks what the login role may do with a
+// replication origin, which takes a second message: it runs on its own.
+func (c *conn) CarryReset(done func()) bool {
+	pc := c.pgx().PgConn()
+	if !c.direct.on || c.origin == originUnknown || pc.IsClosed() || pc.TxStatus() != 'I' || c.carry.broken != nil {
+		return false
+	}
+	c.carry.due, c.carry.done = true, done
+	return true
+}
+
+// ResetPending reports a reset CarryReset took on that has not run.
+func (c *conn) ResetPending() bool { return c.carry.due }
+
+// IsValid reports false once a carried reset failed or found the session
+// tampered with the driver's prepared statements.
+func (c *conn) IsValid() bool { return c.carry.broken == nil }
+
+// BeginTx runs a waiting reset, then begins as pgx's stdlib does.
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if err := c.runDue(ctx); err != nil {
+		return nil, err
+	}
+	return c.sc.BeginTx(ctx, opts)
+}
+
+// runDue runs a waiting reset on its own. (Statements it drops, where the
+// session tampered with them, pooldriver's prepared ones included, are
+// prepared again when next run: see namedStmt.)
+func (c *conn) runDue(ctx context.Context) error {
+	if !c.carry.due {
+		return nil
+	}
+	done := c.carry.done
+	if err := c.ResetSession(ctx); err != nil {
+		return c.carryFailed(err)
+	}
+	done()
+	return nil
+}
+
+// carryFailed marks the connection broken by err and returns the error of
+// the statement that therefore did not run: driver.ErrBadConn and
+// dialects.ErrNotRun, so that it runs on another connection.
+func (c *conn) carryFailed(err error) error {
+	c.carry.broken = fmt.Errorf("pooldriver: postgres: session reset: %w", err)
+	return fmt.Errorf("%w (%w, %w)", c.carry.broken, dialects.ErrNotRun, driver.ErrBadConn)
+}
+
+
+// dropAll deallocates every prepared statement and empties the caches;
+// pooldriver's statements prepared on Driver() prepare again when next
+// run (namedStmt).
+func (c *conn) dropAll(ctx context.Context) error {
+	if err := c.pgx().DeallocateAll(ctx); err != nil {
+		return err
+	}
+	c.direct.stmts, c.direct.stale = nil, nil
+	clear(c.stdlibNames)
+	c.dropGen++
+	return nil
+}
+
+// carriedReset returns the statements of the reset carried in front of a
+// statement: resetStatements', with DEALLOCATE
+// ALL for the list of prepared statements, and the functions it calls in
+// one SELECT (each statement that plans costs the server more than the
+// utility statements).
+func carriedReset(cat *pgCatalog, origin originPrivilege) []string {
+	stmts := make([]string, 0, 13)
+	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DEALLOCATE ALL`,
+		`UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+	if cat != nil && cat.dblink != "" {
+		stmts = append(stmts,
+			fmt.Sprintf(`SELECT %[1]s.dblink_disconnect(n) FROM unnest(%[1]s.dblink_get_connections()) n`, cat.dblink),
+			fmt.Sprintf(`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$`, cat.dblink))
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`)
+	b.WriteString(strconv.FormatFloat(freshSeed(), 'g', -1, 64))
+	b.WriteString(`)`)
+	if origin == originMay {
+		b.WriteString(`, (` + originResetSQL + `)`)
+	}
+	if cat != nil && cat.fdw != "" {
+		fmt.Fprintf(&b, `, %s.postgres_fdw_disconnect_all()`, cat.fdw)
+	}
+	stmts = append(stmts, b.String())
+	if resetFault != "" {
+		stmts = append(stmts, resetFault)
+	}
+	return stmts
+}
+
+// carriable reports whether the waiting reset can go with a statement of
+// the direct path: nothing pgx's stdlib prepared would be dropped from
+// under it (see above).
+func (c *conn) carriable() bool {
+	return !c.carry.alone && len(c.stdlibNames) == 0 && !c.stdlibCached
+}
+
+// carries reports a statement text that may share a transaction with the
+// reset in front of it (see above): one statement (no semicolon but
+// trailing) whose first word is one of those that run in any transaction.
+func carries(query string) bool {
+	i := 0
+	for i < len(query) && isSpace(query[i]) {
+		i++
+	}
+	j := i
+	for j < len(query) && (query[j]|0x20 >= 'a' && query[j]|0x20 <= 'z') {
+		j++
+	}
+	if j == i || j < len(query) && !isSpace(query[j]) && query[j] != '(' {
+		return false
+	}
+	if k := strings.IndexByte(query, ';'); k >= 0 && strings.TrimLeft(query[k:], "; \t\n\v\f\r") != "" {
+		return false
+	}
+	switch strings.ToUpper(query[i:j]) {
+	case "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "WITH", "VALUES", "TABLE":
+		return true
+	}
+	return false
+}
+
+// takeDue takes the waiting reset off the connection for a statement to
+// carry, and returns its statements (see carriedEnded).
+func (c *conn) takeDue() []string {
+	var cat *pgCatalog
+	if snap := c.shadows(c.pgx().PgConn(), false); snap != nil {
+		cat = snap.Value
+	}
+	c.carry.inFlight = c.carry.done
+	c.carry.due, c.carry.done = false, nil
+	c.stmtsDropped = false
+	return carriedReset(cat, c.origin)
+}
+
+// carriedEnded settles a carried reset once the transaction it shared
+// with a statement ended: done when it committed (err nil), due again, to
+// run on its own, when the statement's failure rolled it back.
+func (c *conn) carriedEnded(err error) {
+	done := c.carry.inFlight
+	if done == nil {
+		return
+	}
+	c.carry.inFlight = nil
+	if err != nil {
+		c.carry.due, c.carry.alone, c.carry.done = true, true, done
+		return
+	}
+	done()
+}
+
+// closeCarried closes the pipeline a statement ran in (prepareRun) and
+// settles the reset it carried, if any; err is the statement's, the
+// pipeline's own error if it has none.
+func (c *conn) closeCarried(pl *pgconn.Pipeline, err error) error {
+	if e := pl.Close(); err == nil {
+		err = e
+	}
+	c.carriedEnded(err)
+	return err
+}
+
+// dropped records what a carried reset's DEALLOCATE ALL did: no statement
+// of the direct path is prepared on the server any more (their
+// descriptions stay: each is prepared again with its next run).
+func (c *conn) dropped() {
+	for _, st := range c.direct.stmts {
+		st.onServer = false
+	}
+	c.direct.stale = nil
+	c.dirtySeq = 0
+}
+
+// prepareRun runs st (its arguments built into c.direct.eqb) where its
+// server statement is gone: prepared again under its name in the same
+// write as its run, behind the waiting reset if withReset (the three in
+// one transaction). It returns the statement's result and the pipeline to
+// close after it (closeCarried), or the error of the statement, which did
+// not run; one that matches dialects.ErrNotRun says the reset failed and
+// the connection is broken.
+//
+// The run asks the server to describe the result (st's description may
+// be older than DDL since): rows are read by that description.
+func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (*pgconn.ResultReader, *pgconn.Pipeline, error) {
+	d := &c.direct
+	pc := c.pgx().PgConn()
+	var reset []string
+	if withReset {
+		reset = c.takeDue()
+	}
+	pl := pc.StartPipeline(ctx)
+	for _, s := range reset {
+		pl.SendQueryParams(s, nil, nil, nil, nil)
+	}
+	pl.SendPrepare(st.sd.Name, st.sd.SQL, st.sd.ParamOIDs)
+	described := *st.sd
+	described.Fields = nil // for pgx to ask for the result's description
+	pl.SendQueryStatement(&described, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	pl.SendPipelineSync()
+	if err := pl.Flush(); err != nil {
+		_ = pl.Close()
+		if withReset {
+			return nil, nil, c.carryLost(err)
+		}
+		return nil, nil, err
+	}
+	if withReset {
+		c.dropped() // whatever follows: DEALLOCATE ALL is not undone
+		if err := readReset(pl, len(reset)); err != nil {
+			// The server skipped the rest: the statement did not run.
+			_ = pl.Close()
+			c.carry.inFlight = nil
+			if !isPgError(err) {
+				return nil, nil, c.carryLost(err)
+			}
+			return nil, nil, c.carryFailed(err)
+		}
+	}
+	sd, err := pl.GetResults()
+	if err == nil {
+		if psd, ok := sd.(*pgconn.StatementDescription); ok {
+			st.onServer = true
+			c.redescribe(st, psd)
+		} else {
+			err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a prepare", sd)
+		}
+	}
+	if err == nil {
+		var res any
+		if res, err = pl.GetResults(); err == nil {
+			if rr, ok := res.(*pgconn.ResultReader); ok {
+				return rr, pl, nil
+			}
+			err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a statement", res)
+		}
+	}
+	return nil, nil, c.closeCarried(pl, err)
+}
+
+// redescribe brings st in step with the description its statement got
+// when prepared again: the same (almost always), or one DDL changed since,
+// which the next runs read their results by.
+func (c *conn) redescribe(st *directStmt, sd *pgconn.StatementDescription) {
+	if sameFields(st.sd.Fields, sd.Fields) {
+		return
+	}
+	fresh := newDirectStmt(c.direct.types, sd)
+	fresh.seq, fresh.onServer = st.seq, true
+	*st = *fresh
+}
+
+func sameFields(a, b []pgconn.FieldDescription) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].DataTypeOID != b[i].DataTypeOID || a[i].Name != b[i].Name || a[i].TypeModifier != b[i].TypeModifier {
+			return false
+		}
+	}
+	return true
+}
+
+func isPgError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}
+
+// readReset reads the replies to the reset's n statements and returns
+// the first error, after which the server skipped to the Sync.
+func readReset(pl *pgconn.Pipeline, n int) error {
+	for range n {
+		res, err := pl.GetResults()
+		if err != nil {
+			return err
+		}
+		r, ok := res.(*pgconn.ResultReader)
+		if !ok {
+			return fmt.Errorf("pooldriver: postgres: reset: an unexpected reply %T", res)
+		}
+		if _, err := r.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A statement without arguments that ExecContext hands to pgx's stdlib
+// runs over the simple protocol. There the reset goes in the same Query
+// message, in front of the text, where the text carries it (carries: one
+// statement of those kinds), and the server runs the two in one implicit
+// transaction as above.
+
+// execCarriedSimple runs the waiting reset and query (no arguments) as
+// above, and returns what pgx's stdlib would: the statement's rows
+// affected, or its error.
+func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Result, error) {
+	reset := c.takeDue()
+	c.dropped() // whatever follows: DEALLOCATE ALL is not undone
+	prefix := strings.Join(reset, "; ") + "; "
+	fe := c.pgx().PgConn().Frontend()
+	fe.Send(&pgproto3.Query{String: prefix + query})
+	if err := fe.Flush(); err != nil {
+		c.carry.inFlight = nil
+		return nil, c.carryLost(err)
+	}
+	completed, firstErr, tag, err := c.readSimple(ctx)
+	if err != nil {
+		c.carry.inFlight = nil
+		return nil, c.carryLost(err)
+	}
+	if firstErr != nil && completed < len(reset) {
+		c.carry.inFlight = nil
+		return nil, c.carryFailed(firstErr) // the text did not run
+	}
+	c.carriedEnded(firstErr)
+	if pe := (*pgconn.PgError)(nil); errors.As(firstErr, &pe) && int(pe.Position) > len(prefix) {
+		pe.Position -= int32(len(prefix)) // where in the caller's text (the prefix is ASCII)
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return driver.RowsAffected(tag.RowsAffected()), nil
+}
+
+// readSimple reads the replies to one Query message up to its
+// ReadyForQuery: how many statements completed, the first error the server
+// sent, and the last command's tag. err is a failure to read: the
+// connection is out of step.
+func (c *conn) readSimple(ctx context.Context) (completed int, firstErr error, tag pgconn.CommandTag, err error) {
+	pc := c.pgx().PgConn()
+	for {
+		msg, err := pc.ReceiveMessage(ctx)
+		if err != nil {
+			return completed, firstErr, tag, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CommandComplete:
+			completed++
+			tag = pgconn.NewCommandTag(string(m.CommandTag))
+		case *pgproto3.ErrorResponse:
+			if firstErr == nil {
+				firstErr = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.ReadyForQuery:
+			return completed, firstErr, tag, nil
+		}
+	}
+}
+
+// carryLost marks the connection broken by a failure to write a carried
+// reset or read its replies: what ran is not known.
+func (c *conn) carryLost(err error) error {
+	c.carry.broken = fmt.Errorf("pooldriver: postgres: session reset: %w", err)
+	return fmt.Errorf("%w: %w", c.carry.broken, driver.ErrBadConn)
+}
+
+// beforeDirect runs the waiting reset on its own where it cannot go with
+// query's statement: see carriable and carries, and a statement not yet
+// described, which is prepared (a round trip) before it runs.
+func (c *conn) beforeDirect(ctx context.Context, query string) error {
+	if _, ok := c.direct.stmts[query]; ok && c.carriable() && carries(query) {
+		return nil
+	}
+	return c.runDue(ctx)
+}
+
+// prepareRunFailed is the error of a statement prepareRun did not run,
+// the statement dropped from the cache (as pgx drops one after any error)
+// unless the connection broke.
+func (c *conn) prepareRunFailed(query string, st *directStmt, err error) error {
+	if errors.Is(err, driver.ErrBadConn) {
+		return err
+	}
+	c.forget(query, st)
+	if pgconn.SafeToRetry(err) {
+		return driver.ErrBadConn
+	}
+	return err
+}

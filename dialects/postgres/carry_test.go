@@ -1,0 +1,361 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// carried returns a connection with a reset waiting (CarryReset), and a
+// counter of the resets it ran. Its first reset ran on its own, as
+// pooldriver's does (it asks what the role may do).
+func carried(t *testing.T, c *conn) *int {
+	t.Helper()
+	if err := c.ResetSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n := new(int)
+	if !c.CarryReset(func() { *n++ }) {
+		t.Fatal("CarryReset refused an idle connection of the direct path")
+	}
+	return n
+}
+
+func query1(t *testing.T, c *conn, query string, args ...any) (string, error) {
+	t.Helper()
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	rows, err := c.QueryContext(t.Context(), query, nv)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(dest); err != nil {
+		if err == io.EOF {
+			return "", rows.Close()
+		}
+		return "", err
+	}
+	if err := rows.Next(dest); err != io.EOF {
+		return "", fmt.Errorf("a second row, or %v", err)
+	}
+	return fmt.Sprint(dest[0]), rows.Close()
+}
+
+func execArgs(c *conn, query string, args ...any) (driver.Result, error) {
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return c.ExecContext(context.Background(), query, nv)
+}
+
+// table creates a table on admin, dropped when the test ends.
+func table(t *testing.T, admin *conn, columns string) string {
+	t.Helper()
+	name := fmt.Sprintf("pd_carry_%d", rand.Uint64())
+	exec(t, admin, "CREATE TABLE "+name+" ("+columns+")")
+	t.Cleanup(func() {
+		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP TABLE "+name, nil)
+	})
+	return name
+}
+
+func count(t *testing.T, admin *conn, query string) string {
+	t.Helper()
+	got, err := query1(t, admin, query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return got
+}
+
+// TestCarriedResetFails: a carried reset that fails keeps the statement
+// behind it from running, whichever path it took, and says so: an error
+// matching dialects.ErrNotRun and driver.ErrBadConn (database/sql runs it
+// on another connection), the connection invalid, no reset counted.
+func TestCarriedResetFails(t *testing.T) {
+	admin := wrapped(t)
+	tbl := table(t, admin, "v int")
+	for _, path := range []string{"query", "exec", "simple"} {
+		t.Run(path, func(t *testing.T) {
+			c := wrapped(t)
+			insert := "INSERT INTO " + tbl + " VALUES ($1)"
+			if _, err := execArgs(c, insert, 0); err != nil { // prepared now, carriable after
+				t.Fatal(err)
+			}
+			if _, err := query1(t, c, insert+" RETURNING v", 0); err != nil {
+				t.Fatal(err)
+			}
+			n := carried(t, c)
+			resetFault = `SELECT pg_catalog.int4(pg_catalog.now()::text)` // fails when it runs
+			t.Cleanup(func() { resetFault = "" })
+			var err error
+			switch path {
+			case "query":
+				_, err = query1(t, c, insert+" RETURNING v", 1)
+			case "exec":
+				_, err = execArgs(c, insert, 1)
+			case "simple":
+				_, err = execArgs(c, "INSERT INTO "+tbl+" VALUES (1)")
+			}
+			resetFault = ""
+			if !errors.Is(err, dialects.ErrNotRun) || !errors.Is(err, driver.ErrBadConn) {
+				t.Fatalf("the statement behind a failing reset: %v, want ErrNotRun and ErrBadConn", err)
+			}
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "22007" && pe.Code != "22P02" {
+				t.Errorf("the error does not carry the reset's own: %v", err)
+			}
+			if c.IsValid() {
+				t.Error("the connection is still valid after its reset failed")
+			}
+			if *n != 0 {
+				t.Errorf("%d resets counted", *n)
+			}
+			if got := count(t, admin, "SELECT count(*) FROM "+tbl+" WHERE v = 1"); got != "0" {
+				t.Errorf("the statement behind the failing reset ran: %s rows", got)
+			}
+		})
+	}
+}
+
+// TestCarriedResetStatementFails: a statement that fails behind a carried
+// reset rolls it back with it (they share a transaction): the reset is due
+// again and runs on its own before anything else, and the connection
+// stays.
+func TestCarriedResetStatementFails(t *testing.T) {
+	admin := wrapped(t)
+	tbl := table(t, admin, "v int CHECK (v > 0)")
+	for _, path := range []string{"query", "exec", "simple"} {
+		t.Run(path, func(t *testing.T) {
+			c := wrapped(t)
+			insert := "INSERT INTO " + tbl + " VALUES ($1)"
+			if _, err := execArgs(c, insert, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := query1(t, c, insert+" RETURNING v", 1); err != nil {
+				t.Fatal(err)
+			}
+			base := count(t, c, "SELECT current_setting('search_path') || current_setting('statement_timeout')")
+			n := carried(t, c)
+			exec(t, c, "SET search_path = pg_catalog") // after CarryReset: as a function's would be, unseen
+			*n = 0
+			c.carry.due = true
+			var err error
+			switch path {
+			case "query":
+				_, err = query1(t, c, insert+" RETURNING v", -1)
+			case "exec":
+				_, err = execArgs(c, insert, -1)
+			case "simple":
+				_, err = execArgs(c, "INSERT INTO "+tbl+" VALUES (-1)")
+			}
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "23514" || errors.Is(err, dialects.ErrNotRun) {
+				t.Fatalf("a failing statement behind a reset: %v, want its own check violation", err)
+			}
+			if !c.IsValid() || *n != 0 || !c.ResetPending() {
+				t.Fatalf("after a statement failed behind its reset: valid %v, %d resets, pending %v", c.IsValid(), *n, c.ResetPending())
+			}
+			if got := count(t, c, "SELECT current_setting('search_path') || current_setting('statement_timeout')"); got != base {
+				t.Errorf("the session after the failed statement: %q, want %q (the reset undone?)", got, base)
+			}
+			if *n != 1 || c.ResetPending() {
+				t.Errorf("after the next statement: %d resets, pending %v", *n, c.ResetPending())
+			}
+		})
+	}
+}
+
+// TestCarriedResetGuard: where the session prepared a statement with SQL
+// PREPARE, under a name of the driver's even, the carried reset refuses
+// to go (the statement behind it did not run), runs on its own, which
+// deallocates it, and the statement runs after it: the right one.
+func TestCarriedResetGuard(t *testing.T) {
+	c := wrapped(t)
+	if got, err := query1(t, c, "SELECT $1::int + 1", 1); err != nil || got != "2" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	name := c.direct.stmts["SELECT $1::int + 1"].sd.Name
+	n := carried(t, c)
+	exec(t, c, "DEALLOCATE "+name)
+	exec(t, c, "PREPARE "+name+"(int) AS SELECT 'hijacked ' || $1")
+	exec(t, c, "PREPARE pd_users_own AS SELECT 1")
+	c.carry.due = true
+	if got, err := query1(t, c, "SELECT $1::int + 1", 41); err != nil || got != "42" {
+		t.Fatalf("the statement behind the guard: %q, %v; want 42", got, err)
+	}
+	if *n != 1 || !c.IsValid() {
+		t.Fatalf("%d resets, valid %v", *n, c.IsValid())
+	}
+	if got := count(t, c, "SELECT count(*) FROM pg_prepared_statements WHERE from_sql"); got != "0" {
+		t.Errorf("%s statements prepared with SQL left", got)
+	}
+}
+
+// TestCarriedResetTampered: where the session deallocated one of the
+// driver's statements (not the one behind the reset), that statement
+// runs, and every statement is dropped after it: the next ones prepare
+// again, nothing fails.
+func TestCarriedResetTampered(t *testing.T) {
+	c := wrapped(t)
+	for _, q := range []string{"SELECT $1::int + 1", "SELECT $1::int + 2"} {
+		if _, err := query1(t, c, q, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := c.direct.stmts["SELECT $1::int + 2"].sd.Name
+	n := carried(t, c)
+	exec(t, c, "DEALLOCATE "+other)
+	c.carry.due = true
+	if got, err := query1(t, c, "SELECT $1::int + 1", 1); err != nil || got != "2" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	if got, err := query1(t, c, "SELECT $1::int + 2", 1); err != nil || got != "3" {
+		t.Fatalf("the deallocated statement's text after the reset: %q, %v", got, err)
+	}
+	if *n != 1 || !c.IsValid() {
+		t.Fatalf("%d resets, valid %v", *n, c.IsValid())
+	}
+	// Its own statement gone: it did not run, runs again after the reset.
+	if _, err := query1(t, c, "SELECT $1::int + 1", 1); err != nil {
+		t.Fatal(err)
+	}
+	carried(t, c)
+	exec(t, c, "DEALLOCATE "+c.direct.stmts["SELECT $1::int + 1"].sd.Name)
+	c.carry.due = true
+	if got, err := query1(t, c, "SELECT $1::int + 1", 5); err != nil || got != "6" {
+		t.Fatalf("the statement whose own name the session deallocated: %q, %v", got, err)
+	}
+}
+
+// TestCarriedResetUtility: statements that refuse to run in a
+// transaction block run behind a carried reset as they do alone: the
+// reset commits in a block of its own before them.
+func TestCarriedResetUtility(t *testing.T) {
+	admin := wrapped(t)
+	tbl := table(t, admin, "v int")
+	for _, q := range []string{"VACUUM " + tbl, "CREATE INDEX CONCURRENTLY " + tbl + "_i ON " + tbl + " (v)", "DROP INDEX CONCURRENTLY " + tbl + "_i"} {
+		c := wrapped(t)
+		n := carried(t, c)
+		if _, err := execArgs(c, q); err != nil {
+			t.Fatalf("%s behind a reset (simple protocol): %v", q, err)
+		}
+		if *n != 1 {
+			t.Fatalf("%s: %d resets", q, *n)
+		}
+	}
+	// On the direct path (a query: extended protocol, prepared first).
+	c := wrapped(t)
+	if _, err := query1(t, c, "VACUUM "+tbl); err != nil {
+		t.Fatal(err)
+	}
+	n := carried(t, c)
+	if _, err := query1(t, c, "VACUUM "+tbl); err != nil {
+		t.Fatalf("VACUUM behind a reset (extended protocol): %v", err)
+	}
+	if *n != 1 {
+		t.Fatalf("%d resets", *n)
+	}
+}
+
+// TestCarriedResetErrorPosition: a statement's error behind a carried
+// reset is the one it has alone, position included (the reset goes in a
+// message of its own).
+func TestCarriedResetErrorPosition(t *testing.T) {
+	c := wrapped(t)
+	q := "SELECT 1 FROM pd_no_such_table_46"
+	_, alone := execArgs(c, q)
+	carried(t, c)
+	_, behind := execArgs(c, q)
+	var a, b *pgconn.PgError
+	if !errors.As(alone, &a) || !errors.As(behind, &b) {
+		t.Fatalf("alone %v, behind a reset %v", alone, behind)
+	}
+	if a.Code != b.Code || a.Position != b.Position || a.Message != b.Message {
+		t.Errorf("behind a reset: %s at %d %q; alone: %s at %d %q", b.Code, b.Position, b.Message, a.Code, a.Position, a.Message)
+	}
+}
+
+// TestCarriedResetOtherPaths: what reaches the server other than the
+// direct path's statements runs the waiting reset on its own first.
+func TestCarriedResetOtherPaths(t *testing.T) {
+	for name, run := range map[string]func(c *conn) error{
+		"ping": func(c *conn) error { return c.Ping(context.Background()) },
+		"begin": func(c *conn) error {
+			tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+			if err == nil {
+				err = tx.Rollback()
+			}
+			return err
+		},
+		"prepare": func(c *conn) error {
+			st, err := c.PrepareContext(context.Background(), "SELECT 1")
+			if err == nil {
+				err = st.Close()
+			}
+			return err
+		},
+		"catalog": func(c *conn) error { return c.RefreshCatalog(context.Background()) },
+		"load": func(c *conn) error {
+			_, err := c.ServerLoad(context.Background())
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := wrapped(t)
+			n := carried(t, c)
+			if err := run(c); err != nil {
+				t.Fatal(err)
+			}
+			if *n != 1 || c.ResetPending() {
+				t.Errorf("%d resets, pending %v", *n, c.ResetPending())
+			}
+		})
+	}
+}
+
+// TestCarries: only one statement of the kinds that run in any
+// transaction shares one with a reset.
+func TestCarries(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT f()":                              true,
+		"  select 1;  ":                           true,
+		"WITH x AS (SELECT 1) SELECT * FROM x":    true,
+		"INSERT INTO t VALUES ($1)":               true,
+		"update t set a = 1":                      true,
+		"DELETE FROM t":                           true,
+		"VALUES (1)":                              true,
+		"TABLE t":                                 true,
+		"MERGE INTO t USING s ON true DO NOTHING": true,
+		"SELECT 1; ROLLBACK":                      false,
+		"SELECT 1; SELECT 2":                      false,
+		"VACUUM t":                                false,
+		"CREATE INDEX CONCURRENTLY i ON t (a)":    false,
+		"CALL p()":                                false,
+		"BEGIN":                                   false,
+		"ROLLBACK":                                false,
+		"/* c */ SELECT 1":                        false,
+		"-- c\nSELECT 1":                          false,
+		"(SELECT 1)":                              false,
+		"SELECTX":                                 false,
+		"":                                        false,
+		"SET search_path = x":                     false,
+	} {
+		if got := carries(q); got != want {
+			t.Errorf("carries(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
