@@ -650,8 +650,8 @@ func TestNeverDirtyPostgresStatementCache(t *testing.T) {
 					// hold ends in a reset, which may have deallocated it.
 					lit := "'" + strings.ReplaceAll(pgx.Identifier{name}.Sanitize(), "'", "''") + "'"
 					return execAll(`DO $pd$BEGIN
-	BEGIN EXECUTE 'DEALLOCATE ' || ` + lit + `; EXCEPTION WHEN invalid_sql_statement_name THEN NULL; END;
-	EXECUTE 'PREPARE ' || ` + lit + ` || '(text) AS SELECT ''hijacked:'' || $1';
+	BEGIN EXECUTE 'DEALLOCATE ' || `+lit+`; EXCEPTION WHEN invalid_sql_statement_name THEN NULL; END;
+	EXECUTE 'PREPARE ' || `+lit+` || '(text) AS SELECT ''hijacked:'' || $1';
 END$pd$`)(c, r)
 				},
 				observe: same,

@@ -114,7 +114,6 @@ func (c *conn) carryFailed(err error) error {
 	return fmt.Errorf("%w (%w, %w)", c.carry.broken, dialects.ErrNotRun, driver.ErrBadConn)
 }
 
-
 // dropAll deallocates every prepared statement and empties the caches;
 // pooldriver's statements prepared on Driver() prepare again when next
 // run (namedStmt).
