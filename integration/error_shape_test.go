@@ -4,14 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -89,4 +93,41 @@ func TestConnectErrorsLeadWithTheCause(t *testing.T) {
 func isNotFound(err error) bool {
 	var dns *net.DNSError
 	return errors.As(err, &dns) && dns.IsNotFound
+}
+
+// TestConnectErrorWrongPasswordPostgres: a wrong password (SQLSTATE 28P01)
+// reads as the other connect errors do, cause first. The shared server
+// trusts loopback, so a cluster of the test's own asks for passwords.
+func TestConnectErrorWrongPasswordPostgres(t *testing.T) {
+	skipShort(t)
+	pg := startLocalPG(t)
+	pg.sql(t, "CREATE ROLE pd_pw LOGIN PASSWORD 'right-password'")
+	hba := "host all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\nlocal all all trust\n"
+	require.NoError(t, os.WriteFile(filepath.Join(pg.data(), "pg_hba.conf"), []byte(hba), 0o600))
+	pg.sql(t, "SELECT pg_reload_conf()")
+	dsn := fmt.Sprintf("postgres://pd_pw:wrong-password@127.0.0.1:%d/postgres?sslmode=disable", pg.port)
+	var err error
+	waitFor(t, "the server to ask for a password", func() bool {
+		db := sql.OpenDB(pooldriver.New(dsn))
+		defer db.Close()
+		_, err = db.ExecContext(context.Background(), "SELECT 1")
+		return err != nil
+	})
+	msg := err.Error()
+	t.Log(msg)
+	if pool, err := pgxpool.New(context.Background(), dsn); err == nil { // for README's table, beside ours
+		_, err = pool.Exec(context.Background(), "SELECT 1")
+		t.Logf("pgxpool: %v", err)
+		pool.Close()
+	}
+	const cause = `FATAL: password authentication failed for user "pd_pw"`
+	assert.True(t, strings.HasPrefix(msg, "pooldriver: postgres: "), "the shape: %s", msg)
+	i := strings.Index(msg, cause)
+	assert.True(t, i >= 0 && i < 100, "the cause at %d: %s", i, msg)
+	assert.Equal(t, 1, strings.Count(msg, "pooldriver"), msg)
+	assert.NotContains(t, msg, "wrong-password")
+	assert.ErrorIs(t, err, pooldriver.ErrServerRefused)
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "28P01", pe.Code)
 }
