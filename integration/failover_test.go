@@ -421,5 +421,9 @@ func TestFailoverDeadFirstHost(t *testing.T) {
 	plainFirst, plainAll := opens(plain)
 	t.Logf("8 connections, one after another: pooldriver first %v, all %v; plain pgx first %v, all %v",
 		first.Round(time.Millisecond), all.Round(time.Millisecond), plainFirst.Round(time.Millisecond), plainAll.Round(time.Millisecond))
-	require.Less(t, all, 5*time.Second, "pooldriver paid the silent host's timeout for more than one connection")
+	// The first statement pays one host's timeout (1 s), and a second of
+	// slack for a busy machine; the eight, measured beside plain pgx,
+	// which pays it for each (8 s), less than half of plain's.
+	require.Less(t, first, 2*time.Second, "pooldriver's first statement paid more than one connect timeout")
+	require.Less(t, all, plainAll/2, "pooldriver paid the silent host's timeout for more than one connection")
 }
