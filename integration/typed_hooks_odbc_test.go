@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	aodbc "github.com/alexbrainman/odbc"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
@@ -46,21 +45,9 @@ func TestTypedHooksODBC(t *testing.T) {
 		require.NoError(t, c.Err())
 		db := sql.OpenDB(c)
 		defer db.Close()
-		for range 3 {
-			var one int
-			require.NoError(t, db.QueryRowContext(ctx(t), "SELECT 1").Scan(&one))
-		}
-		waitFor(t, "every release seen", func() bool { return releases.Load() == 3 })
-		assert.EqualValues(t, 1, connects.Load())
-		assert.EqualValues(t, 3, acquires.Load())
-		c.Reset()
-		waitFor(t, "the close seen", func() bool { return closes.Load() == 1 })
-
+		checkHooksRan(t, db, c, &connects, &acquires, &releases, &closes)
 		other := sql.OpenDB(pooldriver.New(s.dsn, pooldriver.WithBeforeAcquire(postgres.BeforeAcquire(nil))))
 		defer other.Close()
-		_, err := other.ExecContext(ctx(t), "SELECT 1")
-		require.Error(t, err)
-		assert.ErrorContains(t, err, "BeforeAcquire: the connection is")
-		assert.ErrorContains(t, err, "not this dialect's")
+		checkWrongDialectHook(t, other)
 	})
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"sync/atomic"
 	"testing"
@@ -49,20 +50,34 @@ func TestTypedHooks(t *testing.T) {
 		}
 		tn := newTenant(t, s)
 		db, c := tn.open(t, "pool_max_conns=1", opts...)
-		for range 3 {
-			var one int
-			require.NoError(t, db.QueryRowContext(ctx(t), "SELECT 1").Scan(&one))
-		}
-		waitFor(t, "every release seen", func() bool { return releases.Load() == 3 })
-		assert.EqualValues(t, 1, connects.Load())
-		assert.EqualValues(t, 3, acquires.Load())
-		c.Reset()
-		waitFor(t, "the close seen", func() bool { return closes.Load() == 1 })
-
+		checkHooksRan(t, db, c, &connects, &acquires, &releases, &closes)
 		other, _ := newTenant(t, s).open(t, "", wrong)
-		_, err := other.ExecContext(ctx(t), "SELECT 1")
-		require.Error(t, err)
-		assert.ErrorContains(t, err, "BeforeAcquire: the connection is")
-		assert.ErrorContains(t, err, "not this dialect's")
+		checkWrongDialectHook(t, other)
 	})
+}
+
+// checkHooksRan runs three statements on db, a pool of one connection
+// whose hooks count into the counters, then Resets c: one connect, three
+// acquires and releases, one close.
+func checkHooksRan(t *testing.T, db *sql.DB, c *pooldriver.Connector, connects, acquires, releases, closes *atomic.Int64) {
+	t.Helper()
+	for range 3 {
+		var one int
+		require.NoError(t, db.QueryRowContext(ctx(t), "SELECT 1").Scan(&one))
+	}
+	waitFor(t, "every release seen", func() bool { return releases.Load() == 3 })
+	assert.EqualValues(t, 1, connects.Load())
+	assert.EqualValues(t, 3, acquires.Load())
+	c.Reset()
+	waitFor(t, "the close seen", func() bool { return closes.Load() == 1 })
+}
+
+// checkWrongDialectHook: db's BeforeAcquire hook is another dialect's
+// adapter, which says so.
+func checkWrongDialectHook(t *testing.T, db *sql.DB) {
+	t.Helper()
+	_, err := db.ExecContext(ctx(t), "SELECT 1")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "BeforeAcquire: the connection is")
+	assert.ErrorContains(t, err, "not this dialect's")
 }
