@@ -625,6 +625,11 @@ func (pc *physConn) observed(changed, askTx bool, status dialects.TxStatus, err 
 		return nil
 	}
 	if err != nil {
+		var rl *dialects.RoleLostError
+		if errors.As(err, &rl) {
+			pc.env.owner.lostRole(pc, rl.Server)
+			return fmt.Errorf("pooldriver: %w", err)
+		}
 		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
 	}
 	if s := rawTx(status); s != pc.st.tx {

@@ -43,6 +43,19 @@ type RoleLossDetector interface {
 	LostRole(err error) (server string, lost bool)
 }
 
+// RoleLostError is what a StatementObserver's Observe returns once its
+// server reported, with a statement that succeeded, that it left the role
+// the DSN asks for (a standby now, or read-only for every session): a
+// reader learns it as early as a writer. pooldriver then retires every
+// connection opened so far, as for RoleLossDetector, this one first.
+type RoleLostError struct {
+	Server string // the address the connection reached
+}
+
+func (e *RoleLostError) Error() string {
+	return "the server " + e.Server + " reports it left the role the DSN asks for (target_session_attrs)"
+}
+
 // Cutter is implemented by a Conn whose work can be stopped from another
 // goroutine while a call of its driver runs (Connector.Shutdown, past its
 // deadline): Cut stops what the server runs for it where the dialect can

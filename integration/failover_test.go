@@ -427,3 +427,44 @@ func TestFailoverDeadFirstHost(t *testing.T) {
 	require.Less(t, first, 2*time.Second, "pooldriver's first statement paid more than one connect timeout")
 	require.Less(t, all, plainAll/2, "pooldriver paid the silent host's timeout for more than one connection")
 }
+
+// TestFailoverReadersFollow: readers follow the primary too. The old
+// primary is fenced (kept up, read-only for every session after a reload)
+// and the standby promoted: no read fails there, so no write is refused
+// to say so; the server reports default_transaction_read_only with the
+// next statement, which outlives the session's reset, and the pool moves
+// to the new primary. Plain pgx's connections stay on the old one
+// (logged).
+func TestFailoverReadersFollow(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", primary.port, standby.port)
+	pd := sql.OpenDB(pooldriver.New(dsn + "&pool_max_conns=4"))
+	t.Cleanup(func() { _ = pd.Close() })
+	plain, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	port := func(db *sql.DB) int {
+		var p int
+		if err := db.QueryRowContext(ctx(t), "SELECT inet_server_port()").Scan(&p); err != nil {
+			return 0
+		}
+		return p
+	}
+	require.Equal(t, primary.port, port(pd))
+	require.Equal(t, primary.port, port(plain))
+	primary.sql(t, "ALTER SYSTEM SET default_transaction_read_only = on")
+	primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
+	primary.sql(t, "SELECT pg_reload_conf()")
+	standby.ctl(t, "promote")
+	promoted := time.Now()
+	waitFor(t, "pooldriver's reads on the new primary", func() bool { return port(pd) == standby.port })
+	took := time.Since(promoted)
+	t.Logf("pooldriver read on the new primary %v after the promotion; plain pgx still reads on port %d (the old primary is %d)",
+		took.Round(time.Millisecond), port(plain), primary.port)
+	require.Less(t, took, 2*time.Second, "pooldriver's reads reached the new primary (a second, and one of slack)")
+	for range 20 {
+		require.Equal(t, standby.port, port(pd), "a read after the move")
+	}
+}

@@ -216,6 +216,7 @@ func (c *conn) carriedEnded(err error) {
 		c.carry.due, c.carry.alone, c.carry.done = true, true, done
 		return
 	}
+	c.afterReset()
 	done()
 }
 

@@ -49,8 +49,10 @@ type conn struct {
 	trust bool
 
 	// role: what the DSN's target_session_attrs asks of the server
-	// (LostRole).
-	role role
+	// (LostRole); roleGone: the server it reached, once its reports said
+	// it left that role (reportsLost, Observe).
+	role     role
+	roleGone string
 
 	// idle is CheckIdle's look at the socket, set up at its first use
 	// (idleReady): pgx keeps one socket for the connection's life.
@@ -236,6 +238,9 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		return c.differs
 	}
 	c.differs = c.paramsDiffer(pc)
+	if c.role != roleAny && c.roleGone == "" && pc.ParameterStatus("in_hot_standby") == "on" {
+		c.roleGone = serverOf(pc) // no session makes its server a standby
+	}
 	if c.watch != nil && !pc.IsBusy() {
 		// Between statements: pgx decoded what the watch saw (see clear).
 		// With a result open, a ParameterStatus read with its rows may
@@ -267,6 +272,9 @@ func (c *conn) Observe(_ context.Context, query string, askTx bool) (bool, diale
 		return changed, dialects.TxIdle, nil
 	}
 	status, err := txStatus(p)
+	if c.roleGone != "" && err == nil {
+		err = &dialects.RoleLostError{Server: c.roleGone}
+	}
 	return changed, status, err
 }
 

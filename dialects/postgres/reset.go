@@ -136,6 +136,7 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	if err := c.reconcile(ctx, prepared); err != nil {
 		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
 	}
+	c.afterReset()
 	return nil
 }
 

@@ -55,11 +55,39 @@ func (c *conn) LostRole(err error) (server string, lost bool) {
 	if !errors.As(err, &pe) || pe.Code != readOnlyTransaction {
 		return "", false
 	}
-	pg := c.pgx().PgConn()
-	lost = pg.ParameterStatus("in_hot_standby") == "on" ||
-		c.role == roleReadWrite && pg.ParameterStatus("default_transaction_read_only") == "on"
-	if lost && pg.Conn() != nil {
-		server = pg.Conn().RemoteAddr().String()
+	server = reportsLost(c.pgx().PgConn(), c.role)
+	return server, server != ""
+}
+
+// reportsLost returns the address of pg's server if the parameters it
+// reports say it left role r: a standby (in_hot_standby, PostgreSQL 14
+// and later), or, for read-write, read-only for every transaction
+// (default_transaction_read_only, which a reload of a fenced primary
+// reports to every session with its next statement); "" otherwise. A
+// session may set the latter itself: only where it outlived a reset is it
+// the server's (afterReset).
+func reportsLost(pg *pgconn.PgConn, r role) string {
+	if pg.ParameterStatus("in_hot_standby") != "on" &&
+		(r != roleReadWrite || pg.ParameterStatus("default_transaction_read_only") != "on") {
+		return ""
 	}
-	return server, lost
+	return serverOf(pg)
+}
+
+// serverOf returns the address pg reached.
+func serverOf(pg *pgconn.PgConn) string {
+	if pg.Conn() == nil {
+		return "?"
+	}
+	return pg.Conn().RemoteAddr().String()
+}
+
+// afterReset notes, once a reset returned the session to the server's
+// defaults, a server that left the DSN's role: Observe says so with the
+// next statement (dialects.RoleLostError), and the pool follows the
+// primary though no write was refused.
+func (c *conn) afterReset() {
+	if c.role != roleAny && c.roleGone == "" {
+		c.roleGone = reportsLost(c.pgx().PgConn(), c.role)
+	}
 }
