@@ -38,7 +38,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer pc.Close(ctx)
+	defer func() { _ = pc.Close(ctx) }()
 	if _, err := pc.Exec(ctx, "CREATE OR REPLACE FUNCTION pd_bench_f() RETURNS int LANGUAGE sql AS 'SELECT 1'").ReadAll(); err != nil {
 		log.Fatal(err)
 	}
