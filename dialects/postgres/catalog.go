@@ -149,7 +149,19 @@ UNION SELECT 'e', '' FROM pg_event_trigger WHERE evtenabled <> 'D'
 UNION SELECT 'x', quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 	WHERE e.extname = 'dblink'
 UNION SELECT 'f', quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0`
+	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0;
+` + functionsSQL
+
+// functionsSQL reads, for every name under which a user made a LANGUAGE
+// sql function, every function of that name in any schema (the server's
+// too): its body where it is a plain LANGUAGE sql function, NULL for any
+// other (another language, a procedure, an aggregate). A name is harmless
+// (sqllex.Shadows.Harmless) only where every body is there and reads as
+// harmless: whichever of them a call resolves to, by schema or overload,
+// leaves the session alone.
+const functionsSQL = `SELECT lower(p.proname), CASE WHEN p.prolang = l.oid AND p.prokind = 'f' THEN p.prosrc END
+FROM pg_proc p, (SELECT oid FROM pg_language WHERE lanname = 'sql') l
+WHERE lower(p.proname) IN (SELECT lower(u.proname) FROM pg_proc u WHERE u.oid >= 16384 AND u.prolang = l.oid)`
 
 // catalogQuery is catalogSQL with the lists filled in: the names are
 // sqllex's, lower-case words, so an array literal carries them as they
@@ -183,8 +195,8 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %w", err)
 	}
-	if len(res) != 2 {
-		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %d results, want 2", len(res))
+	if len(res) != 3 {
+		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %d results, want 3", len(res))
 	}
 	s := &sqllex.Shadows{Names: make(map[string]struct{})}
 	cat := &pgCatalog{shadows: s}
@@ -212,7 +224,33 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 			cat.fdw = name
 		}
 	}
+	s.Harmless = harmlessFunctions(res[2].Rows, s)
 	return cat, nil
+}
+
+// harmlessFunctions returns the names all of whose functions (rows of
+// functionsSQL: a name and a body, NULL where not a LANGUAGE sql
+// function's) read as harmless against s.
+func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
+	verdict := make(map[string]bool)
+	for _, row := range rows {
+		if len(row) != 2 {
+			continue
+		}
+		name := string(row[0])
+		ok, seen := verdict[name]
+		if seen && !ok {
+			continue
+		}
+		verdict[name] = row[1] != nil && sqllex.HarmlessBody(string(row[1]), s)
+	}
+	harmless := make(map[string]struct{})
+	for name, ok := range verdict {
+		if ok {
+			harmless[name] = struct{}{}
+		}
+	}
+	return harmless
 }
 
 // catalogKey names the server and database pc is connected to: the

@@ -93,3 +93,68 @@ func TestCatalogShadows(t *testing.T) {
 		t.Error("trusted: a user's overload counts only for what the text shows")
 	}
 }
+
+// TestCatalogHarmlessFunctions (issue 46): a call of a user's LANGUAGE sql
+// function whose body the rules read as leaving the session alone is no
+// session change, decided by what the catalog says the server will run:
+// every function of that name, in any schema, must be such a function. A
+// body that changes the session, calls another user function or names a
+// table with a trigger, another language, an overload in another
+// language, a BEGIN ATOMIC body (stored parsed), a procedure: all count.
+func TestCatalogHarmlessFunctions(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	s := fmt.Sprintf("pd_fn_%d", time.Now().UnixNano())
+	exec(t, admin, "CREATE SCHEMA "+s)
+	t.Cleanup(func() {
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	u := s + "_" // names unique to this run, called unqualified
+	for _, q := range []string{
+		"CREATE TABLE " + s + ".audited (a int)",
+		"CREATE FUNCTION " + s + ".trig() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN NEW; END $$",
+		"CREATE TRIGGER t AFTER INSERT ON " + s + ".audited FOR EACH ROW EXECUTE FUNCTION " + s + ".trig()",
+		"CREATE FUNCTION " + s + "." + u + "ok(int) RETURNS int LANGUAGE sql AS 'SELECT $1 + 1'",
+		"CREATE FUNCTION " + s + "." + u + "rows() RETURNS SETOF int LANGUAGE sql AS 'SELECT generate_series(1, 3)'",
+		"CREATE FUNCTION " + s + "." + u + "sets() RETURNS text LANGUAGE sql AS $$ SELECT set_config('search_path', 'x', false) $$",
+		"CREATE FUNCTION " + s + "." + u + "plpgsql() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "over(int) RETURNS int LANGUAGE sql AS 'SELECT 1'",
+		"CREATE FUNCTION " + s + "." + u + "over(text) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "atomic() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END",
+		"CREATE FUNCTION " + s + "." + u + "chain() RETURNS int LANGUAGE sql AS 'SELECT " + s + "." + u + "ok(1)'",
+		"CREATE FUNCTION " + s + "." + u + "audit() RETURNS int LANGUAGE sql AS 'INSERT INTO " + s + ".audited VALUES (1) RETURNING a'",
+		"CREATE FUNCTION " + s + "." + u + "lock() RETURNS void LANGUAGE sql AS 'SELECT pg_advisory_lock(4646)'",
+		"CREATE PROCEDURE " + s + "." + u + "proc() LANGUAGE sql AS 'SELECT 1'",
+	} {
+		exec(t, admin, q)
+	}
+	ddl := "CREATE TABLE " + s + ".pd_ddl_here (a int)"
+	exec(t, c, ddl)
+	c.ChangesSession(ddl) // observed as pooldriver observes it: the catalog is read again now
+	for q, want := range map[string]bool{
+		"SELECT " + u + "ok(41)":                 false,
+		"SELECT " + s + "." + u + "ok($1)":       false,
+		"SELECT * FROM " + u + "rows()":          false,
+		"SELECT " + u + "ok(1), lower('x')":      false,
+		"SELECT " + u + "sets()":                 true,
+		"SELECT " + u + "plpgsql()":              true,
+		"SELECT " + u + "over(1)":                true,
+		"SELECT " + u + "atomic()":               true,
+		"SELECT " + u + "chain()":                true,
+		"SELECT " + u + "audit()":                true,
+		"SELECT " + u + "lock()":                 true,
+		"CALL " + u + "proc()":                   true,
+		"SELECT " + u + "ok(1), " + u + "sets()": true,
+		"SELECT " + u + "no_such_function()":     true,
+	} {
+		if got := c.ChangesSession(q); got != want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
+		}
+	}
+	c.TrustFunctions(true)
+	if c.ChangesSession("SELECT " + u + "sets()") {
+		t.Error("trusted: a call counts only for what its text shows")
+	}
+}

@@ -1,6 +1,9 @@
 package sqllex
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Calls is what a text runs that its own words do not show: code of a
 // function or procedure, or SQL the server takes from a string. The
@@ -139,13 +142,24 @@ type callScan struct {
 
 	createIndex bool // a CREATE ... INDEX statement
 	withDepth   int  // the depth of the WITH list being read, or -1
+
+	// unknown, where not nil, collects the calls judged CallsUnknown: the
+	// name called (its last part, in lower case), or "" for a call that
+	// names no function (CALL).
+	unknown *[]string
 }
 
 // scanCalls runs the call rules over query lexed as said. backslash reports
 // a string holding a backslash, whose end depends on the server's settings.
 func scanCalls(query string, my, escapes bool, f Flavor) (c Calls, backslash bool) {
+	return scanCallsInto(query, my, escapes, f, nil)
+}
+
+// scanCallsInto is scanCalls, collecting the unknown calls into unknown
+// where it is not nil (see callScan.unknown).
+func scanCallsInto(query string, my, escapes bool, f Flavor, unknown *[]string) (c Calls, backslash bool) {
 	l := newLexer(query, my, escapes)
-	st := callScan{my: my, f: f, withDepth: -1}
+	st := callScan{my: my, f: f, withDepth: -1, unknown: unknown}
 	for {
 		t := l.next()
 		switch t.kind {
@@ -154,7 +168,7 @@ func scanCalls(query string, my, escapes bool, f Flavor) (c Calls, backslash boo
 		case kEOF:
 			return c, l.backslash
 		case kSemi:
-			st = callScan{my: my, f: f, withDepth: -1}
+			st = callScan{my: my, f: f, withDepth: -1, unknown: unknown}
 			continue
 		}
 		adjacent := l.i < len(query) && query[l.i] == '('
@@ -210,6 +224,7 @@ func (st *callScan) word(w string) Calls {
 	if st.n == 0 {
 		switch {
 		case eqFold(w, "call"):
+			st.noteUnknown("")
 			return CallsUnknown
 		case eqFold(w, "execute") || eqFold(w, "exec"):
 			return CallsText
@@ -248,7 +263,39 @@ func (st *callScan) call() Calls {
 	if st.builtin(name) {
 		return CallsKnown
 	}
+	st.noteUnknown(strings.ToLower(name.text))
 	return CallsUnknown
+}
+
+// noteUnknown records an unknown call of name ("": of no function's name).
+func (st *callScan) noteUnknown(name string) {
+	if st.unknown != nil {
+		*st.unknown = append(*st.unknown, name)
+	}
+}
+
+// UnknownCalls returns the names (the last part, in lower case) of the
+// functions query, read as PostgreSQL, calls that are not on the list
+// (what makes CallsOf say CallsUnknown), each once; ok is false where a
+// call names no function (CALL) or the text's calls are not all known by
+// name (a string whose end depends on the server's settings). A catalog
+// that proves every one of them harmless vouches for the text
+// (Shadows.Vouched).
+func UnknownCalls(query string) (names []string, ok bool) {
+	var all []string
+	c, backslash := scanCallsInto(query, false, false, Postgres, &all)
+	if c == CallsText || backslash {
+		return nil, false
+	}
+	for _, n := range all {
+		if n == "" {
+			return nil, false
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names, true
 }
 
 // syntax reports a word that is SQL syntax before a '(', where it stands.

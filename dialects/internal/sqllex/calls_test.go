@@ -1,6 +1,10 @@
 package sqllex
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 const (
 	K = CallsKnown
@@ -207,3 +211,70 @@ func BenchmarkCallsOf(b *testing.B) {
 }
 
 var sinkCalls Calls
+
+// TestUnknownCalls: the names of the calls CallsOf cannot vouch for, as a
+// catalog would look them up, and where a call names no function.
+func TestUnknownCalls(t *testing.T) {
+	for q, want := range map[string][]string{
+		"SELECT app_f(1)":                       {"app_f"},
+		"SELECT app.App_F(1), lower('x')":       {"app_f"},
+		`SELECT "MyFunc"()`:                     {"myfunc"},
+		"SELECT f(1), g(2), f(3); SELECT h()":   {"f", "g", "h"},
+		"SELECT lower('x'), count(*) FROM t":    nil,
+		"INSERT INTO t (a, b) VALUES (f(1), 2)": {"f"},
+	} {
+		got, ok := UnknownCalls(q)
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("UnknownCalls(%q) = %q, %v; want %q", q, got, ok, want)
+		}
+	}
+	for _, q := range []string{"CALL p()", "SELECT query_to_xml('SELECT 1', true, true, '')", "SELECT f('a\\')"} {
+		if got, ok := UnknownCalls(q); ok {
+			t.Errorf("UnknownCalls(%q) = %q, true; want not ok", q, got)
+		}
+	}
+}
+
+// TestHarmlessBody: a LANGUAGE sql function's body leaves the session
+// alone only where the rules read it so, calling nothing but listed
+// built-ins and naming nothing the catalog marks; Vouched needs every
+// name called proven so.
+func TestHarmlessBody(t *testing.T) {
+	s := &Shadows{Names: map[string]struct{}{"audited": {}}}
+	for body, want := range map[string]bool{
+		"SELECT 1":                                true,
+		"SELECT lower($1) || 'x'":                 true,
+		"SELECT a FROM plain WHERE b = $1":        true,
+		"INSERT INTO plain VALUES ($1); SELECT 1": true,
+		"":   false, // BEGIN ATOMIC: stored parsed
+		"  ": false,
+		"SELECT set_config('search_path', 'x', false)":      false,
+		"SET search_path = x":                               false,
+		"SELECT pg_advisory_lock(1)":                        false,
+		"SELECT other_user_function()":                      false,
+		"SELECT query_to_xml('SET role x', true, true, '')": false,
+		"INSERT INTO audited VALUES (1)":                    false,
+		"CREATE TEMP TABLE x (a int)":                       false,
+	} {
+		if got := HarmlessBody(body, s); got != want {
+			t.Errorf("HarmlessBody(%q) = %v, want %v", body, got, want)
+		}
+	}
+	if HarmlessBody("SELECT 1", nil) {
+		t.Error("HarmlessBody with no catalog reading")
+	}
+	s.Harmless = map[string]struct{}{"f": {}, "g": {}}
+	for names, want := range map[string]bool{"f": true, "f,g": true, "f,h": false, "": false} {
+		var ns []string
+		if names != "" {
+			ns = strings.Split(names, ",")
+		}
+		if got := s.Vouched(ns); got != want {
+			t.Errorf("Vouched(%q) = %v, want %v", ns, got, want)
+		}
+	}
+	var none *Shadows
+	if none.Vouched([]string{"f"}) {
+		t.Error("a nil Shadows vouched")
+	}
+}

@@ -9,13 +9,25 @@ type Facts struct {
 	Calls          Calls
 	Tx             TxEffect
 	Refs           *Refs // what the text names (RefsOf), for Shadows
+	// Unknown: for PostgreSQL, where Calls is CallsUnknown, the names of
+	// the functions called that are not on the list (UnknownCalls); nil
+	// where a call names none.
+	Unknown []string
 }
 
 // ChangesWith is Changes, and also a text that names what shadows says
 // runs code the text does not show, unless the user trusts their
-// functions (that code is theirs: an overload, a trigger, a policy).
+// functions (that code is theirs: an overload, a trigger, a policy); but
+// a call of a user's function that shadows proves harmless
+// (Shadows.Vouched) does not count.
 func (f Facts) ChangesWith(trustFunctions bool, shadows *Shadows) bool {
-	return f.Changes(trustFunctions) || !trustFunctions && f.Refs.Meets(shadows)
+	if f.ChangesSession || f.Calls == CallsText {
+		return true
+	}
+	if f.Calls == CallsUnknown && !trustFunctions && !shadows.Vouched(f.Unknown) {
+		return true
+	}
+	return !trustFunctions && f.Refs.Meets(shadows)
 }
 
 // Of returns the Facts of query read as flavor f, remembered for the texts
@@ -28,12 +40,16 @@ func Of(query string, f Flavor) Facts {
 var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
 	for f := range m {
 		m[f] = NewMemo(func(q string) Facts {
-			return Facts{
+			facts := Facts{
 				ChangesSession: ChangesSession(q, Flavor(f)),
 				Calls:          CallsOf(q, Flavor(f)),
 				Tx:             TxEffectOf(q, Flavor(f)),
 				Refs:           RefsOf(q, Flavor(f)),
 			}
+			if facts.Calls == CallsUnknown && Flavor(f) == Postgres {
+				facts.Unknown, _ = UnknownCalls(q)
+			}
+			return facts
 		})
 	}
 	return m

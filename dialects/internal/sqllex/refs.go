@@ -47,6 +47,42 @@ type Shadows struct {
 	// All: such a cast may run without being written (an implicit or
 	// assignment cast): every statement may run it.
 	All bool
+	// Harmless, in lower case: names under which every function the
+	// catalog has is a user's LANGUAGE sql function whose body the rules
+	// read as leaving the session alone (HarmlessBody): a call of one is
+	// no session change (Vouched).
+	Harmless map[string]struct{}
+}
+
+// Vouched reports whether s proves every one of names harmless; false for
+// none (a call that names no function) or a nil s.
+func (s *Shadows) Vouched(names []string) bool {
+	if s == nil || len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := s.Harmless[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// HarmlessBody reports whether body, the text of a PostgreSQL LANGUAGE
+// sql function, leaves the session alone as the rules read it: it changes
+// nothing its words show, calls only listed built-ins (not another user
+// function: no chain is followed), runs no SQL from a string, and names
+// nothing s says runs user code (a table with a trigger, a user's
+// operator, an overload of a listed name). An empty body is not read
+// (PostgreSQL 14's BEGIN ATOMIC bodies are stored parsed, not as text).
+func HarmlessBody(body string, s *Shadows) bool {
+	if strings.TrimSpace(body) == "" || s == nil {
+		return false
+	}
+	if ChangesSession(body, Postgres) || CallsOf(body, Postgres) != CallsKnown {
+		return false
+	}
+	return !RefsOf(body, Postgres).Meets(s)
 }
 
 // Meets reports whether a text with refs r may run code that s names.
