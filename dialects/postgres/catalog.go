@@ -155,13 +155,19 @@ UNION SELECT 'f', quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n
 // functionsSQL reads, for every name under which a user made a LANGUAGE
 // sql function, every function of that name in any schema (the server's
 // too): its body where it is a plain LANGUAGE sql function, NULL for any
-// other (another language, a procedure, an aggregate). A name is harmless
+// other (another language, a procedure, an aggregate) and for one whose
+// call runs code its body does not hold: an argument's default (evaluated
+// where it is called) or an argument or result of a user's type (a
+// domain's check runs on the way in and out). A name is harmless
 // (sqllex.Shadows.Harmless) only where every body is there and reads as
 // harmless: whichever of them a call resolves to, by schema or overload,
-// leaves the session alone.
-const functionsSQL = `SELECT lower(p.proname), CASE WHEN p.prolang = l.oid AND p.prokind = 'f' THEN p.prosrc END
+// leaves the session alone. Names are compared as the server stores them
+// (a call's name folded as the server folds it: sqllex.UnknownCalls).
+const functionsSQL = `SELECT p.proname, CASE WHEN p.prolang = l.oid AND p.prokind = 'f' AND p.proargdefaults IS NULL
+	AND p.prorettype < 16384 AND NOT EXISTS (SELECT 1 FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) a WHERE a >= 16384)
+	THEN p.prosrc END
 FROM pg_proc p, (SELECT oid FROM pg_language WHERE lanname = 'sql') l
-WHERE lower(p.proname) IN (SELECT lower(u.proname) FROM pg_proc u WHERE u.oid >= 16384 AND u.prolang = l.oid)`
+WHERE p.proname IN (SELECT u.proname FROM pg_proc u WHERE u.oid >= 16384 AND u.prolang = l.oid)`
 
 // catalogQuery is catalogSQL with the lists filled in: the names are
 // sqllex's, lower-case words, so an array literal carries them as they

@@ -127,6 +127,17 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"CREATE FUNCTION " + s + "." + u + "audit() RETURNS int LANGUAGE sql AS 'INSERT INTO " + s + ".audited VALUES (1) RETURNING a'",
 		"CREATE FUNCTION " + s + "." + u + "lock() RETURNS void LANGUAGE sql AS 'SELECT pg_advisory_lock(4646)'",
 		"CREATE PROCEDURE " + s + "." + u + "proc() LANGUAGE sql AS 'SELECT 1'",
+		// Code the body does not hold: a default, a domain's check.
+		"CREATE FUNCTION " + s + "." + u + "dflt(x text DEFAULT set_config('search_path', 'x', false)) RETURNS text LANGUAGE sql AS 'SELECT $1'",
+		"CREATE FUNCTION " + s + ".evil(int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN true; END $$",
+		"CREATE DOMAIN " + s + ".dom AS int CHECK (" + s + ".evil(VALUE))",
+		"CREATE FUNCTION " + s + "." + u + "dom_in(x " + s + ".dom) RETURNS int LANGUAGE sql AS 'SELECT $1'",
+		"CREATE FUNCTION " + s + "." + u + "dom_out() RETURNS " + s + ".dom LANGUAGE sql AS 'SELECT 1'",
+		// DDL: it could make another function harmful unseen.
+		"CREATE FUNCTION " + s + "." + u + "mutator() RETURNS void LANGUAGE sql AS $m$CREATE OR REPLACE FUNCTION " + s + "." + u + "ok(int) RETURNS int LANGUAGE sql AS $b$SELECT 1$b$$m$",
+		// Names compared as the server folds them: ASCII only.
+		`CREATE FUNCTION ` + s + `."` + u + `rvä"() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+		`CREATE FUNCTION ` + s + `."` + u + `rvÄ"() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$`,
 	} {
 		exec(t, admin, q)
 	}
@@ -148,6 +159,13 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"CALL " + u + "proc()":                   true,
 		"SELECT " + u + "ok(1), " + u + "sets()": true,
 		"SELECT " + u + "no_such_function()":     true,
+		"SELECT " + u + "dflt()":                 true,
+		"SELECT " + u + "dom_in(1)":              true,
+		"SELECT " + u + "dom_out()":              true,
+		"SELECT " + u + "mutator()":              true,
+		"SELECT " + u + "rvä()":                  false,
+		"SELECT " + u + "rvÄ()":                  true,
+		`SELECT "` + u + `rvÄ"()`:                true,
 	} {
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)

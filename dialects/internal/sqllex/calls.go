@@ -144,8 +144,8 @@ type callScan struct {
 	withDepth   int  // the depth of the WITH list being read, or -1
 
 	// unknown, where not nil, collects the calls judged CallsUnknown: the
-	// name called (its last part, in lower case), or "" for a call that
-	// names no function (CALL).
+	// name called (its last part, as the server looks it up), or "" for a
+	// call that names no function (CALL).
 	unknown *[]string
 }
 
@@ -263,8 +263,24 @@ func (st *callScan) call() Calls {
 	if st.builtin(name) {
 		return CallsKnown
 	}
-	st.noteUnknown(strings.ToLower(name.text))
+	st.noteUnknown(serverName(name))
 	return CallsUnknown
+}
+
+// serverName is the name PostgreSQL looks up for t: a word with its ASCII
+// letters in lower case (PostgreSQL folds no other letter in UTF-8), a
+// quoted name as it is.
+func serverName(t token) string {
+	if t.kind == kIdent {
+		return t.text
+	}
+	b := []byte(t.text)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // noteUnknown records an unknown call of name ("": of no function's name).
@@ -274,8 +290,9 @@ func (st *callScan) noteUnknown(name string) {
 	}
 }
 
-// UnknownCalls returns the names (the last part, in lower case) of the
-// functions query, read as PostgreSQL, calls that are not on the list
+// UnknownCalls returns the names (the last part, as the server looks it
+// up: serverName) of the functions query, read as PostgreSQL, calls that
+// are not on the list
 // (what makes CallsOf say CallsUnknown), each once; ok is false where a
 // call names no function (CALL) or the text's calls are not all known by
 // name (a string whose end depends on the server's settings). A catalog

@@ -71,10 +71,14 @@ func (s *Shadows) Vouched(names []string) bool {
 // HarmlessBody reports whether body, the text of a PostgreSQL LANGUAGE
 // sql function, leaves the session alone as the rules read it: it changes
 // nothing its words show, calls only listed built-ins (not another user
-// function: no chain is followed), runs no SQL from a string, and names
-// nothing s says runs user code (a table with a trigger, a user's
-// operator, an overload of a listed name). An empty body is not read
-// (PostgreSQL 14's BEGIN ATOMIC bodies are stored parsed, not as text).
+// function: no chain is followed), runs no SQL from a string, runs no DDL
+// (which could make another function harmful unseen: the catalog is read
+// again after DDL a statement's text shows), and names nothing s says runs
+// user code (a table with a trigger, a user's operator, an overload of a
+// listed name). An empty body is not read (PostgreSQL 14's BEGIN ATOMIC
+// bodies are stored parsed, not as text). What the body's text does not
+// hold the catalog reading answers for (see functionsSQL: argument
+// defaults, user types).
 func HarmlessBody(body string, s *Shadows) bool {
 	if strings.TrimSpace(body) == "" || s == nil {
 		return false
@@ -82,7 +86,8 @@ func HarmlessBody(body string, s *Shadows) bool {
 	if ChangesSession(body, Postgres) || CallsOf(body, Postgres) != CallsKnown {
 		return false
 	}
-	return !RefsOf(body, Postgres).Meets(s)
+	r := RefsOf(body, Postgres)
+	return !r.DDL && !r.Meets(s)
 }
 
 // Meets reports whether a text with refs r may run code that s names.
