@@ -775,8 +775,8 @@ func (pc *physConn) letGoAlone() {
 // parked: the caller still has it.
 func (pc *physConn) park() *pool.Resource[*physConn] {
 	r := pc.res
-	if r.Contended() || pc.env.lookDue.Load() {
-		return nil // Park would refuse, or settle is to look at the server: spare decide
+	if r.Contended() || pc.env.lookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
+		return nil // Park would refuse, settle is to look at the server, or a reset waits: spare decide
 	}
 	pc.st.holds--
 	if parksAsIs(&pc.st) && !pc.stale() {
@@ -843,6 +843,12 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 		// connection is to be had, so resetting this one off the
 		// callers' path would keep someone waiting.
 		pc.settleNow(fateRelease, owner)
+		pc.resetWhenIdle()
+		return
+	}
+	if f == fateRelease && pc.carrier != nil && pc.carrier.ResetPending() {
+		// A hold that ran nothing there: its reset still waits.
+		pc.settleNow(f, owner)
 		pc.resetWhenIdle()
 		return
 	}

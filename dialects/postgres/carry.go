@@ -16,20 +16,23 @@ import (
 
 // A session reset carried with the next statement (issue 46): instead of a
 // round trip of its own when a hold lets go, the reset waits on the
-// connection and goes out with the next statement run there, in the same
-// write and the same implicit transaction:
+// connection and goes out in front of the next statement run there, in
+// the same write:
 //
-//	<the reset's statements>; <the statement>; Sync
+//	BEGIN; <the reset's statements>; COMMIT; Sync; <the statement>; Sync
 //
-// A reset statement that fails makes the server skip the rest up to the
-// Sync: the statement does not run, and the connection is replaced. A
-// statement that fails rolls the reset back with it (RESET ALL, DISCARD
-// TEMP, SET SESSION AUTHORIZATION are transactional): the reset is due
-// again, and runs on its own before anything else (carry.alone).
-// Statements that refuse to run in a transaction with others (VACUUM,
-// CREATE DATABASE, CREATE INDEX CONCURRENTLY, a CALL that commits), and
-// any the check below cannot read, get the reset on its own first: only a
-// SELECT, INSERT, UPDATE, DELETE, MERGE, WITH, VALUES or TABLE carries it.
+// The BEGIN is what makes it safe. A reset statement that fails aborts the
+// block and the server skips to the first Sync, leaving the block open and
+// failed: the statement behind it then fails with 25P02 without running,
+// and the connection is replaced. Committed before the statement's own
+// transaction begins, the reset is not undone by the statement failing,
+// and the statement's transaction starts from the reset session's
+// defaults (a transaction begun before RESET ALL would keep the last
+// session's default_transaction_read_only and isolation). Only a statement
+// whose first word cannot end the block (a SELECT, INSERT, UPDATE, DELETE,
+// MERGE, WITH, VALUES or TABLE, alone in its text: carries) goes behind
+// the reset; VACUUM, CALL, a text of several statements and any the check
+// cannot read get the reset on its own first.
 //
 // The carried reset is resetSQL's but for one thing: it deallocates every
 // prepared statement (DEALLOCATE ALL) instead of listing them to find what
@@ -41,8 +44,8 @@ import (
 // Everything else that reaches the server runs the reset on its own first
 // (runDue): a statement of pgx's stdlib path, a prepared statement's, a
 // transaction's BEGIN, a ping, a catalog or load reading. So does the
-// direct path's where pgx's stdlib holds prepared statements of its own
-// (a *sql.Stmt's), which DEALLOCATE ALL would take from under it.
+// direct path's where pgx holds prepared statements of its own (a
+// *sql.Stmt's, Raw's), which DEALLOCATE ALL would take from under it.
 
 var (
 	_ dialects.ResetCarrier = (*conn)(nil)
@@ -52,12 +55,8 @@ var (
 
 // carry is a connection's reset in waiting.
 type carry struct {
-	due   bool   // a reset waits for the next statement
-	alone bool   // ... and runs on its own (a statement carrying it failed)
-	done  func() // called once it ran
-	// inFlight: the done of a reset carried by a statement whose
-	// transaction has not ended yet (closeCarried).
-	inFlight func()
+	due  bool   // a reset waits for the next statement
+	done func() // called once it ran
 	// broken: why the connection must not be used again, after a reset
 	// that failed (IsValid, Observe).
 	broken error
@@ -128,13 +127,13 @@ func (c *conn) dropAll(ctx context.Context) error {
 }
 
 // carriedReset returns the statements of the reset carried in front of a
-// statement: resetStatements', with DEALLOCATE
+// statement, BEGIN and COMMIT included: resetStatements', with DEALLOCATE
 // ALL for the list of prepared statements, and the functions it calls in
 // one SELECT (each statement that plans costs the server more than the
 // utility statements).
 func carriedReset(cat *pgCatalog, origin originPrivilege) []string {
-	stmts := make([]string, 0, 13)
-	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DEALLOCATE ALL`,
+	stmts := make([]string, 0, 14)
+	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DEALLOCATE ALL`,
 		`UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
 	if cat != nil && cat.dblink != "" {
 		stmts = append(stmts,
@@ -155,14 +154,14 @@ func carriedReset(cat *pgCatalog, origin originPrivilege) []string {
 	if resetFault != "" {
 		stmts = append(stmts, resetFault)
 	}
-	return stmts
+	return append(stmts, `COMMIT`)
 }
 
 // carriable reports whether the waiting reset can go with a statement of
 // the direct path: nothing pgx's stdlib prepared would be dropped from
 // under it (see above).
 func (c *conn) carriable() bool {
-	return !c.carry.alone && len(c.stdlibNames) == 0 && !c.stdlibCached
+	return len(c.stdlibNames) == 0 && !c.stdlibCached
 }
 
 // carries reports a statement text that may share a transaction with the
@@ -191,43 +190,24 @@ func carries(query string) bool {
 }
 
 // takeDue takes the waiting reset off the connection for a statement to
-// carry, and returns its statements (see carriedEnded).
-func (c *conn) takeDue() []string {
+// carry, and returns its statements and the callback to call once it ran.
+func (c *conn) takeDue() ([]string, func()) {
 	var cat *pgCatalog
 	if snap := c.shadows(c.pgx().PgConn(), false); snap != nil {
 		cat = snap.Value
 	}
-	c.carry.inFlight = c.carry.done
+	done := c.carry.done
 	c.carry.due, c.carry.done = false, nil
 	c.stmtsDropped = false
-	return carriedReset(cat, c.origin)
+	return carriedReset(cat, c.origin), done
 }
 
-// carriedEnded settles a carried reset once the transaction it shared
-// with a statement ended: done when it committed (err nil), due again, to
-// run on its own, when the statement's failure rolled it back.
-func (c *conn) carriedEnded(err error) {
-	done := c.carry.inFlight
-	if done == nil {
-		return
-	}
-	c.carry.inFlight = nil
-	if err != nil {
-		c.carry.due, c.carry.alone, c.carry.done = true, true, done
-		return
-	}
-	c.afterReset()
-	done()
-}
-
-// closeCarried closes the pipeline a statement ran in (prepareRun) and
-// settles the reset it carried, if any; err is the statement's, the
-// pipeline's own error if it has none.
+// closeCarried closes the pipeline a statement ran in (prepareRun); err
+// is the statement's, the pipeline's own error if it has none.
 func (c *conn) closeCarried(pl *pgconn.Pipeline, err error) error {
 	if e := pl.Close(); err == nil {
 		err = e
 	}
-	c.carriedEnded(err)
 	return err
 }
 
@@ -244,24 +224,29 @@ func (c *conn) dropped() {
 
 // prepareRun runs st (its arguments built into c.direct.eqb) where its
 // server statement is gone: prepared again under its name in the same
-// write as its run, behind the waiting reset if withReset (the three in
-// one transaction). It returns the statement's result and the pipeline to
-// close after it (closeCarried), or the error of the statement, which did
-// not run; one that matches dialects.ErrNotRun says the reset failed and
-// the connection is broken.
-//
-// The run asks the server to describe the result (st's description may
-// be older than DDL since): rows are read by that description.
-func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (*pgconn.ResultReader, *pgconn.Pipeline, error) {
+// write as its run, behind the waiting reset if withReset. It returns the
+// statement's result, the pipeline to close after it (closeCarried), and
+// whether the result is to be read by rr.FieldDescriptions() rather than
+// st's (DDL changed it since: redescribe); or the error of the statement,
+// which did not run; one that matches dialects.ErrNotRun says the reset
+// failed and the connection is broken.
+func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (*pgconn.ResultReader, *pgconn.Pipeline, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, false, err // nothing sent, nothing taken
+	}
 	d := &c.direct
 	pc := c.pgx().PgConn()
 	var reset []string
+	var done func()
 	if withReset {
-		reset = c.takeDue()
+		reset, done = c.takeDue()
 	}
 	pl := pc.StartPipeline(ctx)
 	for _, s := range reset {
 		pl.SendQueryParams(s, nil, nil, nil, nil)
+	}
+	if withReset {
+		pl.SendPipelineSync()
 	}
 	pl.SendPrepare(st.sd.Name, st.sd.SQL, st.sd.ParamOIDs)
 	described := *st.sd
@@ -271,27 +256,32 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (
 	if err := pl.Flush(); err != nil {
 		_ = pl.Close()
 		if withReset {
-			return nil, nil, c.carryLost(err)
+			return nil, nil, false, c.carryLost(err)
 		}
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if withReset {
-		c.dropped() // whatever follows: DEALLOCATE ALL is not undone
 		if err := readReset(pl, len(reset)); err != nil {
-			// The server skipped the rest: the statement did not run.
+			// The block is open and failed: the statement did not run.
 			_ = pl.Close()
-			c.carry.inFlight = nil
 			if !isPgError(err) {
-				return nil, nil, c.carryLost(err)
+				return nil, nil, false, c.carryLost(err)
 			}
-			return nil, nil, c.carryFailed(err)
+			if rerr := c.Rollback(ctx); rerr != nil {
+				return nil, nil, false, c.carryLost(rerr)
+			}
+			return nil, nil, false, c.carryFailed(err)
 		}
+		c.dropped()
+		c.afterReset()
+		done()
 	}
 	sd, err := pl.GetResults()
+	changed := false
 	if err == nil {
 		if psd, ok := sd.(*pgconn.StatementDescription); ok {
 			st.onServer = true
-			c.redescribe(st, psd)
+			changed = c.redescribe(st, psd)
 		} else {
 			err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a prepare", sd)
 		}
@@ -300,24 +290,27 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (
 		var res any
 		if res, err = pl.GetResults(); err == nil {
 			if rr, ok := res.(*pgconn.ResultReader); ok {
-				return rr, pl, nil
+				return rr, pl, changed, nil
 			}
 			err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a statement", res)
 		}
 	}
-	return nil, nil, c.closeCarried(pl, err)
+	return nil, nil, false, c.closeCarried(pl, err)
 }
 
 // redescribe brings st in step with the description its statement got
 // when prepared again: the same (almost always), or one DDL changed since,
-// which the next runs read their results by.
-func (c *conn) redescribe(st *directStmt, sd *pgconn.StatementDescription) {
+// which the next runs read their results by. It reports a change.
+func (c *conn) redescribe(st *directStmt, sd *pgconn.StatementDescription) bool {
 	if sameFields(st.sd.Fields, sd.Fields) {
-		return
+		return false
 	}
-	fresh := newDirectStmt(c.direct.types, sd)
-	fresh.seq, fresh.onServer = st.seq, true
-	*st = *fresh
+	fresh := *sd
+	fresh.Name, fresh.SQL = st.sd.Name, st.sd.SQL // a pipeline's description has neither
+	next := newDirectStmt(c.direct.types, &fresh)
+	next.seq, next.onServer = st.seq, true
+	*st = *next
+	return true
 }
 
 func sameFields(a, b []pgconn.FieldDescription) bool {
@@ -337,59 +330,82 @@ func isPgError(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// readReset reads the replies to the reset's n statements and returns
-// the first error, after which the server skipped to the Sync.
+// readReset reads the replies to the reset's n statements and its Sync,
+// and returns the first error (the server skipped the rest to the Sync).
 func readReset(pl *pgconn.Pipeline, n int) error {
-	for range n {
+	var first error
+	for i := 0; ; i++ {
 		res, err := pl.GetResults()
 		if err != nil {
-			return err
+			if first == nil {
+				first = err
+			}
+			if !isPgError(err) {
+				return first
+			}
+			continue
 		}
-		r, ok := res.(*pgconn.ResultReader)
-		if !ok {
+		switch r := res.(type) {
+		case *pgconn.ResultReader:
+			if _, err := r.Close(); err != nil && first == nil {
+				first = err
+			}
+		case *pgconn.PipelineSync:
+			if first == nil && i != n {
+				first = fmt.Errorf("pooldriver: postgres: reset: %d replies, not %d", i, n)
+			}
+			return first
+		default:
 			return fmt.Errorf("pooldriver: postgres: reset: an unexpected reply %T", res)
 		}
-		if _, err := r.Close(); err != nil {
-			return err
-		}
 	}
-	return nil
 }
 
 // A statement without arguments that ExecContext hands to pgx's stdlib
-// runs over the simple protocol. There the reset goes in the same Query
-// message, in front of the text, where the text carries it (carries: one
-// statement of those kinds), and the server runs the two in one implicit
-// transaction as above.
+// runs over the simple protocol. There the reset goes as a Query message
+// of its own in front of the text's, in the same write, where the text
+// carries it (carries: one statement of those kinds):
+//
+//	Query("BEGIN; <the reset>; COMMIT")
+//	Query(<the text>)
+//
+// A failing reset skips the rest of its message and leaves the block open
+// and failed: the text fails with 25P02 without running.
 
 // execCarriedSimple runs the waiting reset and query (no arguments) as
 // above, and returns what pgx's stdlib would: the statement's rows
 // affected, or its error.
 func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Result, error) {
-	reset := c.takeDue()
-	c.dropped() // whatever follows: DEALLOCATE ALL is not undone
-	prefix := strings.Join(reset, "; ") + "; "
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing sent, nothing taken
+	}
+	reset, done := c.takeDue()
 	fe := c.pgx().PgConn().Frontend()
-	fe.Send(&pgproto3.Query{String: prefix + query})
+	fe.Send(&pgproto3.Query{String: strings.Join(reset, "; ")})
+	fe.Send(&pgproto3.Query{String: query})
 	if err := fe.Flush(); err != nil {
-		c.carry.inFlight = nil
 		return nil, c.carryLost(err)
 	}
-	completed, firstErr, tag, err := c.readSimple(ctx)
+	_, resetErr, _, err := c.readSimple(ctx)
 	if err != nil {
-		c.carry.inFlight = nil
 		return nil, c.carryLost(err)
 	}
-	if firstErr != nil && completed < len(reset) {
-		c.carry.inFlight = nil
-		return nil, c.carryFailed(firstErr) // the text did not run
+	_, stmtErr, tag, err := c.readSimple(ctx)
+	if err != nil {
+		return nil, c.carryLost(err)
 	}
-	c.carriedEnded(firstErr)
-	if pe := (*pgconn.PgError)(nil); errors.As(firstErr, &pe) && int(pe.Position) > len(prefix) {
-		pe.Position -= int32(len(prefix)) // where in the caller's text (the prefix is ASCII)
+	if resetErr != nil {
+		// The block is open and failed: the text did not run.
+		if err := c.Rollback(ctx); err != nil {
+			return nil, c.carryLost(err)
+		}
+		return nil, c.carryFailed(resetErr)
 	}
-	if firstErr != nil {
-		return nil, firstErr
+	c.dropped()
+	c.afterReset()
+	done()
+	if stmtErr != nil {
+		return nil, stmtErr
 	}
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
@@ -420,10 +436,15 @@ func (c *conn) readSimple(ctx context.Context) (completed int, firstErr error, t
 }
 
 // carryLost marks the connection broken by a failure to write a carried
-// reset or read its replies: what ran is not known.
+// reset or read its replies, and closes its socket: what ran is not known,
+// and nothing more may run there. The error is not driver.ErrBadConn:
+// the statement may have run, and must not run again elsewhere.
 func (c *conn) carryLost(err error) error {
 	c.carry.broken = fmt.Errorf("pooldriver: postgres: session reset: %w", err)
-	return fmt.Errorf("%w: %w", c.carry.broken, driver.ErrBadConn)
+	if nc := c.pgx().PgConn().Conn(); nc != nil {
+		_ = nc.Close()
+	}
+	return fmt.Errorf("%w (the connection was closed: the statement behind the reset may have run)", c.carry.broken)
 }
 
 // beforeDirect runs the waiting reset on its own where it cannot go with

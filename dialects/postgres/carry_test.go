@@ -132,9 +132,8 @@ func TestCarriedResetFails(t *testing.T) {
 }
 
 // TestCarriedResetStatementFails: a statement that fails behind a carried
-// reset rolls it back with it (they share a transaction): the reset is due
-// again and runs on its own before anything else, and the connection
-// stays.
+// reset does not undo it (the reset committed in a block of its own), and
+// the connection stays.
 func TestCarriedResetStatementFails(t *testing.T) {
 	admin := wrapped(t)
 	tbl := table(t, admin, "v int CHECK (v > 0)")
@@ -166,14 +165,11 @@ func TestCarriedResetStatementFails(t *testing.T) {
 			if !errors.As(err, &pe) || pe.Code != "23514" || errors.Is(err, dialects.ErrNotRun) {
 				t.Fatalf("a failing statement behind a reset: %v, want its own check violation", err)
 			}
-			if !c.IsValid() || *n != 0 || !c.ResetPending() {
+			if !c.IsValid() || *n != 1 || c.ResetPending() {
 				t.Fatalf("after a statement failed behind its reset: valid %v, %d resets, pending %v", c.IsValid(), *n, c.ResetPending())
 			}
 			if got := count(t, c, "SELECT current_setting('search_path') || current_setting('statement_timeout')"); got != base {
 				t.Errorf("the session after the failed statement: %q, want %q (the reset undone?)", got, base)
-			}
-			if *n != 1 || c.ResetPending() {
-				t.Errorf("after the next statement: %d resets, pending %v", *n, c.ResetPending())
 			}
 		})
 	}
@@ -358,4 +354,100 @@ func TestCarries(t *testing.T) {
 			t.Errorf("carries(%q) = %v, want %v", q, got, want)
 		}
 	}
+}
+
+// TestCarriedResetTransactionDefaults: the statement behind a carried
+// reset runs in a transaction of the reset session's defaults, not the
+// last session's (a transaction begun before RESET ALL keeps them).
+func TestCarriedResetTransactionDefaults(t *testing.T) {
+	admin := wrapped(t)
+	tbl := table(t, admin, "v int")
+	for _, path := range []string{"query", "exec", "simple"} {
+		t.Run(path, func(t *testing.T) {
+			c := wrapped(t)
+			insert := "INSERT INTO " + tbl + " VALUES ($1)"
+			iso := "SELECT current_setting('transaction_isolation') || current_setting('transaction_read_only')"
+			if _, err := execArgs(c, insert, 1); err != nil {
+				t.Fatal(err)
+			}
+			base := count(t, c, iso)
+			n := carried(t, c)
+			exec(t, c, "SET default_transaction_read_only = on")
+			exec(t, c, "SET default_transaction_isolation = serializable")
+			c.carry.due = true
+			var err error
+			switch path {
+			case "query":
+				var got string
+				if got, err = query1(t, c, iso); err == nil && got != base {
+					t.Errorf("the statement behind the reset ran in %q, want %q", got, base)
+				}
+			case "exec":
+				_, err = execArgs(c, insert, 2)
+			case "simple":
+				_, err = execArgs(c, "INSERT INTO "+tbl+" VALUES (2)")
+			}
+			if err != nil {
+				t.Fatalf("behind the reset: %v", err)
+			}
+			if *n != 1 {
+				t.Errorf("%d resets", *n)
+			}
+		})
+	}
+}
+
+// TestCarriedResetRedescribed: a statement whose result DDL changed since
+// it was prepared (a column renamed, its type changed) reads right behind
+// a carried reset, which prepares it again, and after.
+func TestCarriedResetRedescribed(t *testing.T) {
+	admin := wrapped(t)
+	tbl := table(t, admin, "a text")
+	exec(t, admin, "INSERT INTO "+tbl+" VALUES ('1234')")
+	c := wrapped(t)
+	q := "SELECT * FROM " + tbl + " WHERE $1::int > 0"
+	if got, err := query1(t, c, q, 1); err != nil || got != "1234" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	exec(t, admin, "ALTER TABLE "+tbl+" ALTER COLUMN a TYPE int4 USING a::int4")
+	carried(t, c)
+	for i := range 3 {
+		got, err := query1(t, c, q, 1)
+		if err != nil || got != "1234" {
+			t.Fatalf("run %d after the type changed: %q, %v", i, got, err)
+		}
+	}
+	exec(t, admin, "ALTER TABLE "+tbl+" RENAME COLUMN a TO b")
+	carried(t, c)
+	for i := range 3 {
+		if got, err := query1(t, c, q, 1); err != nil || got != "1234" {
+			t.Fatalf("run %d after the column was renamed: %q, %v", i, got, err)
+		}
+	}
+}
+
+// TestCarriedResetKeepsPgxStatements: what pooldriver runs through pgx.Conn
+// itself (the load reading, the open transaction's settings) prepares
+// nothing a carried reset's DEALLOCATE ALL would take from under pgx.
+func TestCarriedResetKeepsPgxStatements(t *testing.T) {
+	c := wrapped(t)
+	ctx := t.Context()
+	if _, err := c.ServerLoad(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := query1(t, c, "SELECT $1::int", 1); err != nil {
+		t.Fatal(err)
+	}
+	n := carried(t, c)
+	if _, err := query1(t, c, "SELECT $1::int", 2); err != nil || *n != 1 {
+		t.Fatalf("the carried reset: %v, %d resets", err, *n)
+	}
+	if _, err := c.ServerLoad(ctx); err != nil {
+		t.Fatalf("the load reading after a carried reset: %v", err)
+	}
+	exec(t, c, "BEGIN")
+	if _, _, err := c.OpenTx(ctx); err != nil {
+		t.Fatalf("the open transaction's settings after a carried reset: %v", err)
+	}
+	exec(t, c, "ROLLBACK")
 }

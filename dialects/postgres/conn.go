@@ -361,8 +361,13 @@ func (c *conn) ArgumentsAsIs() bool { return true }
 // result is open with driver.ErrBadConn.
 func (c *conn) OneResultAtATime() bool { return true }
 
-// Raw returns the *pgx.Conn.
-func (c *conn) Raw() any { return c.sc.Conn() }
+// Raw returns the *pgx.Conn. What its user prepares through it (pgx's
+// caches, Prepare) a carried reset must not deallocate: the connection
+// resets on its own from then on (carry.go).
+func (c *conn) Raw() any {
+	c.stdlibCached = true
+	return c.sc.Conn()
+}
 
 func (c *conn) pgx() *pgx.Conn { return c.sc.Conn() }
 

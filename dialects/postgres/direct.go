@@ -126,8 +126,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	var rr *pgconn.ResultReader
 	var pl *pgconn.Pipeline
+	redescribed := false
 	if c.carry.due || !st.onServer {
-		if rr, pl, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
+		if rr, pl, redescribed, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
 			return nil, c.prepareRunFailed(query, st, err)
 		}
 	} else {
@@ -138,6 +139,11 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		r = new(directRows)
 	}
 	*r = directRows{c: c, st: st, rr: rr, pl: pl, query: query}
+	if redescribed {
+		// Asked for in the formats of st's old description: read by the
+		// result's own (carry.go, redescribe).
+		r.decode = decoders(d.types, rr.FieldDescriptions())
+	}
 	// Read the first row now, as the stdlib does: a statement's error then
 	// reaches the caller of Query, not of Next.
 	if r.more = rr.NextRow(); !r.more {
@@ -183,7 +189,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err == nil && (c.carry.due || !st.onServer) {
 		var rr *pgconn.ResultReader
 		var pl *pgconn.Pipeline
-		if rr, pl, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
+		if rr, pl, _, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
 			return nil, c.prepareRunFailed(query, st, err)
 		}
 		tag, err = rr.Close()
@@ -361,12 +367,12 @@ func (r *directRows) Next(dest []driver.Value) error {
 		}
 		return io.EOF
 	}
-	dec := r.st.decode
-	if len(dec) == 0 {
-		if r.decode == nil {
+	dec := r.decode
+	if dec == nil {
+		if dec = r.st.decode; len(dec) == 0 {
 			r.decode = decoders(r.c.direct.types, r.rr.FieldDescriptions())
+			dec = r.decode
 		}
-		dec = r.decode
 	}
 	for i, v := range r.rr.Values() {
 		if v == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
@@ -27,7 +29,7 @@ func (c *conn) ServerLoad(ctx context.Context) (dialects.ServerLoad, error) {
 		return dialects.ServerLoad{}, err
 	}
 	var limit, connected, roleLimit, roleConnected int64
-	if err := c.pgx().QueryRow(ctx, loadSQL).Scan(&limit, &connected, &roleLimit, &roleConnected); err != nil {
+	if err := c.pgx().QueryRow(ctx, loadSQL, pgx.QueryExecModeSimpleProtocol).Scan(&limit, &connected, &roleLimit, &roleConnected); err != nil {
 		return dialects.ServerLoad{}, fmt.Errorf("pooldriver: postgres: reading the server's connection limit: %w", err)
 	}
 	load := dialects.ServerLoad{Limit: limit, Connected: connected, Refused: -1}

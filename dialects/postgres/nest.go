@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
@@ -19,7 +21,10 @@ func (c *conn) OpenTx(ctx context.Context) (driver.IsolationLevel, bool, error) 
 		return 0, false, err
 	}
 	var iso, ro string
-	err := c.pgx().QueryRow(ctx, "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')").Scan(&iso, &ro)
+	// The simple protocol: nothing pgx would keep prepared (a carried
+	// reset deallocates every statement: carry.go).
+	err := c.pgx().QueryRow(ctx, "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')",
+		pgx.QueryExecModeSimpleProtocol).Scan(&iso, &ro)
 	if err != nil {
 		return 0, false, fmt.Errorf("pooldriver: postgres: reading the open transaction's isolation level: %w", err)
 	}

@@ -105,7 +105,7 @@ func freshSeed() float64 {
 func (c *conn) ResetSession(ctx context.Context) error {
 	pc := c.pgx().PgConn()
 	c.stmtsDropped = false
-	c.carry.due, c.carry.alone, c.carry.done = false, false, nil
+	c.carry.due, c.carry.done = false, nil
 	if pc.TxStatus() != 'I' {
 		if err := c.Rollback(ctx); err != nil {
 			return err
