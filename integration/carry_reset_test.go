@@ -38,7 +38,7 @@ DECLARE r text := pg_backend_pid()::text || '|' || current_setting('search_path'
 	coalesce(current_setting('pd_carry.mark', true), '') || '|' ||
 	(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objid = 4646);
 BEGIN
-	INSERT INTO `+tbl+` VALUES (r);
+	INSERT INTO public.`+tbl+` VALUES (r);
 	PERFORM set_config('pd_carry.mark', 'dirty', false);
 	PERFORM set_config('search_path', 'pg_catalog', false);
 	PERFORM pg_advisory_lock(4646);
@@ -92,6 +92,20 @@ END $f$`, `DROP FUNCTION `+fn+`()`)
 			require.LessOrEqual(t, st.Waits, int64(2), "waits: %+v", st)
 		}
 		waitFor(t, "every call's reset counted", func() bool { return c.Stats().SessionResets >= calls })
+
+		// The same calls through plain pgx stdlib, one connection: every
+		// call after the first finds the last one's session.
+		s.adminExec(t, "TRUNCATE "+tbl)
+		plain, err := sql.Open("pgx", s.dsn)
+		require.NoError(t, err)
+		defer plain.Close()
+		plain.SetMaxOpenConns(1)
+		for range 4 {
+			var got string
+			require.NoError(t, plain.QueryRowContext(ctx(t), "SELECT public."+fn+"()").Scan(&got)) // its search_path is gone after the first
+		}
+		require.EqualValues(t, 3, s.adminInt(t, "SELECT count(*) FROM "+tbl+" WHERE seen LIKE '%|dirty|1'"),
+			"plain pgx: calls that found the last call's setting and lock")
 	})
 }
 

@@ -355,11 +355,7 @@ func TestFailoverKilledPrimary(t *testing.T) {
 		require.NoError(t, err, "%s in a task begun after the failover", q)
 	}
 	require.Equal(t, "1", standby.query(t, "SELECT count(*) FROM keys WHERE k < 0"), "rows of the two tasks on the new primary: the second's")
-	first, _, _ := logs[0].after(promoted)
-	require.False(t, first.IsZero(), "pooldriver: no write after the promotion")
-	require.LessOrEqual(t, first.Sub(promoted), time.Second, "pooldriver: the first write after the promotion")
-	_, errs, _ := logs[0].after(promoted.Add(2 * time.Second))
-	require.Zero(t, errs, "pooldriver: errors two seconds after the promotion")
+	requireWritesResume(t, logs[0], promoted, "the promotion")
 }
 
 // TestFailoverRestartedPrimary: the primary is stopped at once and started
@@ -378,11 +374,18 @@ func TestFailoverRestartedPrimary(t *testing.T) {
 		time.Sleep(time.Second)
 		primary.start(t)
 	})
-	first, _, _ := logs[0].after(back)
-	require.False(t, first.IsZero(), "pooldriver: no write after the restart")
-	require.LessOrEqual(t, first.Sub(back), time.Second, "pooldriver: the first write after the restart")
-	_, errs, _ := logs[0].after(back.Add(2 * time.Second))
-	require.Zero(t, errs, "pooldriver: errors two seconds after the restart")
+	requireWritesResume(t, logs[0], back, "the restart")
+}
+
+// requireWritesResume: l's first write after at (what happened then) came
+// within a second, and none failed from two seconds after it.
+func requireWritesResume(t *testing.T, l *writeLog, at time.Time, what string) {
+	t.Helper()
+	first, _, _ := l.after(at)
+	require.False(t, first.IsZero(), "%s: no write after %s", l.name, what)
+	require.LessOrEqual(t, first.Sub(at), time.Second, "%s: the first write after %s", l.name, what)
+	_, errs, _ := l.after(at.Add(2 * time.Second))
+	require.Zero(t, errs, "%s: errors two seconds after %s", l.name, what)
 }
 
 // TestFailoverDeadFirstHost: the DSN's first host accepts TCP and never

@@ -81,6 +81,38 @@ func count(t *testing.T, admin *conn, query string) string {
 	return got
 }
 
+// carryPaths are the three ways a statement carries a reset: a query and
+// a statement with arguments on the direct path, one without over the
+// simple protocol.
+var carryPaths = []string{"query", "exec", "simple"}
+
+// prepareInsert runs both of insertOn's texts with arguments on c once, so
+// that a reset can go behind them (carriable).
+func prepareInsert(t *testing.T, c *conn, tbl string, v int) {
+	t.Helper()
+	for _, path := range carryPaths[:2] {
+		if err := insertOn(t, c, path, tbl, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// insertOn inserts v into tbl on c by path.
+func insertOn(t *testing.T, c *conn, path, tbl string, v int) error {
+	t.Helper()
+	insert := "INSERT INTO " + tbl + " VALUES ($1)"
+	var err error
+	switch path {
+	case "query":
+		_, err = query1(t, c, insert+" RETURNING v", v)
+	case "exec":
+		_, err = execArgs(c, insert, v)
+	case "simple":
+		_, err = execArgs(c, fmt.Sprintf("INSERT INTO %s VALUES (%d)", tbl, v))
+	}
+	return err
+}
+
 // TestCarriedResetFails: a carried reset that fails keeps the statement
 // behind it from running, whichever path it took, and says so: an error
 // matching dialects.ErrNotRun and driver.ErrBadConn (database/sql runs it
@@ -88,28 +120,14 @@ func count(t *testing.T, admin *conn, query string) string {
 func TestCarriedResetFails(t *testing.T) {
 	admin := wrapped(t)
 	tbl := table(t, admin, "v int")
-	for _, path := range []string{"query", "exec", "simple"} {
+	for _, path := range carryPaths {
 		t.Run(path, func(t *testing.T) {
 			c := wrapped(t)
-			insert := "INSERT INTO " + tbl + " VALUES ($1)"
-			if _, err := execArgs(c, insert, 0); err != nil { // prepared now, carriable after
-				t.Fatal(err)
-			}
-			if _, err := query1(t, c, insert+" RETURNING v", 0); err != nil {
-				t.Fatal(err)
-			}
+			prepareInsert(t, c, tbl, 0)
 			n := carried(t, c)
 			resetFault = `SELECT pg_catalog.int4(pg_catalog.now()::text)` // fails when it runs
 			t.Cleanup(func() { resetFault = "" })
-			var err error
-			switch path {
-			case "query":
-				_, err = query1(t, c, insert+" RETURNING v", 1)
-			case "exec":
-				_, err = execArgs(c, insert, 1)
-			case "simple":
-				_, err = execArgs(c, "INSERT INTO "+tbl+" VALUES (1)")
-			}
+			err := insertOn(t, c, path, tbl, 1)
 			resetFault = ""
 			if !errors.Is(err, dialects.ErrNotRun) || !errors.Is(err, driver.ErrBadConn) {
 				t.Fatalf("the statement behind a failing reset: %v, want ErrNotRun and ErrBadConn", err)
@@ -137,30 +155,16 @@ func TestCarriedResetFails(t *testing.T) {
 func TestCarriedResetStatementFails(t *testing.T) {
 	admin := wrapped(t)
 	tbl := table(t, admin, "v int CHECK (v > 0)")
-	for _, path := range []string{"query", "exec", "simple"} {
+	for _, path := range carryPaths {
 		t.Run(path, func(t *testing.T) {
 			c := wrapped(t)
-			insert := "INSERT INTO " + tbl + " VALUES ($1)"
-			if _, err := execArgs(c, insert, 1); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := query1(t, c, insert+" RETURNING v", 1); err != nil {
-				t.Fatal(err)
-			}
+			prepareInsert(t, c, tbl, 1)
 			base := count(t, c, "SELECT current_setting('search_path') || current_setting('statement_timeout')")
 			n := carried(t, c)
 			exec(t, c, "SET search_path = pg_catalog") // after CarryReset: as a function's would be, unseen
 			*n = 0
 			c.carry.due = true
-			var err error
-			switch path {
-			case "query":
-				_, err = query1(t, c, insert+" RETURNING v", -1)
-			case "exec":
-				_, err = execArgs(c, insert, -1)
-			case "simple":
-				_, err = execArgs(c, "INSERT INTO "+tbl+" VALUES (-1)")
-			}
+			err := insertOn(t, c, path, tbl, -1)
 			var pe *pgconn.PgError
 			if !errors.As(err, &pe) || pe.Code != "23514" || errors.Is(err, dialects.ErrNotRun) {
 				t.Fatalf("a failing statement behind a reset: %v, want its own check violation", err)
@@ -362,14 +366,11 @@ func TestCarries(t *testing.T) {
 func TestCarriedResetTransactionDefaults(t *testing.T) {
 	admin := wrapped(t)
 	tbl := table(t, admin, "v int")
-	for _, path := range []string{"query", "exec", "simple"} {
+	for _, path := range carryPaths {
 		t.Run(path, func(t *testing.T) {
 			c := wrapped(t)
-			insert := "INSERT INTO " + tbl + " VALUES ($1)"
 			iso := "SELECT current_setting('transaction_isolation') || current_setting('transaction_read_only')"
-			if _, err := execArgs(c, insert, 1); err != nil {
-				t.Fatal(err)
-			}
+			prepareInsert(t, c, tbl, 1)
 			base := count(t, c, iso)
 			n := carried(t, c)
 			exec(t, c, "SET default_transaction_read_only = on")
@@ -382,10 +383,8 @@ func TestCarriedResetTransactionDefaults(t *testing.T) {
 				if got, err = query1(t, c, iso); err == nil && got != base {
 					t.Errorf("the statement behind the reset ran in %q, want %q", got, base)
 				}
-			case "exec":
-				_, err = execArgs(c, insert, 2)
-			case "simple":
-				_, err = execArgs(c, "INSERT INTO "+tbl+" VALUES (2)")
+			default:
+				err = insertOn(t, c, path, tbl, 2)
 			}
 			if err != nil {
 				t.Fatalf("behind the reset: %v", err)
