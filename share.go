@@ -17,21 +17,29 @@ import (
 // meeting point: now and then (shareInterval) a pool that holds
 // connections asks its server how full it is (dialects.LoadReader). When
 // the server is full and someone else is being refused (MariaDB counts its
-// refusals; PostgreSQL does not say, so a full server is taken for one
-// that refuses), a pool that holds more than a fair share gives the surplus
-// back (pool.SetShare): it creates none above the share, and closes
-// connections as they are released until it is down to it. The share is
-// the limit divided among the pools connected plus one more (the one
-// waiting to get in), the number of pools estimated from how many
-// connections this one holds; a pool gives back a quarter of what it holds
-// at most at each look, so one of three or fewer never does. Once the
-// server has room again, the share grows back by an eighth at each look,
-// to MaxConns.
+// refusals, for its own limit and a user's; PostgreSQL does not say, so a
+// full server that two pools or more hold is taken for one that refuses),
+// a pool that holds more than a fair share gives the surplus back
+// (pool.SetShare): it creates none above the share, and closes connections
+// as they are released until it is down to it. The share is the limit
+// divided among the pools connected plus one more (the one waiting to get
+// in), the number of pools estimated from how many connections this one
+// holds; a pool gives back a quarter of what it holds at most at each
+// look, so one of three or fewer never does. Once the server has room
+// again, the share grows back by an eighth at each look, to MaxConns.
+//
+// Connections that have sat idle for half a second (dialects.IdleFor) are
+// no pool's: a client holds them that does not use them now (an admin
+// tool, a service with room to spare). A pool's connections at a full
+// server are never idle that long, someone waits for each. They count for
+// no pool, and no share is made of them: a pool alone beside them keeps
+// what it has.
 //
 // A pool alone at a server it fills keeps its connections on PostgreSQL:
-// with no refusal count it cannot tell a replica waiting to get in from
-// nobody. PgBouncer in front of the server is the answer past a handful
-// of replicas (docs/operating.md, PgBouncer).
+// with no refusal count it cannot tell a replica waiting for its first
+// connection from nobody; a replica is seen once it holds one. PgBouncer
+// in front of the server is the answer past a handful of replicas
+// (docs/operating.md, PgBouncer).
 
 // shareInterval is how often a pool that holds connections asks its server
 // how full it is.
@@ -52,11 +60,14 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	if load.Refused >= 0 && !othersRefused || total <= 0 {
 		return share // full, and nobody else waits to get in
 	}
-	pools := int64(math.Round(float64(load.Connected) / float64(total)))
+	// Idle connections are no pool's; this pool's own are its own, idle
+	// or not.
+	busy := max(int64(total), load.Connected-load.Idle)
+	pools := int64(math.Round(float64(busy) / float64(total)))
 	if pools < 2 && load.Refused < 0 {
 		return share // alone, as far as PostgreSQL lets us see
 	}
-	fair := int(load.Limit / (max(pools, 1) + 1))
+	fair := int((load.Limit - (load.Connected - busy)) / (max(pools, 1) + 1))
 	if total <= fair {
 		return share
 	}

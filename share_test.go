@@ -13,6 +13,10 @@ func TestNextShare(t *testing.T) {
 	maria := func(limit, connected int64) dialects.ServerLoad {
 		return dialects.ServerLoad{Limit: limit, Connected: connected, Refused: 7}
 	}
+	idle := func(l dialects.ServerLoad, n int64) dialects.ServerLoad {
+		l.Idle = n
+		return l
+	}
 	for _, tc := range []struct {
 		name                 string
 		share, total, lo, hi int
@@ -38,6 +42,13 @@ func TestNextShare(t *testing.T) {
 		{"eight pools of 8 at 60: a ninth", 8, 8, 0, 20, pg(60, 60), false, 6},
 		{"holds nothing", 20, 0, 0, 20, pg(60, 60), false, 20},
 		{"a tiny limit, a quarter less", 5, 5, 0, 20, maria(1, 5), true, 4},
+		{"PostgreSQL full, 50 of 60 idle elsewhere: alone, keeps its ten", 10, 10, 0, 20, idle(pg(60, 60), 50), false, 10},
+		{"PostgreSQL full, 8 of 12 idle elsewhere: alone, keeps its share", 10, 4, 0, 10, idle(pg(12, 12), 8), false, 10},
+		{"PostgreSQL full, its own idle too: still alone", 10, 10, 0, 20, idle(pg(60, 60), 55), false, 10},
+		{"PostgreSQL full, two pools beside 20 idle: a third of the other 40", 20, 20, 0, 20, idle(pg(60, 60), 20), false, 15},
+		{"PostgreSQL full, two pools of 12 beside 36 idle: a quarter less, toward a third of the other 24", 12, 12, 0, 20, idle(pg(60, 60), 36), false, 9},
+		{"MariaDB full, 50 idle elsewhere, someone refused: half of the other ten", 10, 10, 0, 20, idle(maria(60, 60), 50), true, 8},
+		{"MariaDB full, 50 idle elsewhere, nobody refused: keeps its ten", 10, 10, 0, 20, idle(maria(60, 60), 50), false, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := nextShare(tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused); got != tc.want {

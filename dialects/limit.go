@@ -3,6 +3,7 @@ package dialects
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // ConnLimitDetector is implemented by a Template whose database says, when
@@ -67,11 +68,27 @@ type ServerLoad struct {
 	// Connected counts the connections held against Limit now, the
 	// asking one included.
 	Connected int64
+	// Idle counts, of Connected, the connections that have sat idle for
+	// IdleFor or longer, as far as the user may see their state
+	// (PostgreSQL shows it for its own role's sessions, or every
+	// session's to a superuser or pg_read_all_stats; MariaDB its own
+	// user's threads, or every thread's with PROCESS). A pool's
+	// connections at a full server never sit idle that long: someone
+	// waits for each. These are held by a client that does not need them
+	// now (an admin tool, a service with room to spare), and count for
+	// no pool that waits.
+	Idle int64
 	// Refused counts the connections the server refused for its limit
 	// since it started, or is -1 where the server does not say
-	// (PostgreSQL), or where the user's own limit is the tighter one.
+	// (PostgreSQL). Where the user's own limit is the tighter one
+	// (MariaDB), it counts the logins refused after the handshake, for
+	// that limit or another reason.
 	Refused int64
 }
+
+// IdleFor is how long a connection sits idle before ServerLoad counts it
+// in Idle.
+const IdleFor = 500 * time.Millisecond
 
 // LoadReader is implemented by a Conn whose server says how full it is.
 // pooldriver asks now and then, while its pool holds connections, so that

@@ -336,6 +336,21 @@ func limitedTenant(t *testing.T, s server, limit int) *tenant {
 	return tn
 }
 
+// holdConns opens n connections of tn's through the plain driver, as
+// another client would, and holds them, idle, until the test ends.
+func holdConns(t *testing.T, s server, tn *tenant, n int) {
+	t.Helper()
+	holder, err := sql.Open(map[string]string{"postgres": "pgx", "mysql": "mysql"}[s.name], strings.TrimPrefix(tn.base, "mysql://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { closeAndDrain(t, holder, tn.backends, tn.kill) })
+	for range n {
+		conn, err := holder.Conn(ctx(t))
+		require.NoError(t, err)
+		require.NoError(t, conn.PingContext(ctx(t)))
+		t.Cleanup(func() { _ = conn.Close() })
+	}
+}
+
 // TestFaultConnectionLimit: the server lets the identity have 20
 // connections and 15 are held elsewhere; 64 goroutines share a pool of 10.
 // Tuned database/sql keeps dialling into the limit and fails its callers;
@@ -357,15 +372,7 @@ func TestFaultConnectionLimit(t *testing.T) {
 		for _, flavour := range []string{"database/sql", "pooldriver"} {
 			t.Run(strings.ReplaceAll(flavour, "/", "_"), func(t *testing.T) {
 				tn := limitedTenant(t, s, limit)
-				holder, err := sql.Open(map[string]string{"postgres": "pgx", "mysql": "mysql"}[s.name], strings.TrimPrefix(tn.base, "mysql://"))
-				require.NoError(t, err)
-				t.Cleanup(func() { closeAndDrain(t, holder, tn.backends, tn.kill) })
-				for range held {
-					conn, err := holder.Conn(ctx(t))
-					require.NoError(t, err)
-					require.NoError(t, conn.PingContext(ctx(t)))
-					t.Cleanup(func() { _ = conn.Close() })
-				}
+				holdConns(t, s, tn, held)
 				plain, pooled := openFaultSubjects(t, s, tn.base)
 				sub := plain
 				if flavour == "pooldriver" {
