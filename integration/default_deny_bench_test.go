@@ -17,8 +17,9 @@ import (
 // PostgreSQL two functions that both return 1: pd_bench_f in LANGUAGE sql,
 // whose body the catalog proves harmless (no reset: sql), and
 // pd_bench_plpgsql, which it cannot read (its connection is reset before
-// anyone else uses it: plpgsql); on MySQL/MariaDB one stored function,
-// reset. The reset runs off the caller's path where another connection is
+// anyone else uses it: plpgsql); on MySQL/MariaDB pd_bench_f, RETURN 1,
+// which the catalog proves harmless (return), and pd_bench_block, BEGIN
+// RETURN 1; END, which it does not read (block). The reset runs off the caller's path where another connection is
 // to be had, and with the next statement (PostgreSQL) where none is. One
 // serial caller (serial) and 16 goroutines (concurrent16), in interleaved
 // chunks of one run; on-ns/off-ns is the cost, off/on the throughput
@@ -34,7 +35,7 @@ func BenchmarkDefaultDenyReset(b *testing.B) {
 		}
 		langs := []string{"sql", "plpgsql"}
 		if s.name == "mysql" {
-			langs = []string{"stored"}
+			langs = []string{"return", "block"}
 		}
 		for _, lang := range langs {
 			for _, workers := range []int{1, 16} {
@@ -57,8 +58,11 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	case "plpgsql":
 		fn = "pd_bench_plpgsql"
 		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$"
-	case "stored":
+	case "return":
 		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC RETURN 1"
+	case "block":
+		fn = "pd_bench_block"
+		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC BEGIN RETURN 1; END"
 	}
 	var dbs []*sql.DB
 	var conns []*pooldriver.Connector
@@ -98,7 +102,7 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	}
 	resets := conns[1].Stats().SessionResets
 	took := interleaved(b, len(dbs), chunk, func(i, n int) { run(dbs[i], n) })
-	if lang != "sql" {
+	if proven := lang == "sql" || lang == "return"; !proven {
 		// The resets run off the callers' path: the last may still be
 		// under way.
 		waitFor(b, fmt.Sprintf("default-deny to reset a connection over %d calls of a user's function", b.N),

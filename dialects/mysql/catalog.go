@@ -56,7 +56,7 @@ func (v *shadows) writesBlind(db string, refs *sqllex.Refs) bool {
 }
 
 // shadowsSQL reads, in one round trip: every stored function the user
-// may call ('f'); the tables with triggers ('t'); every view with its
+// may call ('f', with its body: NULL where the user may not read it); the tables with triggers ('t'); every view with its
 // definition ('v': NULL or empty where the user may not read it); the
 // databases the user sees where the TRIGGER privilege (global, or on
 // the database, whose grant may be a LIKE pattern) is not the user's,
@@ -64,7 +64,8 @@ func (v *shadows) writesBlind(db string, refs *sqllex.Refs) bool {
 // single tables, are not looked for: such a database counts as blind.
 // information_schema spans every database: the reading does not depend
 // on the current one.
-const shadowsSQL = `SELECT 'f', ROUTINE_NAME, NULL FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'` +
+const shadowsSQL = `SELECT 'f', ROUTINE_NAME, CASE WHEN ROUTINE_BODY = 'SQL' THEN ROUTINE_DEFINITION END` +
+	` FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'` +
 	` UNION ALL SELECT 't', EVENT_OBJECT_TABLE, NULL FROM information_schema.TRIGGERS` +
 	` UNION ALL SELECT 'v', TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS` +
 	` UNION ALL SELECT 'b', SCHEMA_NAME, NULL FROM information_schema.SCHEMATA` +
@@ -96,8 +97,8 @@ func (c *conn) readShadows(ctx context.Context) (shadows, error) {
 		}
 		kind, _ := textOf(dest[0])
 		name, _ := textOf(dest[1])
-		def, _ := textOf(dest[2])
-		rs = append(rs, catalogRow{kind: kind, name: name, def: def})
+		def, hasDef := textOf(dest[2])
+		rs = append(rs, catalogRow{kind: kind, name: name, def: def, hasDef: hasDef})
 	}
 	if err := rows.Close(); err != nil {
 		return shadows{}, err
@@ -105,8 +106,11 @@ func (c *conn) readShadows(ctx context.Context) (shadows, error) {
 	return buildShadows(rs), nil
 }
 
-// catalogRow is one row of shadowsSQL.
-type catalogRow struct{ kind, name, def string }
+// catalogRow is one row of shadowsSQL; hasDef is false for a NULL def.
+type catalogRow struct {
+	kind, name, def string
+	hasDef          bool
+}
 
 // buildShadows turns the catalog's rows into shadows. Every stored
 // function's name counts, not only the listed ones it shadows: a name
@@ -117,16 +121,27 @@ type catalogRow struct{ kind, name, def string }
 // what the lists do not vouch for, as a statement's text would; when it
 // names what counts already (a table with a trigger, a function, a view
 // that counts: views over views, to the fixed point); or when the user
-// may not read it.
+// may not read it. Then a name all of whose stored functions (one in each
+// database that has one: a call resolves by the current database) return
+// an expression that reads as harmless (sqllex.HarmlessReturn) moves from
+// the names that count to the harmless ones (sqllex.Shadows.Vouched): a
+// call of it is no session change. A view that names it still counts.
 func buildShadows(rows []catalogRow) shadows {
 	v := shadows{s: &sqllex.Shadows{Names: map[string]struct{}{}}}
 	names := v.s.Names
-	var views []catalogRow
+	// counted: the names that count for a table or a view, whatever
+	// the functions of the same name are.
+	counted := map[string]struct{}{}
+	var views, funcs []catalogRow
 	for _, r := range rows {
 		name := strings.ToLower(r.name)
 		switch r.kind {
-		case "f", "t":
+		case "f":
 			names[name] = struct{}{}
+			funcs = append(funcs, catalogRow{name: name, def: r.def, hasDef: r.hasDef})
+		case "t":
+			names[name] = struct{}{}
+			counted[name] = struct{}{}
 		case "b":
 			if v.blind == nil {
 				v.blind = map[string]struct{}{}
@@ -136,6 +151,7 @@ func buildShadows(rows []catalogRow) shadows {
 			def := strings.ToLower(r.def)
 			if strings.TrimSpace(def) == "" || viewChanges(def) {
 				names[name] = struct{}{}
+				counted[name] = struct{}{}
 				continue
 			}
 			views = append(views, catalogRow{name: name, def: def})
@@ -152,8 +168,31 @@ func buildShadows(rows []catalogRow) shadows {
 				continue
 			}
 			names[w.name] = struct{}{}
+			counted[w.name] = struct{}{}
 			refs[i] = nil
 			added = true
+		}
+	}
+	// Every function's body is read against every name that counts, its
+	// own and the other functions' included: a call of another stored
+	// function, or of itself, is not harmless.
+	verdict := make(map[string]bool, len(funcs))
+	for _, f := range funcs {
+		if ok, seen := verdict[f.name]; seen && !ok {
+			continue
+		}
+		verdict[f.name] = f.hasDef && sqllex.HarmlessReturn(f.def, v.s)
+	}
+	for name, ok := range verdict {
+		if !ok {
+			continue
+		}
+		if v.s.Harmless == nil {
+			v.s.Harmless = map[string]struct{}{}
+		}
+		v.s.Harmless[name] = struct{}{}
+		if _, ok := counted[name]; !ok {
+			delete(names, name)
 		}
 	}
 	return v

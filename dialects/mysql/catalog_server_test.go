@@ -31,20 +31,10 @@ func openCataloged(ctx context.Context, t *testing.T) *conn {
 	return wc.conn
 }
 
-// TestCatalogServer (issue 45): on the real server, a listed name that
-// a stored function shadows, a write to a table with a trigger and a
-// read of a view that takes a lock count as changes; without the
-// function, the same text, a write to a table without a trigger and a
-// plain view do not. The dialect's own DDL makes every connection's
-// reading due, and its connection reads the catalog again at once.
-func TestCatalogServer(t *testing.T) {
-	c := openCataloged(t.Context(), t)
-	ctx := t.Context()
-	drop := []string{
-		"DROP FUNCTION IF EXISTS regexp_like",
-		"DROP VIEW IF EXISTS pd_cat_vv, pd_cat_lockv, pd_cat_plainv, pd_cat_trigv",
-		"DROP TABLE IF EXISTS pd_cat_trig, pd_cat_plain",
-	}
+// dropBeforeAndAfter runs the DROP statements drop now and when the test
+// ends, each observed, so that the shared reading of the catalog expires.
+func dropBeforeAndAfter(t *testing.T, drop []string) {
+	t.Helper()
 	cleanup := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -60,6 +50,23 @@ func TestCatalogServer(t *testing.T) {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
+}
+
+// TestCatalogServer (issue 45): on the real server, a listed name that
+// a stored function shadows, a write to a table with a trigger and a
+// read of a view that takes a lock count as changes; without the
+// function, the same text, a write to a table without a trigger and a
+// plain view do not. The dialect's own DDL makes every connection's
+// reading due, and its connection reads the catalog again at once.
+func TestCatalogServer(t *testing.T) {
+	c := openCataloged(t.Context(), t)
+	ctx := t.Context()
+	drop := []string{
+		"DROP FUNCTION IF EXISTS regexp_like",
+		"DROP VIEW IF EXISTS pd_cat_vv, pd_cat_lockv, pd_cat_plainv, pd_cat_trigv",
+		"DROP TABLE IF EXISTS pd_cat_trig, pd_cat_plain",
+	}
+	dropBeforeAndAfter(t, drop)
 
 	// exec runs q through the driver and reports what Observe says of it.
 	exec := func(q string, wantErr bool) bool {
@@ -204,5 +211,52 @@ func TestCatalogWrapped(t *testing.T) {
 			t.Fatal("the wrapped connection did not read the catalog")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCatalogServerHarmlessFunction (issue 46): on the real server, a call
+// of a stored function that returns an expression the rules read as
+// harmless is no change of the session, so pooldriver resets nothing
+// after it; a function of several statements counts. So does the
+// harmless one's name once another database holds a function of the same
+// name that changes the session (a call resolves by the current
+// database): the catalog is read again after the DDL.
+func TestCatalogServerHarmlessFunction(t *testing.T) {
+	c := openCataloged(t.Context(), t)
+	ctx := t.Context()
+	drop := []string{
+		"DROP FUNCTION IF EXISTS pd_cat_ret",
+		"DROP FUNCTION IF EXISTS pd_cat_block",
+		"DROP DATABASE IF EXISTS pd_cat_other",
+	}
+	dropBeforeAndAfter(t, drop)
+	exec := func(q string) bool {
+		t.Helper()
+		if err := drain(ctx, c, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		changed, _, err := c.Observe(ctx, q, true)
+		if err != nil {
+			t.Fatalf("Observe(%q): %v", q, err)
+		}
+		return changed
+	}
+	exec("CREATE FUNCTION pd_cat_ret(x INT) RETURNS INT DETERMINISTIC RETURN x + LENGTH('a;b')")
+	exec("CREATE FUNCTION pd_cat_block(x INT) RETURNS INT DETERMINISTIC BEGIN RETURN x + 1; END")
+	for q, want := range map[string]bool{
+		"SELECT pd_cat_ret(1)":                  false,
+		"SELECT PD_CAT_RET(2), `pd_cat_ret`(3)": false,
+		"SELECT test.pd_cat_ret(4)":             false,
+		"SELECT pd_cat_block(1)":                true,
+		"SELECT pd_cat_ret(1), pd_cat_block(1)": true,
+	} {
+		if got := exec(q); got != want {
+			t.Errorf("%s: changes the session %v, want %v", q, got, want)
+		}
+	}
+	exec("CREATE DATABASE pd_cat_other")
+	exec("CREATE FUNCTION pd_cat_other.pd_cat_ret(x INT) RETURNS INT NO SQL BEGIN SET @pd_v = 'leaked'; RETURN x; END")
+	if !exec("SELECT pd_cat_ret(1)") {
+		t.Error("a name that another database's harmful function shares still reads as harmless")
 	}
 }

@@ -41,6 +41,69 @@ func TestBuildShadows(t *testing.T) {
 	}
 }
 
+// TestHarmlessFunctions (issue 46): a name all of whose stored functions
+// return an expression that reads as harmless is vouched for, and no
+// longer counts; a body of several statements, one the user may not read,
+// one that changes the session, calls another stored function or a
+// built-in that is no known one, or names a table with a trigger, and a
+// name that another database's function of the same name makes harmful,
+// still count. A table with a trigger of the same name still counts.
+func TestHarmlessFunctions(t *testing.T) {
+	v := buildShadows([]catalogRow{
+		{kind: "f", name: "one", def: "RETURN 1", hasDef: true},
+		{kind: "f", name: "Plus", def: "return x + 1", hasDef: true},
+		{kind: "f", name: "paren", def: "RETURN(SELECT COUNT(*) FROM `test`.`t`)", hasDef: true},
+		{kind: "f", name: "block", def: "BEGIN RETURN 1; END", hasDef: true},
+		{kind: "f", name: "unread", hasDef: false},
+		{kind: "f", name: "locker", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		{kind: "f", name: "setter", def: "RETURN (@v := 1)", hasDef: true},
+		{kind: "f", name: "chain", def: "RETURN one()", hasDef: true},
+		{kind: "f", name: "self", def: "RETURN self()", hasDef: true},
+		{kind: "f", name: "reads_audited", def: "RETURN (SELECT a FROM audited)", hasDef: true},
+		{kind: "f", name: "returned", def: "RETURNED", hasDef: true},
+		{kind: "f", name: "twice", def: "RETURN 1", hasDef: true},
+		{kind: "f", name: "twice", def: "RETURN RELEASE_ALL_LOCKS()", hasDef: true},
+		{kind: "f", name: "audited", def: "RETURN 1", hasDef: true},
+		{kind: "t", name: "audited"},
+	})
+	var harmless []string
+	for n := range v.s.Harmless {
+		harmless = append(harmless, n)
+	}
+	slices.Sort(harmless)
+	if want := []string{"audited", "one", "paren", "plus"}; !slices.Equal(harmless, want) {
+		t.Errorf("Harmless = %v, want %v", harmless, want)
+	}
+	for _, n := range []string{"one", "plus", "paren"} {
+		if _, ok := v.s.Names[n]; ok {
+			t.Errorf("%s, harmless, still counts", n)
+		}
+	}
+	for _, n := range []string{"block", "unread", "locker", "setter", "chain", "self", "reads_audited", "returned", "twice", "audited"} {
+		if _, ok := v.s.Names[n]; !ok {
+			t.Errorf("%s no longer counts", n)
+		}
+	}
+	c := &conn{db: "test", cat: fixedCatalog(v)}
+	for _, tc := range []struct {
+		query   string
+		changes bool
+	}{
+		{"SELECT one()", false},
+		{"SELECT ONE(), `Plus`(2)", false},
+		{"SELECT test.one()", false},
+		{"SELECT one(), locker()", true},
+		{"SELECT block()", true},
+		{"SELECT twice()", true},
+		{"SELECT audited()", true}, // the table's name counts
+		{"SELECT one(), GET_LOCK('y', 0)", true},
+	} {
+		if got := c.ChangesSession(tc.query); got != tc.changes {
+			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.changes)
+		}
+	}
+}
+
 // TestLexWithShadows: a text counts when it names what the catalog
 // says runs code, unless the user trusts their functions; a write counts
 // where the user may not see the triggers; before any reading, every

@@ -18,7 +18,7 @@ import (
 
 // openWired opens a connection from a mysql:// DSN of the test server with
 // params added, and returns its conn, whose socket the dialect watches.
-func openWired(t *testing.T, params string) *conn {
+func openWired(t testing.TB, params string) *conn {
 	t.Helper()
 	dsn := "mysql://" + serverDSN(t)
 	if params != "" {

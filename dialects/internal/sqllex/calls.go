@@ -290,23 +290,32 @@ func (st *callScan) noteUnknown(name string) {
 	}
 }
 
-// UnknownCalls returns the names (the last part, as the server looks it
-// up: serverName) of the functions query, read as PostgreSQL, calls that
-// are not on the list
-// (what makes CallsOf say CallsUnknown), each once; ok is false where a
-// call names no function (CALL) or the text's calls are not all known by
-// name (a string whose end depends on the server's settings). A catalog
-// that proves every one of them harmless vouches for the text
-// (Shadows.Vouched).
+// UnknownCalls is UnknownCallsOf for PostgreSQL.
 func UnknownCalls(query string) (names []string, ok bool) {
+	return UnknownCallsOf(query, Postgres)
+}
+
+// UnknownCallsOf returns the names (the last part, as the server looks it
+// up: serverName; in lower case for MySQL, whose function names are
+// case-insensitive, quoted or not) of the functions query, read as flavor
+// f (Postgres or MySQL), calls that are not on the list (what makes
+// CallsOf say CallsUnknown), each once; ok is false where a call names no
+// function (CALL) or the text's calls are not all known by name (a string
+// whose end depends on the server's settings). A catalog that proves
+// every one of them harmless vouches for the text (Shadows.Vouched).
+func UnknownCallsOf(query string, f Flavor) (names []string, ok bool) {
+	my := f&Postgres == 0
 	var all []string
-	c, backslash := scanCallsInto(query, false, false, Postgres, &all)
+	c, backslash := scanCallsInto(query, my, false, f, &all)
 	if c == CallsText || backslash {
 		return nil, false
 	}
 	for _, n := range all {
 		if n == "" {
 			return nil, false
+		}
+		if my {
+			n = strings.ToLower(strings.ReplaceAll(n, "``", "`"))
 		}
 		if !slices.Contains(names, n) {
 			names = append(names, n)

@@ -236,6 +236,55 @@ func TestUnknownCalls(t *testing.T) {
 	}
 }
 
+// TestUnknownCallsMySQL: MySQL's function names are case-insensitive,
+// quoted or not, and a database-qualified call is looked up by its last
+// part.
+func TestUnknownCallsMySQL(t *testing.T) {
+	for q, want := range map[string][]string{
+		"SELECT app_f(1)":                    {"app_f"},
+		"SELECT test.App_F(1), `APP_F`(2)":   {"app_f"},
+		"SELECT `test`.`My``F`()":            {"my`f"},
+		"SELECT lower('x'), count(*) FROM t": nil,
+	} {
+		got, ok := UnknownCallsOf(q, MySQL)
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("UnknownCallsOf(%q, MySQL) = %q, %v; want %q", q, got, ok, want)
+		}
+	}
+	if got, ok := UnknownCallsOf("CALL p()", MySQL); ok {
+		t.Errorf("UnknownCallsOf(CALL p(), MySQL) = %q, true; want not ok", got)
+	}
+}
+
+// TestHarmlessReturn: a stored function's body leaves the session alone
+// only where it is one RETURN of an expression the rules read so.
+func TestHarmlessReturn(t *testing.T) {
+	s := &Shadows{Names: map[string]struct{}{"audited": {}, "other_f": {}}}
+	for body, want := range map[string]bool{
+		"RETURN 1":                     true,
+		"  return x * 2 + LENGTH(y)\n": true,
+		"RETURN(SELECT COUNT(*) FROM t WHERE a = x)": true,
+		"RETURN CONCAT('a', ';', 'SET @x = 1')":      true,
+		"RETURN (SELECT a FROM audited)":             false,
+		"RETURN other_f(1)":                          false,
+		"RETURN GET_LOCK('l', 0)":                    false,
+		"RETURN LAST_INSERT_ID(5)":                   false,
+		"RETURN (@v := 1)":                           false,
+		"RETURN @@session.sql_mode":                  true,
+		"BEGIN RETURN 1; END":                        false,
+		"RETURNS 1":                                  false,
+		"RETURN":                                     false,
+		"":                                           false,
+	} {
+		if got := HarmlessReturn(body, s); got != want {
+			t.Errorf("HarmlessReturn(%q) = %v, want %v", body, got, want)
+		}
+	}
+	if HarmlessReturn("RETURN 1", nil) {
+		t.Error("HarmlessReturn with no catalog reading: true")
+	}
+}
+
 // TestHarmlessBody: a LANGUAGE sql function's body leaves the session
 // alone only where the rules read it so, calling nothing but listed
 // built-ins and naming nothing the catalog marks; Vouched needs every

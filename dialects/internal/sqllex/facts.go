@@ -9,9 +9,9 @@ type Facts struct {
 	Calls          Calls
 	Tx             TxEffect
 	Refs           *Refs // what the text names (RefsOf), for Shadows
-	// Unknown: for PostgreSQL, where Calls is CallsUnknown, the names of
-	// the functions called that are not on the list (UnknownCalls); nil
-	// where a call names none.
+	// Unknown: for PostgreSQL and MySQL, where Calls is CallsUnknown, the
+	// names of the functions called that are not on the list
+	// (UnknownCallsOf); nil where a call names none.
 	Unknown []string
 }
 
@@ -46,8 +46,8 @@ var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
 				Tx:             TxEffectOf(q, Flavor(f)),
 				Refs:           RefsOf(q, Flavor(f)),
 			}
-			if facts.Calls == CallsUnknown && Flavor(f) == Postgres {
-				facts.Unknown, _ = UnknownCalls(q)
+			if facts.Calls == CallsUnknown && (Flavor(f) == Postgres || Flavor(f) == MySQL) {
+				facts.Unknown, _ = UnknownCallsOf(q, Flavor(f))
 			}
 			return facts
 		})

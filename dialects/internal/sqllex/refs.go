@@ -48,9 +48,10 @@ type Shadows struct {
 	// assignment cast): every statement may run it.
 	All bool
 	// Harmless, in lower case: names under which every function the
-	// catalog has is a user's LANGUAGE sql function whose body the rules
-	// read as leaving the session alone (HarmlessBody): a call of one is
-	// no session change (Vouched).
+	// catalog has is a user's function whose body the rules read as
+	// leaving the session alone (PostgreSQL: a LANGUAGE sql function,
+	// HarmlessBody; MySQL: a stored function that returns an expression,
+	// HarmlessReturn): a call of one is no session change (Vouched).
 	Harmless map[string]struct{}
 }
 
@@ -87,6 +88,29 @@ func HarmlessBody(body string, s *Shadows) bool {
 		return false
 	}
 	r := RefsOf(body, Postgres)
+	return !r.DDL && !r.Meets(s)
+}
+
+// HarmlessReturn reports whether body, the text of a MySQL or MariaDB
+// stored function, leaves the session alone as the rules read it: it is
+// one RETURN of an expression that, read as a SELECT's, changes nothing
+// its words show, calls only listed built-ins (not another stored
+// function: no chain is followed), and names nothing s says runs user
+// code (a table with a trigger, a stored function, a view over one). A
+// body of several statements (BEGIN ... END) is not read.
+func HarmlessReturn(body string, s *Shadows) bool {
+	body = strings.TrimSpace(body)
+	if s == nil || len(body) < len("return ") || !strings.EqualFold(body[:len("return")], "return") {
+		return false
+	}
+	if c := body[len("return")]; c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '(' {
+		return false
+	}
+	expr := "SELECT " + body[len("return"):]
+	if ChangesSession(expr, MySQL) || CallsOf(expr, MySQL) != CallsKnown {
+		return false
+	}
+	r := RefsOf(expr, MySQL)
 	return !r.DDL && !r.Meets(s)
 }
 
