@@ -86,6 +86,9 @@ func TestLostConnectionEndsSession(t *testing.T) {
 		for i, flavour := range []string{"pgx", "pooldriver"} {
 			row := i + 1 // each its own: the two run side by side
 			t.Run(flavour, func(t *testing.T) {
+				if flavour == "pgx" && testing.Short() {
+					t.Skip("the plain driver's 15 s, for comparison: make test-all runs it")
+				}
 				t.Parallel()
 				slow := newSlowCancel(t)
 				tn := newTenant(t, s)

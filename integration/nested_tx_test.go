@@ -470,5 +470,5 @@ func TestNestedTxWrapSQLite(t *testing.T) {
 	var got string
 	require.NoError(t, db.QueryRowContext(ctx(t), "SELECT group_concat(v) FROM n").Scan(&got))
 	assert.Equal(t, "1,3", got)
-	assert.Zero(t, c.Stats().Active)
+	waitFor(t, "the connection to go back to the pool", func() bool { return c.Stats().Active == 0 })
 }
