@@ -28,7 +28,9 @@ func BenchmarkResetNextCall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Cleanup(func() { _, _ = c.execer.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS pd_bench_reset_block", nil) })
+	b.Cleanup(func() {
+		_, _ = c.execer.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS pd_bench_reset_block", nil)
+	})
 	parts := []struct {
 		name  string
 		reset func() error
