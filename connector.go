@@ -48,6 +48,7 @@ type Connector struct {
 	shareMu       sync.Mutex // protects the fields below (look, shareLoop)
 	share         int        // the pool's share: MaxConns unless the server is full
 	shareRefused  int64      // the server's count of refusals at the last look, or -1
+	shareLimit    int64      // the limit the last look read
 	shareFailed   int        // looks that failed in a row: at 3 the loop ends
 	shareOff      bool       // the server cannot say: no more looks
 

@@ -77,6 +77,16 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	return min(share, max(lo, fair, total-total/4, 1))
 }
 
+// refusedOthers reports whether the server refused someone else since the
+// last look: its count of refusals grew by more than mine, this pool's own
+// refusals since then. prev and prevLimit are the count and the limit of
+// the last look (prev -1: none, or not counted). A look whose limit is
+// another (MariaDB: the user's limit binds where the server's did, or the
+// other way round) reads another counter, and compares with none. Pure.
+func refusedOthers(prev, prevLimit int64, load dialects.ServerLoad, mine int64) bool {
+	return load.Refused >= 0 && prev >= 0 && load.Limit == prevLimit && load.Refused-prev > mine
+}
+
 // shareLoop asks for a look at the server every shareInterval while the
 // pool holds connections (physEnv.lookDue: the next connection let go
 // takes it, see look). It ends when the Connector closes, or when its
@@ -129,8 +139,8 @@ func (c *Connector) look(pc *physConn) bool {
 	}
 	c.shareFailed = 0
 	mine := c.limitRefusals.Swap(0)
-	others := load.Refused >= 0 && c.shareRefused >= 0 && load.Refused-c.shareRefused > mine
-	c.shareRefused = load.Refused
+	others := refusedOthers(c.shareRefused, c.shareLimit, load, mine)
+	c.shareRefused, c.shareLimit = load.Refused, load.Limit
 	next := nextShare(c.share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others)
 	if next == c.share {
 		return true

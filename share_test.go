@@ -58,3 +58,29 @@ func TestNextShare(t *testing.T) {
 		})
 	}
 }
+
+func TestRefusedOthers(t *testing.T) {
+	load := func(limit, refused int64) dialects.ServerLoad {
+		return dialects.ServerLoad{Limit: limit, Connected: limit, Refused: refused}
+	}
+	for _, tc := range []struct {
+		name            string
+		prev, prevLimit int64
+		load            dialects.ServerLoad
+		mine            int64
+		want            bool
+	}{
+		{"grew by someone else's", 10, 60, load(60, 12), 1, true},
+		{"grew by mine only", 10, 60, load(60, 12), 2, false},
+		{"did not grow", 10, 60, load(60, 10), 0, false},
+		{"no count before", -1, 60, load(60, 12), 0, false},
+		{"not counted now (PostgreSQL)", 10, 60, load(60, -1), 0, false},
+		{"another limit binds: another counter", 3, 151, load(16, 900), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := refusedOthers(tc.prev, tc.prevLimit, tc.load, tc.mine); got != tc.want {
+				t.Errorf("refusedOthers(%d, %d, %+v, %d) = %v, want %v", tc.prev, tc.prevLimit, tc.load, tc.mine, got, tc.want)
+			}
+		})
+	}
+}
