@@ -23,10 +23,7 @@ import (
 // that holds connections asks the server how full it is, and at a full
 // server the pools above a fair share give the surplus back. Every
 // replica's successes in the window when all of them run are at least a
-// quarter of the mean, started staggered and together. Beside them, another
-// client holds 10 more connections of the identity's, idle (its limit is
-// 70): no pool's, they are not shared out (issue 49), and the replicas
-// share the other 60 as before.
+// quarter of the mean, started staggered and together.
 func TestReplicasShareFullServer(t *testing.T) {
 	longTest(t)
 	checkNoGoroutineLeak(t)
@@ -35,7 +32,6 @@ func TestReplicasShareFullServer(t *testing.T) {
 		poolMax  = 20
 		workers  = 20
 		limit    = 60
-		idle     = 10 // held by another client beside the replicas
 		window   = 20 * time.Second
 	)
 	forEachServer(t, func(t *testing.T, s server) {
@@ -46,8 +42,7 @@ func TestReplicasShareFullServer(t *testing.T) {
 				name = fmt.Sprintf("started %v apart", stagger)
 			}
 			t.Run(name, func(t *testing.T) {
-				tn := limitedTenant(t, s, limit+idle)
-				holdConns(t, s, tn, idle)
+				tn := limitedTenant(t, s, limit)
 				query := "SELECT pg_sleep(0.005)"
 				if s.name == "mysql" {
 					query = "SELECT SLEEP(0.005)"
