@@ -17,8 +17,9 @@ import (
 // meeting point: now and then (shareInterval) a pool that holds
 // connections asks its server how full it is (dialects.LoadReader). When
 // the server is full and someone else is being refused (MariaDB counts its
-// refusals, for its own limit and a user's; PostgreSQL does not say, so a
-// full server that two pools or more hold is taken for one that refuses),
+// refusals for its own limit; PostgreSQL does not say, nor MariaDB for a
+// user's limit, so a full server that two pools or more hold is taken for
+// one that refuses),
 // a pool that holds more than a fair share gives the surplus back
 // (pool.SetShare): it creates none above the share, and closes connections
 // as they are released until it is down to it. The share is the limit
@@ -35,9 +36,10 @@ import (
 // no pool, and no share is made of them: a pool alone beside them keeps
 // what it has.
 //
-// A pool alone at a server it fills keeps its connections on PostgreSQL:
-// with no refusal count it cannot tell a replica waiting for its first
-// connection from nobody; a replica is seen once it holds one. PgBouncer
+// A pool alone at a server it fills keeps its connections where no refusal
+// is counted (PostgreSQL; MariaDB at a user's limit): it cannot tell a
+// replica waiting for its first connection from nobody; a replica is seen
+// once it holds one. PgBouncer
 // in front of the server is the answer past a handful of replicas
 // (docs/operating.md, PgBouncer).
 
@@ -81,8 +83,8 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 // last look: its count of refusals grew by more than mine, this pool's own
 // refusals since then. prev and prevLimit are the count and the limit of
 // the last look (prev -1: none, or not counted). A look whose limit is
-// another (MariaDB: the user's limit binds where the server's did, or the
-// other way round) reads another counter, and compares with none. Pure.
+// another (max_connections changed, or the user's limit binds where the
+// server's did) compares with none. Pure.
 func refusedOthers(prev, prevLimit int64, load dialects.ServerLoad, mine int64) bool {
 	return load.Refused >= 0 && prev >= 0 && load.Limit == prevLimit && load.Refused-prev > mine
 }

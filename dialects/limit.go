@@ -80,9 +80,8 @@ type ServerLoad struct {
 	Idle int64
 	// Refused counts the connections the server refused for its limit
 	// since it started, or is -1 where the server does not say
-	// (PostgreSQL). Where the user's own limit is the tighter one
-	// (MariaDB), it counts the logins refused after the handshake, for
-	// that limit or another reason.
+	// (PostgreSQL), or where the user's own limit is the tighter one
+	// (MariaDB counts those refusals only among every failed login).
 	Refused int64
 }
 

@@ -12,18 +12,18 @@ var _ dialects.LoadReader = (*conn)(nil)
 
 // loadSQL reads, as any user can on MariaDB: max_connections, the threads
 // connected, the connections refused for max_connections since the server
-// started, the user's own limit (0: none) and the user's connections, the
-// logins refused after the handshake (ABORTED_CONNECTS less
-// ABORTED_CONNECTS_PREAUTH: a user over its max_user_connections is one),
-// and the threads asleep for dialects.IdleFor or longer, of those the user
-// may see and of its own. MySQL 8 has no information_schema.GLOBAL_STATUS:
+// started, the user's own limit (0: none) and the user's connections, and
+// the threads asleep for dialects.IdleFor or longer, of those the user may
+// see and of its own. A login refused for max_user_connections is counted
+// only in ABORTED_CONNECTS, with every other failed login of every user (a
+// wrong password elsewhere), so it is not read: where the user's limit is
+// the tighter, Refused is -1. MySQL 8 has no information_schema.GLOBAL_STATUS:
 // the query fails there, and pooldriver stops asking.
 var loadSQL = `SELECT @@max_connections, ` +
 	globalStatus("THREADS_CONNECTED") + `, ` +
 	globalStatus("CONNECTION_ERRORS_MAX_CONNECTIONS") + `, ` +
 	`@@max_user_connections, ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)), ` +
-	globalStatus("ABORTED_CONNECTS") + ` - ` + globalStatus("ABORTED_CONNECTS_PREAUTH") + `, ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ` + asleep + `), ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ` + asleep + ` AND USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1))`
 
@@ -37,7 +37,8 @@ func globalStatus(name string) string {
 }
 
 // ServerLoad reads the limit with the least room left: the server's or the
-// user's, with the refusals the server counts for it.
+// user's. Refusals are counted for the server's limit only: Refused is -1
+// when the user's is the tighter.
 func (c *conn) ServerLoad(ctx context.Context) (dialects.ServerLoad, error) {
 	if c.broken {
 		return dialects.ServerLoad{}, errBroken
@@ -46,9 +47,9 @@ func (c *conn) ServerLoad(ctx context.Context) (dialects.ServerLoad, error) {
 	if err != nil {
 		return dialects.ServerLoad{}, fmt.Errorf("pooldriver: mysql: reading the server's connection limit: %w", err)
 	}
-	load := dialects.ServerLoad{Limit: v[0], Connected: v[1], Refused: v[2], Idle: v[6]}
+	load := dialects.ServerLoad{Limit: v[0], Connected: v[1], Refused: v[2], Idle: v[5]}
 	if userLimit, mine := v[3], v[4]; userLimit > 0 && userLimit-mine < load.Limit-load.Connected {
-		load = dialects.ServerLoad{Limit: userLimit, Connected: mine, Refused: v[5], Idle: v[7]}
+		load = dialects.ServerLoad{Limit: userLimit, Connected: mine, Refused: -1, Idle: v[6]}
 	}
 	return load, nil
 }
