@@ -29,7 +29,7 @@ import (
 // look, so one of three or fewer never does. Once the server has room
 // again, the share grows back by an eighth at each look, to MaxConns.
 //
-// Connections that have sat idle for half a second (dialects.IdleFor) are
+// Connections that have sat idle for 5 s (dialects.IdleFor) are
 // no pool's: a client holds them that does not use them now (an admin
 // tool, a service with room to spare). A pool's connections at a full
 // server are never idle that long, someone waits for each. They count for

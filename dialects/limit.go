@@ -86,8 +86,11 @@ type ServerLoad struct {
 }
 
 // IdleFor is how long a connection sits idle before ServerLoad counts it
-// in Idle.
-const IdleFor = 500 * time.Millisecond
+// in Idle. Long: on a starved machine (servers in containers on 2 cores,
+// callers' contexts running out) a pool's connection sat idle between
+// two statements past half a second, and the pools, taking each other for
+// idle clients, gave nothing back.
+const IdleFor = 5 * time.Second
 
 // LoadReader is implemented by a Conn whose server says how full it is.
 // pooldriver asks now and then, while its pool holds connections, so that

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // TestPoolAloneBesideIdleHolder (issue 49, item 1): an identity limited to
@@ -44,7 +46,7 @@ func TestPoolAloneBesideIdleHolder(t *testing.T) {
 		setup := func(t *testing.T) (plain, pooled *faultSubject) {
 			tn := limitedTenant(t, s, limit)
 			holdConns(t, s, tn, held)
-			time.Sleep(time.Second) // dialects.IdleFor is half of it
+			time.Sleep(dialects.IdleFor + time.Second)
 			return openFaultSubjects(t, s, tn.base)
 		}
 		var plainOK int64
