@@ -49,6 +49,7 @@ type Connector struct {
 	share         int        // the pool's share: MaxConns unless the server is full
 	shareRefused  int64      // the server's count of refusals at the last look, or -1
 	shareLimit    int64      // the limit the last look read
+	shareFull     bool       // the last look found the server full
 	shareFailed   int        // looks that failed in a row: at 3 the loop ends
 	shareOff      bool       // the server cannot say: no more looks
 

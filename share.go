@@ -27,12 +27,25 @@ import (
 // in), the number of pools estimated from how many connections this one
 // holds; a pool gives back a quarter of what it holds at most at each
 // look, so one of three or fewer never does. Once the server has room
-// again, the share grows back by an eighth at each look, to MaxConns.
+// again, the share grows back by an eighth at each look, to MaxConns; but
+// not at the first look with room after one that found it full: that room
+// is most likely what the pools just gave back, on its way to whoever
+// waits to get in (a refused pool tries again within its breaker's
+// cool-down, a quarter of a second). Room left a whole look interval is
+// room nobody waits for. Without that pause the pools that gave back took
+// it again at their next look, all at once (their looks fall in the same
+// instant of each second), and under load a refused pool's turn came too
+// rarely to get any.
 //
 // Connections that have sat idle for 5 s (dialects.IdleFor) are
 // no pool's: a client holds them that does not use them now (an admin
 // tool, a service with room to spare). A pool's connections at a full
-// server are never idle that long, someone waits for each. They count for
+// server are never idle that long: a look that finds the server full puts
+// the pool under pressure (pool.Pressure), and it gives back what sits
+// idle for a second. On a starved machine a pool's effective concurrency
+// falls below what it holds, and the connections at the back of its idle
+// ring (reused most recently released first) sat idle for seconds: counted
+// as no pool's, they made the pools that held them look alone. They count for
 // no pool, and no share is made of them: a pool alone beside them keeps
 // what it has.
 //
@@ -51,12 +64,15 @@ const shareInterval = time.Second
 // one before, total the connections the pool holds, lo and hi its MinConns
 // and MaxConns; load is what the server says, and othersRefused whether it
 // refused someone else's connection since the last look (where it counts
-// refusals). Pure.
-func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused bool) int {
+// refusals), and wasFull whether the look before found it full. Pure.
+func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused, wasFull bool) int {
 	if load.Limit <= 0 {
 		return hi
 	}
 	if load.Connected < load.Limit {
+		if wasFull {
+			return share // room just given back: the others' turn first
+		}
 		return min(hi, share+max(1, share/8))
 	}
 	if load.Refused >= 0 && !othersRefused || total <= 0 {
@@ -143,7 +159,15 @@ func (c *Connector) look(pc *physConn) bool {
 	mine := c.limitRefusals.Swap(0)
 	others := refusedOthers(c.shareRefused, c.shareLimit, load, mine)
 	c.shareRefused, c.shareLimit = load.Refused, load.Limit
-	next := nextShare(c.share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others)
+	next := nextShare(c.share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others, c.shareFull)
+	c.shareFull = load.Limit > 0 && load.Connected >= load.Limit
+	if c.shareFull {
+		// What sits idle at a full server is no use to this pool and
+		// may be to someone refused: given back after a second idle, as
+		// by a pool refused itself. So no pool's connection stays idle
+		// for IdleFor at a full server, and Idle counts other clients'.
+		c.pool.Pressure()
+	}
 	if next == c.share {
 		return true
 	}

@@ -22,38 +22,43 @@ func TestNextShare(t *testing.T) {
 		share, total, lo, hi int
 		load                 dialects.ServerLoad
 		othersRefused        bool
+		wasFull              bool
 		want                 int
 	}{
-		{"no limit known", 5, 5, 0, 20, dialects.ServerLoad{}, false, 20},
-		{"room: grows by an eighth", 8, 8, 0, 20, pg(60, 50), false, 9},
-		{"room: grows by an eighth of a larger share", 16, 16, 0, 20, pg(60, 50), false, 18},
-		{"room: never above max", 20, 20, 0, 20, pg(60, 10), false, 20},
-		{"PostgreSQL full, three equal pools: a quarter each", 20, 20, 0, 20, pg(60, 60), false, 15},
-		{"PostgreSQL full, alone: keeps its share", 20, 60, 0, 60, pg(60, 60), false, 20},
-		{"PostgreSQL full, five pools of 12: a sixth each", 15, 12, 0, 20, pg(60, 60), false, 10},
-		{"PostgreSQL full, small: keeps its three", 20, 3, 0, 20, pg(60, 60), false, 3},
-		{"a pool of one keeps one", 20, 1, 0, 20, pg(60, 60), false, 1},
-		{"a share above what it holds comes down to it", 20, 8, 0, 20, pg(60, 60), false, 6},
-		{"never below min", 20, 20, 18, 20, pg(60, 60), false, 18},
-		{"MariaDB full, nobody else refused: keeps its share", 20, 20, 0, 20, maria(60, 60), false, 20},
-		{"MariaDB full, someone else refused: fair share", 20, 20, 0, 20, maria(60, 60), true, 15},
-		{"MariaDB full, alone, someone else refused: a quarter less", 20, 20, 0, 20, maria(20, 20), true, 15},
-		{"a lower share stays lower", 10, 20, 0, 20, pg(60, 60), false, 10},
-		{"eight pools of 8 at 60: a ninth", 8, 8, 0, 20, pg(60, 60), false, 6},
-		{"holds nothing", 20, 0, 0, 20, pg(60, 60), false, 20},
-		{"a tiny limit, a quarter less", 5, 5, 0, 20, maria(1, 5), true, 4},
-		{"PostgreSQL full, 50 of 60 idle elsewhere: alone, keeps its ten", 10, 10, 0, 20, idle(pg(60, 60), 50), false, 10},
-		{"PostgreSQL full, 8 of 12 idle elsewhere: alone, keeps its share", 10, 4, 0, 10, idle(pg(12, 12), 8), false, 10},
-		{"PostgreSQL full, its own idle too: still alone", 10, 10, 0, 20, idle(pg(60, 60), 55), false, 10},
-		{"PostgreSQL full, two pools beside 20 idle: a third of the other 40", 20, 20, 0, 20, idle(pg(60, 60), 20), false, 15},
-		{"PostgreSQL full, two pools of 12 beside 36 idle: a quarter less, toward a third of the other 24", 12, 12, 0, 20, idle(pg(60, 60), 36), false, 9},
-		{"MariaDB full, 50 idle elsewhere, someone refused: half of the other ten", 10, 10, 0, 20, idle(maria(60, 60), 50), true, 8},
-		{"MariaDB full, 50 idle elsewhere, nobody refused: keeps its ten", 10, 10, 0, 20, idle(maria(60, 60), 50), false, 10},
+		{"no limit known", 5, 5, 0, 20, dialects.ServerLoad{}, false, false, 20},
+		{"room: grows by an eighth", 8, 8, 0, 20, pg(60, 50), false, false, 9},
+		{"room: grows by an eighth of a larger share", 16, 16, 0, 20, pg(60, 50), false, false, 18},
+		{"room: never above max", 20, 20, 0, 20, pg(60, 10), false, false, 20},
+		{"PostgreSQL full, three equal pools: a quarter each", 20, 20, 0, 20, pg(60, 60), false, false, 15},
+		{"PostgreSQL full, alone: keeps its share", 20, 60, 0, 60, pg(60, 60), false, false, 20},
+		{"PostgreSQL full, five pools of 12: a sixth each", 15, 12, 0, 20, pg(60, 60), false, false, 10},
+		{"PostgreSQL full, small: keeps its three", 20, 3, 0, 20, pg(60, 60), false, false, 3},
+		{"a pool of one keeps one", 20, 1, 0, 20, pg(60, 60), false, false, 1},
+		{"a share above what it holds comes down to it", 20, 8, 0, 20, pg(60, 60), false, false, 6},
+		{"never below min", 20, 20, 18, 20, pg(60, 60), false, false, 18},
+		{"MariaDB full, nobody else refused: keeps its share", 20, 20, 0, 20, maria(60, 60), false, false, 20},
+		{"MariaDB full, someone else refused: fair share", 20, 20, 0, 20, maria(60, 60), true, false, 15},
+		{"MariaDB full, alone, someone else refused: a quarter less", 20, 20, 0, 20, maria(20, 20), true, false, 15},
+		{"a lower share stays lower", 10, 20, 0, 20, pg(60, 60), false, false, 10},
+		{"eight pools of 8 at 60: a ninth", 8, 8, 0, 20, pg(60, 60), false, false, 6},
+		{"holds nothing", 20, 0, 0, 20, pg(60, 60), false, false, 20},
+		{"a tiny limit, a quarter less", 5, 5, 0, 20, maria(1, 5), true, false, 4},
+		{"PostgreSQL full, 50 of 60 idle elsewhere: alone, keeps its ten", 10, 10, 0, 20, idle(pg(60, 60), 50), false, false, 10},
+		{"PostgreSQL full, 8 of 12 idle elsewhere: alone, keeps its share", 10, 4, 0, 10, idle(pg(12, 12), 8), false, false, 10},
+		{"PostgreSQL full, its own idle too: still alone", 10, 10, 0, 20, idle(pg(60, 60), 55), false, false, 10},
+		{"PostgreSQL full, two pools beside 20 idle: a third of the other 40", 20, 20, 0, 20, idle(pg(60, 60), 20), false, false, 15},
+		{"PostgreSQL full, two pools of 12 beside 36 idle: a quarter less, toward a third of the other 24", 12, 12, 0, 20, idle(pg(60, 60), 36), false, false, 9},
+		{"MariaDB full, 50 idle elsewhere, someone refused: half of the other ten", 10, 10, 0, 20, idle(maria(60, 60), 50), true, false, 8},
+		{"MariaDB full, 50 idle elsewhere, nobody refused: keeps its ten", 10, 10, 0, 20, idle(maria(60, 60), 50), false, false, 10},
+		{"room just after a full look: left to the others", 8, 8, 0, 20, pg(60, 52), false, true, 8},
+		{"room just after a full look, MariaDB: left to the others", 8, 8, 0, 20, maria(60, 52), false, true, 8},
+		{"room at a second look in a row: grows", 8, 8, 0, 20, pg(60, 52), false, false, 9},
+		{"full after full: shares as ever", 20, 20, 0, 20, pg(60, 60), false, true, 15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := nextShare(tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused); got != tc.want {
-				t.Errorf("nextShare(share %d, total %d, min %d, max %d, %+v, othersRefused %v) = %d, want %d",
-					tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused, got, tc.want)
+			if got := nextShare(tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused, tc.wasFull); got != tc.want {
+				t.Errorf("nextShare(share %d, total %d, min %d, max %d, %+v, othersRefused %v, wasFull %v) = %d, want %d",
+					tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused, tc.wasFull, got, tc.want)
 			}
 		})
 	}

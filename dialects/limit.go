@@ -73,10 +73,10 @@ type ServerLoad struct {
 	// (PostgreSQL shows it for its own role's sessions, or every
 	// session's to a superuser or pg_read_all_stats; MariaDB its own
 	// user's threads, or every thread's with PROCESS). A pool's
-	// connections at a full server never sit idle that long: someone
-	// waits for each. These are held by a client that does not need them
-	// now (an admin tool, a service with room to spare), and count for
-	// no pool that waits.
+	// connections at a full server never sit idle that long (pooldriver
+	// gives back what sits idle for a second there). These are held by a
+	// client that does not need them now (an admin tool, a service with
+	// room to spare), and count for no pool that waits.
 	Idle int64
 	// Refused counts the connections the server refused for its limit
 	// since it started, or is -1 where the server does not say

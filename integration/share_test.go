@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,6 +93,7 @@ func TestReplicasShareFullServer(t *testing.T) {
 				}
 				all.Store(true)
 				time.Sleep(window)
+				logServerSessions(t, s) // what else held the server, should a replica starve
 				close(stop)
 				wg.Wait()
 				for _, db := range dbs {
@@ -114,4 +116,31 @@ func TestReplicasShareFullServer(t *testing.T) {
 			})
 		}
 	})
+}
+
+// logServerSessions logs the server's client sessions by user and state
+// (PROCESSLIST's command on MariaDB), as its administrator sees them.
+func logServerSessions(t *testing.T, s server) {
+	t.Helper()
+	q := "SELECT usename || ' ' || coalesce(state, '?'), count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' GROUP BY 1 ORDER BY 1"
+	if s.name == "mysql" {
+		q = "SELECT CONCAT(USER, ' ', COMMAND), COUNT(*) FROM information_schema.PROCESSLIST GROUP BY 1 ORDER BY 1"
+	}
+	rows, err := s.admin(t).QueryContext(ctx(t), q)
+	if err != nil {
+		t.Logf("%s sessions: %v", s.name, err)
+		return
+	}
+	defer rows.Close()
+	var seen []string
+	for rows.Next() {
+		var what string
+		var n int
+		if err := rows.Scan(&what, &n); err != nil {
+			t.Logf("%s sessions: %v", s.name, err)
+			return
+		}
+		seen = append(seen, fmt.Sprintf("%s: %d", what, n))
+	}
+	t.Logf("%s sessions at the end of the window: %s", s.name, strings.Join(seen, ", "))
 }

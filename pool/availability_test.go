@@ -555,9 +555,7 @@ func TestFullBackendTrimsIdle(t *testing.T) {
 		}
 		// A parked resource is idle too: given back when the backend is
 		// found full again.
-		p.mu.Lock()
-		p.atLimitLocked(p.clock()) // as a factory call at the limit does
-		p.mu.Unlock()
+		p.Pressure() // as a factory call at the limit does, or pooldriver's look
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if s := p.Stats(); s.Total != 1 || s.IdleTrimmed != 8 {

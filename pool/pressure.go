@@ -26,6 +26,21 @@ const DefaultIdleTimeUnderPressure = time.Second
 // at its limit the pool trims its idle resources.
 const pressureWindow = time.Minute
 
+// Pressure tells the pool its backend is full, as a factory call that
+// found it at its limit would: for pressureWindow from now it gives back
+// the resources idle longer than IdleTimeUnderPressure. For whoever
+// watches the backend (pooldriver's look at a full server): a pool whose
+// resources are all in use never dials and never finds the backend full
+// itself, and what a burst left at the back of its idle ring would sit
+// there, in nobody's use, while the backend refuses someone else.
+func (p *Pool[T]) Pressure() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.atLimitLocked(p.clock())
+	}
+}
+
 // atLimitLocked records that a factory call found the backend at its limit
 // at now. The caller holds mu.
 func (p *Pool[T]) atLimitLocked(now time.Duration) {
