@@ -340,9 +340,17 @@ func limitedTenant(t *testing.T, s server, limit int) *tenant {
 // another client would, and holds them, idle, until the test ends.
 func holdConns(t *testing.T, s server, tn *tenant, n int) {
 	t.Helper()
-	holder, err := sql.Open(map[string]string{"postgres": "pgx", "mysql": "mysql"}[s.name], strings.TrimPrefix(tn.base, "mysql://"))
+	holdConnsOf(t, s.name, tn.base, n, func(holder *sql.DB) { closeAndDrain(t, holder, tn.backends, tn.kill) })
+}
+
+// holdConnsOf is holdConns for a server's name ("postgres", "mysql") and a
+// pooldriver DSN; closeHolder closes the holder's *sql.DB when the test
+// ends, after the connections.
+func holdConnsOf(t *testing.T, name, dsn string, n int, closeHolder func(*sql.DB)) {
+	t.Helper()
+	holder, err := sql.Open(map[string]string{"postgres": "pgx", "mysql": "mysql"}[name], strings.TrimPrefix(dsn, "mysql://"))
 	require.NoError(t, err)
-	t.Cleanup(func() { closeAndDrain(t, holder, tn.backends, tn.kill) })
+	t.Cleanup(func() { closeHolder(holder) })
 	for range n {
 		conn, err := holder.Conn(ctx(t))
 		require.NoError(t, err)

@@ -3,7 +3,6 @@ package integration
 import (
 	"database/sql"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,15 +115,7 @@ func TestWaitingPoolGetsShareBesideIdle(t *testing.T) {
 	s := srv.s
 	app := srv.appUser(t)
 	srv.admin(t).SetMaxIdleConns(0) // root's connection would be one more
-	holder, err := sql.Open("mysql", strings.TrimPrefix(app, "mysql://"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = holder.Close() })
-	for range held {
-		conn, err := holder.Conn(ctx(t))
-		require.NoError(t, err)
-		require.NoError(t, conn.PingContext(ctx(t)))
-		t.Cleanup(func() { _ = conn.Close() })
-	}
+	holdConnsOf(t, "mysql", app, held, func(holder *sql.DB) { _ = holder.Close() })
 	time.Sleep(dialects.IdleFor + time.Second)
 
 	open := func() (*pooldriver.Connector, *sql.DB) {
