@@ -40,9 +40,9 @@ import (
 // Connections that have sat idle for 5 s (dialects.IdleFor) are
 // no pool's: a client holds them that does not use them now (an admin
 // tool, a service with room to spare). A pool's connections at a full
-// server are never idle that long: a look that finds the server full puts
-// the pool under pressure (pool.Pressure), and it gives back what sits
-// idle for a second. On a starved machine a pool's effective concurrency
+// server are never idle that long: a look that finds the server full, and
+// someone else connected to it, puts the pool under pressure
+// (pool.Pressure), and it gives back what sits idle for a second. On a starved machine a pool's effective concurrency
 // falls below what it holds, and the connections at the back of its idle
 // ring (reused most recently released first) sat idle for seconds: counted
 // as no pool's, they made the pools that held them look alone. They count for
@@ -105,6 +105,17 @@ func refusedOthers(prev, prevLimit int64, load dialects.ServerLoad, mine int64) 
 	return load.Refused >= 0 && prev >= 0 && load.Limit == prevLimit && load.Refused-prev > mine
 }
 
+// sharedFull reports whether the server is full and someone besides this
+// pool, which holds total connections, is connected to it. Then what sits
+// idle in the pool is no use to it and may be to someone refused: the pool
+// is put under pressure (pool.Pressure) and gives it back after a second
+// idle, as a pool refused itself does. So no pool's connection stays idle
+// for dialects.IdleFor there, and ServerLoad.Idle counts other clients'. A
+// pool that fills the server alone keeps its idle ones (and parks). Pure.
+func sharedFull(load dialects.ServerLoad, total int) bool {
+	return load.Limit > 0 && load.Connected >= load.Limit && load.Connected > int64(total)
+}
+
 // shareLoop asks for a look at the server every shareInterval while the
 // pool holds connections (physEnv.lookDue: the next connection let go
 // takes it, see look). It ends when the Connector closes, or when its
@@ -159,13 +170,10 @@ func (c *Connector) look(pc *physConn) bool {
 	mine := c.limitRefusals.Swap(0)
 	others := refusedOthers(c.shareRefused, c.shareLimit, load, mine)
 	c.shareRefused, c.shareLimit = load.Refused, load.Limit
-	next := nextShare(c.share, c.pool.Stats().Total, c.cfg.MinConns, c.cfg.MaxConns, load, others, c.shareFull)
+	total := c.pool.Stats().Total
+	next := nextShare(c.share, total, c.cfg.MinConns, c.cfg.MaxConns, load, others, c.shareFull)
 	c.shareFull = load.Limit > 0 && load.Connected >= load.Limit
-	if c.shareFull {
-		// What sits idle at a full server is no use to this pool and
-		// may be to someone refused: given back after a second idle, as
-		// by a pool refused itself. So no pool's connection stays idle
-		// for IdleFor at a full server, and Idle counts other clients'.
+	if sharedFull(load, total) {
 		c.pool.Pressure()
 	}
 	if next == c.share {

@@ -89,3 +89,23 @@ func TestRefusedOthers(t *testing.T) {
 		})
 	}
 }
+
+func TestSharedFull(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		load  dialects.ServerLoad
+		total int
+		want  bool
+	}{
+		{"full, others connected", dialects.ServerLoad{Limit: 16, Connected: 16, Idle: 6, Refused: -1}, 10, true},
+		{"full, this pool alone", dialects.ServerLoad{Limit: 16, Connected: 16, Refused: -1}, 16, false},
+		{"room", dialects.ServerLoad{Limit: 16, Connected: 12, Refused: -1}, 6, false},
+		{"no limit known", dialects.ServerLoad{}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sharedFull(tc.load, tc.total); got != tc.want {
+				t.Errorf("sharedFull(%+v, %d) = %v, want %v", tc.load, tc.total, got, tc.want)
+			}
+		})
+	}
+}
