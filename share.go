@@ -37,17 +37,17 @@ import (
 // instant of each second), and under load a refused pool's turn came too
 // rarely to get any.
 //
-// Connections that have sat idle for 5 s (dialects.IdleFor) are
-// no pool's: a client holds them that does not use them now (an admin
-// tool, a service with room to spare). A pool's connections at a full
-// server are never idle that long: a look that finds the server full, and
-// someone else connected to it, puts the pool under pressure
-// (pool.Pressure), and it gives back what sits idle for a second. On a starved machine a pool's effective concurrency
-// falls below what it holds, and the connections at the back of its idle
-// ring (reused most recently released first) sat idle for seconds: counted
-// as no pool's, they made the pools that held them look alone. They count for
-// no pool, and no share is made of them: a pool alone beside them keeps
-// what it has.
+// Connections that have sat idle for 5 s (dialects.IdleFor) are no
+// pool's: a client holds them that does not use them now (an admin tool, a
+// service with room to spare). They count for no pool, and no share is
+// made of them: a pool alone beside them keeps what it has. A pool's own
+// connections at a full server are never idle that long: a look that finds
+// the server full, and someone else connected to it, puts the pool under
+// pressure (sharedFull, pool.Pressure), and it gives back what sits idle
+// for a second. Without it, on a starved machine, where a pool's callers
+// run fewer at a time than it holds connections, those at the back of its
+// idle ring (reused most recently released first) sat idle for seconds,
+// counted as no pool's, and the pools that held them looked alone.
 //
 // A pool alone at a server it fills keeps its connections where no refusal
 // is counted (PostgreSQL; MariaDB at a user's limit): it cannot tell a
