@@ -3,6 +3,7 @@ package integration
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,12 +88,14 @@ func TestPoolAloneBesideIdleHolder(t *testing.T) {
 // max_connections (Connection_errors_max_connections), and A, seeing
 // someone else refused, gives back toward a fair share of the 10 that are
 // not idle; the idle 6 are nobody's to share. Over the last 6 s of the
-// 14 s both run, each serves at least a quarter of the other's calls
-// (with A keeping its 10, B would serve none). Not an even split: A
-// counts B's refusals as someone still waiting for as long as B, holding
-// fewer than A's, asks for more, and gives back to a third of the 10
-// (the limit among the pools it sees plus one getting in), where it
-// stays (a quarter of 3 is none): A 3, B 7 in each of four runs.
+// 14 s both run, each serves at least a quarter of the other's calls; the
+// same scenario through database/sql first, whose A keeps its 10 busy
+// connections, serves B fewer calls (none, but for a connection A loses).
+// Not an even split: A counts B's refusals as someone still waiting for
+// as long as B, holding fewer than A's, asks for more, and gives back to a
+// third of the 10 (the limit among the pools it sees plus one getting
+// in), where it stays (a quarter of 3 is none): A 3, B 7 in each of four
+// runs.
 //
 // PostgreSQL counts no refused connection anywhere a role can read, and
 // MariaDB counts a user's MAX_USER_CONNECTIONS refusals only among every
@@ -116,7 +119,38 @@ func TestWaitingPoolGetsShareBesideIdle(t *testing.T) {
 	app := srv.appUser(t)
 	srv.admin(t).SetMaxIdleConns(0) // root's connection would be one more
 	holdConnsOf(t, "mysql", app, held, func(holder *sql.DB) { _ = holder.Close() })
-	time.Sleep(dialects.IdleFor + time.Second)
+
+	// twoPools runs A alone, calls atAlone, runs A and B, and returns
+	// their calls over the last settled of both.
+	twoPools := func(dbA, dbB *sql.DB, atAlone func()) (ra, rb *loadResult, lastA, lastB int64) {
+		ra, rb = &loadResult{}, &loadResult{}
+		var okA, okB int64 // at the start of the settled part
+		var wg sync.WaitGroup
+		wg.Go(func() { runLoad(ra, alone+both, workers, fixedTO(callTO), sleepOp(s, dbA, 2)) })
+		time.Sleep(alone)
+		atAlone()
+		wg.Go(func() {
+			time.Sleep(both - settled)
+			okA, okB = ra.ok.Load(), rb.ok.Load()
+		})
+		runLoad(rb, both, workers, fixedTO(callTO), sleepOp(s, dbB, 2))
+		wg.Wait()
+		return ra, rb, ra.ok.Load() - okA, rb.ok.Load() - okB
+	}
+
+	// database/sql, while the held connections grow idle for IdleFor.
+	openPlain := func() *sql.DB {
+		db, err := sql.Open("mysql", strings.TrimPrefix(app, "mysql://"))
+		require.NoError(t, err)
+		db.SetMaxOpenConns(free)
+		return db
+	}
+	pa, pb := openPlain(), openPlain()
+	ra, rb, _, plainB := twoPools(pa, pb, func() {})
+	t.Logf("database/sql: A %v; B %v; B's calls over the last %v: %d", ra, rb, settled, plainB)
+	require.NoError(t, pa.Close())
+	require.NoError(t, pb.Close())
+	waitUserConns(t, srv.admin(t), "app", held)
 
 	open := func() (*pooldriver.Connector, *sql.DB) {
 		c := pooldriver.New(withParams(app, fmt.Sprintf("pool_max_conns=%d", free)))
@@ -126,35 +160,33 @@ func TestWaitingPoolGetsShareBesideIdle(t *testing.T) {
 		return c, db
 	}
 	a, dbA := open()
-	var ra, rb loadResult
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		runLoad(&ra, alone+both, workers, fixedTO(callTO), sleepOp(s, dbA, 2))
-	}()
-	time.Sleep(alone)
-	st := a.Stats()
-	t.Logf("A alone beside %d idle, after %v: %v; total %d, created %d, given back %d", held, alone, &ra, st.Total, st.Created, st.IdleTrimmed)
-	assert.Zero(t, st.IdleTrimmed, "A gave back with nobody refused: %+v", st)
-	assert.LessOrEqual(t, st.Created, int64(free), "A opened connections again: %+v", st)
-
 	b, dbB := open()
-	var okA, okB int64 // at the start of the settled part
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		time.Sleep(both - settled)
-		okA, okB = ra.ok.Load(), rb.ok.Load()
-	}()
-	runLoad(&rb, both, workers, fixedTO(callTO), sleepOp(s, dbB, 2))
-	wg.Wait()
-	lastA, lastB := ra.ok.Load()-okA, rb.ok.Load()-okB
+	ra, rb, lastA, lastB := twoPools(dbA, dbB, func() {
+		st := a.Stats()
+		t.Logf("A alone beside %d idle, after %v: total %d, created %d, given back %d", held, alone, st.Total, st.Created, st.IdleTrimmed)
+		assert.Zero(t, st.IdleTrimmed, "A gave back with nobody refused: %+v", st)
+		assert.LessOrEqual(t, st.Created, int64(free), "A opened connections again: %+v", st)
+	})
 	sa, sb := a.Stats(), b.Stats()
-	t.Logf("A: %v; total %d, created %d, given back %d", &ra, sa.Total, sa.Created, sa.IdleTrimmed)
-	t.Logf("B: %v; total %d, created %d, given back %d, connect errors %d", &rb, sb.Total, sb.Created, sb.IdleTrimmed, sb.ConnectErrors)
-	t.Logf("the last %v: A %d calls, B %d", settled, lastA, lastB)
+	t.Logf("A: %v; total %d, created %d, given back %d", ra, sa.Total, sa.Created, sa.IdleTrimmed)
+	t.Logf("B: %v; total %d, created %d, given back %d, connect errors %d", rb, sb.Total, sb.Created, sb.IdleTrimmed, sb.ConnectErrors)
+	t.Logf("the last %v: A %d calls, B %d (database/sql's B: %d)", settled, lastA, lastB, plainB)
 	assert.Positive(t, sa.IdleTrimmed, "A gave nothing back to B, refused beside it")
 	assert.GreaterOrEqual(t, float64(lastB), float64(lastA)/4, "B's calls against a quarter of A's, once shared")
 	assert.GreaterOrEqual(t, float64(lastA), float64(lastB)/4, "A's calls against a quarter of B's, once shared")
+	assert.Greater(t, lastB, plainB, "B's calls against database/sql's B in the same test")
+}
+
+// waitUserConns waits, up to 30 s, until a MariaDB user has n connections.
+func waitUserConns(t *testing.T, admin *sql.DB, user string, n int) {
+	t.Helper()
+	var got int
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		require.NoError(t, admin.QueryRowContext(ctx(t), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", user).Scan(&got))
+		if got == n {
+			return
+		}
+		require.False(t, time.Now().After(deadline), "%s has %d connections, want %d", user, got, n)
+		time.Sleep(50 * time.Millisecond)
+	}
 }
