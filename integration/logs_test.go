@@ -148,10 +148,15 @@ func TestLogsBreakerAtLimitDoNotFlood(t *testing.T) {
 		st := c.Stats()
 		t.Logf("at the limit: %v; breaker changes %d", r, st.BreakerChanges)
 		require.NoError(t, c.Close()) // writes what is held back
+		// A connection attempt in flight when the load ended may change the
+		// breaker once more before Close: the lines account for every
+		// change up to then, counted between the two reads.
+		after := c.Stats().BreakerChanges
 		lines, events, _ := h.count(slog.LevelWarn, "circuit breaker")
 		info, infoEvents, _ := h.count(slog.LevelInfo, "circuit breaker")
 		assert.NotZero(t, st.BreakerChanges, "the breaker never saw the limit")
 		assert.LessOrEqual(t, lines+info, 20, "breaker lines: %d WARN for %d changes, %d INFO for %d", lines, events, info, infoEvents)
-		assert.Equal(t, st.BreakerChanges, int64(events+infoEvents), "the lines account for every change")
+		assert.GreaterOrEqual(t, int64(events+infoEvents), st.BreakerChanges, "the lines account for every change before the load ended")
+		assert.LessOrEqual(t, int64(events+infoEvents), after, "the lines count no change that did not happen")
 	})
 }
