@@ -55,20 +55,26 @@ func (v *shadows) writesBlind(db string, refs *sqllex.Refs) bool {
 	return false
 }
 
-// shadowsSQL reads, in one round trip: every stored function the user
-// may call ('f', with its body: NULL where the user may not read it); the tables with triggers ('t'); every view with its
-// definition ('v': NULL or empty where the user may not read it); the
-// databases the user sees where the TRIGGER privilege (global, or on
-// the database, whose grant may be a LIKE pattern) is not the user's,
-// so that TRIGGERS may miss some ('b'). Privileges of a role, or on
-// single tables, are not looked for: such a database counts as blind.
-// information_schema spans every database: the reading does not depend
-// on the current one.
-const shadowsSQL = `SELECT 'f', ROUTINE_NAME, CASE WHEN ROUTINE_BODY = 'SQL' THEN ROUTINE_DEFINITION END` +
-	` FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'` +
-	` UNION ALL SELECT 't', EVENT_OBJECT_TABLE, NULL FROM information_schema.TRIGGERS` +
-	` UNION ALL SELECT 'v', TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS` +
-	` UNION ALL SELECT 'b', SCHEMA_NAME, NULL FROM information_schema.SCHEMATA` +
+// shadowsSQL reads, in one round trip, rows of (kind, schema, name, def,
+// mode): every stored function ('f') and procedure ('p') the user may
+// call, with its database, its body (NULL where the user may not read it)
+// and the sql_mode it was created with, in which it runs; the parameters
+// of each ('a': def the parameter's name, mode the routine's type); the
+// tables with triggers ('t'); every view with its definition ('v': NULL
+// or empty where the user may not read it); the databases the user sees
+// where the TRIGGER privilege (global, or on the database, whose grant
+// may be a LIKE pattern) is not the user's, so that TRIGGERS may miss
+// some ('b'). Privileges of a role, or on single tables, are not looked
+// for: such a database counts as blind. information_schema spans every
+// database: the reading does not depend on the current one.
+const shadowsSQL = `SELECT CASE ROUTINE_TYPE WHEN 'FUNCTION' THEN 'f' ELSE 'p' END, ROUTINE_SCHEMA, ROUTINE_NAME,` +
+	` CASE WHEN ROUTINE_BODY = 'SQL' THEN ROUTINE_DEFINITION END, SQL_MODE` +
+	` FROM information_schema.ROUTINES WHERE ROUTINE_TYPE IN ('FUNCTION', 'PROCEDURE')` +
+	` UNION ALL SELECT 'a', SPECIFIC_SCHEMA, SPECIFIC_NAME, PARAMETER_NAME, ROUTINE_TYPE FROM information_schema.PARAMETERS` +
+	` WHERE PARAMETER_NAME IS NOT NULL` +
+	` UNION ALL SELECT 't', NULL, EVENT_OBJECT_TABLE, NULL, NULL FROM information_schema.TRIGGERS` +
+	` UNION ALL SELECT 'v', NULL, TABLE_NAME, VIEW_DEFINITION, NULL FROM information_schema.VIEWS` +
+	` UNION ALL SELECT 'b', NULL, SCHEMA_NAME, NULL, NULL FROM information_schema.SCHEMATA` +
 	` WHERE SCHEMA_NAME NOT IN ('information_schema', 'performance_schema')` +
 	` AND NOT EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES` +
 	` WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = ` + grantee + `)` +
@@ -88,7 +94,7 @@ func (c *conn) readShadows(ctx context.Context) (shadows, error) {
 	}
 	defer func() { _ = rows.Close() }()
 	var rs []catalogRow
-	dest := make([]driver.Value, 3)
+	dest := make([]driver.Value, 5)
 	for {
 		if err := rows.Next(dest); err == io.EOF {
 			break
@@ -96,9 +102,11 @@ func (c *conn) readShadows(ctx context.Context) (shadows, error) {
 			return shadows{}, err
 		}
 		kind, _ := textOf(dest[0])
-		name, _ := textOf(dest[1])
-		def, hasDef := textOf(dest[2])
-		rs = append(rs, catalogRow{kind: kind, name: name, def: def, hasDef: hasDef})
+		schema, _ := textOf(dest[1])
+		name, _ := textOf(dest[2])
+		def, hasDef := textOf(dest[3])
+		mode, _ := textOf(dest[4])
+		rs = append(rs, catalogRow{kind: kind, schema: schema, name: name, def: def, hasDef: hasDef, mode: mode})
 	}
 	if err := rows.Close(); err != nil {
 		return shadows{}, err
@@ -108,8 +116,9 @@ func (c *conn) readShadows(ctx context.Context) (shadows, error) {
 
 // catalogRow is one row of shadowsSQL; hasDef is false for a NULL def.
 type catalogRow struct {
-	kind, name, def string
-	hasDef          bool
+	kind, schema, name, def string
+	hasDef                  bool
+	mode                    string
 }
 
 // buildShadows turns the catalog's rows into shadows. Every stored
@@ -122,23 +131,31 @@ type catalogRow struct {
 // names what counts already (a table with a trigger, a function, a view
 // that counts: views over views, to the fixed point); or when the user
 // may not read it. Then a name all of whose stored functions (one in each
-// database that has one: a call resolves by the current database) return
-// an expression that reads as harmless (sqllex.HarmlessReturn) moves from
-// the names that count to the harmless ones (sqllex.Shadows.Vouched): a
-// call of it is no session change. A view that names it still counts.
+// database that has one: a call resolves by the current database) the
+// catalog proves harmless (see routines.harmless) moves from the names
+// that count to the harmless ones (sqllex.Shadows.Vouched): a call of it
+// is no session change. A view that names it still counts.
 func buildShadows(rows []catalogRow) shadows {
 	v := shadows{s: &sqllex.Shadows{Names: map[string]struct{}{}}}
 	names := v.s.Names
 	// counted: the names that count for a table or a view, whatever
 	// the functions of the same name are.
 	counted := map[string]struct{}{}
-	var views, funcs []catalogRow
+	var views []catalogRow
+	rs := routines{defs: map[routineKey][]*routineDef{}, state: map[routineKey]proof{}, counted: counted}
+	params := map[routineKey][]string{} // by the routine's database, type and name
 	for _, r := range rows {
 		name := strings.ToLower(r.name)
 		switch r.kind {
-		case "f":
-			names[name] = struct{}{}
-			funcs = append(funcs, catalogRow{name: name, def: r.def, hasDef: r.hasDef})
+		case "f", "p":
+			if r.kind == "f" {
+				names[name] = struct{}{}
+			}
+			k := routineKey{proc: r.kind == "p", name: name}
+			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), def: r.def, hasDef: r.hasDef, mode: r.mode})
+		case "a":
+			k := routineKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), name: strings.ToLower(r.schema) + "." + name}
+			params[k] = append(params[k], r.def)
 		case "t":
 			names[name] = struct{}{}
 			counted[name] = struct{}{}
@@ -146,7 +163,7 @@ func buildShadows(rows []catalogRow) shadows {
 			if v.blind == nil {
 				v.blind = map[string]struct{}{}
 			}
-			v.blind[name] = struct{}{}
+			v.blind[strings.ToLower(name)] = struct{}{}
 		case "v":
 			def := strings.ToLower(r.def)
 			if strings.TrimSpace(def) == "" || viewChanges(def) {
@@ -173,29 +190,136 @@ func buildShadows(rows []catalogRow) shadows {
 			added = true
 		}
 	}
-	// Every function's body is read against every name that counts, its
-	// own and the other functions' included: a call of another stored
-	// function, or of itself, is not harmless.
-	verdict := make(map[string]bool, len(funcs))
-	for _, f := range funcs {
-		if ok, seen := verdict[f.name]; seen && !ok {
-			continue
+	for k, defs := range rs.defs {
+		for _, d := range defs {
+			d.params = params[routineKey{proc: k.proc, name: d.schema + "." + k.name}]
 		}
-		verdict[f.name] = f.hasDef && sqllex.HarmlessReturn(f.def, v.s)
 	}
-	for name, ok := range verdict {
-		if !ok {
+	rs.blind = v.blind
+	for k := range rs.defs {
+		if k.proc || !rs.harmless(k, 0) {
 			continue
 		}
 		if v.s.Harmless == nil {
 			v.s.Harmless = map[string]struct{}{}
 		}
-		v.s.Harmless[name] = struct{}{}
-		if _, ok := counted[name]; !ok {
-			delete(names, name)
+		v.s.Harmless[k.name] = struct{}{}
+		if _, ok := counted[k.name]; !ok {
+			delete(names, k.name)
 		}
 	}
 	return v
+}
+
+// routineKey names the stored functions (proc false) or procedures of a
+// name, in lower case, in every database: functions and procedures have
+// names of their own.
+type routineKey struct {
+	proc bool
+	name string
+}
+
+// routineDef is one stored routine as the catalog shows it.
+type routineDef struct {
+	schema string // its database, lower case, where its unqualified names resolve
+	def    string
+	hasDef bool
+	mode   string   // the sql_mode it was created with, in which it runs
+	params []string // the names of its parameters
+}
+
+// proof is where routines.harmless stands for a name.
+type proof uint8
+
+const (
+	unproved proof = iota
+	proving        // on the path being followed: a call back to it is a cycle
+	proved
+	refuted
+)
+
+// maxCallDepth bounds how deep routines.harmless follows routines through
+// the routines they call: one deeper is not harmless.
+const maxCallDepth = 8
+
+// routines proves stored routines harmless through the routines they call.
+type routines struct {
+	defs    map[routineKey][]*routineDef
+	state   map[routineKey]proof
+	counted map[string]struct{} // tables with triggers, views that count
+	blind   map[string]struct{} // databases whose triggers the user may not see
+}
+
+// harmless reports whether every routine of k (in every database: a call
+// resolves by the current one, or the routine's own) has a body that,
+// read in its sql_mode by sqllex.ReadRoutine, leaves the session alone;
+// names no table with a trigger or view that counts; writes, if it does,
+// where every trigger is in sight; and calls only functions and
+// procedures that are harmless in turn, depth calls deep at most. A name
+// the catalog lacks (a built-in's name before white space, a package's
+// routine), a body the user may not read, and a cycle of calls are not
+// harmless.
+func (rs *routines) harmless(k routineKey, depth int) bool {
+	switch rs.state[k] {
+	case proving, refuted:
+		return false
+	case proved:
+		return true
+	}
+	defs := rs.defs[k]
+	if len(defs) == 0 || depth > maxCallDepth {
+		return false
+	}
+	rs.state[k] = proving
+	ok := true
+	for _, d := range defs {
+		if ok = rs.bodyHarmless(d, depth); !ok {
+			break
+		}
+	}
+	rs.state[k] = refuted
+	if ok {
+		rs.state[k] = proved
+	}
+	return ok
+}
+
+// bodyHarmless is harmless for one routine's body.
+func (rs *routines) bodyHarmless(d *routineDef, depth int) bool {
+	mode, known := sqllex.ParseSQLMode(d.mode)
+	if !d.hasDef || !known {
+		return false
+	}
+	b := sqllex.ReadRoutine(d.def, mode, d.params)
+	if !b.Harmless {
+		return false
+	}
+	if _, ok := rs.blind[d.schema]; ok && b.Writes {
+		return false
+	}
+	for _, w := range b.Words {
+		if _, ok := rs.counted[w]; ok {
+			return false
+		}
+		if _, ok := rs.blind[w]; ok && b.Writes {
+			return false
+		}
+		// A stored function of a listed built-in's name, called under it.
+		if f := (routineKey{name: w}); len(rs.defs[f]) > 0 && !rs.harmless(f, depth+1) {
+			return false
+		}
+	}
+	for _, f := range b.Funcs {
+		if !rs.harmless(routineKey{name: f}, depth+1) {
+			return false
+		}
+	}
+	for _, p := range b.Procs {
+		if !rs.harmless(routineKey{proc: true, name: p}, depth+1) {
+			return false
+		}
+	}
+	return true
 }
 
 // viewChanges reports a view definition that, read as a statement's text,

@@ -214,10 +214,10 @@ func TestCatalogWrapped(t *testing.T) {
 	}
 }
 
-// TestCatalogServerHarmlessFunction (issue 46): on the real server, a call
-// of a stored function that returns an expression the rules read as
-// harmless is no change of the session, so pooldriver resets nothing
-// after it; a function of several statements counts. So does the
+// TestCatalogServerHarmlessFunction: on the real server, a call of a
+// stored function whose body the rules read as harmless (one RETURN, or a
+// block of statements) is no change of the session, so pooldriver resets
+// nothing after it; one that sets a user variable counts. So does the
 // harmless one's name once another database holds a function of the same
 // name that changes the session (a call resolves by the current
 // database): the catalog is read again after the DDL.
@@ -227,6 +227,7 @@ func TestCatalogServerHarmlessFunction(t *testing.T) {
 	drop := []string{
 		"DROP FUNCTION IF EXISTS pd_cat_ret",
 		"DROP FUNCTION IF EXISTS pd_cat_block",
+		"DROP FUNCTION IF EXISTS pd_cat_setter",
 		"DROP DATABASE IF EXISTS pd_cat_other",
 	}
 	dropBeforeAndAfter(t, drop)
@@ -242,13 +243,16 @@ func TestCatalogServerHarmlessFunction(t *testing.T) {
 		return changed
 	}
 	exec("CREATE FUNCTION pd_cat_ret(x INT) RETURNS INT DETERMINISTIC RETURN x + LENGTH('a;b')")
-	exec("CREATE FUNCTION pd_cat_block(x INT) RETURNS INT DETERMINISTIC BEGIN RETURN x + 1; END")
+	exec("CREATE FUNCTION pd_cat_block(x INT) RETURNS INT DETERMINISTIC BEGIN DECLARE y INT DEFAULT 1; SET x = x + y; RETURN x; END")
+	exec("CREATE FUNCTION pd_cat_setter(x INT) RETURNS INT DETERMINISTIC BEGIN SET @pd_v = x; RETURN x; END")
 	for q, want := range map[string]bool{
-		"SELECT pd_cat_ret(1)":                  false,
-		"SELECT PD_CAT_RET(2), `pd_cat_ret`(3)": false,
-		"SELECT test.pd_cat_ret(4)":             false,
-		"SELECT pd_cat_block(1)":                true,
-		"SELECT pd_cat_ret(1), pd_cat_block(1)": true,
+		"SELECT pd_cat_ret(1)":                   false,
+		"SELECT PD_CAT_RET(2), `pd_cat_ret`(3)":  false,
+		"SELECT test.pd_cat_ret(4)":              false,
+		"SELECT pd_cat_block(1)":                 false,
+		"SELECT pd_cat_ret(1), pd_cat_block(1)":  false,
+		"SELECT pd_cat_setter(1)":                true,
+		"SELECT pd_cat_ret(1), pd_cat_setter(1)": true,
 	} {
 		if got := exec(q); got != want {
 			t.Errorf("%s: changes the session %v, want %v", q, got, want)

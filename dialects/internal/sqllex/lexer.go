@@ -72,6 +72,10 @@ type lexer struct {
 
 	// exec: inside a MySQL executable comment, whose "*/" ends it.
 	exec bool
+
+	// ansi: MySQL under ANSI_QUOTES, where "…" quotes a name, not a
+	// string (see SQLMode).
+	ansi bool
 }
 
 func newLexer(s string, my, escapes bool) lexer {
@@ -178,7 +182,7 @@ func (l *lexer) token(i int, c byte) token {
 		}
 		l.i = j
 		return token{kind: kWord, text: s[i:j]}
-	case c == '\'' || c == '"' && l.my:
+	case c == '\'' || c == '"' && l.my && !l.ansi:
 		var end int
 		var backslash bool
 		if l.my {
