@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,8 +19,11 @@ import (
 // whose body the catalog proves harmless (no reset: sql), and
 // pd_bench_plpgsql, which it cannot read (its connection is reset before
 // anyone else uses it: plpgsql); on MySQL/MariaDB pd_bench_f, RETURN 1,
-// which the catalog proves harmless (return), and pd_bench_block, BEGIN
-// RETURN 1; END, which it does not read (block). The reset runs off the caller's path where another connection is
+// which the catalog proves harmless (return), pd_bench_block, BEGIN
+// RETURN 1; END, which it reads statement by statement and proves harmless
+// too (block), and my54_bench_business, a block with locals, IF, SELECT
+// ... INTO a local, an INSERT and an UPDATE (business; proved harmless).
+// The reset runs off the caller's path where another connection is
 // to be had, and with the next statement (PostgreSQL) where none is. One
 // serial caller (serial) and 16 goroutines (concurrent16), in interleaved
 // chunks of one run; on-ns/off-ns is the cost, off/on the throughput
@@ -35,7 +39,7 @@ func BenchmarkDefaultDenyReset(b *testing.B) {
 		}
 		langs := []string{"sql", "plpgsql"}
 		if s.name == "mysql" {
-			langs = []string{"return", "block"}
+			langs = []string{"return", "block", "business"}
 		}
 		for _, lang := range langs {
 			for _, workers := range []int{1, 16} {
@@ -53,16 +57,27 @@ func BenchmarkDefaultDenyReset(b *testing.B) {
 // function in lang, workers goroutines calling.
 func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	fn := "pd_bench_f"
-	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+	create := []string{"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS int LANGUAGE sql AS 'SELECT 1'"}
+	var drop []string
+	args := "()"
 	switch lang {
 	case "plpgsql":
 		fn = "pd_bench_plpgsql"
-		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$"
+		create = []string{"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$"}
 	case "return":
-		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC RETURN 1"
+		create = []string{"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC RETURN 1"}
 	case "block":
 		fn = "pd_bench_block"
-		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC BEGIN RETURN 1; END"
+		create = []string{"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC BEGIN RETURN 1; END"}
+	case "business":
+		fn, args = "my54_bench_business", "(7, 3)"
+		create = []string{
+			"CREATE OR REPLACE TABLE my54_bench_orders (id INT AUTO_INCREMENT PRIMARY KEY, customer INT, amount DECIMAL(10,2)) ENGINE=InnoDB",
+			"CREATE OR REPLACE TABLE my54_bench_customers (id INT PRIMARY KEY, last_total DECIMAL(10,2)) ENGINE=InnoDB",
+			"INSERT INTO my54_bench_customers VALUES (7, 0)",
+			strings.Replace(businessFunction(fn, "my54_bench_orders", "my54_bench_customers", ""), "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1),
+		}
+		drop = []string{"DROP FUNCTION " + fn, "DROP TABLE my54_bench_orders", "DROP TABLE my54_bench_customers"}
 	}
 	var dbs []*sql.DB
 	var conns []*pooldriver.Connector
@@ -77,10 +92,19 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 		dbs = append(dbs, db)
 	}
 	ctx := context.Background()
-	if _, err := dbs[0].ExecContext(ctx, create); err != nil {
-		b.Fatal(err)
+	for _, q := range create {
+		if _, err := dbs[0].ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
 	}
-	query := "SELECT " + fn + "()"
+	defer func() { // before the deferred Close of the *sql.DBs
+		for _, q := range drop {
+			if _, err := dbs[0].ExecContext(context.Background(), q); err != nil {
+				b.Error(err)
+			}
+		}
+	}()
+	query := "SELECT " + fn + args
 	// run makes n calls on db, shared among the workers.
 	run := func(db *sql.DB, n int) {
 		var wg sync.WaitGroup
@@ -102,7 +126,7 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	}
 	resets := conns[1].Stats().SessionResets
 	took := interleaved(b, len(dbs), chunk, func(i, n int) { run(dbs[i], n) })
-	if proven := lang == "sql" || lang == "return"; !proven {
+	if proven := lang != "plpgsql"; !proven {
 		// The resets run off the callers' path: the last may still be
 		// under way.
 		waitFor(b, fmt.Sprintf("default-deny to reset a connection over %d calls of a user's function", b.N),
