@@ -174,3 +174,34 @@ func TestMariaDBBusinessFunctionNoReset(t *testing.T) {
 		}
 	})
 }
+
+// TestNeverDirtyMariaDBAnsiQuotesSession: a session whose DSN turns
+// ANSI_QUOTES on calls GET_LOCK as "get_lock"(…) and a stored function as
+// "my54_…"(): read as strings, neither counted, and the next user of the
+// one connection found the lock held.
+func TestNeverDirtyMariaDBAnsiQuotesSession(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		lock := unique("my54_lock")
+		inner := unique("my54_inner")
+		d := newDDL(t, s)
+		d.add("CREATE FUNCTION "+inner+"() RETURNS INT BEGIN DECLARE r INT; SET r = GET_LOCK('"+lock+"', 0); RETURN r; END",
+			"DROP FUNCTION "+inner)
+		d.apply()
+		dsn := withParams(s.dsn, "sql_mode=%27ANSI_QUOTES%27")
+		t.Run(`"get_lock"()`, func(t *testing.T) {
+			checkDenied(t, s, dsn, denyCase{
+				dirty:   execAll(`SELECT "get_lock"('` + lock + `', 0)`),
+				observe: myLockFree(s, lock),
+				want:    "free: true",
+				shown:   true,
+			})
+		})
+		t.Run(`"stored function"()`, func(t *testing.T) {
+			checkDenied(t, s, dsn, denyCase{
+				dirty:   execAll(`SELECT "` + inner + `"()`),
+				observe: myLockFree(s, lock),
+				want:    "free: true",
+			})
+		})
+	})
+}

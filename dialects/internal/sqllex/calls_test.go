@@ -75,9 +75,9 @@ var callCases = []struct {
 	// Calls of the user's functions and procedures.
 	{"SELECT f()", U, U, U},
 	{"SELECT public.f(1)", U, U, U},
-	{`SELECT "f"()`, U, K, U}, // MySQL: a string,
+	{`SELECT "f"()`, U, U, U}, // MySQL: a call under ANSI_QUOTES, no valid text otherwise
 	{"SELECT `f`()", K, U, U},
-	{"SELECT \"Lower\"('x')", U, K, U},
+	{"SELECT \"Lower\"('x')", U, U, U},
 	{"SELECT public.lower('x')", U, U, U},
 	{"SELECT * FROM t WHERE f(x)", U, U, U},
 	{"SELECT my_func()", U, U, U},

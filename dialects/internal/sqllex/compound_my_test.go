@@ -160,7 +160,7 @@ func TestReadRoutineModes(t *testing.T) {
 		// "…" is a string by default, a name under ANSI_QUOTES.
 		{`RETURN "get_lock"`, def, true, nil, "default"},
 		{`RETURN "get_lock"('x', 0)`, ansi, false, nil, "ansi"},
-		{`RETURN "other_fn"()`, def, true, nil, "default"},
+		{`RETURN "other_fn"()`, def, true, []string{"other_fn"}, "default"}, // no string is called
 		{`RETURN "other_fn"()`, ansi, true, []string{"other_fn"}, "ansi"},
 		{`BEGIN DECLARE "x" INT; SET "X" = 1; RETURN "x"; END`, ansi, true, nil, "ansi"},
 		{`BEGIN SET "time_zone" = '+01:00'; RETURN 1; END`, ansi, false, nil, "ansi"},
@@ -193,4 +193,26 @@ func FuzzReadRoutine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string, ansi, nbe bool) {
 		_ = ReadRoutine(body, SQLMode{ANSIQuotes: ansi, NoBackslashEscapes: nbe}, []string{"p"})
 	})
+}
+
+// TestDoubleQuotedCall: a statement's "f"(…) is a call of f, as the server
+// reads it under ANSI_QUOTES (a session may have it on); no string can be
+// called in the default mode, so reading it as a name costs nothing.
+func TestDoubleQuotedCall(t *testing.T) {
+	for q, want := range map[string]bool{
+		`SELECT "get_lock"('x', 0)`:  true,
+		`SELECT "get_lock" ('x', 0)`: true,
+		`SELECT "get_lock"`:          false,
+		`SELECT "a(b)"`:              false,
+	} {
+		if got := ChangesSession(q, MySQL); got != want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
+		}
+	}
+	if got, ok := UnknownCallsOf(`SELECT "my_f"(1), "x"`, MySQL); !ok || !slices.Equal(got, []string{"my_f"}) {
+		t.Errorf(`UnknownCallsOf("my_f"(1)) = %q, %v; want [my_f]`, got, ok)
+	}
+	if CallsOf(`SELECT "my_f"(1)`, MySQL) != CallsUnknown {
+		t.Error(`"my_f"(1): not a call`)
+	}
 }

@@ -18,7 +18,8 @@ const (
 	// which nest.
 	Postgres Flavor = 1 << iota
 	// MySQL is MySQL and MariaDB: '…' and "…" strings in which a backslash
-	// escapes (unless NO_BACKSLASH_ESCAPES), `…` identifiers, # and "-- "
+	// escapes (unless NO_BACKSLASH_ESCAPES), but a "…" before '(' is a
+	// name called (ANSI_QUOTES), `…` identifiers, # and "-- "
 	// comments, which end at '\n' ("--" wants white space or a control
 	// byte after it), /* */ comments, which do not nest, and executable
 	// comments /*! … */, /*!50000 … */ and /*M!100000 … */, whose text is
@@ -187,6 +188,13 @@ func (l *lexer) token(i int, c byte) token {
 		var backslash bool
 		if l.my {
 			end, backslash = skipString(s, i, l.escapes)
+			if c == '"' && end > 0 && !backslash && opensCall(s, end) {
+				// A string cannot be called: "f"(…) is a call of f
+				// under ANSI_QUOTES, which the session may have on,
+				// and no valid text otherwise.
+				l.i = end
+				return token{kind: kIdent, text: s[i+1 : end-1]}
+			}
 			if c == '"' && backslash {
 				// Under ANSI_QUOTES "…" is a name, in which a backslash
 				// escapes nothing, while '…' still escapes: a third
@@ -235,6 +243,20 @@ func (l *lexer) token(i int, c byte) token {
 		k = kHash
 	}
 	return token{kind: k, text: s[i : i+1]}
+}
+
+// opensCall reports a '(' at s[i] or after white space.
+func opensCall(s string, i int) bool {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r', '\f', '\v':
+		case '(':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // end returns the token of kind k that spans s[i:end], or kBad if end < 0.
