@@ -58,7 +58,9 @@ func (v *shadows) writesBlind(db string, refs *sqllex.Refs) bool {
 // shadowsSQL reads, in one round trip, rows of (kind, schema, name, def,
 // mode): every stored function ('f') and procedure ('p') the user may
 // call, with its database, its body (NULL where the user may not read it)
-// and the sql_mode it was created with, in which it runs; the parameters
+// and the sql_mode it was created with, in which it runs; every MariaDB
+// package ('k': pkg.f() calls a routine of the package that ROUTINES
+// does not list, whatever the stored functions named f are); the parameters
 // of each ('a': def the parameter's name, mode the routine's type); the
 // tables with triggers ('t'); every view with its definition ('v': NULL
 // or empty where the user may not read it); the databases the user sees
@@ -67,9 +69,9 @@ func (v *shadows) writesBlind(db string, refs *sqllex.Refs) bool {
 // some ('b'). Privileges of a role, or on single tables, are not looked
 // for: such a database counts as blind. information_schema spans every
 // database: the reading does not depend on the current one.
-const shadowsSQL = `SELECT CASE ROUTINE_TYPE WHEN 'FUNCTION' THEN 'f' ELSE 'p' END, ROUTINE_SCHEMA, ROUTINE_NAME,` +
-	` CASE WHEN ROUTINE_BODY = 'SQL' THEN ROUTINE_DEFINITION END, SQL_MODE` +
-	` FROM information_schema.ROUTINES WHERE ROUTINE_TYPE IN ('FUNCTION', 'PROCEDURE')` +
+const shadowsSQL = `SELECT CASE ROUTINE_TYPE WHEN 'FUNCTION' THEN 'f' WHEN 'PROCEDURE' THEN 'p' ELSE 'k' END,` +
+	` ROUTINE_SCHEMA, ROUTINE_NAME, CASE WHEN ROUTINE_BODY = 'SQL' THEN ROUTINE_DEFINITION END, SQL_MODE` +
+	` FROM information_schema.ROUTINES` +
 	` UNION ALL SELECT 'a', SPECIFIC_SCHEMA, SPECIFIC_NAME, PARAMETER_NAME, ROUTINE_TYPE FROM information_schema.PARAMETERS` +
 	` WHERE PARAMETER_NAME IS NOT NULL` +
 	` UNION ALL SELECT 't', NULL, EVENT_OBJECT_TABLE, NULL, NULL FROM information_schema.TRIGGERS` +
@@ -156,7 +158,7 @@ func buildShadows(rows []catalogRow) shadows {
 		case "a":
 			k := routineKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), name: strings.ToLower(r.schema) + "." + name}
 			params[k] = append(params[k], r.def)
-		case "t":
+		case "t", "k":
 			names[name] = struct{}{}
 			counted[name] = struct{}{}
 		case "b":

@@ -66,6 +66,8 @@ func TestHarmlessFunctions(t *testing.T) {
 		{kind: "f", name: "twice", def: "RETURN RELEASE_ALL_LOCKS()", hasDef: true},
 		{kind: "f", name: "audited", def: "RETURN 1", hasDef: true},
 		{kind: "t", name: "audited"},
+		{kind: "f", name: "via_package", def: "BEGIN RETURN pkg.one(); END", hasDef: true},
+		{kind: "k", name: "pkg"},
 	})
 	var harmless []string
 	for n := range v.s.Harmless {
@@ -80,7 +82,7 @@ func TestHarmlessFunctions(t *testing.T) {
 			t.Errorf("%s, harmless, still counts", n)
 		}
 	}
-	for _, n := range []string{"unread", "locker", "setter", "self", "reads_audited", "returned", "twice", "audited"} {
+	for _, n := range []string{"unread", "locker", "setter", "self", "reads_audited", "returned", "twice", "audited", "via_package", "pkg"} {
 		if _, ok := v.s.Names[n]; !ok {
 			t.Errorf("%s no longer counts", n)
 		}
