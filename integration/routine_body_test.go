@@ -205,3 +205,58 @@ func TestNeverDirtyMariaDBAnsiQuotesSession(t *testing.T) {
 		})
 	})
 }
+
+// TestMariaDBProcedureNoReset: CALL of a procedure with locals, IF,
+// SELECT … INTO, INSERT and UPDATE, 200 times through pooldriver at the
+// defaults, costs no reset; the same procedure with a SET @v added costs a
+// reset after every call, and its next user finds no variable.
+func TestMariaDBProcedureNoReset(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		variable := unique("my54_v")
+		d := newDDL(t, s)
+		orders := d.table("my54_orders", "id INT AUTO_INCREMENT PRIMARY KEY, customer INT, amount DECIMAL(10,2)")
+		procs := map[string]string{"harmless": unique("my54_proc"), "SET @v": unique("my54_proc")}
+		for variant, extra := range map[string]string{"harmless": "", "SET @v": "SET @" + variable + " = qty;"} {
+			d.add(fmt.Sprintf(`CREATE PROCEDURE %s(cust INT, qty INT)
+BEGIN
+  DECLARE n INT;
+  IF qty > 100 THEN SET qty = 100; END IF;
+  SELECT COUNT(*) INTO n FROM %s WHERE customer = cust;
+  INSERT INTO %s (customer, amount) VALUES (cust, qty + n);
+  UPDATE %s SET amount = amount WHERE id = LAST_INSERT_ID();
+  %s
+END`, procs[variant], orders, orders, orders, extra), "DROP PROCEDURE "+procs[variant])
+		}
+		d.apply()
+
+		connector := pooldriver.New(s.dsn)
+		require.NoError(t, connector.Err())
+		db := sql.OpenDB(connector)
+		defer db.Close()
+		call := func(proc string, n int) {
+			t.Helper()
+			for i := range n {
+				_, err := db.ExecContext(ctx(t), "CALL "+proc+"(7, ?)", 1+i%150)
+				require.NoError(t, err)
+			}
+		}
+		call(procs["harmless"], 10)
+		before := connector.Stats().SessionResets
+		const calls = 200
+		call(procs["harmless"], calls)
+		assert.Equal(t, int64(0), connector.Stats().SessionResets-before, "resets over %d calls of a procedure the catalog proves harmless", calls)
+
+		before = connector.Stats().SessionResets
+		const n = 20
+		call(procs["SET @v"], n)
+		waitFor(t, fmt.Sprintf("a reset after each of %d calls", n), func() bool {
+			return connector.Stats().SessionResets-before >= n
+		})
+		checkDenied(t, s, s.dsn, denyCase{
+			dirty:    execAll("CALL " + procs["SET @v"] + "(7, 3)"),
+			observe:  asks("SELECT coalesce(@" + variable + ", '')"),
+			want:     "",
+			reported: true,
+		})
+	})
+}

@@ -228,3 +228,41 @@ func TestCatalogKey(t *testing.T) {
 		t.Error("two accounts share a key")
 	}
 }
+
+// TestProvedCall: one CALL of a procedure the catalog proves harmless,
+// through the routines it calls, is no session change; a procedure that
+// changes the session, calls one that does or calls itself, a user
+// variable among the arguments (an OUT parameter assigns it), an argument
+// that calls what is not proved, and two statements still count.
+func TestProvedCall(t *testing.T) {
+	v := buildShadows([]catalogRow{
+		{kind: "p", schema: "test", name: "good_p", def: "BEGIN DECLARE n INT; SELECT COUNT(*) INTO n FROM t WHERE a = x; INSERT INTO t (a) VALUES (n); CALL inner_p(); END", hasDef: true},
+		{kind: "a", schema: "test", name: "good_p", def: "x", mode: "PROCEDURE"},
+		{kind: "p", schema: "test", name: "inner_p", def: "UPDATE t SET a = a + 1", hasDef: true},
+		{kind: "p", schema: "test", name: "setter_p", def: "BEGIN SET @v = 1; END", hasDef: true},
+		{kind: "p", schema: "test", name: "outer_p", def: "BEGIN CALL setter_p(); END", hasDef: true},
+		{kind: "p", schema: "test", name: "loop_p", def: "BEGIN CALL loop_p(); END", hasDef: true},
+		{kind: "p", schema: "test", name: "param_p", def: "SET x = 1", hasDef: true},
+		{kind: "f", schema: "test", name: "good_f", def: "RETURN 1", hasDef: true},
+		{kind: "f", schema: "test", name: "bad_f", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+	})
+	c := &conn{db: "test", cat: fixedCatalog(v)}
+	for q, want := range map[string]bool{
+		"CALL good_p(1)":                 false,
+		"call `GOOD_P`(good_f())":        false,
+		"CALL inner_p":                   false,
+		"CALL setter_p()":                true,
+		"CALL outer_p()":                 true,
+		"CALL loop_p()":                  true,
+		"CALL param_p()":                 true, // x is no parameter the catalog listed: a system variable
+		"CALL good_p(@v)":                true,
+		"CALL good_p(bad_f())":           true,
+		"CALL good_p(1); CALL good_p(2)": true,
+		"CALL good_p('a\\b')":            true,
+		"CALL unknown_p()":               true,
+	} {
+		if got := c.ChangesSession(q); got != want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
