@@ -97,6 +97,23 @@ BEGIN
 END`, name, orders, orders, customers, extra)
 }
 
+// callsAtDefaults opens a pool of pooldriver's at the defaults on s, closed
+// when the test ends, and returns it and a func that runs query n times,
+// the i-th with 1+i%150 for its argument.
+func callsAtDefaults(t *testing.T, s server) (*pooldriver.Connector, func(query string, n int)) {
+	connector := pooldriver.New(s.dsn)
+	require.NoError(t, connector.Err())
+	db := sql.OpenDB(connector)
+	t.Cleanup(func() { _ = db.Close() })
+	return connector, func(query string, n int) {
+		t.Helper()
+		for i := range n {
+			_, err := db.ExecContext(ctx(t), query, 1+i%150)
+			require.NoError(t, err, query)
+		}
+	}
+}
+
 // TestMariaDBBusinessFunctionNoReset: a stored function with locals, IF,
 // SELECT … INTO a local, INSERT, UPDATE and RETURN, called 1,000 times
 // through pooldriver at the defaults, costs no reset; the same function
@@ -128,17 +145,8 @@ func TestMariaDBBusinessFunctionNoReset(t *testing.T) {
 		}
 		d.apply()
 
-		connector := pooldriver.New(s.dsn)
-		require.NoError(t, connector.Err())
-		db := sql.OpenDB(connector)
-		defer db.Close()
-		call := func(fn string, n int) {
-			t.Helper()
-			for i := range n {
-				var total float64
-				require.NoError(t, db.QueryRowContext(ctx(t), "SELECT "+fn+"(7, ?)", 1+i%150).Scan(&total))
-			}
-		}
+		connector, run := callsAtDefaults(t, s)
+		call := func(fn string, n int) { run("SELECT "+fn+"(7, ?)", n) }
 		call(fns["harmless"], 10) // the catalog read, the connections made
 		before := connector.Stats().SessionResets
 		const calls = 1000
@@ -229,17 +237,8 @@ END`, procs[variant], orders, orders, orders, extra), "DROP PROCEDURE "+procs[va
 		}
 		d.apply()
 
-		connector := pooldriver.New(s.dsn)
-		require.NoError(t, connector.Err())
-		db := sql.OpenDB(connector)
-		defer db.Close()
-		call := func(proc string, n int) {
-			t.Helper()
-			for i := range n {
-				_, err := db.ExecContext(ctx(t), "CALL "+proc+"(7, ?)", 1+i%150)
-				require.NoError(t, err)
-			}
-		}
+		connector, run := callsAtDefaults(t, s)
+		call := func(proc string, n int) { run("CALL "+proc+"(7, ?)", n) }
 		call(procs["harmless"], 10)
 		before := connector.Stats().SessionResets
 		const calls = 200
