@@ -23,8 +23,9 @@ import (
 // are the server's reports, which the reset's own ReadyForQuery brings
 // up to date for every parameter it changed back; the notices go to the
 // OnNotice hook as they come and are not kept; pgx's statement cache holds
-// statements of its own names (reconcile); its description cache is kept
-// by the text, which the statement cache's rules cover (docs/design.md).
+// statements of its own names (reconcile); its description cache gives a
+// statement its parameters' types, while its result is read by the
+// description the server sends with it (docs/design.md).
 
 // doneCtx is a context already done: pgx.Conn.WaitForNotification under
 // it hands out what its buffer holds and, once it is empty, returns at
