@@ -64,18 +64,7 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 		fn = "pd_bench_block"
 		create = "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS INT DETERMINISTIC BEGIN RETURN 1; END"
 	}
-	var dbs []*sql.DB
-	var conns []*pooldriver.Connector
-	for _, extra := range []string{"pool_trust_functions=true", ""} {
-		c := pooldriver.New(withParams(dsn, extra))
-		if err := c.Err(); err != nil {
-			b.Fatal(err)
-		}
-		conns = append(conns, c)
-		db := sql.OpenDB(c)
-		defer db.Close()
-		dbs = append(dbs, db)
-	}
+	dbs, conns := benchPools(b, dsn, "pool_trust_functions=true", "")
 	ctx := context.Background()
 	if _, err := dbs[0].ExecContext(ctx, create); err != nil {
 		b.Fatal(err)
@@ -115,6 +104,24 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	b.ReportMetric(float64(took[0])/float64(b.N), "off-ns/op")
 	b.ReportMetric(float64(took[1])/float64(b.N), "on-ns/op")
 	b.ReportMetric(float64(took[0])/float64(took[1]), "off/on")
+}
+
+// benchPools opens a pool on dsn with each of extras' DSN keys, closed
+// when b ends.
+func benchPools(b *testing.B, dsn string, extras ...string) ([]*sql.DB, []*pooldriver.Connector) {
+	var dbs []*sql.DB
+	var conns []*pooldriver.Connector
+	for _, extra := range extras {
+		c := pooldriver.New(withParams(dsn, extra))
+		if err := c.Err(); err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+		db := sql.OpenDB(c)
+		b.Cleanup(func() { _ = db.Close() })
+		dbs = append(dbs, db)
+	}
+	return dbs, conns
 }
 
 // interleaved runs b.N operations of each of k contenders, in turns of
