@@ -180,3 +180,49 @@ func TestResetParameterStatusIsServers(t *testing.T) {
 		}
 	})
 }
+
+// TestResetClearsNotificationsCarried is TestResetClearsNotifications
+// where the reset is carried (a pool of one, past the connection's first
+// reset, which runs on its own): it goes with the next user's statement
+// (a query of the direct path's extended protocol, or a statement without
+// arguments over the simple protocol), or runs on its own before RawConn;
+// past 100 ms idle it runs on its own off the path, which the counts
+// logged show. Whichever ran it, the next user's WaitForNotification must
+// get nothing of the first user's.
+func TestResetClearsNotificationsCarried(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		for _, next := range []struct {
+			name string
+			run  func(t *testing.T, db *sql.DB)
+		}{
+			{"query", func(t *testing.T, db *sql.DB) { nextUser(t, db, "SELECT 'next'") }},
+			{"exec", func(t *testing.T, db *sql.DB) {
+				_, err := db.ExecContext(ctx(t), "SELECT 'next'")
+				require.NoError(t, err)
+			}},
+			{"RawConn", func(*testing.T, *sql.DB) {}},
+		} {
+			t.Run(next.name, func(t *testing.T) {
+				c := pooldriver.New(withParams(s.dsn, "pool_max_conns=1"))
+				require.NoError(t, c.Err())
+				db := sql.OpenDB(c)
+				defer db.Close()
+				// The connection's first reset, on its own; the text the
+				// next user runs, prepared.
+				_, err := db.ExecContext(ctx(t), "SELECT set_config('rst54.warm', 'x', false)")
+				require.NoError(t, err)
+				nextUser(t, db, "SELECT 'next'")
+				ch := unique("rst54_ch")
+				_, err = db.ExecContext(ctx(t), "LISTEN "+ch+"; NOTIFY "+ch+", 'first user'")
+				require.NoError(t, err)
+				s.adminExec(t, "NOTIFY "+ch+", 'another client'")
+				before := c.Stats()
+				next.run(t, db)
+				assert.Empty(t, waitNotification(t, db), "a notification the next user got")
+				st := c.Stats()
+				t.Logf("the first user's reset: carried with a statement %d, on its own %d (RawConn's own reset may still wait)",
+					st.CarriedResets-before.CarriedResets, st.SeparateResets-before.SeparateResets)
+			})
+		}
+	})
+}
