@@ -226,3 +226,28 @@ func TestResetClearsNotificationsCarried(t *testing.T) {
 		}
 	})
 }
+
+// TestResetKeepsHookPrepared: a statement an AfterConnect hook prepares
+// under a name of its own is part of every new session: the reset
+// deallocates it with the rest of what was prepared under such names, and
+// the hook, which runs again after every reset, prepares it again, so the
+// next user's EXECUTE still finds it.
+func TestResetKeepsHookPrepared(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		name := unique("rst54_hook")
+		hook := pooldriver.WithAfterConnect(func(c context.Context, raw any) error {
+			_, err := raw.(*pgx.Conn).Prepare(c, name, "SELECT 'hook'::text")
+			return err
+		})
+		c := pooldriver.New(withParams(s.dsn, "pool_max_conns=1"), hook)
+		require.NoError(t, c.Err())
+		db := sql.OpenDB(c)
+		defer db.Close()
+		for i := range 3 {
+			_, err := db.ExecContext(ctx(t), "SET application_name = 'rst54_dirty'")
+			require.NoError(t, err)
+			assert.Equal(t, "hook", nextUser(t, db, "EXECUTE "+name), "round %d", i)
+		}
+		require.GreaterOrEqual(t, c.Stats().SessionResets, int64(3))
+	})
+}
