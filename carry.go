@@ -44,8 +44,16 @@ func (pc *physConn) carry() bool {
 	return ok
 }
 
-// carriedDone logs a carried reset once it ran (the dialect calls it).
-func (pc *physConn) carriedDone() { pc.env.debug("session reset") }
+// carriedDone counts and logs a carried reset once it ran (the dialect
+// calls it): carried, in the write of a statement, or on its own.
+func (pc *physConn) carriedDone(carried bool) {
+	if carried {
+		pc.env.stats.carriedResets.Add(1)
+	} else {
+		pc.env.stats.separateResets.Add(1)
+	}
+	pc.env.debug("session reset")
+}
 
 // resetWhenIdle runs pc's carried reset on its own if pc is still idle,
 // with the reset still waiting, carryIdleBound from now.
@@ -86,6 +94,6 @@ func (pc *physConn) resetCarriedNow() error {
 		pc.env.warn("session reset failed; the connection will be closed", err)
 		return err
 	}
-	pc.carriedDone()
+	pc.carriedDone(false)
 	return nil
 }

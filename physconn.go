@@ -55,10 +55,10 @@ type physConn struct {
 	interrupter dialects.Interrupter  // nil: the driver honours every context itself
 	// carrier: the dialect sends a session reset with the next statement
 	// (nil: it cannot, or a hook must see every reset; carry.go);
-	// carryDone logs such a reset once it ran, and idleReset runs it on
-	// its own once pc sat idle carryIdleBound.
+	// carryDone counts and logs such a reset once it ran, and idleReset
+	// runs it on its own once pc sat idle carryIdleBound.
 	carrier   dialects.ResetCarrier
-	carryDone func()
+	carryDone func(carried bool)
 	idleReset *time.Timer // under mu
 
 	// Lock rules, for everything below:
@@ -923,6 +923,7 @@ func (pc *physConn) clean(f fate, owner *openTx) fate {
 			return fateDestroy
 		}
 		env.stats.sessionResets.Add(1)
+		env.stats.separateResets.Add(1)
 		env.debug("session reset")
 	}
 	return fateRelease

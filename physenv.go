@@ -50,6 +50,8 @@ type physStats struct {
 	autoRollbacks    atomic.Int64 // transactions rolled back by pooldriver (undo)
 	taskEndRollbacks atomic.Int64 // of which: at a task's end
 	sessionResets    atomic.Int64
+	carriedResets    atomic.Int64 // of which: run in the write of the next statement (carry.go)
+	separateResets   atomic.Int64 // of which: run in round trips of their own
 }
 
 // physOwner is what a physical connection asks of its Connector while it is

@@ -45,6 +45,8 @@ type Stats struct {
 	AutoRollbacks        int64 // transactions pooldriver rolled back: at task end, or left open when a hold ended
 	TaskEndRollbacks     int64 // of which: at a task's end (logged at DEBUG; the others at WARN)
 	SessionResets        int64 // sessions reset before reuse: changed by a statement, or a session-mode task's
+	CarriedResets        int64 // of which: carried, sent in the same write as the next statement run on the connection, where no other connection was to be had (docs/design.md, "The carried reset")
+	SeparateResets       int64 // of which: run in round trips of their own: off the callers' path, or a carried one that the next statement could not carry or that waited idle too long; the rest of SessionResets are carried ones still waiting, or lost with their connection
 	Panics               int64 // panics recovered while connecting or closing (a WithCredentials function, a driver) or in a Strategy
 	Misuses              int64 // a physical connection released twice, or a hold changed in a way its state does not allow: a pooldriver bug if ever not 0
 	Leaks                int64 // connections kept out of the pool past the leak detection threshold, each counted once
@@ -121,6 +123,8 @@ func (c *Connector) Stats() Stats {
 		AutoRollbacks:        c.physStats.autoRollbacks.Load(),
 		TaskEndRollbacks:     c.physStats.taskEndRollbacks.Load(),
 		SessionResets:        c.physStats.sessionResets.Load(),
+		CarriedResets:        c.physStats.carriedResets.Load(),
+		SeparateResets:       c.physStats.separateResets.Load(),
 		Panics:               p.CallbackPanics,
 		Misuses:              p.Misuses + c.stats.misuses.Load(),
 		Leaks:                c.stats.leaks.Load(),

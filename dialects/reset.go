@@ -33,12 +33,13 @@ type StatementDropper interface {
 // behind it unrun: the method returns an error matching driver.ErrBadConn
 // and the Conn reports itself invalid (driver.Validator), so pooldriver
 // replaces it. done is called, on the goroutine of the method that ran
-// it, once the reset succeeded.
+// it, once the reset succeeded: with true where it went out in the write
+// of a statement, false where it ran on its own.
 //
 // What pooldriver runs on the Conn by other means (a statement prepared
 // on Driver(), a transaction begun on it, Raw) it runs only after
 // ResetSession, which runs a pending reset and clears it.
 type ResetCarrier interface {
-	CarryReset(done func()) bool
+	CarryReset(done func(carried bool)) bool
 	ResetPending() bool
 }

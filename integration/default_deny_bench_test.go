@@ -79,18 +79,7 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 		}
 		drop = []string{"DROP FUNCTION " + fn, "DROP TABLE my54_bench_orders", "DROP TABLE my54_bench_customers"}
 	}
-	var dbs []*sql.DB
-	var conns []*pooldriver.Connector
-	for _, extra := range []string{"pool_trust_functions=true", ""} {
-		c := pooldriver.New(withParams(dsn, extra))
-		if err := c.Err(); err != nil {
-			b.Fatal(err)
-		}
-		conns = append(conns, c)
-		db := sql.OpenDB(c)
-		defer db.Close()
-		dbs = append(dbs, db)
-	}
+	dbs, conns := benchPools(b, dsn, "pool_trust_functions=true", "")
 	ctx := context.Background()
 	for _, q := range create {
 		if _, err := dbs[0].ExecContext(ctx, q); err != nil {
@@ -139,6 +128,24 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	b.ReportMetric(float64(took[0])/float64(b.N), "off-ns/op")
 	b.ReportMetric(float64(took[1])/float64(b.N), "on-ns/op")
 	b.ReportMetric(float64(took[0])/float64(took[1]), "off/on")
+}
+
+// benchPools opens a pool on dsn with each of extras' DSN keys, closed
+// when b ends.
+func benchPools(b *testing.B, dsn string, extras ...string) ([]*sql.DB, []*pooldriver.Connector) {
+	var dbs []*sql.DB
+	var conns []*pooldriver.Connector
+	for _, extra := range extras {
+		c := pooldriver.New(withParams(dsn, extra))
+		if err := c.Err(); err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+		db := sql.OpenDB(c)
+		b.Cleanup(func() { _ = db.Close() })
+		dbs = append(dbs, db)
+	}
+	return dbs, conns
 }
 
 // interleaved runs b.N operations of each of k contenders, in turns of

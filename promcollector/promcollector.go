@@ -64,6 +64,8 @@ var counters = []struct {
 	{"auto_rollbacks_total", "Transactions pooldriver rolled back: at task end, or left open when a hold ended.", func(s *pooldriver.Stats) int64 { return s.AutoRollbacks }},
 	{"task_end_rollbacks_total", "Of auto_rollbacks_total: transactions still open when their task ended, rolled back.", func(s *pooldriver.Stats) int64 { return s.TaskEndRollbacks }},
 	{"session_resets_total", "Sessions reset before reuse.", func(s *pooldriver.Stats) int64 { return s.SessionResets }},
+	{"carried_resets_total", "Of session_resets_total: resets sent with the next statement run on the connection.", func(s *pooldriver.Stats) int64 { return s.CarriedResets }},
+	{"separate_resets_total", "Of session_resets_total: resets run in round trips of their own, off the callers' path.", func(s *pooldriver.Stats) int64 { return s.SeparateResets }},
 	{"panics_total", "Panics recovered while connecting, closing or in a circuit breaker strategy.", func(s *pooldriver.Stats) int64 { return s.Panics }},
 	{"misuses_total", "Physical connections released twice (a pooldriver bug if ever not 0).", func(s *pooldriver.Stats) int64 { return s.Misuses }},
 	{"leaks_total", "Physical connections kept out of the pool past the leak detection threshold.", func(s *pooldriver.Stats) int64 { return s.Leaks }},

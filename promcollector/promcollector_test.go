@@ -39,7 +39,7 @@ func TestCollector(t *testing.T) {
 			"acquires": 3, "waits": 3, "acquire_timeouts": 1, "acquire_cancels": 0,
 			"circuit_rejects": 0, "backoff_rejects": 0, "fail_fast_rejects": 0, "circuit_breaker_changes": 0, "connections_created": 2, "connect_errors": 0,
 			"connections_closed": 0, "connections_expired": 0, "connections_idle_trimmed": 0, "health_check_failures": 0,
-			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "panics": 0, "misuses": 0, "leaks": 0,
+			"idle_check_failures": 0, "auto_rollbacks": 0, "session_resets": 0, "carried_resets": 0, "separate_resets": 0, "panics": 0, "misuses": 0, "leaks": 0,
 			"untimed_uses": 2, "task_end_rollbacks": 0,
 		}
 		want := gauges(2, 0, 0, "closed")

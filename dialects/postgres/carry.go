@@ -55,8 +55,8 @@ var (
 
 // carry is a connection's reset in waiting.
 type carry struct {
-	due  bool   // a reset waits for the next statement
-	done func() // called once it ran
+	due  bool               // a reset waits for the next statement
+	done func(carried bool) // called once it ran: with a statement, or on its own
 	// broken: why the connection must not be used again, after a reset
 	// that failed (IsValid, Observe).
 	broken error
@@ -66,7 +66,7 @@ type carry struct {
 // direct path runs the connection's statements and the connection is idle.
 // The first reset of a connection asks what the login role may do with a
 // replication origin, which takes a second message: it runs on its own.
-func (c *conn) CarryReset(done func()) bool {
+func (c *conn) CarryReset(done func(carried bool)) bool {
 	pc := c.pgx().PgConn()
 	if !c.direct.on || c.origin == originUnknown || pc.IsClosed() || pc.TxStatus() != 'I' || c.carry.broken != nil {
 		return false
@@ -101,7 +101,7 @@ func (c *conn) runDue(ctx context.Context) error {
 	if err := c.ResetSession(ctx); err != nil {
 		return c.carryFailed(err)
 	}
-	done()
+	done(false)
 	return nil
 }
 
@@ -191,7 +191,7 @@ func carries(query string) bool {
 
 // takeDue takes the waiting reset off the connection for a statement to
 // carry, and returns its statements and the callback to call once it ran.
-func (c *conn) takeDue() ([]string, func()) {
+func (c *conn) takeDue() ([]string, func(bool)) {
 	var cat *pgCatalog
 	if snap := c.shadows(c.pgx().PgConn(), false); snap != nil {
 		cat = snap.Value
@@ -237,7 +237,7 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (
 	d := &c.direct
 	pc := c.pgx().PgConn()
 	var reset []string
-	var done func()
+	var done func(bool)
 	if withReset {
 		reset, done = c.takeDue()
 	}
@@ -274,7 +274,7 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (
 		}
 		c.dropped()
 		c.afterReset()
-		done()
+		done(true)
 	}
 	sd, err := pl.GetResults()
 	changed := false
@@ -403,7 +403,7 @@ func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Resu
 	}
 	c.dropped()
 	c.afterReset()
-	done()
+	done(true)
 	if stmtErr != nil {
 		return nil, stmtErr
 	}

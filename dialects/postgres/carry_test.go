@@ -23,7 +23,7 @@ func carried(t *testing.T, c *conn) *int {
 		t.Fatal(err)
 	}
 	n := new(int)
-	if !c.CarryReset(func() { *n++ }) {
+	if !c.CarryReset(func(bool) { *n++ }) {
 		t.Fatal("CarryReset refused an idle connection of the direct path")
 	}
 	return n

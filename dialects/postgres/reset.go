@@ -194,7 +194,8 @@ func (c *conn) ResetDroppedStatements() bool { return c.stmtsDropped }
 
 // reconcile brings the statement caches in step with the server after a
 // reset, so that the next user's statement neither fails nor runs another
-// user's: it deallocates what a user prepared with SQL; drops every
+// user's: it deallocates what a user prepared with SQL, or over the
+// protocol under a name of their own; drops every
 // statement pgx and the direct path prepared (on the server and in their
 // caches, and tells pooldriver to drop its own: ResetDroppedStatements)
 // when the session deallocated one of the direct path's or prepared a
@@ -213,6 +214,15 @@ func (c *conn) reconcile(ctx context.Context, prepared []preparedStmt) error {
 			tampered = tampered || driverName(p.name)
 			continue
 		}
+		if !driverName(p.name) {
+			// Prepared over the protocol under a name of the user's
+			// own (pgx.Conn.Prepare through RawConn): pgx forgets it
+			// too (clientstate.go).
+			if err := c.pgx().Deallocate(ctx, p.name); err != nil {
+				return fmt.Errorf("deallocating what the session prepared: %w", err)
+			}
+			continue
+		}
 		server[p.name] = true
 	}
 	pc := c.pgx().PgConn()
@@ -222,7 +232,10 @@ func (c *conn) reconcile(ctx context.Context, prepared []preparedStmt) error {
 		}
 	}
 	for _, st := range d.stmts {
-		tampered = tampered || !server[st.sd.Name]
+		// A statement a carried reset deallocated (onServer false) is
+		// prepared again with its next run: missing is as it should be;
+		// the server having one under its name is not.
+		tampered = tampered || st.onServer != server[st.sd.Name]
 	}
 	for name := range c.stdlibNames {
 		tampered = tampered || !server[name]

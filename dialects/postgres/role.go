@@ -82,11 +82,13 @@ func serverOf(pg *pgconn.PgConn) string {
 	return pg.Conn().RemoteAddr().String()
 }
 
-// afterReset notes, once a reset returned the session to the server's
-// defaults, a server that left the DSN's role: Observe says so with the
-// next statement (dialects.RoleLostError), and the pool follows the
-// primary though no write was refused.
+// afterReset is what every reset does once it returned the session to the
+// server's defaults: it empties what the client keeps of the session
+// (clearClient), and notes a server that left the DSN's role: Observe
+// says so with the next statement (dialects.RoleLostError), and the pool
+// follows the primary though no write was refused.
 func (c *conn) afterReset() {
+	c.clearClient()
 	if c.role != roleAny && c.roleGone == "" {
 		c.roleGone = reportsLost(c.pgx().PgConn(), c.role)
 	}
