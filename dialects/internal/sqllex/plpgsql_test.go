@@ -88,6 +88,8 @@ var plCases = []struct {
 	{"BEGIN RETURN $x$ unterminated; END", false, nil},
 	{"BEGIN /* unterminated RETURN 1; END", false, nil},
 	{`BEGIN RETURN "set_config"; END`, false, nil},
+	{`BEGIN PERFORM U&"set\005fconfig"('a.b', 'x', false); RETURN 1; END`, false, nil},
+	{"DECLARE i int; BEGIN FOR i IN 1..helper(2) LOOP NULL; END LOOP; RETURN (SELECT other(1)); END", true, []string{"helper", "other"}},
 	// Changes.
 	{"BEGIN SET search_path = x; RETURN 1; END", false, nil},
 	{"BEGIN SET LOCAL search_path = x; RETURN 1; END", false, nil},
