@@ -153,21 +153,28 @@ UNION SELECT 'f', quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n
 ` + functionsSQL
 
 // functionsSQL reads, for every name under which a user made a LANGUAGE
-// sql function, every function of that name in any schema (the server's
-// too): its body where it is a plain LANGUAGE sql function, NULL for any
-// other (another language, a procedure, an aggregate) and for one whose
-// call runs code its body does not hold: an argument's default (evaluated
-// where it is called) or an argument or result of a user's type (a
-// domain's check runs on the way in and out). A name is harmless
-// (sqllex.Shadows.Harmless) only where every body is there and reads as
-// harmless: whichever of them a call resolves to, by schema or overload,
-// leaves the session alone. Names are compared as the server stores them
-// (a call's name folded as the server folds it: sqllex.UnknownCalls).
-const functionsSQL = `SELECT p.proname, CASE WHEN p.prolang = l.oid AND p.prokind = 'f' AND p.proargdefaults IS NULL
+// sql or PL/pgSQL function, every function of that name in any schema
+// (the server's too): its body where it is a plain LANGUAGE sql function
+// or a PL/pgSQL one without SET clauses (the language of the server's
+// plpgsql extension), NULL for any other (another language, a procedure,
+// an aggregate) and for one whose call runs code its body does not hold:
+// an argument's default (evaluated where it is called) or an argument or
+// result of a user's type (a domain's check runs on the way in and out);
+// and whether it is PL/pgSQL. A name is harmless (sqllex.Shadows.Harmless)
+// only where every body is there and reads as harmless: whichever of them
+// a call resolves to, by schema or overload, leaves the session alone.
+// Names are compared as the server stores them (a call's name folded as
+// the server folds it: sqllex.UnknownCalls).
+const functionsSQL = `SELECT p.proname, CASE WHEN (p.prolang = l.oid OR p.prolang = pl.oid AND p.proconfig IS NULL)
+	AND p.prokind = 'f' AND p.proargdefaults IS NULL
 	AND p.prorettype < 16384 AND NOT EXISTS (SELECT 1 FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) a WHERE a >= 16384)
-	THEN p.prosrc END
-FROM pg_proc p, (SELECT oid FROM pg_language WHERE lanname = 'sql') l
-WHERE p.proname IN (SELECT u.proname FROM pg_proc u WHERE u.oid >= 16384 AND u.prolang = l.oid)`
+	THEN p.prosrc END, p.prolang = pl.oid
+FROM pg_proc p, (SELECT oid FROM pg_language WHERE lanname = 'sql') l,
+	(SELECT coalesce((SELECT la.oid FROM pg_language la
+		JOIN pg_depend d ON d.classid = 'pg_language'::regclass AND d.objid = la.oid AND d.deptype = 'e'
+		JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'plpgsql'
+		WHERE la.lanname = 'plpgsql'), 0) AS oid) pl
+WHERE p.proname IN (SELECT u.proname FROM pg_proc u WHERE u.oid >= 16384 AND u.prolang IN (l.oid, pl.oid))`
 
 // catalogQuery is catalogSQL with the lists filled in: the names are
 // sqllex's, lower-case words, so an array literal carries them as they
@@ -235,28 +242,36 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 }
 
 // harmlessFunctions returns the names all of whose functions (rows of
-// functionsSQL: a name and a body, NULL where not a LANGUAGE sql
-// function's) read as harmless against s.
+// functionsSQL: a name, a body, NULL where not one read, and whether it
+// is PL/pgSQL) read as harmless against s, and call only names that are
+// harmless in turn (see provedFunctions).
 func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
-	verdict := make(map[string]bool)
+	bodies := make(map[string]*fnBodies)
 	for _, row := range rows {
-		if len(row) != 2 {
+		if len(row) != 2 && len(row) != 3 {
 			continue
 		}
 		name := string(row[0])
-		ok, seen := verdict[name]
-		if seen && !ok {
+		b := bodies[name]
+		if b == nil {
+			b = &fnBodies{ok: true}
+			bodies[name] = b
+		}
+		if !b.ok {
 			continue
 		}
-		verdict[name] = row[1] != nil && sqllex.HarmlessBody(string(row[1]), s)
-	}
-	harmless := make(map[string]struct{})
-	for name, ok := range verdict {
-		if ok {
-			harmless[name] = struct{}{}
+		var calls []string
+		switch {
+		case row[1] == nil:
+			b.ok = false
+		case len(row) == 3 && string(row[2]) == "t":
+			calls, b.ok = sqllex.PLpgSQLBody(string(row[1]), s)
+		default:
+			calls, b.ok = sqllex.SQLBody(string(row[1]), s)
 		}
+		b.calls = append(b.calls, calls...)
 	}
-	return harmless
+	return provedFunctions(bodies)
 }
 
 // catalogKey names the server and database pc is connected to: the

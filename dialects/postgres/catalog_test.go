@@ -94,13 +94,15 @@ func TestCatalogShadows(t *testing.T) {
 	}
 }
 
-// TestCatalogHarmlessFunctions (issue 46): a call of a user's LANGUAGE sql
-// function whose body the rules read as leaving the session alone is no
-// session change, decided by what the catalog says the server will run:
-// every function of that name, in any schema, must be such a function. A
-// body that changes the session, calls another user function or names a
-// table with a trigger, another language, an overload in another
-// language, a BEGIN ATOMIC body (stored parsed), a procedure: all count.
+// TestCatalogHarmlessFunctions: a call of a user's LANGUAGE sql or
+// PL/pgSQL function whose body the rules read as leaving the session
+// alone, calling only functions proved so in turn, is no session change,
+// decided by what the catalog says the server will run: every function of
+// that name, in any schema, must be such a function. A body that changes
+// the session, calls a user function that does, or names a table with a
+// trigger, a PL/pgSQL body with EXECUTE, a cursor or a SET clause, a cycle
+// of calls, an overload the reader refuses, a BEGIN ATOMIC body (stored
+// parsed), a procedure: all count.
 func TestCatalogHarmlessFunctions(t *testing.T) {
 	c := wrapped(t)
 	admin := wrapped(t)
@@ -121,9 +123,20 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"CREATE FUNCTION " + s + "." + u + "sets() RETURNS text LANGUAGE sql AS $$ SELECT set_config('search_path', 'x', false) $$",
 		"CREATE FUNCTION " + s + "." + u + "plpgsql() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$",
 		"CREATE FUNCTION " + s + "." + u + "over(int) RETURNS int LANGUAGE sql AS 'SELECT 1'",
-		"CREATE FUNCTION " + s + "." + u + "over(text) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "over(text) RETURNS int LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'SELECT 1'; RETURN 1; END $$",
 		"CREATE FUNCTION " + s + "." + u + "atomic() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END",
 		"CREATE FUNCTION " + s + "." + u + "chain() RETURNS int LANGUAGE sql AS 'SELECT " + s + "." + u + "ok(1)'",
+		"CREATE FUNCTION " + s + "." + u + "chain_sets() RETURNS text LANGUAGE sql AS 'SELECT " + s + "." + u + "sets()'",
+		// PL/pgSQL: read statement by statement, calls followed.
+		"CREATE FUNCTION " + s + "." + u + "pl_logic(p int) RETURNS int LANGUAGE plpgsql AS $$ DECLARE v int := " + u + "ok(p); " +
+			"BEGIN IF v > 1 THEN v := v + " + u + "chain(); ELSE RAISE NOTICE 'small %', v; END IF; PERFORM " + u + "plpgsql(); RETURN v; END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_set() RETURNS int LANGUAGE plpgsql AS $$ BEGIN SET search_path = public; RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_calls_sets() RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM " + u + "sets(); RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_audit() RETURNS int LANGUAGE plpgsql AS $$ BEGIN INSERT INTO " + s + ".audited VALUES (1); RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_cursor() RETURNS int LANGUAGE plpgsql AS $$ DECLARE c refcursor; BEGIN OPEN c FOR SELECT 1; RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_config() RETURNS int LANGUAGE plpgsql SET search_path = public AS $$ BEGIN RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_ping(n int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN " + u + "pl_pong(n); END $$",
+		"CREATE FUNCTION " + s + "." + u + "pl_pong(n int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF n > 0 THEN RETURN " + u + "pl_ping(n - 1); END IF; RETURN 0; END $$",
 		"CREATE FUNCTION " + s + "." + u + "audit() RETURNS int LANGUAGE sql AS 'INSERT INTO " + s + ".audited VALUES (1) RETURNING a'",
 		"CREATE FUNCTION " + s + "." + u + "lock() RETURNS void LANGUAGE sql AS 'SELECT pg_advisory_lock(4646)'",
 		"CREATE PROCEDURE " + s + "." + u + "proc() LANGUAGE sql AS 'SELECT 1'",
@@ -137,7 +150,7 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"CREATE FUNCTION " + s + "." + u + "mutator() RETURNS void LANGUAGE sql AS $m$CREATE OR REPLACE FUNCTION " + s + "." + u + "ok(int) RETURNS int LANGUAGE sql AS $b$SELECT 1$b$$m$",
 		// Names compared as the server folds them: ASCII only.
 		`CREATE FUNCTION ` + s + `."` + u + `rvä"() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
-		`CREATE FUNCTION ` + s + `."` + u + `rvÄ"() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$`,
+		`CREATE FUNCTION ` + s + `."` + u + `rvÄ"() RETURNS int LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'SELECT 1'; RETURN 1; END $$`,
 	} {
 		exec(t, admin, q)
 	}
@@ -150,10 +163,18 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"SELECT * FROM " + u + "rows()":          false,
 		"SELECT " + u + "ok(1), lower('x')":      false,
 		"SELECT " + u + "sets()":                 true,
-		"SELECT " + u + "plpgsql()":              true,
+		"SELECT " + u + "plpgsql()":              false,
 		"SELECT " + u + "over(1)":                true,
 		"SELECT " + u + "atomic()":               true,
-		"SELECT " + u + "chain()":                true,
+		"SELECT " + u + "chain()":                false,
+		"SELECT " + u + "chain_sets()":           true,
+		"SELECT " + u + "pl_logic(1)":            false,
+		"SELECT " + u + "pl_set()":               true,
+		"SELECT " + u + "pl_calls_sets()":        true,
+		"SELECT " + u + "pl_audit()":             true,
+		"SELECT " + u + "pl_cursor()":            true,
+		"SELECT " + u + "pl_config()":            true,
+		"SELECT " + u + "pl_ping(1)":             true,
 		"SELECT " + u + "audit()":                true,
 		"SELECT " + u + "lock()":                 true,
 		"CALL " + u + "proc()":                   true,

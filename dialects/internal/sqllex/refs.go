@@ -50,7 +50,8 @@ type Shadows struct {
 	// Harmless, in lower case: names under which every function the
 	// catalog has is a user's function whose body the rules read as
 	// leaving the session alone (PostgreSQL: a LANGUAGE sql function,
-	// HarmlessBody; MySQL: a stored function that returns an expression,
+	// SQLBody, or a PL/pgSQL one, PLpgSQLBody, calling only names proved
+	// so in turn; MySQL: a stored function that returns an expression,
 	// HarmlessReturn): a call of one is no session change (Vouched).
 	Harmless map[string]struct{}
 }
@@ -70,25 +71,11 @@ func (s *Shadows) Vouched(names []string) bool {
 }
 
 // HarmlessBody reports whether body, the text of a PostgreSQL LANGUAGE
-// sql function, leaves the session alone as the rules read it: it changes
-// nothing its words show, calls only listed built-ins (not another user
-// function: no chain is followed), runs no SQL from a string, runs no DDL
-// (which could make another function harmful unseen: the catalog is read
-// again after DDL a statement's text shows), and names nothing s says runs
-// user code (a table with a trigger, a user's operator, an overload of a
-// listed name). An empty body is not read (PostgreSQL 14's BEGIN ATOMIC
-// bodies are stored parsed, not as text). What the body's text does not
-// hold the catalog reading answers for (see functionsSQL: argument
-// defaults, user types).
+// sql function, leaves the session alone as the rules read it, calling
+// only listed built-ins (SQLBody, with no call of a user's function).
 func HarmlessBody(body string, s *Shadows) bool {
-	if strings.TrimSpace(body) == "" || s == nil {
-		return false
-	}
-	if ChangesSession(body, Postgres) || CallsOf(body, Postgres) != CallsKnown {
-		return false
-	}
-	r := RefsOf(body, Postgres)
-	return !r.DDL && !r.Meets(s)
+	calls, ok := SQLBody(body, s)
+	return ok && len(calls) == 0
 }
 
 // HarmlessReturn reports whether body, the text of a MySQL or MariaDB
