@@ -45,13 +45,14 @@ type Connector struct {
 	atLimit       func(error) bool // the dialect's ConnLimitDetector, or nil
 	shareStop     chan struct{}
 	shareDone     chan struct{}
-	shareMu       sync.Mutex // protects the fields below (look, shareLoop)
-	share         int        // the pool's share: MaxConns unless the server is full
-	shareRefused  int64      // the server's count of refusals at the last look, or -1
-	shareLimit    int64      // the limit the last look read
-	shareFull     bool       // the last look found the server full
-	shareFailed   int        // looks that failed in a row: at 3 the loop ends
-	shareOff      bool       // the server cannot say: no more looks
+	shareMu       sync.Mutex   // protects the fields below (look, shareLoop)
+	share         int          // the pool's share: MaxConns unless the server is full
+	shareRefused  int64        // the server's count of refusals at the last look, or -1
+	shareLimit    int64        // the limit the last look read
+	shareFull     bool         // the last look found the server full
+	shareFailed   int          // looks that failed in a row: at 3 the loop ends
+	shareOff      bool         // the server cannot say: no more looks
+	catalogs      catalogWatch // reads a due catalog at once (catalogwatch.go)
 
 	env       physEnv   // what its physical connections need of it
 	physStats physStats // counted by its physical connections (env.stats)
@@ -325,6 +326,7 @@ func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 		return nil, redact(redact(err, creds.Password), secret)
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
+	c.watchCatalog(dc)
 	return newPhysConn(&c.env, dc), nil
 }
 
@@ -425,6 +427,7 @@ func (c *Connector) Close() error {
 		if c.closing.CompareAndSwap(false, true) {
 			close(c.shareStop)
 			<-c.shareDone
+			c.stopCatalog()
 		}
 		c.pool.Close()
 		c.cleanups.close() // those under way hand their connections back: destroyed now

@@ -84,6 +84,11 @@ func TestCatalogShadows(t *testing.T) {
 		{"SELECT l FROM pd_locks", true},
 		{"SELECT n FROM pd_casts", false},
 	} {
+		// Each as a next user would run it: on a session reset since the
+		// last statement, whose user's code may have changed the catalog.
+		if err := c.ResetSession(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 		if got := c.ChangesSession(tc.query); got != tc.want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
 		}
@@ -167,6 +172,9 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"SELECT " + u + "rvÄ()":                  true,
 		`SELECT "` + u + `rvÄ"()`:                true,
 	} {
+		if err := c.ResetSession(t.Context()); err != nil { // as for a next user: see TestCatalogShadows
+			t.Fatal(err)
+		}
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
 		}
