@@ -8,11 +8,12 @@ import (
 )
 
 // CatalogTTL is how long what a Catalog holds is used before it is due
-// to be read again, off the callers' paths (see CatalogRefresher; the
-// PostgreSQL dialect's session reset reads a due one too): a function,
-// trigger or policy that another client creates is seen within this time
-// and the pool's next health check; one created through the process's
-// own connections at once (see Catalog.Expire).
+// to be read again, off the callers' paths, at once (see CatalogWatcher;
+// the pool's health check and the PostgreSQL dialect's session reset
+// read a due one too): a function, trigger or policy that another client
+// creates is seen within this time and the moment it takes to find an
+// idle connection; one created through the process's own connections at
+// once (see Catalog.ExpireAll).
 const CatalogTTL = 5 * time.Second
 
 // catalogMinInterval spaces the readings that a change made due (Expire)
@@ -32,6 +33,7 @@ type Catalog[T any] struct {
 	snap    atomic.Pointer[CatalogSnapshot[T]]
 	loading atomic.Bool   // a connection claimed the next read (Claim)
 	expires atomic.Uint64 // Expire calls, so far
+	changed atomic.Uint64 // the number of the last Expire of Changed's
 	claimed uint64        // expires when the read in progress was claimed; written by its claimer
 	lastAt  atomic.Int64  // when the last reading was claimed, in Unix nanoseconds
 
@@ -114,6 +116,23 @@ func (c *Catalog[T]) Claim(now bool) bool {
 	c.lastAt.Store(t)
 	return true
 }
+
+// ClaimNow is Claim(true) that waits, within ctx, for a reading in
+// progress to end: one claimed before the caller's change (Expire) may
+// have missed it, and the caller (which ran DDL) reads at once after it.
+func (c *Catalog[T]) ClaimNow(ctx context.Context) bool {
+	for !c.Claim(true) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(claimPoll):
+		}
+	}
+	return true
+}
+
+// claimPoll spaces ClaimNow's looks at a reading in progress.
+const claimPoll = 2 * time.Millisecond
 
 // ClaimFirst reports whether the caller, which found no reading, should
 // read the first one (then StoreFirst, or ReleaseFirst if the read
@@ -207,6 +226,23 @@ func (c *Catalog[T]) Expire() uint64 {
 	}
 	return gen
 }
+
+// ExpireAll is Expire for a change every connection's judgments must see
+// (DDL a statement's text shows): a reading from before it vouches for
+// nothing (see Changed) until one that Sees it is stored.
+func (c *Catalog[T]) ExpireAll() uint64 {
+	gen := c.Expire()
+	for {
+		old := c.changed.Load()
+		if old >= gen || c.changed.CompareAndSwap(old, gen) {
+			return gen
+		}
+	}
+}
+
+// Changed returns the number of the last ExpireAll: a snapshot that does
+// not See it is older than a change of the catalog.
+func (c *Catalog[T]) Changed() uint64 { return c.changed.Load() }
 
 // closedSignal is DueSignal's answer where there is no reading yet.
 var closedSignal = func() chan struct{} {

@@ -68,7 +68,7 @@ type carry struct {
 // replication origin, which takes a second message: it runs on its own.
 func (c *conn) CarryReset(done func()) bool {
 	pc := c.pgx().PgConn()
-	if !c.direct.on || c.origin == originUnknown || pc.IsClosed() || pc.TxStatus() != 'I' || c.carry.broken != nil || c.needsReading() {
+	if !c.direct.on || c.origin == originUnknown || pc.IsClosed() || pc.TxStatus() != 'I' || c.carry.broken != nil {
 		return false
 	}
 	c.carry.due, c.carry.done = true, done

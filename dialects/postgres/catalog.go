@@ -18,7 +18,8 @@ import (
 // run code that no call in a statement's text names. The catalog says
 // which; catalogSQL reads it into a sqllex.Shadows, shared by every
 // connection to one server and database (dialects.Catalog) and read again
-// every dialects.CatalogTTL, or at once after a statement of DDL.
+// every dialects.CatalogTTL, or at once after a statement of DDL, and only
+// on a session that no statement changed since its last reset (readable).
 //
 // "Safe" below is a function the list vouches for, resolved: in
 // pg_catalog, made by initdb (an oid under FirstNormalObjectId, 16384),
@@ -49,7 +50,17 @@ import (
 //   - a user's cast with a function (any :: or CAST may be it; an
 //     implicit or assignment one runs where nothing is written: every
 //     statement counts then);
-//   - an enabled event trigger: every DDL statement counts.
+//   - an enabled event trigger: every DDL statement counts;
+//   - a type whose use runs a user's function (one neither initdb's nor
+//     an extension's) where no statement names it, counted as a domain
+//     above (its name, the types over it, the relations with a column of
+//     it): a cast of it to json or jsonb by a function (the JSON
+//     built-ins call it: to_json, json_agg, ...), a default btree or hash
+//     operator class whose family holds a user's support function or
+//     operator (ORDER BY, GROUP BY, DISTINCT, joins), its I/O, typmod,
+//     analyze or subscripting function, a range's canonical or
+//     subtype_diff function or subtype operator class; and a table with
+//     an index over an operator class of such a family.
 //
 // It also finds what the session reset must undo beyond what DISCARD
 // does (see resetSQL): dblink's connections and postgres_fdw's.
@@ -88,9 +99,10 @@ unsafe_op AS (
 		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid))
 ),
 unsafe_fam AS (
-	SELECT amp.amprocfamily AS fam FROM pg_catalog.pg_amproc amp WHERE amp.amproc::pg_catalog.oid IN (SELECT oid FROM user_fn)
+	SELECT amp.amprocfamily AS fam FROM pg_catalog.pg_amproc amp
+		WHERE amp.oid >= 16384 AND amp.amproc::pg_catalog.oid IN (SELECT oid FROM user_fn)
 	UNION SELECT amo.amopfamily FROM pg_catalog.pg_amop amo JOIN pg_catalog.pg_operator o ON o.oid = amo.amopopr
-		WHERE o.oprcode::pg_catalog.oid IN (SELECT oid FROM user_fn)
+		WHERE amo.oid >= 16384 AND o.oprcode::pg_catalog.oid IN (SELECT oid FROM user_fn)
 ),
 unsafe_opc AS (
 	SELECT oc.oid, oc.opcintype, oc.opcdefault, oc.opcmethod FROM pg_catalog.pg_opclass oc WHERE oc.opcfamily IN (SELECT fam FROM unsafe_fam)
@@ -309,8 +321,7 @@ func catalogKey(pc *pgconn.PgConn, database string) string {
 }
 
 // shadows returns what the catalog says, reading it first where that is
-// due (now: the caller ran DDL, or needs a reading that saw its session's
-// last change, mustSee; see dialects.Catalog.Claim) and c can: idle, no
+// due (now: the caller ran DDL; see dialects.Catalog.Claim) and c can: idle, no
 // transaction open, and a session that nothing changed since its last
 // reset (or a new one), which no user can have bent the reading in (see
 // readable). A reading that fails keeps the last one; with none, nil:
@@ -336,11 +347,13 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 		}
 		return c.catalog.StoreFirst(s)
 	}
-	now = now || !snap.Sees(c.mustSee)
-	if snap.Due() && c.catalog.Claim(now) {
-		ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+	if !snap.Due() {
+		return snap
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+	defer cancel()
+	if now && c.catalog.ClaimNow(ctx) || !now && c.catalog.Claim(false) {
 		s, err := readCatalog(ctx, pc)
-		cancel()
 		if err != nil {
 			c.catalog.Release()
 		} else {
@@ -387,9 +400,10 @@ func leavesSession(f sqllex.Facts) bool {
 // vouching returns what snap says for this connection's statements: nil
 // (nothing is vouched for) where there is no reading, or the reading
 // began before the session's last change that may have changed the
-// catalog (mustSee).
+// catalog (mustSee) or before DDL any of the process's connections ran
+// (dialects.Catalog.ExpireAll).
 func (c *conn) vouching(snap *dialects.CatalogSnapshot[*pgCatalog]) *sqllex.Shadows {
-	if snap == nil || !snap.Sees(c.mustSee) {
+	if snap == nil || !snap.Sees(max(c.mustSee, c.catalog.Changed())) {
 		return nil
 	}
 	return snap.Value.shadows
@@ -404,17 +418,6 @@ func ranCode(f sqllex.Facts, shadows *sqllex.Shadows) bool {
 	return f.Calls == sqllex.CallsText || f.Refs != nil && f.Refs.Code ||
 		f.Calls == sqllex.CallsUnknown && !shadows.Vouched(f.Unknown) ||
 		shadows != nil && f.Refs.Meets(shadows)
-}
-
-// needsReading reports a connection whose last reading did not see what
-// its session may have changed in the catalog: its reset is not carried,
-// but runs on its own and reads the catalog after (ResetSession).
-func (c *conn) needsReading() bool {
-	if c.catalog == nil {
-		return c.mustSee > 0
-	}
-	snap := c.catalog.Current()
-	return snap == nil || !snap.Sees(c.mustSee)
 }
 
 // lastReading returns the catalog's latest reading, nil before the first:

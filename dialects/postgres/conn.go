@@ -205,6 +205,7 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 	// What the catalog says matters only to a user who does not vouch for
 	// their functions (and the code of their triggers, policies, ...).
 	var snap *dialects.CatalogSnapshot[*pgCatalog]
+	older := false // snap is older than DDL the process ran (vouching)
 	if !c.trust {
 		if snap = c.lexedSnap; snap == nil || snap.Due() {
 			if snap = nil; c.catalog != nil {
@@ -214,9 +215,10 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 				// read here only if there is no reading yet
 				snap = c.current(pc, sqllex.Of(query, sqllex.Postgres))
 			}
+			older = snap != nil && !snap.Sees(c.catalog.Changed())
 		}
 	}
-	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL {
+	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL || older {
 		f := sqllex.Of(query, sqllex.Postgres)
 		shadows := c.vouching(snap)
 		expires := f.Refs != nil && f.Refs.DDL || !c.trust && ranCode(f, shadows)
@@ -226,7 +228,11 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			// reading from before vouches for this session's statements
 			// (vouching). Read again at once where the session is as
 			// its last reset left it; otherwise its reset reads it.
-			c.mustSee = c.catalog.Expire()
+			if f.Refs != nil && f.Refs.DDL {
+				c.mustSee = c.catalog.ExpireAll() // every connection's judgments wait for the next reading
+			} else {
+				c.mustSee = c.catalog.Expire()
+			}
 			if !c.trust && leavesSession(f) && !ranCode(f, shadows) {
 				snap = c.shadows(pc, true)
 			}
