@@ -14,8 +14,10 @@ import (
 // overload of a listed name, a user's operator, a table with a trigger, a
 // partition's trigger through its parent, a view over such a table, a
 // table that references it (a cascade), a domain whose check calls user
-// code and the tables that use it, a function t.f can call, a user's cast;
-// and what names none of it stays harmless. A DDL statement on the
+// code and the tables that use it, a function t.f can call, a user's cast,
+// the tables with a column of a type whose use runs a user's function (a
+// range's subtype_diff, a default hash operator class, a cast to json, a
+// composite over such a type); and what names none of it stays harmless. A DDL statement on the
 // connection reads the catalog again at once.
 func TestCatalogShadows(t *testing.T) {
 	c := wrapped(t)
@@ -52,6 +54,23 @@ func TestCatalogShadows(t *testing.T) {
 		"CREATE TABLE " + s + ".pd_plain (a int DEFAULT nextval('" + s + ".pd_seq'), b timestamptz DEFAULT now())",
 		"CREATE VIEW " + s + ".pd_locks AS SELECT pg_advisory_lock(1) IS NULL AS l",
 		"CREATE VIEW " + s + ".pd_casts AS SELECT count(*)::int AS n, now()::date AS d, upper(a::text) AS u, row_number() OVER () AS r FROM " + s + ".pd_plain GROUP BY a",
+		// Types whose use runs a user's function: a range's subtype_diff,
+		// a default hash operator class's support function, a cast to
+		// json (the JSON built-ins call it); the tables that use them.
+		"CREATE FUNCTION " + s + ".diff(a float8, b float8) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN a - b; END $$",
+		"CREATE TYPE " + s + ".pd_rng AS RANGE (subtype = float8, subtype_diff = " + s + ".diff)",
+		"CREATE TABLE " + s + ".pd_uses_rng (r " + s + ".pd_rng)",
+		"CREATE TYPE " + s + ".pd_ord AS (a int)",
+		"CREATE FUNCTION " + s + ".ord_eq(x " + s + ".pd_ord, y " + s + ".pd_ord) RETURNS bool LANGUAGE sql AS 'SELECT x.a = y.a'",
+		"CREATE OPERATOR " + s + ".#=# (leftarg = " + s + ".pd_ord, rightarg = " + s + ".pd_ord, function = " + s + ".ord_eq)",
+		"CREATE FUNCTION " + s + ".ord_hash(x " + s + ".pd_ord) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN x.a; END $$",
+		"CREATE OPERATOR CLASS " + s + ".pd_ord_ops DEFAULT FOR TYPE " + s + ".pd_ord USING hash AS OPERATOR 1 " + s + ".#=#, FUNCTION 1 " + s + ".ord_hash(" + s + ".pd_ord)",
+		"CREATE TABLE " + s + ".pd_uses_ord (o " + s + ".pd_ord)",
+		"CREATE TYPE " + s + ".pd_mood AS ENUM ('happy')",
+		"CREATE FUNCTION " + s + ".mood_json(m " + s + ".pd_mood) RETURNS json LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN to_json(m::text); END $$",
+		"CREATE CAST (" + s + ".pd_mood AS json) WITH FUNCTION " + s + ".mood_json(" + s + ".pd_mood)",
+		"CREATE TABLE " + s + ".pd_moods (m " + s + ".pd_mood, n int)",
+		"CREATE TABLE " + s + ".pd_mood_rows (r " + s + ".pd_moods)",
 	} {
 		if strings.Contains(q, "pd_plain (") {
 			exec(t, admin, "CREATE SEQUENCE "+s+".pd_seq")
@@ -83,6 +102,11 @@ func TestCatalogShadows(t *testing.T) {
 		{"SELECT a FROM pd_row", false},
 		{"SELECT l FROM pd_locks", true},
 		{"SELECT n FROM pd_casts", false},
+		{"SELECT upper(r) FROM pd_uses_rng", true},
+		{"SELECT count(DISTINCT o) FROM pd_uses_ord", true},
+		{"SELECT to_json(m) FROM pd_moods", true},
+		{"SELECT json_agg(r) FROM pd_mood_rows", true},
+		{"SELECT json_agg(a) FROM pd_plain", false},
 	} {
 		nextUser(t, c)
 		if got := c.ChangesSession(tc.query); got != tc.want {
