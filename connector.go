@@ -45,14 +45,16 @@ type Connector struct {
 	atLimit       func(error) bool // the dialect's ConnLimitDetector, or nil
 	shareStop     chan struct{}
 	shareDone     chan struct{}
-	shareMu       sync.Mutex   // protects the fields below (look, shareLoop)
-	share         int          // the pool's share: MaxConns unless the server is full
-	shareRefused  int64        // the server's count of refusals at the last look, or -1
-	shareLimit    int64        // the limit the last look read
-	shareFull     bool         // the last look found the server full
-	shareFailed   int          // looks that failed in a row: at 3 the loop ends
-	shareOff      bool         // the server cannot say: no more looks
-	catalogs      catalogWatch // reads a due catalog at once (catalogwatch.go)
+	shareMu       sync.Mutex // protects the fields below (look, shareLoop)
+	share         int        // the pool's share: MaxConns unless the server is full
+	shareRefused  int64      // the server's count of refusals at the last look, or -1
+	shareLimit    int64      // the limit the last look read
+	shareFull     bool       // the last look found the server full
+	shareFailed   int        // looks that failed in a row: at 3 the loop ends
+	shareOff      bool       // the server cannot say: no more looks
+
+	// catalogs reads a due catalog at once (catalogwatch.go).
+	catalogs catalogWatch
 
 	env       physEnv   // what its physical connections need of it
 	physStats physStats // counted by its physical connections (env.stats)
