@@ -53,6 +53,9 @@ type Connector struct {
 	shareFailed   int        // looks that failed in a row: at 3 the loop ends
 	shareOff      bool       // the server cannot say: no more looks
 
+	// catalogs reads a due catalog at once (catalogwatch.go).
+	catalogs catalogWatch
+
 	env       physEnv   // what its physical connections need of it
 	physStats physStats // counted by its physical connections (env.stats)
 	cleanups  cleanups  // its physical connections' rollbacks and resets (env.cleanups)
@@ -325,6 +328,7 @@ func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 		return nil, redact(redact(err, creds.Password), secret)
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
+	c.watchCatalog(dc)
 	return newPhysConn(&c.env, dc), nil
 }
 
@@ -425,6 +429,7 @@ func (c *Connector) Close() error {
 		if c.closing.CompareAndSwap(false, true) {
 			close(c.shareStop)
 			<-c.shareDone
+			c.stopCatalog()
 		}
 		c.pool.Close()
 		c.cleanups.close() // those under way hand their connections back: destroyed now

@@ -8,11 +8,12 @@ import (
 )
 
 // CatalogTTL is how long what a Catalog holds is used before it is due
-// to be read again, off the callers' paths (see CatalogRefresher; the
-// PostgreSQL dialect's session reset reads a due one too): a function,
-// trigger or policy that another client creates is seen within this time
-// and the pool's next health check; one created through the process's
-// own connections at once (see Catalog.Expire).
+// to be read again, off the callers' paths, at once (see CatalogWatcher;
+// the pool's health check and the PostgreSQL dialect's session reset
+// read a due one too): a function, trigger or policy that another client
+// creates is seen within this time and the moment it takes to find an
+// idle connection; one created through the process's own connections at
+// once (see Catalog.ExpireAll).
 const CatalogTTL = 5 * time.Second
 
 // catalogMinInterval spaces the readings that a change made due (Expire)
@@ -32,20 +33,42 @@ type Catalog[T any] struct {
 	snap    atomic.Pointer[CatalogSnapshot[T]]
 	loading atomic.Bool   // a connection claimed the next read (Claim)
 	expires atomic.Uint64 // Expire calls, so far
+	changed atomic.Uint64 // the number of the last Expire of Changed's
 	claimed uint64        // expires when the read in progress was claimed; written by its claimer
 	lastAt  atomic.Int64  // when the last reading was claimed, in Unix nanoseconds
 
 	firstMu sync.Mutex
 	// firstCh: non-nil while a connection reads the first reading
-	// (ClaimFirst); closed when it stores it or gives up.
-	firstCh chan struct{}
+	// (ClaimFirst); closed when it stores it or gives up. firstGen:
+	// expires when that reading was claimed.
+	firstCh  chan struct{}
+	firstGen uint64
 }
 
 // CatalogSnapshot is one reading of the catalog.
 type CatalogSnapshot[T any] struct {
 	Value   T
 	expired atomic.Bool
+	gen     uint64 // the Expire calls made before its reading was claimed
+
+	due     chan struct{} // closed once it is due (DueSignal)
+	dueOnce sync.Once
 }
+
+// newSnapshot returns a snapshot of v, read from gen on.
+func newSnapshot[T any](v T, gen uint64) *CatalogSnapshot[T] {
+	return &CatalogSnapshot[T]{Value: v, gen: gen, due: make(chan struct{})}
+}
+
+// expire makes s due.
+func (s *CatalogSnapshot[T]) expire() {
+	s.expired.Store(true)
+	s.dueOnce.Do(func() { close(s.due) })
+}
+
+// Sees reports whether the snapshot's reading began after the Expire
+// that returned gen: it saw what that change made.
+func (s *CatalogSnapshot[T]) Sees(gen uint64) bool { return s.gen >= gen }
 
 // Due reports whether the snapshot is older than CatalogTTL or was
 // expired by a change: the next connection that can should read the
@@ -94,6 +117,23 @@ func (c *Catalog[T]) Claim(now bool) bool {
 	return true
 }
 
+// ClaimNow is Claim(true) that waits, within ctx, for a reading in
+// progress to end: one claimed before the caller's change (Expire) may
+// have missed it, and the caller (which ran DDL) reads at once after it.
+func (c *Catalog[T]) ClaimNow(ctx context.Context) bool {
+	for !c.Claim(true) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(claimPoll):
+		}
+	}
+	return true
+}
+
+// claimPoll spaces ClaimNow's looks at a reading in progress.
+const claimPoll = 2 * time.Millisecond
+
 // ClaimFirst reports whether the caller, which found no reading, should
 // read the first one (then StoreFirst, or ReleaseFirst if the read
 // failed); otherwise it waits, within ctx, for the reading another
@@ -111,6 +151,7 @@ func (c *Catalog[T]) ClaimFirst(ctx context.Context) (bool, *CatalogSnapshot[T])
 		ch := c.firstCh
 		if ch == nil && c.snap.Load() == nil {
 			c.firstCh = make(chan struct{})
+			c.firstGen = c.expires.Load()
 			c.firstMu.Unlock()
 			return true, nil
 		}
@@ -142,9 +183,14 @@ func (c *Catalog[T]) endFirst() {
 // StoreFirst publishes the first reading (see ClaimFirst). Whichever is
 // stored first stays; the reading then current is returned.
 func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
-	s := &CatalogSnapshot[T]{Value: v}
-	if c.snap.CompareAndSwap(nil, s) {
-		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
+	c.firstMu.Lock()
+	s := newSnapshot(v, c.firstGen)
+	c.firstMu.Unlock()
+	if c.expires.Load() != s.gen {
+		s.expire()
+	}
+	if c.snap.CompareAndSwap(nil, s) && !s.expired.Load() {
+		time.AfterFunc(CatalogTTL, s.expire)
 	}
 	c.endFirst()
 	return c.snap.Load()
@@ -157,26 +203,77 @@ func (c *Catalog[T]) Release() { c.loading.Store(false) }
 // the caller's Claim. A reading claimed before the last Expire may have
 // missed what changed: it is published due, to be read again.
 func (c *Catalog[T]) Store(v T) *CatalogSnapshot[T] {
-	s := &CatalogSnapshot[T]{Value: v}
+	s := newSnapshot(v, c.claimed)
 	if c.expires.Load() != c.claimed {
-		s.expired.Store(true)
+		s.expire()
 	}
 	c.snap.Store(s)
 	c.loading.Store(false)
 	if !s.expired.Load() {
-		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
+		time.AfterFunc(CatalogTTL, s.expire)
 	}
 	return s
 }
 
 // Expire makes the current reading due at once, and a reading in
 // progress due when it is stored: a statement may have changed what the
-// catalog says (DDL).
-func (c *Catalog[T]) Expire() {
-	c.expires.Add(1)
+// catalog says (DDL, or code of a user's that may have run DDL). It
+// returns the change's number: a snapshot that Sees it was read after.
+func (c *Catalog[T]) Expire() uint64 {
+	gen := c.expires.Add(1)
 	if s := c.snap.Load(); s != nil {
-		s.expired.Store(true)
+		s.expire()
 	}
+	return gen
+}
+
+// ExpireAll is Expire for a change every connection's judgments must see
+// (DDL a statement's text shows): a reading from before it vouches for
+// nothing (see Changed) until one that Sees it is stored.
+func (c *Catalog[T]) ExpireAll() uint64 {
+	gen := c.Expire()
+	for {
+		old := c.changed.Load()
+		if old >= gen || c.changed.CompareAndSwap(old, gen) {
+			return gen
+		}
+	}
+}
+
+// Changed returns the number of the last ExpireAll: a snapshot that does
+// not See it is older than a change of the catalog.
+func (c *Catalog[T]) Changed() uint64 { return c.changed.Load() }
+
+// closedSignal is DueSignal's answer where there is no reading yet.
+var closedSignal = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// DueSignal returns a channel closed once the current reading is due (at
+// once where there is none): see CatalogWatcher.
+func (c *Catalog[T]) DueSignal() <-chan struct{} {
+	if s := c.snap.Load(); s != nil {
+		return s.due
+	}
+	return closedSignal
+}
+
+// CatalogDue is a Catalog as CatalogWatcher hands it out.
+type CatalogDue interface {
+	DueSignal() <-chan struct{}
+}
+
+// CatalogWatcher is implemented by a CatalogRefresher whose readings fall
+// due (CatalogTTL, Expire): pooldriver waits on its catalog's DueSignal
+// and then runs RefreshCatalog on an idle connection at once, off the
+// callers' paths, so that a reading is no older than CatalogTTL and the
+// time it takes to find an idle connection, rather than the next health
+// check's. CatalogWatch returns the connection's catalog, nil where it
+// has none.
+type CatalogWatcher interface {
+	CatalogWatch() CatalogDue
 }
 
 // CatalogRefresher is implemented by a Conn whose dialect reads the

@@ -104,3 +104,54 @@ func TestCatalogClaimFirst(t *testing.T) {
 		t.Fatalf("after the first reading: mine %v, reading %v", m, s)
 	}
 }
+
+// TestCatalogChanges: a reading claimed before a change does not See it,
+// one claimed after does; ExpireAll's change is the one every connection
+// must see (Changed), Expire's only its caller's; DueSignal closes when
+// the reading falls due; ClaimNow waits for a reading in progress.
+func TestCatalogChanges(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test|changes|%d", time.Now().UnixNano()))
+	select {
+	case <-c.DueSignal():
+	default:
+		t.Fatal("DueSignal before any reading: not closed")
+	}
+	if !c.Claim(true) {
+		t.Fatal("Claim")
+	}
+	s := c.Store(1)
+	select {
+	case <-c.DueSignal():
+		t.Fatal("DueSignal of a fresh reading: closed")
+	default:
+	}
+	mine := c.Expire()
+	if s.Sees(mine) || c.Changed() != 0 {
+		t.Fatalf("after Expire: Sees %v, Changed %d", s.Sees(mine), c.Changed())
+	}
+	select {
+	case <-c.DueSignal():
+	default:
+		t.Fatal("DueSignal after Expire: not closed")
+	}
+	all := c.ExpireAll()
+	if all <= mine || c.Changed() != all {
+		t.Fatalf("ExpireAll %d after Expire %d, Changed %d", all, mine, c.Changed())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !c.ClaimNow(ctx) {
+		t.Fatal("ClaimNow with no reading in progress")
+	}
+	done := make(chan bool)
+	go func() { done <- c.ClaimNow(ctx) }()
+	time.Sleep(10 * time.Millisecond) // ClaimNow waits meanwhile
+	fresh := c.Store(2)
+	if !fresh.Sees(all) || fresh.Due() {
+		t.Fatalf("a reading claimed after the change: Sees %v, due %v", fresh.Sees(all), fresh.Due())
+	}
+	if !<-done {
+		t.Fatal("ClaimNow did not claim once the reading in progress was stored")
+	}
+	c.Release()
+}

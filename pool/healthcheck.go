@@ -78,6 +78,22 @@ func (r *Resource[T]) Tend(f func(T) error) bool {
 	return r.pool.tend(r, f, false)
 }
 
+// TendOne runs f, as Tend does, on the resource idle longest (parked ones
+// made idle first, as CheckNow does), and reports whether there was one.
+func (p *Pool[T]) TendOne(f func(T) error) bool {
+	p.mu.Lock()
+	if !p.closed {
+		p.unparkAllLocked(p.clock())
+	}
+	if p.closed || p.idle.Len() == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	r := p.idle.At(0)
+	p.mu.Unlock()
+	return p.tend(r, f, false)
+}
+
 // tend takes r out of the idle ring if it is still idle (and, for the
 // healthcheck, was not used since the snapshot), runs f on it, and puts it
 // back or destroys it; check: f is the healthcheck, whose failures count.

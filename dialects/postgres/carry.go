@@ -136,9 +136,7 @@ func carriedReset(cat *pgCatalog, origin originPrivilege) []string {
 	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DEALLOCATE ALL`,
 		`UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
 	if cat != nil && cat.dblink != "" {
-		stmts = append(stmts,
-			fmt.Sprintf(`SELECT %[1]s.dblink_disconnect(n) FROM unnest(%[1]s.dblink_get_connections()) n`, cat.dblink),
-			fmt.Sprintf(`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$`, cat.dblink))
+		stmts = append(stmts, dblinkClose(cat.dblink)...)
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`)
@@ -192,10 +190,7 @@ func carries(query string) bool {
 // takeDue takes the waiting reset off the connection for a statement to
 // carry, and returns its statements and the callback to call once it ran.
 func (c *conn) takeDue() ([]string, func(bool)) {
-	var cat *pgCatalog
-	if snap := c.shadows(c.pgx().PgConn(), false); snap != nil {
-		cat = snap.Value
-	}
+	cat := c.lastReading(c.pgx().PgConn())
 	done := c.carry.done
 	c.carry.due, c.carry.done = false, nil
 	c.stmtsDropped = false

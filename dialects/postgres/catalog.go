@@ -18,7 +18,8 @@ import (
 // run code that no call in a statement's text names. The catalog says
 // which; catalogSQL reads it into a sqllex.Shadows, shared by every
 // connection to one server and database (dialects.Catalog) and read again
-// every dialects.CatalogTTL, or at once after a statement of DDL.
+// every dialects.CatalogTTL, or at once after a statement of DDL, and only
+// on a session that no statement changed since its last reset (readable).
 //
 // "Safe" below is a function the list vouches for, resolved: in
 // pg_catalog, made by initdb (an oid under FirstNormalObjectId, 16384),
@@ -49,7 +50,17 @@ import (
 //   - a user's cast with a function (any :: or CAST may be it; an
 //     implicit or assignment one runs where nothing is written: every
 //     statement counts then);
-//   - an enabled event trigger: every DDL statement counts.
+//   - an enabled event trigger: every DDL statement counts;
+//   - a type whose use runs a user's function (one neither initdb's nor
+//     an extension's) where no statement names it, counted as a domain
+//     above (its name, the types over it, the relations with a column of
+//     it): a cast of it to json or jsonb by a function (the JSON
+//     built-ins call it: to_json, json_agg, ...), a default btree or hash
+//     operator class whose family holds a user's support function or
+//     operator (ORDER BY, GROUP BY, DISTINCT, joins), its I/O, typmod,
+//     analyze or subscripting function, a range's canonical or
+//     subtype_diff function or subtype operator class; and a table with
+//     an index over an operator class of such a family.
 //
 // It also finds what the session reset must undo beyond what DISCARD
 // does (see resetSQL): dblink's connections and postgres_fdw's.
@@ -70,61 +81,100 @@ import (
 // the list's harmless names, $2 the names the session rules read.
 // SET LOCAL jit: the query's estimated cost would start the JIT compiler,
 // which costs a second where the query takes milliseconds.
-const catalogSQL = `SET LOCAL jit = off; WITH RECURSIVE
-listed AS (SELECT unnest('%s'::text[]) AS name),
-ruled AS (SELECT unnest('%s'::text[]) AS name),
-ext AS (SELECT objid FROM pg_depend WHERE deptype = 'e' AND classid = 'pg_proc'::regclass),
+const catalogSQL = `SET LOCAL jit = off; SET LOCAL search_path = pg_catalog, pg_temp; WITH RECURSIVE
+listed AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+ruled AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+ext AS (SELECT objid FROM pg_catalog.pg_depend WHERE deptype = 'e' AND classid = 'pg_catalog.pg_proc'::pg_catalog.regclass),
 safe AS (
-	SELECT p.oid FROM pg_proc p JOIN listed l ON l.name = p.proname
-	WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.oid < 16384
+	SELECT p.oid FROM pg_catalog.pg_proc p JOIN listed l ON l.name = p.proname
+	WHERE p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace AND p.oid < 16384
+),
+user_fn AS (
+	SELECT p.oid FROM pg_catalog.pg_proc p WHERE p.oid >= 16384 AND p.oid NOT IN (SELECT objid FROM ext)
 ),
 unsafe_op AS (
-	SELECT o.oid, o.oprname FROM pg_operator o
-	WHERE o.oid >= 16384 AND o.oprcode::oid NOT IN (SELECT oid FROM safe)
-	AND NOT (o.oprcode::oid IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_depend d
-		WHERE d.deptype = 'e' AND d.classid = 'pg_operator'::regclass AND d.objid = o.oid))
+	SELECT o.oid, o.oprname FROM pg_catalog.pg_operator o
+	WHERE o.oid >= 16384 AND o.oprcode::pg_catalog.oid NOT IN (SELECT oid FROM safe)
+	AND NOT (o.oprcode::pg_catalog.oid IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid))
+),
+unsafe_fam AS (
+	SELECT amp.amprocfamily AS fam FROM pg_catalog.pg_amproc amp
+		WHERE amp.oid >= 16384 AND amp.amproc::pg_catalog.oid IN (SELECT oid FROM user_fn)
+	UNION SELECT amo.amopfamily FROM pg_catalog.pg_amop amo JOIN pg_catalog.pg_operator o ON o.oid = amo.amopopr
+		WHERE amo.oid >= 16384 AND o.oprcode::pg_catalog.oid IN (SELECT oid FROM user_fn)
+),
+unsafe_opc AS (
+	SELECT oc.oid, oc.opcintype, oc.opcdefault, oc.opcmethod FROM pg_catalog.pg_opclass oc WHERE oc.opcfamily IN (SELECT fam FROM unsafe_fam)
 ),
 tree AS (
-	SELECT r.ev_class AS rel, 0::oid AS typ, r.ev_action::text || coalesce(r.ev_qual::text, '') AS t
-		FROM pg_rewrite r WHERE r.oid >= 16384
-	UNION ALL SELECT ad.adrelid, 0, ad.adbin::text FROM pg_attrdef ad WHERE ad.oid >= 16384
-	UNION ALL SELECT co.conrelid, co.contypid, co.conbin::text FROM pg_constraint co
+	SELECT r.ev_class AS rel, 0::pg_catalog.oid AS typ, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
+		FROM pg_catalog.pg_rewrite r WHERE r.oid >= 16384
+	UNION ALL SELECT ad.adrelid, 0, ad.adbin::pg_catalog.text FROM pg_catalog.pg_attrdef ad WHERE ad.oid >= 16384
+	UNION ALL SELECT co.conrelid, co.contypid, co.conbin::pg_catalog.text FROM pg_catalog.pg_constraint co
 		WHERE co.conbin IS NOT NULL AND co.oid >= 16384
-	UNION ALL SELECT po.polrelid, 0, coalesce(po.polqual::text, '') || coalesce(po.polwithcheck::text, '') FROM pg_policy po
-	UNION ALL SELECT i.indrelid, 0, coalesce(i.indexprs::text, '') || coalesce(i.indpred::text, '') FROM pg_index i
+	UNION ALL SELECT po.polrelid, 0, coalesce(po.polqual::pg_catalog.text, '') || coalesce(po.polwithcheck::pg_catalog.text, '') FROM pg_catalog.pg_policy po
+	UNION ALL SELECT i.indrelid, 0, coalesce(i.indexprs::pg_catalog.text, '') || coalesce(i.indpred::pg_catalog.text, '') FROM pg_catalog.pg_index i
 		WHERE i.indexrelid >= 16384 AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
-	UNION ALL SELECT 0, t.oid, t.typdefaultbin::text FROM pg_type t WHERE t.typdefaultbin IS NOT NULL AND t.oid >= 16384
-	UNION ALL SELECT tg.tgrelid, 0, tg.tgqual::text FROM pg_trigger tg WHERE tg.tgqual IS NOT NULL
+	UNION ALL SELECT 0, t.oid, t.typdefaultbin::pg_catalog.text FROM pg_catalog.pg_type t WHERE t.typdefaultbin IS NOT NULL AND t.oid >= 16384
+	UNION ALL SELECT tg.tgrelid, 0, tg.tgqual::pg_catalog.text FROM pg_catalog.pg_trigger tg WHERE tg.tgqual IS NOT NULL
 ),
 code AS (
-	SELECT DISTINCT tr.rel, tr.typ FROM tree tr, regexp_matches(tr.t,
-		'\{(FUNCEXPR|AGGREF|WINDOWFUNC|OPEXPR|DISTINCTEXPR|NULLIFEXPR|SCALARARRAYOPEXPR) :[a-z]+ (\d+)(?: :funcresulttype \d+ :funcretset \w+ :funcvariadic \w+ :funcformat (\d))?', 'g') m
+	SELECT DISTINCT tr.rel, tr.typ FROM tree tr, pg_catalog.regexp_matches(tr.t,
+		E'\\{(FUNCEXPR|AGGREF|WINDOWFUNC|OPEXPR|DISTINCTEXPR|NULLIFEXPR|SCALARARRAYOPEXPR) :[a-z]+ (\\d+)(?: :funcresulttype \\d+ :funcretset \\w+ :funcvariadic \\w+ :funcformat (\\d))?', 'g') m
 	WHERE CASE
 		WHEN m[1] = 'FUNCEXPR' AND coalesce(m[3], '0') IN ('0', '3')
-			THEN m[2]::oid NOT IN (SELECT oid FROM safe) AND m[2]::oid NOT IN (SELECT objid FROM ext)
-		WHEN m[1] IN ('FUNCEXPR', 'AGGREF', 'WINDOWFUNC') THEN m[2]::oid >= 16384 AND m[2]::oid NOT IN (SELECT objid FROM ext)
-		ELSE m[2]::oid IN (SELECT oid FROM unsafe_op) END
+			THEN m[2]::pg_catalog.oid NOT IN (SELECT oid FROM safe) AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
+		WHEN m[1] IN ('FUNCEXPR', 'AGGREF', 'WINDOWFUNC') THEN m[2]::pg_catalog.oid >= 16384 AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
+		ELSE m[2]::pg_catalog.oid IN (SELECT oid FROM unsafe_op) END
+),
+utyp AS (
+	SELECT typ FROM code WHERE typ <> 0
+	UNION SELECT t.oid FROM pg_catalog.pg_type t WHERE t.oid >= 16384 AND EXISTS (SELECT 1 FROM user_fn u WHERE u.oid IN
+		(t.typinput::pg_catalog.oid, t.typoutput::pg_catalog.oid, t.typreceive::pg_catalog.oid, t.typsend::pg_catalog.oid,
+		t.typmodin::pg_catalog.oid, t.typmodout::pg_catalog.oid, t.typanalyze::pg_catalog.oid,
+		coalesce(pg_catalog.to_regproc(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'typsubscript')::pg_catalog.oid, 0)))
+	UNION SELECT oc.opcintype FROM unsafe_opc oc JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod
+		WHERE oc.opcdefault AND am.amname IN ('btree', 'hash')
+	UNION SELECT ca.castsource FROM pg_catalog.pg_cast ca
+		WHERE ca.casttarget IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.jsonb'::pg_catalog.regtype)
+		AND ca.castsource >= 16384 AND ca.castmethod = 'f' AND ca.castfunc IN (SELECT oid FROM user_fn)
+	UNION SELECT r.rngtypid FROM pg_catalog.pg_range r
+		WHERE r.rngcanonical::pg_catalog.oid IN (SELECT oid FROM user_fn) OR r.rngsubdiff::pg_catalog.oid IN (SELECT oid FROM user_fn)
+		OR r.rngsubopc IN (SELECT oid FROM unsafe_opc)
+),
+tedge AS (
+	SELECT t.typbasetype AS src, t.oid AS dst FROM pg_catalog.pg_type t WHERE t.typbasetype <> 0
+	UNION ALL SELECT t.typelem, t.oid FROM pg_catalog.pg_type t WHERE t.typelem <> 0
+	UNION ALL SELECT a.atttypid, c.reltype FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+		WHERE c.oid >= 16384 AND c.reltype <> 0 AND a.attnum > 0 AND NOT a.attisdropped
+	UNION ALL SELECT r.rngsubtype, r.rngtypid FROM pg_catalog.pg_range r
+	UNION ALL SELECT r.rngtypid, (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'rngmultitypid')::pg_catalog.oid FROM pg_catalog.pg_range r
+		WHERE r.rngtypid >= 16384
 ),
 dom AS (
-	SELECT typ FROM code WHERE typ <> 0
+	SELECT typ FROM utyp
 	UNION
-	SELECT t.oid FROM pg_type t JOIN dom ON t.typbasetype = dom.typ OR t.typelem = dom.typ
+	SELECT e.dst FROM tedge e JOIN dom ON e.src = dom.typ WHERE e.dst IS NOT NULL
 ),
 marked AS (
 	SELECT rel FROM code WHERE rel <> 0
-	UNION SELECT r.ev_class FROM pg_rewrite r WHERE r.rulename <> '_RETURN' AND r.oid >= 16384
-	UNION SELECT tg.tgrelid FROM pg_trigger tg WHERE NOT tg.tgisinternal
-	UNION SELECT a.attrelid FROM dom JOIN pg_attribute a ON a.atttypid = dom.typ WHERE a.attnum > 0 AND NOT a.attisdropped
-	UNION SELECT c.oid FROM pg_class c WHERE c.relkind = 'f'
+	UNION SELECT r.ev_class FROM pg_catalog.pg_rewrite r WHERE r.rulename <> '_RETURN' AND r.oid >= 16384
+	UNION SELECT tg.tgrelid FROM pg_catalog.pg_trigger tg WHERE NOT tg.tgisinternal
+	UNION SELECT a.attrelid FROM dom JOIN pg_catalog.pg_attribute a ON a.atttypid = dom.typ WHERE a.attnum > 0 AND NOT a.attisdropped
+	UNION SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relkind = 'f'
+	UNION SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid >= 16384
+		AND EXISTS (SELECT 1 FROM unsafe_opc oc WHERE oc.oid = ANY (i.indclass))
 ),
 edge AS (
-	SELECT d.refobjid AS src, coalesce(r.ev_class, po.polrelid) AS dst FROM pg_depend d
-	LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
-	LEFT JOIN pg_policy po ON d.classid = 'pg_policy'::regclass AND po.oid = d.objid
-	WHERE d.refclassid = 'pg_class'::regclass AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass)
+	SELECT d.refobjid AS src, coalesce(r.ev_class, po.polrelid) AS dst FROM pg_catalog.pg_depend d
+	LEFT JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND r.oid = d.objid
+	LEFT JOIN pg_catalog.pg_policy po ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass AND po.oid = d.objid
+	WHERE d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		AND d.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, 'pg_catalog.pg_policy'::pg_catalog.regclass)
 		AND d.objid >= 16384
-	UNION ALL SELECT inhrelid, inhparent FROM pg_inherits
-	UNION ALL SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'
+	UNION ALL SELECT inhrelid, inhparent FROM pg_catalog.pg_inherits
+	UNION ALL SELECT conrelid, confrelid FROM pg_catalog.pg_constraint WHERE contype = 'f'
 ),
 reach AS (
 	SELECT rel FROM marked
@@ -132,23 +182,23 @@ reach AS (
 	SELECT e.dst FROM reach m JOIN edge e ON e.src = m.rel
 )
 SELECT 'n', l.name FROM (SELECT name FROM listed UNION SELECT name FROM ruled) l
-WHERE EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = l.name AND (p.pronamespace <> 'pg_catalog'::regnamespace OR p.oid >= 16384))
-	OR NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = l.name AND p.pronamespace = 'pg_catalog'::regnamespace)
-	AND l.name NOT IN (SELECT word FROM pg_get_keywords() WHERE catcode <> 'U')
-UNION SELECT 'n', lower(c.relname) FROM reach JOIN pg_class c ON c.oid = reach.rel
-UNION SELECT 'n', lower(t.typname) FROM dom JOIN pg_type t ON t.oid = dom.typ
-UNION SELECT 'n', lower(p.proname) FROM pg_proc p JOIN pg_type t ON t.oid = p.proargtypes[0]
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
+	OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace)
+	AND l.name NOT IN (SELECT word FROM pg_catalog.pg_get_keywords() WHERE catcode <> 'U')
+UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
+UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
+UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
 	WHERE p.pronargs = 1 AND (t.typrelid <> 0 OR t.typtype = 'p') AND p.oid >= 16384
 	AND p.oid NOT IN (SELECT objid FROM ext)
 UNION SELECT 'o', oprname FROM unsafe_op
-UNION SELECT CASE WHEN ca.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM pg_cast ca
+UNION SELECT CASE WHEN ca.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM pg_catalog.pg_cast ca
 	WHERE ca.oid >= 16384 AND ca.castmethod = 'f' AND ca.castfunc NOT IN (SELECT oid FROM safe)
-	AND NOT (ca.castfunc IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_depend d
-		WHERE d.deptype = 'e' AND d.classid = 'pg_cast'::regclass AND d.objid = ca.oid))
-UNION SELECT 'e', '' FROM pg_event_trigger WHERE evtenabled <> 'D'
-UNION SELECT 'x', quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	AND NOT (ca.castfunc IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_cast'::pg_catalog.regclass AND d.objid = ca.oid))
+UNION SELECT 'e', '' FROM pg_catalog.pg_event_trigger WHERE evtenabled <> 'D'
+UNION SELECT 'x', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
 	WHERE e.extname = 'dblink'
-UNION SELECT 'f', quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+UNION SELECT 'f', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0;
 ` + functionsSQL
 
@@ -167,14 +217,14 @@ UNION SELECT 'f', quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n
 // the server folds it: sqllex.UnknownCalls).
 const functionsSQL = `SELECT p.proname, CASE WHEN (p.prolang = l.oid OR p.prolang = pl.oid AND p.proconfig IS NULL)
 	AND p.prokind = 'f' AND p.proargdefaults IS NULL
-	AND p.prorettype < 16384 AND NOT EXISTS (SELECT 1 FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) a WHERE a >= 16384)
+	AND p.prorettype < 16384 AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(coalesce(p.proallargtypes, p.proargtypes::pg_catalog.oid[])) a WHERE a >= 16384)
 	THEN p.prosrc END, p.prolang = pl.oid
-FROM pg_proc p, (SELECT oid FROM pg_language WHERE lanname = 'sql') l,
-	(SELECT coalesce((SELECT la.oid FROM pg_language la
-		JOIN pg_depend d ON d.classid = 'pg_language'::regclass AND d.objid = la.oid AND d.deptype = 'e'
-		JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'plpgsql'
+FROM pg_catalog.pg_proc p, (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'sql') l,
+	(SELECT coalesce((SELECT la.oid FROM pg_catalog.pg_language la
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_language'::pg_catalog.regclass AND d.objid = la.oid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'plpgsql'
 		WHERE la.lanname = 'plpgsql'), 0) AS oid) pl
-WHERE p.proname IN (SELECT u.proname FROM pg_proc u WHERE u.oid >= 16384 AND u.prolang IN (l.oid, pl.oid))`
+WHERE p.proname IN (SELECT u.proname FROM pg_catalog.pg_proc u WHERE u.oid >= 16384 AND u.prolang IN (l.oid, pl.oid))`
 
 // catalogQuery is catalogSQL with the lists filled in: the names are
 // sqllex's, lower-case words, so an array literal carries them as they
@@ -208,12 +258,12 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %w", err)
 	}
-	if len(res) != 3 {
-		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %d results, want 3", len(res))
+	if len(res) != 4 {
+		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %d results, want 4", len(res))
 	}
 	s := &sqllex.Shadows{Names: make(map[string]struct{})}
 	cat := &pgCatalog{shadows: s}
-	for _, row := range res[1].Rows {
+	for _, row := range res[2].Rows {
 		if len(row) != 2 || len(row[0]) != 1 {
 			return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: a row of %d columns", len(row))
 		}
@@ -237,7 +287,7 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 			cat.fdw = name
 		}
 	}
-	s.Harmless = harmlessFunctions(res[2].Rows, s)
+	s.Harmless = harmlessFunctions(res[3].Rows, s)
 	return cat, nil
 }
 
@@ -286,17 +336,19 @@ func catalogKey(pc *pgconn.PgConn, database string) string {
 }
 
 // shadows returns what the catalog says, reading it first where that is
-// due (now: the caller ran DDL; see dialects.Catalog.Claim) and c can (idle, no transaction open, not a connection behind a
-// transaction pooler, where the next statement may reach another server
-// connection but the same catalog). A reading that fails keeps the last
-// one; with none, nil: every statement that names anything counts as a
-// change (see sqllex.Refs.Meets).
+// due (now: the caller ran DDL; see dialects.Catalog.Claim) and c can: idle, no
+// transaction open, and a session that nothing changed since its last
+// reset (or a new one), which no user can have bent the reading in (see
+// readable). A reading that fails keeps the last one; with none, nil:
+// every statement that names anything counts as a change (see
+// sqllex.Refs.Meets).
 func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*pgCatalog] {
-	if c.catalog == nil {
-		c.catalog = dialects.CatalogFor[*pgCatalog](catalogKey(pc, c.pgx().Config().Database))
-	}
+	c.catalogOf(pc)
 	snap := c.catalog.Current()
-	if snap == nil && !pc.IsBusy() && pc.TxStatus() == 'I' {
+	if !c.readable(pc) {
+		return snap
+	}
+	if snap == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
 		defer cancel()
 		mine, snap := c.catalog.ClaimFirst(ctx)
@@ -310,10 +362,13 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 		}
 		return c.catalog.StoreFirst(s)
 	}
-	if snap != nil && snap.Due() && !pc.IsBusy() && pc.TxStatus() == 'I' && c.catalog.Claim(now) {
-		ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+	if !snap.Due() {
+		return snap
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+	defer cancel()
+	if now && c.catalog.ClaimNow(ctx) || !now && c.catalog.Claim(false) {
 		s, err := readCatalog(ctx, pc)
-		cancel()
 		if err != nil {
 			c.catalog.Release()
 		} else {
@@ -323,17 +378,123 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 	return snap
 }
 
-// current returns the catalog's latest reading, reading it first only if
-// there is none yet (see dialects.CatalogRefresher: a due reading is read
-// again off the callers' paths).
-func (c *conn) current(pc *pgconn.PgConn) *dialects.CatalogSnapshot[*pgCatalog] {
+// readable reports whether the catalog may be read on pc now: idle, no
+// transaction open, and a session that no statement changed since it was
+// last reset (a temporary view named pg_proc, a search_path, a setting
+// that the reading would run under). The reading names everything with
+// its schema and pins its search_path besides (catalogSQL).
+func (c *conn) readable(pc *pgconn.PgConn) bool {
+	return c.dirtySeq == 0 && !c.carry.due && !pc.IsBusy() && pc.TxStatus() == 'I'
+}
+
+// catalogOf finds the connection's catalog where it has none yet.
+func (c *conn) catalogOf(pc *pgconn.PgConn) {
 	if c.catalog == nil {
 		c.catalog = dialects.CatalogFor[*pgCatalog](catalogKey(pc, c.pgx().Config().Database))
 	}
-	if snap := c.catalog.Current(); snap != nil {
+}
+
+// current returns the catalog's latest reading, reading it first only if
+// there is none yet and the statement just run (f) left the session as
+// the last reset did (see dialects.CatalogRefresher: a due reading is
+// read again off the callers' paths).
+func (c *conn) current(pc *pgconn.PgConn, f sqllex.Facts) *dialects.CatalogSnapshot[*pgCatalog] {
+	c.catalogOf(pc)
+	if snap := c.catalog.Current(); snap != nil || !leavesSession(f) {
 		return snap
 	}
 	return c.shadows(pc, true)
+}
+
+// leavesSession reports a statement whose text shows no change to the
+// session and no code run that the text does not show.
+func leavesSession(f sqllex.Facts) bool {
+	return !f.ChangesSession && f.Calls == sqllex.CallsKnown && (f.Refs == nil || !f.Refs.Code)
+}
+
+// vouching returns what snap says for this connection's statements: nil
+// (nothing is vouched for) where there is no reading, or the reading
+// began before the session's last change that may have changed the
+// catalog (mustSee) or before DDL any of the process's connections ran
+// (dialects.Catalog.ExpireAll).
+func (c *conn) vouching(snap *dialects.CatalogSnapshot[*pgCatalog]) *sqllex.Shadows {
+	if snap == nil || !snap.Sees(max(c.mustSee, c.catalog.Changed())) {
+		return nil
+	}
+	return snap.Value.shadows
+}
+
+// ranCode reports a statement that ran code no reading of the catalog
+// vouches for, which may have run DDL that its text does not show: a DO
+// block, SQL run from a string, a call of a user's function the catalog
+// does not prove harmless, a relation, operator or cast whose use runs
+// a user's code.
+func ranCode(f sqllex.Facts, shadows *sqllex.Shadows) bool {
+	return f.Calls == sqllex.CallsText || f.Refs != nil && f.Refs.Code ||
+		f.Calls == sqllex.CallsUnknown && !shadows.Vouched(f.Unknown) ||
+		shadows != nil && f.Refs.Meets(shadows)
+}
+
+// lastReading returns the catalog's latest reading, nil before the first:
+// a session due a reset is no place to read it (see readable).
+func (c *conn) lastReading(pc *pgconn.PgConn) *pgCatalog {
+	c.catalogOf(pc)
+	if snap := c.catalog.Current(); snap != nil {
+		return snap.Value
+	}
+	return nil
+}
+
+// readAfterReset reads the catalog, where due, on the session just reset,
+// and closes what the new reading shows the reset did not know to close
+// (cat: the reading the reset ran with): dblink's or postgres_fdw's
+// connections where the extension came since.
+func (c *conn) readAfterReset(ctx context.Context, pc *pgconn.PgConn, cat *pgCatalog) error {
+	snap := c.shadows(pc, false)
+	if snap == nil {
+		return nil
+	}
+	fresh := snap.Value
+	var stmts []string
+	if fresh.dblink != "" && (cat == nil || cat.dblink != fresh.dblink) {
+		stmts = append(stmts, dblinkClose(fresh.dblink)...)
+	}
+	if fresh.fdw != "" && (cat == nil || cat.fdw != fresh.fdw) {
+		stmts = append(stmts, fdwClose(fresh.fdw))
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	if _, err := pc.Exec(ctx, strings.Join(stmts, "; ")).ReadAll(); err != nil {
+		return fmt.Errorf("pooldriver: postgres: reset session: closing remote connections: %w", err)
+	}
+	return nil
+}
+
+// dblinkClose returns the statements that close dblink's connections
+// (schema: dblink's, quoted). The unnamed connection has no name to ask
+// about: closing it when there is none is an error, which the block
+// swallows.
+func dblinkClose(schema string) []string {
+	return []string{
+		fmt.Sprintf(`SELECT %[1]s.dblink_disconnect(n) FROM pg_catalog.unnest(%[1]s.dblink_get_connections()) n`, schema),
+		fmt.Sprintf(`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$`, schema),
+	}
+}
+
+// fdwClose returns the statement that closes postgres_fdw's connections
+// (schema: postgres_fdw_disconnect_all's, quoted).
+func fdwClose(schema string) string {
+	return fmt.Sprintf(`SELECT %s.postgres_fdw_disconnect_all()`, schema)
+}
+
+var _ dialects.CatalogWatcher = (*conn)(nil)
+
+// CatalogWatch returns the connection's catalog (see
+// dialects.CatalogWatcher).
+func (c *conn) CatalogWatch() dialects.CatalogDue {
+	c.catalogOf(c.pgx().PgConn())
+	return c.catalog
 }
 
 // RefreshCatalog reads the catalog again if its reading is due (see

@@ -14,8 +14,10 @@ import (
 // overload of a listed name, a user's operator, a table with a trigger, a
 // partition's trigger through its parent, a view over such a table, a
 // table that references it (a cascade), a domain whose check calls user
-// code and the tables that use it, a function t.f can call, a user's cast;
-// and what names none of it stays harmless. A DDL statement on the
+// code and the tables that use it, a function t.f can call, a user's cast,
+// the tables with a column of a type whose use runs a user's function (a
+// range's subtype_diff, a default hash operator class, a cast to json, a
+// composite over such a type); and what names none of it stays harmless. A DDL statement on the
 // connection reads the catalog again at once.
 func TestCatalogShadows(t *testing.T) {
 	c := wrapped(t)
@@ -52,6 +54,23 @@ func TestCatalogShadows(t *testing.T) {
 		"CREATE TABLE " + s + ".pd_plain (a int DEFAULT nextval('" + s + ".pd_seq'), b timestamptz DEFAULT now())",
 		"CREATE VIEW " + s + ".pd_locks AS SELECT pg_advisory_lock(1) IS NULL AS l",
 		"CREATE VIEW " + s + ".pd_casts AS SELECT count(*)::int AS n, now()::date AS d, upper(a::text) AS u, row_number() OVER () AS r FROM " + s + ".pd_plain GROUP BY a",
+		// Types whose use runs a user's function: a range's subtype_diff,
+		// a default hash operator class's support function, a cast to
+		// json (the JSON built-ins call it); the tables that use them.
+		"CREATE FUNCTION " + s + ".diff(a float8, b float8) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN a - b; END $$",
+		"CREATE TYPE " + s + ".pd_rng AS RANGE (subtype = float8, subtype_diff = " + s + ".diff)",
+		"CREATE TABLE " + s + ".pd_uses_rng (r " + s + ".pd_rng)",
+		"CREATE TYPE " + s + ".pd_ord AS (a int)",
+		"CREATE FUNCTION " + s + ".ord_eq(x " + s + ".pd_ord, y " + s + ".pd_ord) RETURNS bool LANGUAGE sql AS 'SELECT x.a = y.a'",
+		"CREATE OPERATOR " + s + ".#=# (leftarg = " + s + ".pd_ord, rightarg = " + s + ".pd_ord, function = " + s + ".ord_eq)",
+		"CREATE FUNCTION " + s + ".ord_hash(x " + s + ".pd_ord) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN x.a; END $$",
+		"CREATE OPERATOR CLASS " + s + ".pd_ord_ops DEFAULT FOR TYPE " + s + ".pd_ord USING hash AS OPERATOR 1 " + s + ".#=#, FUNCTION 1 " + s + ".ord_hash(" + s + ".pd_ord)",
+		"CREATE TABLE " + s + ".pd_uses_ord (o " + s + ".pd_ord)",
+		"CREATE TYPE " + s + ".pd_mood AS ENUM ('happy')",
+		"CREATE FUNCTION " + s + ".mood_json(m " + s + ".pd_mood) RETURNS json LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN to_json(m::text); END $$",
+		"CREATE CAST (" + s + ".pd_mood AS json) WITH FUNCTION " + s + ".mood_json(" + s + ".pd_mood)",
+		"CREATE TABLE " + s + ".pd_moods (m " + s + ".pd_mood, n int)",
+		"CREATE TABLE " + s + ".pd_mood_rows (r " + s + ".pd_moods)",
 	} {
 		if strings.Contains(q, "pd_plain (") {
 			exec(t, admin, "CREATE SEQUENCE "+s+".pd_seq")
@@ -83,7 +102,13 @@ func TestCatalogShadows(t *testing.T) {
 		{"SELECT a FROM pd_row", false},
 		{"SELECT l FROM pd_locks", true},
 		{"SELECT n FROM pd_casts", false},
+		{"SELECT upper(r) FROM pd_uses_rng", true},
+		{"SELECT count(DISTINCT o) FROM pd_uses_ord", true},
+		{"SELECT to_json(m) FROM pd_moods", true},
+		{"SELECT json_agg(r) FROM pd_mood_rows", true},
+		{"SELECT json_agg(a) FROM pd_plain", false},
 	} {
+		nextUser(t, c)
 		if got := c.ChangesSession(tc.query); got != tc.want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", tc.query, got, tc.want)
 		}
@@ -92,6 +117,17 @@ func TestCatalogShadows(t *testing.T) {
 	if c.ChangesSession("SELECT initcap(42)") {
 		t.Error("trusted: a user's overload counts only for what the text shows")
 	}
+}
+
+// nextUser readies c as a next user finds it: reset, and the catalog read
+// again where the last user's code may have changed it (what the pool's
+// loop over a due catalog does, off the callers' paths).
+func nextUser(t *testing.T, c *conn) {
+	t.Helper()
+	if err := c.ResetSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.shadows(c.pgx().PgConn(), true)
 }
 
 // TestCatalogHarmlessFunctions: a call of a user's LANGUAGE sql or
@@ -188,6 +224,7 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		"SELECT " + u + "rvÄ()":                  true,
 		`SELECT "` + u + `rvÄ"()`:                true,
 	} {
+		nextUser(t, c)
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
 		}

@@ -42,8 +42,12 @@ type conn struct {
 
 	// catalog is what the server's catalog says runs code no statement
 	// names (catalog.go), shared with the other connections to the same
-	// server and database; nil until first needed.
+	// server and database; nil until first needed. mustSee: the last
+	// change (dialects.Catalog.Expire) this session made or may have made
+	// to the catalog (DDL, a user's code): a reading older than it
+	// vouches for none of this connection's statements (vouching).
 	catalog *dialects.Catalog[*pgCatalog]
+	mustSee uint64
 
 	// trust: the user vouches for their functions (see TrustFunctions).
 	trust bool
@@ -201,28 +205,41 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 	// What the catalog says matters only to a user who does not vouch for
 	// their functions (and the code of their triggers, policies, ...).
 	var snap *dialects.CatalogSnapshot[*pgCatalog]
+	older := false // snap is older than DDL the process ran (vouching)
 	if !c.trust {
 		if snap = c.lexedSnap; snap == nil || snap.Due() {
-			snap = c.current(pc) // read here only if there is no reading yet
+			if snap = nil; c.catalog != nil {
+				snap = c.catalog.Current()
+			}
+			if snap == nil {
+				// read here only if there is no reading yet
+				snap = c.current(pc, sqllex.Of(query, sqllex.Postgres))
+			}
+			older = snap != nil && !snap.Sees(c.catalog.Changed())
 		}
 	}
-	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL {
+	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL || older {
 		f := sqllex.Of(query, sqllex.Postgres)
-		if f.Refs != nil && f.Refs.DDL && c.catalog != nil {
-			// It may have made a function, trigger or policy: read the
-			// catalog again before judging it.
-			c.catalog.Expire()
-			if !c.trust {
+		shadows := c.vouching(snap)
+		expires := f.Refs != nil && f.Refs.DDL || !c.trust && ranCode(f, shadows)
+		if expires && c.catalog != nil {
+			// It may have made or changed a function, trigger or policy
+			// (DDL, or a user's code that may run DDL no text shows): no
+			// reading from before vouches for this session's statements
+			// (vouching). Read again at once where the session is as
+			// its last reset left it; otherwise its reset reads it.
+			if f.Refs != nil && f.Refs.DDL {
+				c.mustSee = c.catalog.ExpireAll() // every connection's judgments wait for the next reading
+			} else {
+				c.mustSee = c.catalog.Expire()
+			}
+			if !c.trust && leavesSession(f) && !ranCode(f, shadows) {
 				snap = c.shadows(pc, true)
 			}
-		}
-		var shadows *sqllex.Shadows
-		if snap != nil && !(f.Refs.DDL && snap.Due()) {
-			// (DDL read by an older reading: nothing counts as known.)
-			shadows = snap.Value.shadows
+			shadows = c.vouching(snap)
 		}
 		c.lexedChanges = f.ChangesWith(c.trust, shadows) // nil: nothing read, every naming text counts
-		c.lexedDDL = f.Refs != nil && f.Refs.DDL
+		c.lexedDDL = expires                             // judged again each time: each run may change the catalog
 		c.lexed, c.lexedSnap = "", snap
 		if len(query) <= maxLexedText {
 			c.lexed = query

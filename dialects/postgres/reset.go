@@ -61,14 +61,10 @@ func resetStatements(cat *pgCatalog, origin originPrivilege, list string) []stri
 		`DISCARD TEMP`, `DISCARD SEQUENCES`,
 		`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`+strconv.FormatFloat(freshSeed(), 'g', -1, 64)+`)`)
 	if cat != nil && cat.dblink != "" {
-		// The unnamed connection has no name to ask about: closing it
-		// when there is none is an error, which the block swallows.
-		stmts = append(stmts,
-			fmt.Sprintf(`SELECT %[1]s.dblink_disconnect(n) FROM unnest(%[1]s.dblink_get_connections()) n`, cat.dblink),
-			fmt.Sprintf(`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$`, cat.dblink))
+		stmts = append(stmts, dblinkClose(cat.dblink)...)
 	}
 	if cat != nil && cat.fdw != "" {
-		stmts = append(stmts, fmt.Sprintf(`SELECT %s.postgres_fdw_disconnect_all()`, cat.fdw))
+		stmts = append(stmts, fdwClose(cat.fdw))
 	}
 	switch origin {
 	case originUnknown:
@@ -111,10 +107,7 @@ func (c *conn) ResetSession(ctx context.Context) error {
 			return err
 		}
 	}
-	var cat *pgCatalog
-	if snap := c.shadows(pc, false); snap != nil {
-		cat = snap.Value
-	}
+	cat := c.lastReading(pc)
 	res, err := pc.Exec(ctx, resetSQL(cat, c.origin)).ReadAll()
 	if err != nil {
 		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
@@ -137,7 +130,7 @@ func (c *conn) ResetSession(ctx context.Context) error {
 		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
 	}
 	c.afterReset()
-	return nil
+	return c.readAfterReset(ctx, pc, cat)
 }
 
 // preparedStmt is a row of pg_prepared_statements.

@@ -26,6 +26,9 @@ type Refs struct {
 	// COMMENT, GRANT, REVOKE, IMPORT or SECURITY: it may change what the
 	// catalog says (see Shadows).
 	DDL bool
+	// Code: a statement of the text starts with DO, whose code may do
+	// anything, DDL included, that no text shows.
+	Code bool
 }
 
 // Shadows is what a server's catalog says of the names a text may use:
@@ -183,6 +186,9 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 			r.Words = append(r.Words, w)
 			if first && t.kind == kWord && inSet(ddlWords, w) {
 				r.DDL = true
+			}
+			if first && t.kind == kWord && w == "do" {
+				r.Code = true
 			}
 			if t.kind == kWord && inSet(castWords, w) {
 				r.Casts = true

@@ -1,0 +1,116 @@
+package pooldriver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// A dialect that reads the server's catalog (dialects.Catalog, the
+// PostgreSQL dialect's) uses each reading for dialects.CatalogTTL, then
+// reads it again off the callers' paths. The pool's health check does
+// that only every pool_health_check_period (30 s by default), so a
+// Connector also waits on its catalog's reading falling due and then
+// runs the reading on one idle connection at once: what another client
+// changed in the catalog is seen within CatalogTTL and the moment it
+// takes to find an idle connection. The loop starts with the first
+// connection whose dialect reads a catalog, and ends with Close.
+
+// catalogRetry spaces the tries while a due reading is not taken: no
+// connection was idle; catalogRetryRead, one that was tried (a reading
+// that failed, or one refused because the last began less than a second
+// ago: dialects.Catalog.Claim).
+const (
+	catalogRetry     = 100 * time.Millisecond
+	catalogRetryRead = time.Second
+)
+
+// catalogWatch is a Connector's loop over its catalog.
+type catalogWatch struct {
+	once sync.Once
+	done chan struct{} // closed when the loop ends; nil until it starts
+	mu   sync.Mutex    // protects done
+}
+
+// watchCatalog starts the loop, once, for dc's catalog.
+func (c *Connector) watchCatalog(dc any) {
+	w, ok := dc.(dialects.CatalogWatcher)
+	if !ok {
+		return
+	}
+	c.catalogs.once.Do(func() {
+		due := w.CatalogWatch()
+		if due == nil || c.closing.Load() {
+			return
+		}
+		done := make(chan struct{})
+		c.catalogs.mu.Lock()
+		c.catalogs.done = done
+		c.catalogs.mu.Unlock()
+		go c.catalogLoop(due, done)
+	})
+}
+
+// stopCatalog waits for the loop to end, once shareStop is closed.
+func (c *Connector) stopCatalog() {
+	c.catalogs.mu.Lock()
+	done := c.catalogs.done
+	c.catalogs.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// catalogLoop reads the catalog again each time its reading falls due,
+// on an idle connection (RefreshCatalog, as the health check runs it),
+// until shareStop is closed.
+func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.shareStop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	refresh := func(pc *physConn) error {
+		r, ok := pc.dc.(dialects.CatalogRefresher)
+		if !ok {
+			return nil
+		}
+		rctx, rcancel := context.WithTimeout(ctx, c.cfg.CleanupTimeout)
+		defer rcancel()
+		if err := r.RefreshCatalog(rctx); err != nil {
+			pc.closeReason = closePing
+			return err
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-due.DueSignal():
+		}
+		wait := catalogRetry
+		if c.pool.TendOne(refresh) {
+			wait = catalogRetryRead
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-due.DueSignal():
+			// still due: try again after wait
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		default:
+		}
+	}
+}
