@@ -133,8 +133,10 @@ func TestPLpgSQLDirtyVariants(t *testing.T) {
 						require.NoError(t, err)
 						assert.Equal(t, "public", landed(t, db), "where the next user's INSERT lands")
 					}
+					// At least one a call: a statement run after a function the
+					// catalog cannot vouch for counts as well until the catalog
+					// is read again (that function may have run DDL).
 					waitFor(t, "a reset per call", func() bool { return c.Stats().SessionResets >= resets+calls })
-					assert.Equal(t, resets+calls, c.Stats().SessionResets, "resets over %d calls", calls)
 				})
 				checkDenied(t, s, s.dsn, denyCase{dirty: execAll(call), observe: landed, want: "public"})
 			})
