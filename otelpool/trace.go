@@ -35,8 +35,12 @@ const (
 // that failed has the status Error, with the error's text (pooldriver's
 // errors hold no password) and error.type: pooldriver.AcquireTimeoutError,
 // pooldriver.ErrCircuitOpen, pooldriver.ErrClosed, context.DeadlineExceeded,
-// context.Canceled, else the type of the innermost cause (a driver's error
-// type, *net.OpError, ...), as semconv.ErrorType names it. A Tracer not
+// context.Canceled, else the type of the innermost cause (*pgconn.PgError,
+// *mysql.MySQLError, syscall.Errno for a refused port, ...), as
+// semconv.ErrorType names it. The innermost cause is found by unwrapping;
+// through an error that joins several (errors.Join, fmt.Errorf with more
+// than one %w, pgx's connect error over every address it tried), by the
+// first of them, the one its message leads with. A Tracer not
 // made by NewTracer (the zero Tracer) records nothing.
 type Tracer struct {
 	tracer trace.Tracer
@@ -152,8 +156,40 @@ func errorType(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "context.Canceled"
 	}
-	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
-		err = u
+	return semconv.ErrorType(innermost(err)).Value.AsString()
+}
+
+// innermost returns the cause at the bottom of err's chain. Where an error
+// wraps several (errors.Join, fmt.Errorf with more than one %w, pgx's
+// connect error over every address it tried), the chain goes on through
+// the first of them: the one the error's message leads with.
+func innermost(err error) error {
+	for {
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next := u.Unwrap()
+			if next == nil {
+				return err
+			}
+			err = next
+		case interface{ Unwrap() []error }:
+			next := firstOf(u.Unwrap())
+			if next == nil {
+				return err
+			}
+			err = next
+		default:
+			return err
+		}
 	}
-	return semconv.ErrorType(err).Value.AsString()
+}
+
+// firstOf returns the first error of errs that is not nil, or nil.
+func firstOf(errs []error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -178,7 +182,14 @@ func TestTraceConnectFails(t *testing.T) {
 	if err == nil {
 		t.Fatal("Exec succeeded, want the connect's error")
 	}
-	acquires := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	checkFailedConnect(t, rec, parent.SpanContext(), "*otelpool_test.refused")
+}
+
+// checkFailedConnect checks that a pool.acquire under parent failed with
+// errType, and a pool.connect under it too.
+func checkFailedConnect(t *testing.T, rec *tracetest.SpanRecorder, parent trace.SpanContext, errType string) {
+	t.Helper()
+	acquires := ended(rec, otelpool.AcquireSpanName, parent)
 	if len(acquires) == 0 {
 		t.Fatal("no pool.acquire span under the handler's")
 	}
@@ -189,8 +200,68 @@ func TestTraceConnectFails(t *testing.T) {
 	if len(connects) == 0 {
 		t.Fatal("no pool.connect span under the statement's pool.acquire")
 	}
-	checkSpan(t, connects[0], "*otelpool_test.refused")
-	checkSpan(t, acquires[0], "*otelpool_test.refused")
+	checkSpan(t, connects[0], errType)
+	checkSpan(t, acquires[0], errType)
+}
+
+// A connect error that joins several (as pgx's does, over every address it
+// tried) is named by the first of them, the one its message leads with, not
+// by the join.
+func TestTraceErrorTypeJoined(t *testing.T) {
+	db, _, srv, rec, tr := traced(t, "")
+	srv.FailConnects(1, fmt.Errorf("connect: %w", errors.Join(&refused{}, io.ErrUnexpectedEOF)))
+	ctx, parent := tr.Start(context.Background(), "handler")
+	_, err := db.ExecContext(ctx, "INSERT t 1")
+	parent.End()
+	if err == nil {
+		t.Fatal("Exec succeeded, want the connect's error")
+	}
+	checkFailedConnect(t, rec, parent.SpanContext(), "*otelpool_test.refused")
+}
+
+// pgx's own connect errors, which join the error of every address tried:
+// a refused port is named by the system's error, and, against the server
+// of POOLDRIVER_POSTGRES_DSN, an unknown database by the server's
+// (*pgconn.PgError).
+func TestTraceErrorTypePgx(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	cases := []struct{ name, dsn, want string }{
+		{"refused port", "postgres://app:s3cret@" + closed + "/shop?sslmode=disable", "syscall.Errno"},
+	}
+	if dsn := os.Getenv("POOLDRIVER_POSTGRES_DSN"); dsn != "" {
+		u := strings.Replace(dsn, "/test?", "/tr56_no_such_db?", 1)
+		if u == dsn {
+			t.Logf("POOLDRIVER_POSTGRES_DSN %q names no database test: the unknown database case is skipped", dsn)
+		} else {
+			cases = append(cases, struct{ name, dsn, want string }{"unknown database", u, "*pgconn.PgError"})
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			c := pooldriver.New(tc.dsn+"&pool_name=orders", otelpool.WithTracing(tp))
+			if err := c.Err(); err != nil {
+				t.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			defer db.Close()
+			ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := db.PingContext(ctx); err == nil {
+				t.Fatal("Ping succeeded, want the connect's error")
+			}
+			parent.End()
+			checkFailedConnect(t, rec, parent.SpanContext(), tc.want)
+		})
+	}
 }
 
 // refused is a connect error of a type of its own.
