@@ -33,9 +33,11 @@ type physConn struct {
 	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (stmt.go)
 	leak        leakMark    // leak.go
 	// tracedAt: when the hold that has pc acquired it, where the acquire
-	// was traced and its release is to be (traced; trace.go).
-	tracedAt time.Time
-	traced   bool
+	// was traced and its release is to be (traced; trace.go), with the
+	// context the acquire was traced with (tracedCtx), for the release's.
+	tracedAt  time.Time
+	tracedCtx context.Context
+	traced    bool
 
 	// The optional interfaces of drv and dc, resolved once.
 	execer      driver.ExecerContext
@@ -786,19 +788,19 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		return nil
 	}
 	var rel TraceReleaseData
+	var relCtx context.Context
 	traced := pc.traced
 	if traced {
 		// Taken before Park: then someone else may have pc.
-		rel = TraceReleaseData{PoolName: pc.env.poolName, Held: time.Since(pc.tracedAt)}
-		pc.traced = false
+		relCtx, rel = pc.releaseTrace()
 	}
 	if !r.Park() {
 		pc.st.holds = 1
-		pc.traced = traced // the caller settles pc, and traces its release
+		pc.traced, pc.tracedCtx = traced, relCtx // the caller settles pc, and traces its release
 		return nil
 	}
 	if traced {
-		pc.env.releases.TraceRelease(rel)
+		pc.env.releases.TraceReleaseContext(relCtx, rel)
 	}
 	return r // someone else may have pc already: it is not to be touched
 }

@@ -18,6 +18,17 @@ import (
 const (
 	AcquireSpanName = "pool.acquire"
 	ConnectSpanName = "pool.connect"
+	ReleaseSpanName = "pool.release"
+)
+
+// The attributes of a pool.release span, pooldriver's own: how long the
+// hold had the connection, in seconds, whether the connection is reset or
+// rolled back before anyone else gets it, and whether it is closed instead
+// (see pooldriver.TraceReleaseData).
+const (
+	HeldKey   = attribute.Key("pooldriver.connection.held")
+	ResetKey  = attribute.Key("pooldriver.connection.reset")
+	ClosedKey = attribute.Key("pooldriver.connection.closed")
 )
 
 // Tracer records OpenTelemetry spans of a pool's acquires and connects: it
@@ -29,9 +40,14 @@ const (
 //     child of the statement's span (the caller's context);
 //   - pool.connect (SpanKind client): an attempt to open a physical
 //     connection, a child of the acquire that caused it, or a root span
-//     for those the pool opens by itself (pool_min_conns, the refill).
+//     for those the pool opens by itself (pool_min_conns, the refill);
+//   - pool.release (SpanKind internal): a hold giving back the connection
+//     it acquired, a child of the span its acquire was a child of (the
+//     statement's, or the request's), with [HeldKey], [ResetKey] and
+//     [ClosedKey]: a moment, recorded as the hold ends (see
+//     pooldriver.ReleaseContextTracer).
 //
-// Both carry db.client.connection.pool.name (the Connector's PoolName). One
+// All carry db.client.connection.pool.name (the Connector's PoolName). One
 // that failed has the status Error, with the error's text (pooldriver's
 // errors hold no password) and error.type: pooldriver.AcquireTimeoutError,
 // pooldriver.ErrCircuitOpen, pooldriver.ErrClosed, context.DeadlineExceeded,
@@ -53,6 +69,7 @@ type Tracer struct {
 type startOptions struct {
 	pool             string
 	acquire, connect []trace.SpanStartOption
+	name             attribute.KeyValue
 }
 
 // options returns the start options of pool's spans.
@@ -60,17 +77,22 @@ func (t *Tracer) options(pool string) *startOptions {
 	if o := t.opts.Load(); o != nil && o.pool == pool {
 		return o
 	}
-	name := trace.WithAttributes(semconv.DBClientConnectionPoolName(pool))
+	kv := semconv.DBClientConnectionPoolName(pool)
+	name := trace.WithAttributes(kv)
 	o := &startOptions{
 		pool:    pool,
 		acquire: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), name},
 		connect: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), name},
+		name:    kv,
 	}
 	t.opts.Store(o)
 	return o
 }
 
-var _ pooldriver.Tracer = (*Tracer)(nil)
+var (
+	_ pooldriver.Tracer               = (*Tracer)(nil)
+	_ pooldriver.ReleaseContextTracer = (*Tracer)(nil)
+)
 
 // NewTracer returns a Tracer that records spans through a tracer of tp,
 // whose instrumentation scope is [ScopeName] with the conventions' schema
@@ -129,6 +151,21 @@ func (t *Tracer) TraceConnectEnd(ctx context.Context, d pooldriver.TraceConnectE
 		return // ctx holds no span of ours: the caller's must not be ended
 	}
 	end(trace.SpanFromContext(ctx), d.Err)
+}
+
+// TraceReleaseContext records the pool.release span, under ctx's span:
+// the acquire's caller's.
+func (t *Tracer) TraceReleaseContext(ctx context.Context, d pooldriver.TraceReleaseData) {
+	if t == nil || t.tracer == nil {
+		return
+	}
+	_, span := t.tracer.Start(ctx, ReleaseSpanName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		t.options(d.PoolName).name,
+		HeldKey.Float64(d.Held.Seconds()),
+		ResetKey.Bool(d.Reset),
+		ClosedKey.Bool(d.Closed),
+	))
+	span.End()
 }
 
 // end ends span, failed with err unless it is nil.

@@ -139,6 +139,43 @@ func TestTraceWait(t *testing.T) {
 	}
 }
 
+// A hold's release is a pool.release span under the span its acquire was a
+// child of (the request's): a statement's, which parks its connection, and
+// a transaction's, begun and committed in the request; neither failed, the
+// transaction's connection is kept.
+func TestTraceRelease(t *testing.T) {
+	db, _, _, rec, tr := traced(t, "")
+	ctx, parent := tr.Start(context.Background(), "handler")
+	if _, err := db.ExecContext(ctx, "INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT t 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	acquires := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	releases := ended(rec, otelpool.ReleaseSpanName, parent.SpanContext())
+	if len(releases) == 0 || len(releases) != len(acquires) {
+		t.Fatalf("%d pool.release spans under the handler's for %d pool.acquire spans, want one each (of %d spans in all)", len(releases), len(acquires), len(rec.Ended()))
+	}
+	for _, s := range releases {
+		checkSpan(t, s, "")
+		if s.SpanContext().TraceID() != parent.SpanContext().TraceID() || s.SpanKind() != trace.SpanKindInternal {
+			t.Errorf("span %v kind %v: not in the handler's trace", s.SpanContext(), s.SpanKind())
+		}
+		if attr(s, otelpool.ClosedKey) != "false" || attr(s, otelpool.HeldKey) == "" {
+			t.Errorf("pool.release: closed %q, held %q; want false and a duration", attr(s, otelpool.ClosedKey), attr(s, otelpool.HeldKey))
+		}
+	}
+}
+
 // A wait that the acquire timeout ends is recorded as failed, with
 // error.type pooldriver.AcquireTimeoutError.
 func TestTraceWaitTimesOut(t *testing.T) {
@@ -289,6 +326,7 @@ func TestZeroTracer(t *testing.T) {
 	var zero otelpool.Tracer
 	zero.TraceAcquireEnd(zero.TraceAcquireStart(ctx, pooldriver.TraceAcquireStartData{}), pooldriver.TraceAcquireEndData{})
 	zero.TraceConnectEnd(zero.TraceConnectStart(ctx, pooldriver.TraceConnectStartData{}), pooldriver.TraceConnectEndData{})
+	zero.TraceReleaseContext(ctx, pooldriver.TraceReleaseData{})
 	if n := len(rec.Ended()); n != 0 || !parent.IsRecording() {
 		t.Errorf("%d spans ended, the handler's recording: %v", n, parent.IsRecording())
 	}
