@@ -106,6 +106,9 @@ var (
 	// original error stays reachable with errors.As. It never matches
 	// driver.ErrBadConn, so database/sql does not retry such a statement
 	// on another connection.
+	// The message leads with the cause ("context canceled (pooldriver:
+	// the connection that held ... was lost)" for a statement its caller
+	// cancelled), as the plain driver's error would read.
 	ErrConnLost = errors.New("pooldriver: the connection that held this transaction or session was lost")
 
 	// ErrResultOpen is matched by the error of a statement the driver
@@ -266,7 +269,22 @@ func redact(err error, secret string) error {
 // lostError is ErrConnLost with its cause.
 type lostError struct{ cause error }
 
-func (e *lostError) Error() string { return ErrConnLost.Error() + ": " + causeText(e.cause) }
+// Error leads with the cause, as the plain driver's error would read
+// ("context canceled" for a statement its caller cancelled), then says
+// what it cost, in parentheses: "pooldriver" once, wherever the cause
+// has it.
+func (e *lostError) Error() string {
+	if strings.HasPrefix(e.cause.Error(), "pooldriver: ") {
+		return "pooldriver: " + e.text()
+	}
+	return causeText(e.cause) + " (pooldriver: " + lostWhat + ")"
+}
+
+// text is the message without "pooldriver".
+func (e *lostError) text() string { return causeText(e.cause) + " (" + lostWhat + ")" }
+
+// lostWhat is what ErrConnLost says, without "pooldriver: ".
+var lostWhat = strings.TrimPrefix(ErrConnLost.Error(), "pooldriver: ")
 
 // Is matches ErrConnLost and whatever the cause matches, except
 // driver.ErrBadConn (see ErrConnLost).
@@ -308,6 +326,9 @@ func (e *notRetriedError) Error() string {
 // causeText is err's message without a leading "pooldriver: ", for an
 // error of pooldriver's that leads with it, so that the word comes once.
 func causeText(err error) string {
+	if l, ok := err.(*lostError); ok {
+		return l.text()
+	}
 	return strings.TrimPrefix(err.Error(), "pooldriver: ")
 }
 

@@ -26,6 +26,9 @@ func TestErrorsLeadWithTheCause(t *testing.T) {
 		{&interruptedError{what: "COMMIT", ctx: context.DeadlineExceeded, cause: reset}, "context deadline exceeded", context.DeadlineExceeded},
 		{lost(ErrTaskEnded), "the task ended", ErrConnLost},
 		{&notRetriedError{cause: lost(reset), sent: true}, "the connection that held", ErrConnLost},
+		{lost(reset), reset.Error(), ErrConnLost},
+		{lost(context.Canceled), "context canceled", context.Canceled},
+		{lost(context.Canceled), "context canceled", ErrConnLost},
 	} {
 		msg := tc.err.Error()
 		if i := strings.Index(msg, tc.cause); i < 0 || i > 100 {
@@ -40,5 +43,24 @@ func TestErrorsLeadWithTheCause(t *testing.T) {
 		if errors.Is(tc.err, driver.ErrBadConn) {
 			t.Errorf("%q: matches driver.ErrBadConn: database/sql would run the statement again", msg)
 		}
+	}
+}
+
+// TestLostLeadsWithCause: a statement that lost its task's transaction
+// because its caller cancelled it reads as the plain driver's would,
+// "context canceled" first, and still matches both the context's error and
+// ErrConnLost.
+func TestLostLeadsWithCause(t *testing.T) {
+	for _, cause := range []error{context.Canceled, context.DeadlineExceeded} {
+		err := lost(cause)
+		if msg := err.Error(); !strings.HasPrefix(msg, cause.Error()+" (pooldriver: ") {
+			t.Errorf("%q: does not lead with %q, then pooldriver's words", msg, cause)
+		}
+		if !errors.Is(err, cause) || !errors.Is(err, ErrConnLost) {
+			t.Errorf("%q: errors.Is %v: %v, ErrConnLost: %v", err, cause, errors.Is(err, cause), errors.Is(err, ErrConnLost))
+		}
+	}
+	if msg := lost(ErrTaskEnded).Error(); !strings.HasPrefix(msg, "pooldriver: the task ended") {
+		t.Errorf("%q: does not lead with the task's end", msg)
 	}
 }

@@ -945,10 +945,15 @@ const (
 // owner is nil), counts it in Stats.AutoRollbacks (and TaskEndRollbacks)
 // and logs it: what needs attention at WARN (a transaction a hold left
 // open, a rollback that failed), a task's end at DEBUG with ctx, the
-// task's, for the handler. Every rollback pooldriver runs by itself goes
-// through it. On failure the connection is lost (see rollback). The caller
-// holds sem.
+// task's, for the handler. A task's rollback that finds the connection
+// closed already is routine too, and at DEBUG: a statement that the
+// request's cancellation (or deadline) interrupted closed it, its caller
+// has that error, and the server rolled the transaction back as the
+// connection closed. Every rollback pooldriver runs by itself goes through
+// it. On failure the connection is lost (see rollback). The caller holds
+// sem.
 func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) error {
+	closed := why == undoTaskEnded && !pc.usable()
 	err := pc.rollback(owner)
 	if err == nil {
 		pc.env.stats.autoRollbacks.Add(1)
@@ -961,6 +966,8 @@ func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) err
 		pc.env.warn("rollback of a transaction left open failed; the connection will be closed", err)
 	case why == undoLeftOpen:
 		pc.env.warn("rolled back a transaction left open", nil)
+	case why == undoTaskEnded && err != nil && closed:
+		logAt(ctx, pc.env.log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
 	case why == undoTaskEnded && err != nil:
 		logAt(ctx, pc.env.log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
 	case why == undoTaskEnded:
