@@ -189,10 +189,8 @@ func (e *waitError) Error() string {
 	default:
 		fmt.Fprintf(&b, "pooldriver: %v while waiting for a connection", ae.Reason)
 	}
-	fmt.Fprintf(&b, " (breaker %s; total=%d, in use=%d, waiting=%d, max=%d", ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max)
-	if ae.Failures > 0 {
-		fmt.Fprintf(&b, "; %d connect attempts failed in a row", ae.Failures)
-	}
+	b.WriteString(" (")
+	writePoolState(&b, ae)
 	b.WriteString(")")
 	if ae.Cause != nil {
 		b.WriteString(": the last connect attempt: " + ae.Cause.Error())
@@ -222,10 +220,10 @@ type refusedError struct {
 func (e *refusedError) Error() string {
 	ae := e.ae
 	var b strings.Builder
-	state := fmt.Sprintf("breaker %s; total=%d, in use=%d, waiting=%d, max=%d; %d connect attempts failed in a row",
-		ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max, ae.Failures)
 	if ae.Cause == nil {
-		fmt.Fprintf(&b, "%s: failing at once until a connect attempt succeeds (%s)", ErrServerRefused, state)
+		fmt.Fprintf(&b, "%s: failing at once until a connect attempt succeeds (", ErrServerRefused)
+		writePoolState(&b, ae)
+		b.WriteString(")")
 		return b.String()
 	}
 	cause := ae.Cause.Error()
@@ -235,8 +233,33 @@ func (e *refusedError) Error() string {
 			b.WriteString(e.scheme + ": ")
 		}
 	}
-	fmt.Fprintf(&b, "%s (the server refuses new connections: failing at once until a connect attempt succeeds; %s)", cause, state)
+	fmt.Fprintf(&b, "%s (the server refuses new connections: failing at once until a connect attempt succeeds; ", cause)
+	writePoolState(&b, ae)
+	b.WriteString(")")
 	return b.String()
+}
+
+// writePoolState writes the pool's state when ae was refused, in words a
+// newcomer reads: "pool: 0 of 4 open, 1 failed attempt in a row". What is
+// 0 or usual is left out: the connections in use and the waiting callers
+// when there are none, the breaker while it is closed.
+func writePoolState(b *strings.Builder, ae *pool.AcquireError) {
+	fmt.Fprintf(b, "pool: %d of %d open", ae.Total, ae.Max)
+	if ae.InUse > 0 {
+		fmt.Fprintf(b, ", %d in use", ae.InUse)
+	}
+	if ae.Waiting > 0 {
+		fmt.Fprintf(b, ", %d waiting", ae.Waiting)
+	}
+	switch {
+	case ae.Failures == 1:
+		b.WriteString(", 1 failed attempt in a row")
+	case ae.Failures > 1:
+		fmt.Fprintf(b, ", %d failed attempts in a row", ae.Failures)
+	}
+	if ae.State != pool.Active {
+		fmt.Fprintf(b, ", breaker %s", ae.State)
+	}
 }
 
 // Is matches ErrServerRefused.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // TestErrorsLeadWithTheCause (issue 47): the errors pooldriver wraps a
@@ -62,5 +64,24 @@ func TestLostLeadsWithCause(t *testing.T) {
 	}
 	if msg := lost(ErrTaskEnded).Error(); !strings.HasPrefix(msg, "pooldriver: the task ended") {
 		t.Errorf("%q: does not lead with the task's end", msg)
+	}
+}
+
+// TestPoolStateInWords: a connect error ends with the pool's state in a
+// few words a newcomer reads, leaving out what is 0 or usual.
+func TestPoolStateInWords(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	for _, tc := range []struct {
+		err  error
+		tail string
+	}{
+		{&refusedError{ae: &pool.AcquireError{Reason: pool.ErrPermanent, State: pool.Active, Failures: 1, Max: 4, Cause: refused}, scheme: "postgres"},
+			"; pool: 0 of 4 open, 1 failed attempt in a row)"},
+		{&waitError{ae: &pool.AcquireError{Reason: pool.ErrCircuitOpen, State: pool.Inactive, Failures: 3, Total: 2, InUse: 2, Waiting: 5, Max: 4, Cause: refused}},
+			" (pool: 2 of 4 open, 2 in use, 5 waiting, 3 failed attempts in a row, breaker open): the last connect attempt: " + refused.Error()},
+	} {
+		if msg := tc.err.Error(); !strings.HasSuffix(msg, tc.tail) {
+			t.Errorf("%q: does not end with %q", msg, tc.tail)
+		}
 	}
 }

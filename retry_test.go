@@ -131,7 +131,7 @@ func TestWaitForBusyPoolNamesItsCause(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("leaks=%t: %v, want the deadline", leaks, err)
 		}
-		for _, want := range []string{"pooldriver: ", "while waiting for a connection", "breaker closed", "in use=1", "max=1"} {
+		for _, want := range []string{"pooldriver: ", "while waiting for a connection", "(pool: 1 of 1 open, 1 in use)"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("leaks=%t: %q lacks %q", leaks, err, want)
 			}
