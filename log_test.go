@@ -278,3 +278,40 @@ func TestTaskEndRollbackLoggedAtDebug(t *testing.T) {
 	}
 	checkLines(t, h, "fake://"+srv.Name())
 }
+
+// TestTaskEndOnClosedConnIsDebug: a task whose connection the driver closed
+// by itself (as pgx does when a cancel interrupts a statement) ends with
+// its transaction gone with the connection: the rollback that fails there
+// is logged at DEBUG, with the task's context, and no WARN line is written.
+func TestTaskEndOnClosedConnIsDebug(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		srv := newServer(t)
+		h, logger := newCapture()
+		db, c := newDB(t, srv, "", pooldriver.WithLogger(logger))
+		ctx, end := pooldriver.WithTask(context.WithValue(context.Background(), requestKey{}, "r1"))
+		var err error
+		if raw {
+			_, err = db.ExecContext(ctx, "BEGIN")
+		} else {
+			_, err = db.BeginTx(ctx, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dc := range srv.Conns() {
+			_ = dc.Close() // the driver closes it, behind pooldriver's back
+		}
+		end()
+		waitFor(t, "the connection closed", func() bool { return c.Stats().Total == 0 })
+		for _, r := range h.all() {
+			if r.level >= slog.LevelWarn {
+				t.Errorf("raw %v: %v: a WARN line for a transaction gone with its connection", raw, r)
+			}
+		}
+		gone := h.with("went with its connection")
+		if len(gone) != 1 || gone[0].level != slog.LevelDebug || gone[0].attrs["request"].String() != "r1" {
+			t.Errorf("raw %v: %v, want one DEBUG line with the task's request", raw, gone)
+		}
+		_ = db.Close()
+	}
+}
