@@ -240,11 +240,12 @@ func (e *refusedError) Error() string {
 }
 
 // writePoolState writes the pool's state when ae was refused, in words a
-// newcomer reads: "pool: 0 of 4 open, 1 failed attempt in a row". What is
+// newcomer reads: "0 of 4 connections open, 1 failed attempt in a row"
+// (not "pool: ", the words of the pool package's own errors). What is
 // 0 or usual is left out: the connections in use and the waiting callers
 // when there are none, the breaker while it is closed.
 func writePoolState(b *strings.Builder, ae *pool.AcquireError) {
-	fmt.Fprintf(b, "pool: %d of %d open", ae.Total, ae.Max)
+	fmt.Fprintf(b, "%d of %d connections open", ae.Total, ae.Max)
 	if ae.InUse > 0 {
 		fmt.Fprintf(b, ", %d in use", ae.InUse)
 	}

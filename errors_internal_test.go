@@ -76,9 +76,9 @@ func TestPoolStateInWords(t *testing.T) {
 		tail string
 	}{
 		{&refusedError{ae: &pool.AcquireError{Reason: pool.ErrPermanent, State: pool.Active, Failures: 1, Max: 4, Cause: refused}, scheme: "postgres"},
-			"; pool: 0 of 4 open, 1 failed attempt in a row)"},
+			"; 0 of 4 connections open, 1 failed attempt in a row)"},
 		{&waitError{ae: &pool.AcquireError{Reason: pool.ErrCircuitOpen, State: pool.Inactive, Failures: 3, Total: 2, InUse: 2, Waiting: 5, Max: 4, Cause: refused}},
-			" (pool: 2 of 4 open, 2 in use, 5 waiting, 3 failed attempts in a row, breaker open): the last connect attempt: " + refused.Error()},
+			" (2 of 4 connections open, 2 in use, 5 waiting, 3 failed attempts in a row, breaker open): the last connect attempt: " + refused.Error()},
 	} {
 		if msg := tc.err.Error(); !strings.HasSuffix(msg, tc.tail) {
 			t.Errorf("%q: does not end with %q", msg, tc.tail)
