@@ -127,9 +127,11 @@ func TestWarnLinesCarrySite(t *testing.T) {
 	_ = conn.Close()
 	for _, msg := range []string{"leak detection threshold", "connect failed repeatedly"} {
 		r := h.with(msg)[0]
-		if site := r.attrs["site"].String(); !strings.HasPrefix(site, "pooldriver's own goroutine: ") {
+		site := r.attrs["site"].String()
+		if !strings.HasPrefix(site, "pooldriver's own goroutine: ") {
 			t.Errorf("%q: site=%q, want pooldriver's own goroutine named", r.msg, site)
 		}
+		t.Logf("%s: site=%s", r.msg, site)
 	}
 	checkLines(t, h, "fake://"+srv.Name())
 }

@@ -167,29 +167,43 @@ const module = "github.com/pooldriver/pooldriver"
 // "function (file:line)". On a goroutine of pooldriver's own (the pool
 // dialing, the leak detector, a task's end after its context was done),
 // where there is none, it names the pooldriver function the goroutine
-// runs, the outermost of pooldriver's frames: "pooldriver's own
-// goroutine: pool.(*Pool[...]).dial".
+// runs, the outermost of pooldriver's named frames (the closure that
+// started it only if there is no other): "pooldriver's own goroutine:
+// (*leakDetector).run", "... pool.(*Pool[...]).create".
 func callerSite() string {
 	var pcs [64]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
-	own := ""
+	own, closure := "", ""
 	for {
 		f, more := frames.Next()
 		switch {
 		case f.Function == "":
 		case !internalFrame(f.Function):
 			return fmt.Sprintf("%s (%s:%d)", f.Function, f.File, f.Line)
-		case strings.HasPrefix(f.Function, module):
-			own = strings.TrimPrefix(strings.TrimPrefix(f.Function, module), "/")
+		case !strings.HasPrefix(f.Function, module):
+		case isClosure(f.Function):
+			closure = f.Function // the goroutine's launcher: named only if nothing else is
+		default:
+			own = f.Function
 		}
 		if !more {
 			break
 		}
 	}
 	if own == "" {
-		own = "unknown"
+		own = closure
 	}
-	return "pooldriver's own goroutine: " + strings.TrimPrefix(own, ".")
+	if own == "" {
+		return "pooldriver's own goroutine"
+	}
+	return "pooldriver's own goroutine: " + strings.TrimLeft(strings.TrimPrefix(own, module), "./")
+}
+
+// isClosure reports whether fn, a function's full name, is a function
+// literal's ("pkg.f.func1", "pkg.f.gowrap2").
+func isClosure(fn string) bool {
+	last := fn[strings.LastIndexByte(fn, '.')+1:]
+	return strings.HasPrefix(last, "func") || strings.HasPrefix(last, "gowrap")
 }
 
 // internalFrame reports whether fn, a function's full name, is of the
