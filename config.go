@@ -14,9 +14,10 @@ import (
 // ParseConfig parses dsn into a Config: the dialect its scheme names (which
 // must be imported), its credential template, and its pool_* parameters
 // over the defaults. An error names the parameter and the value, never the
-// password. What only the settings together can get wrong (pool_min_conns
-// above pool_max_conns, say) is NewConnectorWithConfig's to report, once
-// the fields are final.
+// password. pool_min_conns or pool_min_idle_conns above pool_max_conns
+// (the DSN's, or the default) is an error naming both; what else only the
+// settings together can get wrong is NewConnectorWithConfig's to report,
+// once the fields are final.
 func ParseConfig(dsn string) (*Config, error) {
 	t, params, err := parseDSN(dsn)
 	if err != nil {
@@ -26,7 +27,21 @@ func ParseConfig(dsn string) (*Config, error) {
 	if err := cfg.applyParams(params); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkCounts(); err != nil {
+		return nil, err
+	}
 	return &cfg, nil
+}
+
+// checkCounts reports a minimum of connections above the maximum.
+func (c *Config) checkCounts() error {
+	switch {
+	case c.MinConns > c.MaxConns:
+		return fmt.Errorf("pooldriver: pool_min_conns/WithMinConns (%d) is greater than pool_max_conns/WithMaxConns (%d) (Config.MinConns, Config.MaxConns)", c.MinConns, c.MaxConns)
+	case c.MinIdleConns > c.MaxConns:
+		return fmt.Errorf("pooldriver: pool_min_idle_conns/WithMinIdleConns (%d) is greater than pool_max_conns/WithMaxConns (%d) (Config.MinIdleConns, Config.MaxConns)", c.MinIdleConns, c.MaxConns)
+	}
+	return nil
 }
 
 // defaultConfig is a Config with every default, for template t.
@@ -105,11 +120,10 @@ func (c *Config) validate() error {
 			return fmt.Errorf("pooldriver: %s (%s) = %s: %w", s.field, by, format(s.in(c).Interface()), err)
 		}
 	}
+	if err := c.checkCounts(); err != nil {
+		return err
+	}
 	switch {
-	case c.MinConns > c.MaxConns:
-		return fmt.Errorf("pooldriver: pool_min_conns/WithMinConns (%d) is greater than pool_max_conns/WithMaxConns (%d) (Config.MinConns, Config.MaxConns)", c.MinConns, c.MaxConns)
-	case c.MinIdleConns > c.MaxConns:
-		return fmt.Errorf("pooldriver: pool_min_idle_conns/WithMinIdleConns (%d) is greater than pool_max_conns/WithMaxConns (%d) (Config.MinIdleConns, Config.MaxConns)", c.MinIdleConns, c.MaxConns)
 	case c.ServerPooling == dialects.ServerPoolingTransaction && c.Mode == SessionMode:
 		return fmt.Errorf("pooldriver: pool_mode=session (or WithMode(SessionMode)) together with pool_server_pooling=transaction: %w", ErrNoServerSession)
 	case c.ResetAlways && c.ServerPooling == dialects.ServerPoolingTransaction:

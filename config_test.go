@@ -160,15 +160,39 @@ func TestConfigParamErrors(t *testing.T) {
 	}
 }
 
+// TestParseConfigMinAboveMax: a DSN whose minimum of connections is above
+// its maximum (given, or the default) is refused by ParseConfig, with an
+// error naming both and their values.
+func TestParseConfigMinAboveMax(t *testing.T) {
+	base := fakeDSN(t, "")
+	for params, want := range map[string][]string{
+		"pool_min_conns=5&pool_max_conns=4":      {"pool_min_conns", "(5)", "pool_max_conns", "(4)"},
+		"pool_min_conns=20":                      {"pool_min_conns", "(20)", "pool_max_conns", "(10)"},
+		"pool_min_idle_conns=5&pool_max_conns=4": {"pool_min_idle_conns", "(5)", "pool_max_conns", "(4)"},
+	} {
+		_, err := ParseConfig(base + "?" + params)
+		if err == nil {
+			t.Errorf("%s: no error", params)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %s", params, err, w)
+			}
+		}
+	}
+}
+
 // TestNewConnectorWithConfig: the Config's fields are the settings; what
 // only the settings together can get wrong is reported by
 // NewConnectorWithConfig, naming them; the Connector keeps its own copy,
 // which Config reads back; a Config not made by ParseConfig is refused.
 func TestNewConnectorWithConfig(t *testing.T) {
-	cfg, err := ParseConfig(fakeDSN(t, "pool_min_conns=20"))
+	cfg, err := ParseConfig(fakeDSN(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.MinConns = 20
 	if _, err := NewConnectorWithConfig(cfg); err == nil || !strings.Contains(err.Error(), "pool_min_conns") || !strings.Contains(err.Error(), "pool_max_conns") {
 		t.Fatalf("min above max: %v", err)
 	}

@@ -256,8 +256,8 @@ func (l *conn) IsValid() bool {
 	}
 	pc := l.pc
 	// physConn.park, written out (keep them alike) for the usual state:
-	// the connection parks as it is.
-	if r := pc.res; !r.Contended() && !pc.env.lookDue.Load() && pc.st.holds == 1 && parksClean(&pc.st) && !pc.stale() {
+	// the connection parks as it is, and its release is not traced.
+	if r := pc.res; !pc.traced && !r.Contended() && !pc.env.lookDue.Load() && pc.st.holds == 1 && parksClean(&pc.st) && !pc.stale() {
 		pc.st.holds, pc.st.stale = 0, false // as verdict would have written it
 		if r.Park() {
 			if l.parked != r {

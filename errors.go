@@ -106,6 +106,9 @@ var (
 	// original error stays reachable with errors.As. It never matches
 	// driver.ErrBadConn, so database/sql does not retry such a statement
 	// on another connection.
+	// The message leads with the cause ("context canceled (pooldriver:
+	// the connection that held ... was lost)" for a statement its caller
+	// cancelled), as the plain driver's error would read.
 	ErrConnLost = errors.New("pooldriver: the connection that held this transaction or session was lost")
 
 	// ErrResultOpen is matched by the error of a statement the driver
@@ -186,10 +189,8 @@ func (e *waitError) Error() string {
 	default:
 		fmt.Fprintf(&b, "pooldriver: %v while waiting for a connection", ae.Reason)
 	}
-	fmt.Fprintf(&b, " (breaker %s; total=%d, in use=%d, waiting=%d, max=%d", ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max)
-	if ae.Failures > 0 {
-		fmt.Fprintf(&b, "; %d connect attempts failed in a row", ae.Failures)
-	}
+	b.WriteString(" (")
+	writePoolState(&b, ae)
 	b.WriteString(")")
 	if ae.Cause != nil {
 		b.WriteString(": the last connect attempt: " + ae.Cause.Error())
@@ -219,10 +220,10 @@ type refusedError struct {
 func (e *refusedError) Error() string {
 	ae := e.ae
 	var b strings.Builder
-	state := fmt.Sprintf("breaker %s; total=%d, in use=%d, waiting=%d, max=%d; %d connect attempts failed in a row",
-		ae.State, ae.Total, ae.InUse, ae.Waiting, ae.Max, ae.Failures)
 	if ae.Cause == nil {
-		fmt.Fprintf(&b, "%s: failing at once until a connect attempt succeeds (%s)", ErrServerRefused, state)
+		fmt.Fprintf(&b, "%s: failing at once until a connect attempt succeeds (", ErrServerRefused)
+		writePoolState(&b, ae)
+		b.WriteString(")")
 		return b.String()
 	}
 	cause := ae.Cause.Error()
@@ -232,8 +233,34 @@ func (e *refusedError) Error() string {
 			b.WriteString(e.scheme + ": ")
 		}
 	}
-	fmt.Fprintf(&b, "%s (the server refuses new connections: failing at once until a connect attempt succeeds; %s)", cause, state)
+	fmt.Fprintf(&b, "%s (the server refuses new connections: failing at once until a connect attempt succeeds; ", cause)
+	writePoolState(&b, ae)
+	b.WriteString(")")
 	return b.String()
+}
+
+// writePoolState writes the pool's state when ae was refused, in words a
+// newcomer reads: "0 of 4 connections open, 1 failed attempt in a row"
+// (not "pool: ", the words of the pool package's own errors). What is
+// 0 or usual is left out: the connections in use and the waiting callers
+// when there are none, the breaker while it is closed.
+func writePoolState(b *strings.Builder, ae *pool.AcquireError) {
+	fmt.Fprintf(b, "%d of %d connections open", ae.Total, ae.Max)
+	if ae.InUse > 0 {
+		fmt.Fprintf(b, ", %d in use", ae.InUse)
+	}
+	if ae.Waiting > 0 {
+		fmt.Fprintf(b, ", %d waiting", ae.Waiting)
+	}
+	switch {
+	case ae.Failures == 1:
+		b.WriteString(", 1 failed attempt in a row")
+	case ae.Failures > 1:
+		fmt.Fprintf(b, ", %d failed attempts in a row", ae.Failures)
+	}
+	if ae.State != pool.Active {
+		fmt.Fprintf(b, ", breaker %s", ae.State)
+	}
 }
 
 // Is matches ErrServerRefused.
@@ -266,7 +293,22 @@ func redact(err error, secret string) error {
 // lostError is ErrConnLost with its cause.
 type lostError struct{ cause error }
 
-func (e *lostError) Error() string { return ErrConnLost.Error() + ": " + causeText(e.cause) }
+// Error leads with the cause, as the plain driver's error would read
+// ("context canceled" for a statement its caller cancelled), then says
+// what it cost, in parentheses: "pooldriver" once, wherever the cause
+// has it.
+func (e *lostError) Error() string {
+	if strings.HasPrefix(e.cause.Error(), "pooldriver: ") {
+		return "pooldriver: " + e.text()
+	}
+	return causeText(e.cause) + " (pooldriver: " + lostWhat + ")"
+}
+
+// text is the message without "pooldriver".
+func (e *lostError) text() string { return causeText(e.cause) + " (" + lostWhat + ")" }
+
+// lostWhat is what ErrConnLost says, without "pooldriver: ".
+var lostWhat = strings.TrimPrefix(ErrConnLost.Error(), "pooldriver: ")
 
 // Is matches ErrConnLost and whatever the cause matches, except
 // driver.ErrBadConn (see ErrConnLost).
@@ -308,6 +350,9 @@ func (e *notRetriedError) Error() string {
 // causeText is err's message without a leading "pooldriver: ", for an
 // error of pooldriver's that leads with it, so that the word comes once.
 func causeText(err error) string {
+	if l, ok := err.(*lostError); ok {
+		return l.text()
+	}
 	return strings.TrimPrefix(err.Error(), "pooldriver: ")
 }
 

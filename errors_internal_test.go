@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // TestErrorsLeadWithTheCause (issue 47): the errors pooldriver wraps a
@@ -26,6 +28,9 @@ func TestErrorsLeadWithTheCause(t *testing.T) {
 		{&interruptedError{what: "COMMIT", ctx: context.DeadlineExceeded, cause: reset}, "context deadline exceeded", context.DeadlineExceeded},
 		{lost(ErrTaskEnded), "the task ended", ErrConnLost},
 		{&notRetriedError{cause: lost(reset), sent: true}, "the connection that held", ErrConnLost},
+		{lost(reset), reset.Error(), ErrConnLost},
+		{lost(context.Canceled), "context canceled", context.Canceled},
+		{lost(context.Canceled), "context canceled", ErrConnLost},
 	} {
 		msg := tc.err.Error()
 		if i := strings.Index(msg, tc.cause); i < 0 || i > 100 {
@@ -39,6 +44,44 @@ func TestErrorsLeadWithTheCause(t *testing.T) {
 		}
 		if errors.Is(tc.err, driver.ErrBadConn) {
 			t.Errorf("%q: matches driver.ErrBadConn: database/sql would run the statement again", msg)
+		}
+	}
+}
+
+// TestLostLeadsWithCause: a statement that lost its task's transaction
+// because its caller cancelled it reads as the plain driver's would,
+// "context canceled" first, and still matches both the context's error and
+// ErrConnLost.
+func TestLostLeadsWithCause(t *testing.T) {
+	for _, cause := range []error{context.Canceled, context.DeadlineExceeded} {
+		err := lost(cause)
+		if msg := err.Error(); !strings.HasPrefix(msg, cause.Error()+" (pooldriver: ") {
+			t.Errorf("%q: does not lead with %q, then pooldriver's words", msg, cause)
+		}
+		if !errors.Is(err, cause) || !errors.Is(err, ErrConnLost) {
+			t.Errorf("%q: errors.Is %v: %v, ErrConnLost: %v", err, cause, errors.Is(err, cause), errors.Is(err, ErrConnLost))
+		}
+	}
+	if msg := lost(ErrTaskEnded).Error(); !strings.HasPrefix(msg, "pooldriver: the task ended") {
+		t.Errorf("%q: does not lead with the task's end", msg)
+	}
+}
+
+// TestPoolStateInWords: a connect error ends with the pool's state in a
+// few words a newcomer reads, leaving out what is 0 or usual.
+func TestPoolStateInWords(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	for _, tc := range []struct {
+		err  error
+		tail string
+	}{
+		{&refusedError{ae: &pool.AcquireError{Reason: pool.ErrPermanent, State: pool.Active, Failures: 1, Max: 4, Cause: refused}, scheme: "postgres"},
+			"; 0 of 4 connections open, 1 failed attempt in a row)"},
+		{&waitError{ae: &pool.AcquireError{Reason: pool.ErrCircuitOpen, State: pool.Inactive, Failures: 3, Total: 2, InUse: 2, Waiting: 5, Max: 4, Cause: refused}},
+			" (2 of 4 connections open, 2 in use, 5 waiting, 3 failed attempts in a row, breaker open): the last connect attempt: " + refused.Error()},
+	} {
+		if msg := tc.err.Error(); !strings.HasSuffix(msg, tc.tail) {
+			t.Errorf("%q: does not end with %q", msg, tc.tail)
 		}
 	}
 }

@@ -15,16 +15,18 @@ import (
 // Each kind of line (level and message) at INFO or above is written at
 // most once per logInterval (10s) per pool, with "suppressed", the count
 // of the lines of its kind held back since, the last of them written when
-// the interval ends (loglimit.go); a WARN line names the statement's
-// "site" (its first frame outside database/sql and pooldriver) and, for a
-// misuse, the "remedy".
+// the interval ends (loglimit.go); every WARN line names the statement's
+// "site" (its first frame outside database/sql and pooldriver, or the
+// function a goroutine of pooldriver's own runs) and, for a misuse, the
+// "remedy".
 //
 //	DEBUG connection opened, connection closed (with the reason), session reset
 //	INFO  the pool opened, with its Config; connected again after failed
 //	      attempts; a connection reported as leaked came back; the circuit
 //	      breaker closed again or half-open (trying one connection)
-//	DEBUG (also) a transaction its task's end rolled back, with the task's
-//	      context for the handler
+//	DEBUG (also) a transaction its task's end rolled back, or found gone
+//	      with its connection (closed by a statement its context
+//	      interrupted), with the task's context for the handler
 //	WARN  transactions rolled back because a hold ended with them open,
 //	      failed rollbacks and resets,
 //	      connect failures in a row (the 2nd, 4th, 8th, ...), acquire timeouts,

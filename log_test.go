@@ -94,9 +94,46 @@ func checkLines(t *testing.T, h *capture, pool string) {
 		if v, ok := r.attrs["error"]; ok && (v.Any() == nil || fmt.Sprint(v.Any()) == "<nil>") {
 			t.Errorf("%q: error=<nil>", r.msg)
 		}
+		if r.level >= slog.LevelWarn && r.attrs["site"].String() == "" {
+			t.Errorf("%q: a WARN line without site=", r.msg)
+		}
 		line := fmt.Sprint(r.msg, r.attrs)
 		assertNoSecret(t, "log line", line)
 	}
+}
+
+// TestWarnLinesCarrySite: a WARN line written on a goroutine of
+// pooldriver's own, where no caller's code is on the stack, carries site=
+// too, naming what pooldriver runs there: the leak detector, and the
+// pool's own connects (pool_min_conns) failing.
+func TestWarnLinesCarrySite(t *testing.T) {
+	srv := newServer(t)
+	h, logger := newCapture()
+	db, c := newDB(t, srv, "pool_leak_detection_threshold=1s&pool_min_conns=2", pooldriver.WithLogger(logger))
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT t 1"); err != nil { // takes a connection, and keeps it
+		t.Fatal(err)
+	}
+	srv.FailConnects(1000, errors.New("connection refused"))
+	c.Reset() // the pool reopens pool_min_conns by itself, and fails
+	waitFor(t, "the leak and the failed connects reported", func() bool {
+		return len(h.with("leak detection threshold")) == 1 && len(h.with("connect failed repeatedly")) > 0
+	})
+	srv.FailConnects(0, nil)
+	_ = conn.Close()
+	for _, msg := range []string{"leak detection threshold", "connect failed repeatedly"} {
+		r := h.with(msg)[0]
+		site := r.attrs["site"].String()
+		if !strings.HasPrefix(site, "pooldriver's own goroutine: ") {
+			t.Errorf("%q: site=%q, want pooldriver's own goroutine named", r.msg, site)
+		}
+		t.Logf("%s: site=%s", r.msg, site)
+	}
+	checkLines(t, h, "fake://"+srv.Name())
 }
 
 // TestLogging: what the Connector logs, at which level, with the pool's
@@ -242,4 +279,41 @@ func TestTaskEndRollbackLoggedAtDebug(t *testing.T) {
 		t.Fatalf("stats: %+v", st)
 	}
 	checkLines(t, h, "fake://"+srv.Name())
+}
+
+// TestTaskEndOnClosedConnIsDebug: a task whose connection the driver closed
+// by itself (as pgx does when a cancel interrupts a statement) ends with
+// its transaction gone with the connection: the rollback that fails there
+// is logged at DEBUG, with the task's context, and no WARN line is written.
+func TestTaskEndOnClosedConnIsDebug(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		srv := newServer(t)
+		h, logger := newCapture()
+		db, c := newDB(t, srv, "", pooldriver.WithLogger(logger))
+		ctx, end := pooldriver.WithTask(context.WithValue(context.Background(), requestKey{}, "r1"))
+		var err error
+		if raw {
+			_, err = db.ExecContext(ctx, "BEGIN")
+		} else {
+			_, err = db.BeginTx(ctx, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dc := range srv.Conns() {
+			_ = dc.Close() // the driver closes it, behind pooldriver's back
+		}
+		end()
+		waitFor(t, "the connection closed", func() bool { return c.Stats().Total == 0 })
+		for _, r := range h.all() {
+			if r.level >= slog.LevelWarn {
+				t.Errorf("raw %v: %v: a WARN line for a transaction gone with its connection", raw, r)
+			}
+		}
+		gone := h.with("went with its connection")
+		if len(gone) != 1 || gone[0].level != slog.LevelDebug || gone[0].attrs["request"].String() != "r1" {
+			t.Errorf("raw %v: %v, want one DEBUG line with the task's request", raw, gone)
+		}
+		_ = db.Close()
+	}
 }

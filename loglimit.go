@@ -90,9 +90,7 @@ func (h *limitedHandler) Handle(ctx context.Context, r slog.Record) error {
 		return h.inner.Handle(ctx, r)
 	}
 	if r.Level >= slog.LevelWarn {
-		if site := callerSite(); site != "" {
-			r.AddAttrs(slog.String(attrSite, site))
-		}
+		r.AddAttrs(slog.String(attrSite, callerSite()))
 		if remedy, ok := remedies[r.Message]; ok {
 			r.AddAttrs(slog.String(attrRemedy, remedy))
 		}
@@ -166,20 +164,46 @@ const module = "github.com/pooldriver/pooldriver"
 
 // callerSite returns the first frame of the calling goroutine outside the
 // standard library (database/sql, log/slog, ...) and pooldriver, as
-// "function (file:line)", or "" when there is none (a goroutine of
-// pooldriver's own).
+// "function (file:line)". On a goroutine of pooldriver's own (the pool
+// dialing, the leak detector, a task's end after its context was done),
+// where there is none, it names the pooldriver function the goroutine
+// runs, the outermost of pooldriver's named frames (the closure that
+// started it only if there is no other): "pooldriver's own goroutine:
+// (*leakDetector).run", "... pool.(*Pool[...]).create".
 func callerSite() string {
 	var pcs [64]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	own, closure := "", ""
 	for {
 		f, more := frames.Next()
-		if f.Function != "" && !internalFrame(f.Function) {
+		switch {
+		case f.Function == "":
+		case !internalFrame(f.Function):
 			return fmt.Sprintf("%s (%s:%d)", f.Function, f.File, f.Line)
+		case !strings.HasPrefix(f.Function, module):
+		case isClosure(f.Function):
+			closure = f.Function // the goroutine's launcher: named only if nothing else is
+		default:
+			own = f.Function
 		}
 		if !more {
-			return ""
+			break
 		}
 	}
+	if own == "" {
+		own = closure
+	}
+	if own == "" {
+		return "pooldriver's own goroutine"
+	}
+	return "pooldriver's own goroutine: " + strings.TrimLeft(strings.TrimPrefix(own, module), "./")
+}
+
+// isClosure reports whether fn, a function's full name, is a function
+// literal's ("pkg.f.func1", "pkg.f.gowrap2").
+func isClosure(fn string) bool {
+	last := fn[strings.LastIndexByte(fn, '.')+1:]
+	return strings.HasPrefix(last, "func") || strings.HasPrefix(last, "gowrap")
 }
 
 // internalFrame reports whether fn, a function's full name, is of the

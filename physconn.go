@@ -33,9 +33,11 @@ type physConn struct {
 	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (stmt.go)
 	leak        leakMark    // leak.go
 	// tracedAt: when the hold that has pc acquired it, where the acquire
-	// was traced and its release is to be (traced; trace.go).
-	tracedAt time.Time
-	traced   bool
+	// was traced and its release is to be (traced; trace.go), with the
+	// context the acquire was traced with (tracedCtx), for the release's.
+	tracedAt  time.Time
+	tracedCtx context.Context
+	traced    bool
 
 	// The optional interfaces of drv and dc, resolved once.
 	execer      driver.ExecerContext
@@ -786,19 +788,19 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		return nil
 	}
 	var rel TraceReleaseData
+	var relCtx context.Context
 	traced := pc.traced
 	if traced {
 		// Taken before Park: then someone else may have pc.
-		rel = TraceReleaseData{PoolName: pc.env.poolName, Held: time.Since(pc.tracedAt)}
-		pc.traced = false
+		relCtx, rel = pc.releaseTrace()
 	}
 	if !r.Park() {
 		pc.st.holds = 1
-		pc.traced = traced // the caller settles pc, and traces its release
+		pc.traced, pc.tracedCtx = traced, relCtx // the caller settles pc, and traces its release
 		return nil
 	}
 	if traced {
-		pc.env.releases.TraceRelease(rel)
+		pc.env.releases.TraceReleaseContext(relCtx, rel)
 	}
 	return r // someone else may have pc already: it is not to be touched
 }
@@ -944,10 +946,15 @@ const (
 // owner is nil), counts it in Stats.AutoRollbacks (and TaskEndRollbacks)
 // and logs it: what needs attention at WARN (a transaction a hold left
 // open, a rollback that failed), a task's end at DEBUG with ctx, the
-// task's, for the handler. Every rollback pooldriver runs by itself goes
-// through it. On failure the connection is lost (see rollback). The caller
-// holds sem.
+// task's, for the handler. A task's rollback that finds the connection
+// closed already is routine too, and at DEBUG: a statement that the
+// request's cancellation (or deadline) interrupted closed it, its caller
+// has that error, and the server rolled the transaction back as the
+// connection closed. Every rollback pooldriver runs by itself goes through
+// it. On failure the connection is lost (see rollback). The caller holds
+// sem.
 func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) error {
+	closed := why == undoTaskEnded && !pc.usable()
 	err := pc.rollback(owner)
 	if err == nil {
 		pc.env.stats.autoRollbacks.Add(1)
@@ -960,6 +967,8 @@ func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) err
 		pc.env.warn("rollback of a transaction left open failed; the connection will be closed", err)
 	case why == undoLeftOpen:
 		pc.env.warn("rolled back a transaction left open", nil)
+	case why == undoTaskEnded && err != nil && closed:
+		logAt(ctx, pc.env.log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
 	case why == undoTaskEnded && err != nil:
 		logAt(ctx, pc.env.log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
 	case why == undoTaskEnded:

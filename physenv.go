@@ -37,7 +37,7 @@ type physEnv struct {
 	lookDue atomic.Bool
 	// releases: the Tracer, where it hears of releases too (trace.go);
 	// poolName names the pool to it.
-	releases ReleaseTracer
+	releases ReleaseContextTracer
 	poolName string
 	stats    *physStats
 	log      *slog.Logger // nil: nothing is logged

@@ -91,7 +91,7 @@ func TestWaitNamesItsCause(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, refused) {
 		t.Fatalf("wait ended by the deadline: %v, want the deadline and the connect error", err)
 	}
-	for _, want := range []string{"pooldriver: ", "while waiting for a connection", "in use=1", "the last connect attempt"} {
+	for _, want := range []string{"pooldriver: ", "while waiting for a connection", "1 in use", "the last connect attempt"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
@@ -131,7 +131,7 @@ func TestWaitForBusyPoolNamesItsCause(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("leaks=%t: %v, want the deadline", leaks, err)
 		}
-		for _, want := range []string{"pooldriver: ", "while waiting for a connection", "breaker closed", "in use=1", "max=1"} {
+		for _, want := range []string{"pooldriver: ", "while waiting for a connection", "(1 of 1 connections open, 1 in use)"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("leaks=%t: %q lacks %q", leaks, err, want)
 			}

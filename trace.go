@@ -22,26 +22,34 @@ func WithTracer(t Tracer) Option {
 func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
 	t := c.cfg.Tracer
 	start := time.Now()
+	caller := ctx
 	ctx = t.TraceAcquireStart(ctx, TraceAcquireStartData{PoolName: c.name})
 	pc, err := c.take(ctx)
 	now := time.Now()
 	t.TraceAcquireEnd(ctx, TraceAcquireEndData{PoolName: c.name, Wait: now.Sub(start), Err: err})
 	if err == nil && c.env.releases != nil {
-		pc.tracedAt, pc.traced = now, true // nobody else has pc: the hold's own
+		// Nobody else has pc: the hold's own.
+		pc.tracedAt, pc.tracedCtx, pc.traced = now, caller, true
 	}
 	return pc, err
 }
 
-// traceRelease tells the ReleaseTracer that pc's hold, whose acquire was
+// releaseTrace takes what the release of pc's traced hold is told: the
+// acquire's context and the data, without the fate's part. The caller has
+// pc to itself; after it, pc keeps no context.
+func (pc *physConn) releaseTrace() (context.Context, TraceReleaseData) {
+	ctx := pc.tracedCtx
+	pc.traced, pc.tracedCtx = false, nil
+	return ctx, TraceReleaseData{PoolName: pc.env.poolName, Held: time.Since(pc.tracedAt)}
+}
+
+// traceRelease tells the release tracer that pc's hold, whose acquire was
 // traced, ends with fate f. The caller has pc to itself.
 func (pc *physConn) traceRelease(f fate) {
-	pc.traced = false
-	pc.env.releases.TraceRelease(TraceReleaseData{
-		PoolName: pc.env.poolName,
-		Held:     time.Since(pc.tracedAt),
-		Reset:    f == fateReset || f == fateRollback || f == fateRollbackReset,
-		Closed:   f == fateDestroy,
-	})
+	ctx, d := pc.releaseTrace()
+	d.Reset = f == fateReset || f == fateRollback || f == fateRollbackReset
+	d.Closed = f == fateDestroy
+	pc.env.releases.TraceReleaseContext(ctx, d)
 }
 
 // openTraced is open, told to c's Tracer.
@@ -54,8 +62,21 @@ func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
 	return pc, err
 }
 
-// releaseTracer returns t where it hears of releases too, else nil.
-func releaseTracer(t Tracer) ReleaseTracer {
-	r, _ := t.(ReleaseTracer)
-	return r
+// releaseTracer returns t where it hears of releases too, else nil: a
+// ReleaseTracer that takes no context is called without it.
+func releaseTracer(t Tracer) ReleaseContextTracer {
+	switch r := t.(type) {
+	case ReleaseContextTracer:
+		return r
+	case ReleaseTracer:
+		return releaseWithoutContext{r}
+	}
+	return nil
+}
+
+// releaseWithoutContext is a ReleaseTracer called as a ReleaseContextTracer.
+type releaseWithoutContext struct{ r ReleaseTracer }
+
+func (w releaseWithoutContext) TraceReleaseContext(_ context.Context, d TraceReleaseData) {
+	w.r.TraceRelease(d)
 }

@@ -186,6 +186,49 @@ func (r *releaseRecorder) releases() (acquired int, rel []pooldriver.TraceReleas
 	return acquired, append(rel, r.rel...)
 }
 
+// contextReleaseRecorder is a ReleaseContextTracer that keeps the value of
+// requestKey (log_test.go) in each release's context.
+type contextReleaseRecorder struct {
+	recorder
+	requests []any
+}
+
+func (r *contextReleaseRecorder) TraceReleaseContext(ctx context.Context, _ pooldriver.TraceReleaseData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = append(r.requests, ctx.Value(requestKey{}))
+}
+
+// TestTracerReleaseContext: a ReleaseContextTracer is told each release
+// with its acquire's context, the request's: a statement's, which parks
+// its connection, and a *sql.Conn's.
+func TestTracerReleaseContext(t *testing.T) {
+	srv := newServer(t)
+	rec := &contextReleaseRecorder{}
+	db, _ := newDB(t, srv, "", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
+	ctx := context.WithValue(context.Background(), requestKey{}, "req-1")
+	if _, err := db.ExecContext(ctx, "INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxIdleConns(0) // the next logical conn is another, which goes to the pool
+	ctx2 := context.WithValue(context.Background(), requestKey{}, "req-2")
+	conn, err := db.Conn(ctx2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx2, "INSERT t 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.requests) != 2 || rec.requests[0] != "req-1" || rec.requests[1] != "req-2" {
+		t.Fatalf("releases told with the requests %v, want [req-1 req-2]", rec.requests)
+	}
+}
+
 // TestTracerRelease: a Tracer that is a ReleaseTracer hears of one release
 // per acquire it heard of, with how long the hold had the connection and
 // what was done with it: parked for the next statement of a serial
@@ -195,11 +238,15 @@ func TestTracerRelease(t *testing.T) {
 	rec := &releaseRecorder{}
 	db, c := newDB(t, srv, "pool_name=orders", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
 	ctx := context.Background()
-	for range 3 { // serial: the first acquire is traced, the others take back the parked connection
+	for i := range 3 { // serial: the first acquire is traced, the others take back the parked connection
 		if _, err := db.ExecContext(ctx, "INSERT t 1"); err != nil {
 			t.Fatal(err)
 		}
+		if acquired, rel := rec.releases(); i == 0 && (acquired != 1 || len(rel) != 1) {
+			t.Fatalf("after the first statement, which parked its connection: %d acquires, releases %+v, want its release told as it parked", acquired, rel)
+		}
 	}
+	db.SetMaxIdleConns(0)   // the next logical conn is another
 	sc, err := db.Conn(ctx) // a hold of its own, which takes its connection from the pool
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,17 @@ type ReleaseTracer interface {
 	TraceRelease(data TraceReleaseData)
 }
 
+// ReleaseContextTracer is a Tracer that hears of releases as a
+// ReleaseTracer does, and is told the context of the release's request:
+// the one the hold's acquire was traced with (the caller's, as given to
+// TraceAcquireStart, not the one that returned, whose acquire has ended),
+// so that a release can join the request's trace. A Tracer that
+// implements it is called through it, and not through TraceRelease.
+// otelpool's Tracer records a pool.release span with it.
+type ReleaseContextTracer interface {
+	TraceReleaseContext(ctx context.Context, data TraceReleaseData)
+}
+
 // TraceReleaseData is how a hold gave back its physical connection.
 type TraceReleaseData struct {
 	PoolName string

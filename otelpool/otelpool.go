@@ -23,8 +23,9 @@
 //	reg, err := otelpool.Register(c, otel.GetMeterProvider(), "shop")
 //	defer reg.Unregister()
 //
-// Spans of the pool's acquires and connects (pool.acquire, pool.connect)
-// come from [WithTracing], an Option of the Connector (see [Tracer]):
+// Spans of the pool's acquires, connects and releases (pool.acquire,
+// pool.connect, pool.release) come from [WithTracing], an Option of the
+// Connector (see [Tracer]):
 //
 //	db, err := pooldriver.Open(dsn, otelpool.WithTracing(otel.GetTracerProvider()))
 //

@@ -18,6 +18,17 @@ import (
 const (
 	AcquireSpanName = "pool.acquire"
 	ConnectSpanName = "pool.connect"
+	ReleaseSpanName = "pool.release"
+)
+
+// The attributes of a pool.release span, pooldriver's own: how long the
+// hold had the connection, in seconds, whether the connection is reset or
+// rolled back before anyone else gets it, and whether it is closed instead
+// (see pooldriver.TraceReleaseData).
+const (
+	HeldKey   = attribute.Key("pooldriver.connection.held")
+	ResetKey  = attribute.Key("pooldriver.connection.reset")
+	ClosedKey = attribute.Key("pooldriver.connection.closed")
 )
 
 // Tracer records OpenTelemetry spans of a pool's acquires and connects: it
@@ -29,14 +40,23 @@ const (
 //     child of the statement's span (the caller's context);
 //   - pool.connect (SpanKind client): an attempt to open a physical
 //     connection, a child of the acquire that caused it, or a root span
-//     for those the pool opens by itself (pool_min_conns, the refill).
+//     for those the pool opens by itself (pool_min_conns, the refill);
+//   - pool.release (SpanKind internal): a hold giving back the connection
+//     it acquired, a child of the span its acquire was a child of (the
+//     statement's, or the request's), with [HeldKey], [ResetKey] and
+//     [ClosedKey]: a moment, recorded as the hold ends (see
+//     pooldriver.ReleaseContextTracer).
 //
-// Both carry db.client.connection.pool.name (the Connector's PoolName). One
+// All carry db.client.connection.pool.name (the Connector's PoolName). One
 // that failed has the status Error, with the error's text (pooldriver's
 // errors hold no password) and error.type: pooldriver.AcquireTimeoutError,
 // pooldriver.ErrCircuitOpen, pooldriver.ErrClosed, context.DeadlineExceeded,
-// context.Canceled, else the type of the innermost cause (a driver's error
-// type, *net.OpError, ...), as semconv.ErrorType names it. A Tracer not
+// context.Canceled, else the type of the innermost cause (*pgconn.PgError,
+// *mysql.MySQLError, syscall.Errno for a refused port, ...), as
+// semconv.ErrorType names it. The innermost cause is found by unwrapping;
+// through an error that joins several (errors.Join, fmt.Errorf with more
+// than one %w, pgx's connect error over every address it tried), by the
+// first of them, the one its message leads with. A Tracer not
 // made by NewTracer (the zero Tracer) records nothing.
 type Tracer struct {
 	tracer trace.Tracer
@@ -49,6 +69,7 @@ type Tracer struct {
 type startOptions struct {
 	pool             string
 	acquire, connect []trace.SpanStartOption
+	name             attribute.KeyValue
 }
 
 // options returns the start options of pool's spans.
@@ -56,17 +77,22 @@ func (t *Tracer) options(pool string) *startOptions {
 	if o := t.opts.Load(); o != nil && o.pool == pool {
 		return o
 	}
-	name := trace.WithAttributes(semconv.DBClientConnectionPoolName(pool))
+	kv := semconv.DBClientConnectionPoolName(pool)
+	name := trace.WithAttributes(kv)
 	o := &startOptions{
 		pool:    pool,
 		acquire: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), name},
 		connect: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), name},
+		name:    kv,
 	}
 	t.opts.Store(o)
 	return o
 }
 
-var _ pooldriver.Tracer = (*Tracer)(nil)
+var (
+	_ pooldriver.Tracer               = (*Tracer)(nil)
+	_ pooldriver.ReleaseContextTracer = (*Tracer)(nil)
+)
 
 // NewTracer returns a Tracer that records spans through a tracer of tp,
 // whose instrumentation scope is [ScopeName] with the conventions' schema
@@ -127,6 +153,21 @@ func (t *Tracer) TraceConnectEnd(ctx context.Context, d pooldriver.TraceConnectE
 	end(trace.SpanFromContext(ctx), d.Err)
 }
 
+// TraceReleaseContext records the pool.release span, under ctx's span:
+// the acquire's caller's.
+func (t *Tracer) TraceReleaseContext(ctx context.Context, d pooldriver.TraceReleaseData) {
+	if t == nil || t.tracer == nil {
+		return
+	}
+	_, span := t.tracer.Start(ctx, ReleaseSpanName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		t.options(d.PoolName).name,
+		HeldKey.Float64(d.Held.Seconds()),
+		ResetKey.Bool(d.Reset),
+		ClosedKey.Bool(d.Closed),
+	))
+	span.End()
+}
+
 // end ends span, failed with err unless it is nil.
 func end(span trace.Span, err error) {
 	if err != nil {
@@ -152,8 +193,40 @@ func errorType(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "context.Canceled"
 	}
-	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
-		err = u
+	return semconv.ErrorType(innermost(err)).Value.AsString()
+}
+
+// innermost returns the cause at the bottom of err's chain. Where an error
+// wraps several (errors.Join, fmt.Errorf with more than one %w, pgx's
+// connect error over every address it tried), the chain goes on through
+// the first of them: the one the error's message leads with.
+func innermost(err error) error {
+	for {
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next := u.Unwrap()
+			if next == nil {
+				return err
+			}
+			err = next
+		case interface{ Unwrap() []error }:
+			next := firstOf(u.Unwrap())
+			if next == nil {
+				return err
+			}
+			err = next
+		default:
+			return err
+		}
 	}
-	return semconv.ErrorType(err).Value.AsString()
+}
+
+// firstOf returns the first error of errs that is not nil, or nil.
+func firstOf(errs []error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }

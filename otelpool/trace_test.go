@@ -4,6 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +139,43 @@ func TestTraceWait(t *testing.T) {
 	}
 }
 
+// A hold's release is a pool.release span under the span its acquire was a
+// child of (the request's): a statement's, which parks its connection, and
+// a transaction's, begun and committed in the request; neither failed, the
+// transaction's connection is kept.
+func TestTraceRelease(t *testing.T) {
+	db, _, _, rec, tr := traced(t, "")
+	ctx, parent := tr.Start(context.Background(), "handler")
+	if _, err := db.ExecContext(ctx, "INSERT t 1"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT t 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	acquires := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	releases := ended(rec, otelpool.ReleaseSpanName, parent.SpanContext())
+	if len(releases) == 0 || len(releases) != len(acquires) {
+		t.Fatalf("%d pool.release spans under the handler's for %d pool.acquire spans, want one each (of %d spans in all)", len(releases), len(acquires), len(rec.Ended()))
+	}
+	for _, s := range releases {
+		checkSpan(t, s, "")
+		if s.SpanContext().TraceID() != parent.SpanContext().TraceID() || s.SpanKind() != trace.SpanKindInternal {
+			t.Errorf("span %v kind %v: not in the handler's trace", s.SpanContext(), s.SpanKind())
+		}
+		if attr(s, otelpool.ClosedKey) != "false" || attr(s, otelpool.HeldKey) == "" {
+			t.Errorf("pool.release: closed %q, held %q; want false and a duration", attr(s, otelpool.ClosedKey), attr(s, otelpool.HeldKey))
+		}
+	}
+}
+
 // A wait that the acquire timeout ends is recorded as failed, with
 // error.type pooldriver.AcquireTimeoutError.
 func TestTraceWaitTimesOut(t *testing.T) {
@@ -178,7 +219,14 @@ func TestTraceConnectFails(t *testing.T) {
 	if err == nil {
 		t.Fatal("Exec succeeded, want the connect's error")
 	}
-	acquires := ended(rec, otelpool.AcquireSpanName, parent.SpanContext())
+	checkFailedConnect(t, rec, parent.SpanContext(), "*otelpool_test.refused")
+}
+
+// checkFailedConnect checks that a pool.acquire under parent failed with
+// errType, and a pool.connect under it too.
+func checkFailedConnect(t *testing.T, rec *tracetest.SpanRecorder, parent trace.SpanContext, errType string) {
+	t.Helper()
+	acquires := ended(rec, otelpool.AcquireSpanName, parent)
 	if len(acquires) == 0 {
 		t.Fatal("no pool.acquire span under the handler's")
 	}
@@ -189,8 +237,68 @@ func TestTraceConnectFails(t *testing.T) {
 	if len(connects) == 0 {
 		t.Fatal("no pool.connect span under the statement's pool.acquire")
 	}
-	checkSpan(t, connects[0], "*otelpool_test.refused")
-	checkSpan(t, acquires[0], "*otelpool_test.refused")
+	checkSpan(t, connects[0], errType)
+	checkSpan(t, acquires[0], errType)
+}
+
+// A connect error that joins several (as pgx's does, over every address it
+// tried) is named by the first of them, the one its message leads with, not
+// by the join.
+func TestTraceErrorTypeJoined(t *testing.T) {
+	db, _, srv, rec, tr := traced(t, "")
+	srv.FailConnects(1, fmt.Errorf("connect: %w", errors.Join(&refused{}, io.ErrUnexpectedEOF)))
+	ctx, parent := tr.Start(context.Background(), "handler")
+	_, err := db.ExecContext(ctx, "INSERT t 1")
+	parent.End()
+	if err == nil {
+		t.Fatal("Exec succeeded, want the connect's error")
+	}
+	checkFailedConnect(t, rec, parent.SpanContext(), "*otelpool_test.refused")
+}
+
+// pgx's own connect errors, which join the error of every address tried:
+// a refused port is named by the system's error, and, against the server
+// of POOLDRIVER_POSTGRES_DSN, an unknown database by the server's
+// (*pgconn.PgError).
+func TestTraceErrorTypePgx(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	cases := []struct{ name, dsn, want string }{
+		{"refused port", "postgres://app:s3cret@" + closed + "/shop?sslmode=disable", "syscall.Errno"},
+	}
+	if dsn := os.Getenv("POOLDRIVER_POSTGRES_DSN"); dsn != "" {
+		u := strings.Replace(dsn, "/test?", "/tr56_no_such_db?", 1)
+		if u == dsn {
+			t.Logf("POOLDRIVER_POSTGRES_DSN %q names no database test: the unknown database case is skipped", dsn)
+		} else {
+			cases = append(cases, struct{ name, dsn, want string }{"unknown database", u, "*pgconn.PgError"})
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			c := pooldriver.New(tc.dsn+"&pool_name=orders", otelpool.WithTracing(tp))
+			if err := c.Err(); err != nil {
+				t.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			defer db.Close()
+			ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := db.PingContext(ctx); err == nil {
+				t.Fatal("Ping succeeded, want the connect's error")
+			}
+			parent.End()
+			checkFailedConnect(t, rec, parent.SpanContext(), tc.want)
+		})
+	}
 }
 
 // refused is a connect error of a type of its own.
@@ -218,6 +326,7 @@ func TestZeroTracer(t *testing.T) {
 	var zero otelpool.Tracer
 	zero.TraceAcquireEnd(zero.TraceAcquireStart(ctx, pooldriver.TraceAcquireStartData{}), pooldriver.TraceAcquireEndData{})
 	zero.TraceConnectEnd(zero.TraceConnectStart(ctx, pooldriver.TraceConnectStartData{}), pooldriver.TraceConnectEndData{})
+	zero.TraceReleaseContext(ctx, pooldriver.TraceReleaseData{})
 	if n := len(rec.Ended()); n != 0 || !parent.IsRecording() {
 		t.Errorf("%d spans ended, the handler's recording: %v", n, parent.IsRecording())
 	}

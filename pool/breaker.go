@@ -60,6 +60,30 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int32(s))
 }
 
+// states are the States by their word, for UnmarshalText.
+var states = map[string]State{"closed": Active, "open": Inactive, "half-open": Recovering, "limited": Limited}
+
+// MarshalText returns the state's word, as String: a Stats marshalled to
+// JSON (or YAML, or a log handler's text) reads "BreakerState":"closed",
+// not 0. A value that is no State is an error.
+func (s State) MarshalText() ([]byte, error) {
+	if s < Active || s > Limited {
+		return nil, fmt.Errorf("pool: State(%d) is not a breaker state", int32(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText reads a word MarshalText writes: closed, open, half-open
+// or limited.
+func (s *State) UnmarshalText(text []byte) error {
+	st, ok := states[string(text)]
+	if !ok {
+		return fmt.Errorf("pool: %q is not a breaker state (closed, open, half-open, limited)", text)
+	}
+	*s = st
+	return nil
+}
+
 // Breaker is the circuit-breaker side of a pool, as a [Strategy] sees it.
 // *Pool implements it.
 type Breaker interface {

@@ -79,8 +79,10 @@ func (c *conn) CarryReset(done func(carried bool)) bool {
 func (c *conn) ResetPending() bool { return c.carry.due }
 
 // IsValid reports false once a carried reset failed or found the session
-// tampered with the driver's prepared statements.
-func (c *conn) IsValid() bool { return c.carry.broken == nil }
+// tampered with the driver's prepared statements, and once pgx closed the
+// connection (a statement its context interrupted, a read or write that
+// failed).
+func (c *conn) IsValid() bool { return c.carry.broken == nil && !c.pgx().IsClosed() }
 
 // BeginTx runs a waiting reset, then begins as pgx's stdlib does.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {

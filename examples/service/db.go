@@ -29,8 +29,10 @@ func Connect(dsn string, o Options) (*sql.DB, error) {
 	cfg.Logger = o.Logger
 	// The pool's spans: pool.acquire for each statement or transaction
 	// that goes to the pool for a connection (a child of the request's
-	// span, through the statement's context), and pool.connect for each
-	// connection it opens, a child of the acquire that needed it.
+	// span, through the statement's context), pool.connect for each
+	// connection it opens, a child of the acquire that needed it, and
+	// pool.release, beside the acquire, when its hold gives the
+	// connection back.
 	if o.TracerProvider != nil {
 		if cfg.Tracer, err = otelpool.NewTracer(o.TracerProvider); err != nil {
 			return nil, err

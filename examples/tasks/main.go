@@ -29,16 +29,15 @@ func main() {
 	dsn := flag.String("dsn", def, "PostgreSQL DSN")
 	flag.Parse()
 
-	c := pooldriver.New(*dsn, pooldriver.WithMaxConns(4))
-	if err := c.Err(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, c, err := open(ctx, *dsn)
+	if err != nil {
 		log.Fatal(err)
 	}
-	db := sql.OpenDB(c)
 	defer func() { _ = db.Close() }()
 	fmt.Println("connector:", c) // the password, if any, is redacted
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	table := fmt.Sprintf("pooldriver_example_%d", os.Getpid())
 	must(db.ExecContext(ctx, "CREATE TABLE "+table+" (id int primary key, note text)"))
 	defer func() { must(db.ExecContext(context.Background(), "DROP TABLE "+table)) }()
@@ -88,6 +87,21 @@ func main() {
 	}
 	fmt.Printf("stats: %d connections opened, %d idle, %d active, %d automatic rollbacks, %d session resets\n",
 		s.Created, s.Idle, s.Active, s.AutoRollbacks, s.SessionResets)
+}
+
+// open opens the pool on dsn and connects once, so that a DSN that reaches
+// no server fails at once with how to point the example at one.
+func open(ctx context.Context, dsn string) (*sql.DB, *pooldriver.Connector, error) {
+	c := pooldriver.New(dsn, pooldriver.WithMaxConns(4))
+	if err := c.Err(); err != nil {
+		return nil, nil, err
+	}
+	db := sql.OpenDB(c)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("connecting to %s: %w (point the example at a PostgreSQL server with -dsn or $POOLDRIVER_POSTGRES_DSN)", c, err)
+	}
+	return db, c, nil
 }
 
 func must(_ sql.Result, err error) { check(err) }

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,10 +41,23 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "service:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
 }
+
+// errorLine is the line main prints for run's error: prefixed "service: "
+// once, whether or not the error already says it.
+func errorLine(err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, "service: ") {
+		return msg
+	}
+	return "service: " + err.Error()
+}
+
+// dsnHint ends the error of a first connect that failed: how to point the
+// service at a server.
+const dsnHint = "point the service at a PostgreSQL server with -dsn or $POOLDRIVER_POSTGRES_DSN"
 
 // run serves until ctx ends, then shuts down: the server first (in-flight
 // requests finish, and their tasks end with them), then the service's
@@ -116,6 +130,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer func() { _ = svc.Close() }() // before db.Close: deferred calls run last first
 	migrateCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = db.PingContext(migrateCtx)
+	if err != nil {
+		cancel()
+		c, _ := pooldriver.ConnectorOf(db)
+		return fmt.Errorf("service: connecting to %s: %w (%s)", c, err, dsnHint)
+	}
 	err = service.Migrate(migrateCtx, db)
 	cancel()
 	if err != nil {

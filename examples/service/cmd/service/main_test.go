@@ -7,8 +7,10 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +21,35 @@ import (
 
 	"github.com/pooldriver/pooldriver"
 )
+
+// TestRunNoServer: with nothing listening at the DSN's port, run fails
+// with an error that says how to point the service at a server, and main
+// prints it with "service: " once.
+func TestRunNoServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	_ = ln.Close()
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"-dsn", "postgres://postgres@" + closed + "/test?sslmode=disable", "-addr", "127.0.0.1:0"}, &stdout, &stderr)
+	if err == nil {
+		t.Fatal("run succeeded with no server")
+	}
+	line := errorLine(err)
+	if !strings.HasPrefix(line, "service: ") || strings.Count(line, "service: ") != 1 {
+		t.Errorf("%q: want \"service: \" once, in front", line)
+	}
+	for _, want := range []string{"-dsn", "POOLDRIVER_POSTGRES_DSN", closed} {
+		if !strings.Contains(line, want) {
+			t.Errorf("%q: does not say %s", line, want)
+		}
+	}
+	if !errors.Is(err, pooldriver.ErrServerRefused) {
+		t.Errorf("%v: does not match ErrServerRefused", err)
+	}
+}
 
 // TestRun runs the command as its README does, on a port of its own and in
 // a schema of the test's own, until its context ends as a signal would end
