@@ -214,6 +214,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		Destructor:          c.closePhys,
 		Healthcheck:         c.healthcheck,
 		BeforeAcquire:       c.checkIdle,
+		Begun:               taskBegun,
 		Min:                 s.MinConns,
 		MinIdle:             s.MinIdleConns,
 		Max:                 s.MaxConns,

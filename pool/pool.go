@@ -121,7 +121,8 @@ func (p *Pool[T]) goBackground(f func()) {
 }
 
 // Acquire returns an idle resource, a new one, or waits for one in FIFO
-// order (a waiter out of time is passed over: see nextWaiterLocked).
+// order (a waiter out of time is passed over: see nextWaiterLocked), those
+// of work begun first (Config.Begun).
 //
 // While new resources cannot be made (the factory fails, the backend is at
 // its limit), a caller waits for one in use to come back or for the next
@@ -259,6 +260,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], owes
 	now := p.clock()
 	w := p.newWaiter()
 	w.ctx, w.start, w.deadline, w.limit = ctx, now, noDeadline, noDeadline
+	w.begun = p.cfg.Begun != nil && p.cfg.Begun(ctx)
 	if d, ok := ctx.Deadline(); ok {
 		w.deadline = d.Sub(p.epoch)
 		w.limit = w.deadline
