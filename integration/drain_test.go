@@ -28,14 +28,16 @@ const (
 
 // drainOutcome is what a drain left: requests whose every statement ran,
 // requests of which some but not all of the rows are written (half), and
-// how long after its deadline the shutdown returned (negative: before).
+// how long after its deadline the shutdown returned (negative: before):
+// the HTTP server's (srvLate), then the pool's, which began after it.
 type drainOutcome struct {
 	finished, half int
-	late           time.Duration
+	srvLate, late  time.Duration
 }
 
 func (o drainOutcome) String() string {
-	return fmt.Sprintf("%d finished, %d half-written, shutdown returned %v after its deadline", o.finished, o.half, o.late.Round(time.Millisecond))
+	return fmt.Sprintf("%d finished, %d half-written, shutdown returned %v after its deadline (the HTTP server's: %v)",
+		o.finished, o.half, o.late.Round(time.Millisecond), o.srvLate.Round(time.Millisecond))
 }
 
 // TestDrainFinishesTasks: 200 requests through an HTTP server, each a task
@@ -138,6 +140,7 @@ func runDrain(t *testing.T, s server, tn *tenant, pooled bool, d time.Duration) 
 	defer cancel()
 	deadline, _ := sctx.Deadline()
 	_ = srv.Shutdown(sctx)
+	srvLate := time.Since(deadline)
 	if pooled {
 		_ = c.Shutdown(sctx)
 	} else {
@@ -162,5 +165,5 @@ func runDrain(t *testing.T, s server, tn *tenant, pooled bool, d time.Duration) 
 		}
 	}
 	require.NoError(t, rows.Err())
-	return drainOutcome{finished: int(finished.Load()), half: half, late: late}
+	return drainOutcome{finished: int(finished.Load()), half: half, srvLate: srvLate, late: late}
 }
