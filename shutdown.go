@@ -69,8 +69,7 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 		}
 		return nil
 	}
-	c.pool.CloseAsync() // waiters fail now, and nothing new is opened for them
-	inUse := c.pool.InUse()
+	inUse := c.pool.CloseAsync() // waiters fail now, and nothing new is opened for them
 	var cut []dialects.Cutter
 	for _, pc := range inUse {
 		if ct, ok := pc.dc.(dialects.Cutter); ok {

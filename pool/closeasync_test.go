@@ -7,7 +7,8 @@ import (
 )
 
 // TestCloseAsync: CloseAsync returns while the destructor of an idle
-// resource is blocked; the pool is closed by then (Acquire refused), a
+// resource is blocked, with the resource in use; the pool is closed by
+// then (Acquire refused), a
 // resource in use is destroyed when released, and Close waits for the
 // idle one's destruction.
 func TestCloseAsync(t *testing.T) {
@@ -27,7 +28,13 @@ func TestCloseAsync(t *testing.T) {
 	held := mustAcquire(t, p)
 	idle.Release()
 
-	p.CloseAsync() // would block in the destructor, were it Close
+	inUse := p.CloseAsync() // would block in the destructor, were it Close
+	if len(inUse) != 1 || inUse[0] != held.Value() {
+		t.Fatalf("CloseAsync returned %v in use, want the one held", inUse)
+	}
+	if again := p.CloseAsync(); again != nil {
+		t.Fatalf("CloseAsync of a closed pool returned %v, want nil", again)
+	}
 	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Acquire after CloseAsync: %v, want ErrClosed", err)
 	}

@@ -1001,7 +1001,7 @@ var errCheckFailed = fmt.Errorf("pool: an idle resource failed its check")
 // background goroutine has stopped (a CloseAsync's included). Later
 // Acquire calls fail with ErrClosed. Close is idempotent.
 func (p *Pool[T]) Close() {
-	if idle, first := p.closeBegin(); first {
+	if idle, first := p.closeBegin(nil); first {
 		p.closeEnd(idle)
 	}
 	p.wg.Wait()
@@ -1011,25 +1011,34 @@ func (p *Pool[T]) Close() {
 // CloseAsync is Close without the waiting: when it returns the pool is
 // closed (waiters failed, Acquire refused, factory calls cancelled); the
 // idle resources are destroyed, and the background goroutines waited for,
-// on a goroutine of its own, which a later Close waits for.
-func (p *Pool[T]) CloseAsync() {
-	if idle, first := p.closeBegin(); first {
+// on a goroutine of its own, which a later Close waits for. It returns the
+// values of the resources in use as it closed the pool (InUse's), read
+// before the waiters it fails wake to contend for the pool's lock; nil
+// when the pool was closed already.
+func (p *Pool[T]) CloseAsync() (inUse []T) {
+	idle, first := p.closeBegin(&inUse)
+	if first {
 		p.closers.Add(1)
 		go func() {
 			defer p.closers.Done()
 			p.closeEnd(idle)
 		}()
 	}
+	return inUse
 }
 
 // closeBegin closes the pool, unless it is closed already (first is false
 // then): it fails the waiters, cancels the factory calls in flight, and
-// returns the idle resources, which closeEnd destroys.
-func (p *Pool[T]) closeBegin() (idle []*Resource[T], first bool) {
+// returns the idle resources, which closeEnd destroys. With inUse, it
+// stores there the values of the resources in use first.
+func (p *Pool[T]) closeBegin(inUse *[]T) (idle []*Resource[T], first bool) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, false
+	}
+	if inUse != nil {
+		*inUse = p.inUseLocked()
 	}
 	p.closed = true
 	p.closing.Store(true)
