@@ -31,6 +31,7 @@ type Connector struct {
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
 	closing      atomic.Bool
+	closers      sync.WaitGroup // a Shutdown's cuts and close (closeInBackground)
 	// gated sends each acquire the slow way (acquireGated): a Tracer
 	// traces it, or a Shutdown began (drainMark: 1 + the number of the
 	// last task begun before it, see taskSeq). tasks counts the live tasks that ran a
@@ -217,6 +218,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		Destructor:          c.closePhys,
 		Healthcheck:         c.healthcheck,
 		BeforeAcquire:       c.checkIdle,
+		Begun:               taskBegun,
 		Min:                 s.MinConns,
 		MinIdle:             s.MinIdleConns,
 		Max:                 s.MaxConns,
@@ -422,9 +424,17 @@ func (c *Connector) take(ctx context.Context) (*physConn, error) {
 }
 
 // Close closes every idle physical connection at once and every other one as
-// it is released; later statements fail with ErrClosed. database/sql's
-// DB.Close calls it.
+// it is released; later statements fail with ErrClosed. It returns once
+// the pool's background work has stopped, a Shutdown's cuts included.
+// database/sql's DB.Close calls it.
 func (c *Connector) Close() error {
+	c.closers.Wait() // a Shutdown's cuts and close, which call closeNow
+	c.closeNow()
+	return nil
+}
+
+// closeNow is Close, but for the wait for a Shutdown's background work.
+func (c *Connector) closeNow() {
 	if c.pool != nil {
 		if c.closing.CompareAndSwap(false, true) {
 			close(c.shareStop)
@@ -440,7 +450,6 @@ func (c *Connector) Close() error {
 	if c.logLimit != nil {
 		c.logLimit.lim.close()
 	}
-	return nil
 }
 
 // String returns the DSN with the password redacted.

@@ -357,6 +357,9 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 		if err != nil {
 			return err
 		}
+		if t != nil && !t.begun.Load() {
+			t.begun.Store(true)
+		}
 		if useTask && t.modeFor(l.c) == SessionMode {
 			pc.mu.Lock()
 			ok := t.bind(l.c, pc)

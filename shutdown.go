@@ -34,14 +34,21 @@ func (shuttingDown) Is(target error) bool { return target == ErrClosed }
 // statement, and is refused.
 //
 // Shutdown returns nil once every task that ran a statement on c has
-// ended and no connection is in use (rollbacks and resets done), c closed
-// (a task begun before Shutdown that had run nothing on c by then gets
-// ErrClosed). When ctx ends first, each connection still in use is cut and
-// c closed: the statement running on it is cancelled on the server and its
-// socket closed, so that its caller gets an error at once (an ODBC
-// connection cannot be cut: it closes when released). Shutdown then waits
-// at most 5s for the connections it cut to close, and returns an error
-// that counts them and wraps ctx's cause.
+// ended and no connection is in use (rollbacks and resets done), and c is
+// closed (a task begun before Shutdown that had run nothing on c by then
+// gets ErrClosed); its idle connections close in the background. When ctx
+// ends first, c is closed at once (the statements waiting for a connection
+// fail with ErrClosed) and each connection still in use is cut: the
+// statement running on it is cancelled on the server and its socket
+// closed, so that its caller gets an error (an ODBC connection cannot be
+// cut: it closes when released). The cuts and the closes go on in the
+// background, without the server holding Shutdown up: it returns at ctx's
+// end, with an error that counts the connections it cut and wraps ctx's
+// cause. Close (db.Close) waits for that background work.
+//
+// While Shutdown waits, as under any overload, a statement of a task
+// that already ran one is served before one of a task that has not, so
+// that the tasks under way finish rather than all advance together.
 //
 // db.Close keeps its meaning: it closes at once, as Close does. Call
 // Shutdown before it.
@@ -55,30 +62,46 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 	c.logAt(slog.LevelInfo, "shutting down: new work refused, waiting for the work under way", nil)
 	drained := func() bool { return c.tasks.Load() == 0 && c.pool.Stats().Active == 0 }
 	if waitUntil(ctx, drained) {
-		_ = c.Close()
 		c.logAt(slog.LevelInfo, "shut down: the work under way ended", nil)
+		select {
+		case <-c.closeInBackground(nil):
+		case <-ctx.Done():
+		}
 		return nil
 	}
-	c.pool.Close() // waiters fail now, and nothing new is opened for them
-	inUse := c.pool.InUse()
-	var wg sync.WaitGroup
-	cut := 0
+	inUse := c.pool.CloseAsync() // waiters fail now, and nothing new is opened for them
+	var cut []dialects.Cutter
 	for _, pc := range inUse {
 		if ct, ok := pc.dc.(dialects.Cutter); ok {
-			cut++
-			wg.Go(ct.Cut)
+			cut = append(cut, ct)
 		}
 	}
-	wg.Wait()
-	_ = c.Close()
-	gone := func() bool { return c.pool.Count() <= len(inUse)-cut }
-	wait, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer stop()
-	waitUntil(wait, gone)
 	err := fmt.Errorf("pooldriver: shutdown: %d connections in use at the end of the wait were cut, %d left to close when released: %w",
-		cut, len(inUse)-cut, context.Cause(ctx))
-	c.logWarn("shut down before the work under way ended", err, "cut", cut)
+		len(cut), len(inUse)-len(cut), context.Cause(ctx))
+	c.logWarn("shut down before the work under way ended", err, "cut", len(cut))
+	c.closeInBackground(cut)
 	return err
+}
+
+// closeInBackground cuts the connections in cut, then closes c, on a
+// goroutine of its own that Close waits for; the channel it returns is
+// closed when that is done. A cut asks the server to cancel the statement
+// (a round trip on a connection of its own), which a loaded server may
+// take its time to answer: Shutdown does not wait for it.
+func (c *Connector) closeInBackground(cut []dialects.Cutter) <-chan struct{} {
+	done := make(chan struct{})
+	c.closers.Add(1)
+	go func() {
+		defer c.closers.Done()
+		defer close(done)
+		var wg sync.WaitGroup
+		for _, ct := range cut {
+			wg.Go(ct.Cut)
+		}
+		wg.Wait()
+		c.closeNow()
+	}()
+	return done
 }
 
 // waitUntil polls f until it reports true, or ctx ends; it reports

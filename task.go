@@ -22,6 +22,11 @@ type task struct {
 	done    <-chan struct{} // the task's context's Done
 	stop    func() bool     // stops the context.AfterFunc that ends the task
 	once    sync.Once
+	// begun is set once a statement of the task took a connection from a
+	// pool: its later statements are served first when callers wait
+	// (taskBegun), so that the tasks under way finish before new ones
+	// start, whether or not they hold a connection between statements.
+	begun atomic.Bool
 
 	mu       sync.Mutex // protects the fields below
 	ended    bool
@@ -271,4 +276,11 @@ func (t *task) end() {
 			b.c.tasks.Add(-1)
 		}
 	})
+}
+
+// taskBegun is the pools' Begun: whether ctx carries a task that already
+// took a connection. Called only when a caller must wait.
+func taskBegun(ctx context.Context) bool {
+	t := taskFrom(ctx)
+	return t != nil && t.begun.Load()
 }

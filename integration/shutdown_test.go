@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/internal/faultproxy"
 )
 
 // shutdownRequests is how many requests are in flight when Shutdown
@@ -103,20 +105,7 @@ func TestShutdownCuts(t *testing.T) {
 			secs = 3
 		}
 		sleep := fmt.Sprintf(s.sleep, secs)
-		errs := make(chan error, shutdownRequests)
-		var running atomic.Int64
-		for range shutdownRequests {
-			go func() {
-				ctx, end := pooldriver.WithTask(context.Background())
-				defer end()
-				running.Add(1)
-				_, err := db.ExecContext(ctx, sleep)
-				errs <- err
-			}()
-		}
-		waitFor(t, "the sleeps to run", func() bool {
-			return running.Load() == shutdownRequests && c.Stats().Active == shutdownRequests/2
-		})
+		errs := startSleeps(t, db, c, sleep)
 		sctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -139,4 +128,65 @@ func TestShutdownCuts(t *testing.T) {
 		require.Equal(t, shutdownRequests/2, cut, "requests cut mid-statement")
 		tn.waitConns(t, 0)
 	})
+}
+
+// TestShutdownKeepsDeadlineBlackHole: 20 requests in flight through a
+// proxy, 10 of them running a 3s sleep, when the network to the server
+// turns into a black hole; Shutdown with 100ms returns by its deadline
+// (within a second of it, a bound that holds on a loaded machine; the
+// lateness measured is logged), cutting the 10 connections in use without
+// waiting for the server, which answers nothing (PostgreSQL's cancel
+// request, on a connection of its own, goes into the black hole). Every
+// request then fails, and the goroutines of the cuts end (the leak check).
+func TestShutdownKeepsDeadlineBlackHole(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	forEachServer(t, func(t *testing.T, s server) {
+		tn := newTenant(t, s)
+		px, err := faultproxy.New(serverAddr(t, s))
+		require.NoError(t, err)
+		t.Cleanup(px.Close) // the server's side too, so that tn.open's cleanup sees none left
+		c := pooldriver.New(throughProxy(t, tn.dsn(fmt.Sprintf("pool_max_conns=%d", shutdownRequests/2)), px.Addr()))
+		require.NoError(t, c.Err())
+		db := sql.OpenDB(c)
+		t.Cleanup(func() {
+			_ = db.Close()
+			px.Close()
+			tn.waitConns(t, 0)
+		})
+		sleep := fmt.Sprintf(s.sleep, 3)
+		errs := startSleeps(t, db, c, sleep)
+		px.Set(faultproxy.BlackHole, 0)
+		sctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		deadline, _ := sctx.Deadline()
+		err = c.Shutdown(sctx)
+		late := time.Since(deadline)
+		t.Logf("%s: Shutdown returned %v after its deadline: %v", s.name, late.Round(time.Millisecond), err)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.LessOrEqual(t, late, time.Second, "Shutdown returned past its deadline")
+		for range shutdownRequests {
+			require.Error(t, <-errs)
+		}
+	})
+}
+
+// startSleeps starts shutdownRequests requests, each a task running sleep
+// on db, and returns once all of them run, half of them on a connection
+// of c's (the pool's size); each request's error comes on the channel.
+func startSleeps(t *testing.T, db *sql.DB, c *pooldriver.Connector, sleep string) <-chan error {
+	errs := make(chan error, shutdownRequests)
+	var running atomic.Int64
+	for range shutdownRequests {
+		go func() {
+			ctx, end := pooldriver.WithTask(context.Background())
+			defer end()
+			running.Add(1)
+			_, err := db.ExecContext(ctx, sleep)
+			errs <- err
+		}()
+	}
+	waitFor(t, "the sleeps to run", func() bool {
+		return running.Load() == shutdownRequests && c.Stats().Active == shutdownRequests/2
+	})
+	return errs
 }

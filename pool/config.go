@@ -48,6 +48,15 @@ type Config[T any] struct {
 	// long the resource sat idle.
 	BeforeAcquire func(ctx context.Context, r *Resource[T]) bool
 
+	// Begun, if set, reports whether the Acquire with ctx continues work
+	// already begun (a caller's earlier Acquires served the same unit of
+	// work). Whenever callers wait, those of work begun are served before
+	// those of new work, FIFO within each class, so that under overload
+	// the work begun finishes rather than all of it advancing together.
+	// It is called only when an Acquire must wait, under the pool's lock:
+	// it must be quick, and must not call the pool.
+	Begun func(ctx context.Context) bool
+
 	// BeforeRelease, if set, is called by Release; false destroys the
 	// resource instead of returning it to the pool.
 	BeforeRelease func(v T) bool

@@ -60,6 +60,11 @@ func (p *Pool[T]) Drain() {
 func (p *Pool[T]) InUse() []T {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.inUseLocked()
+}
+
+// inUseLocked is InUse with mu held.
+func (p *Pool[T]) inUseLocked() []T {
 	var vs []T
 	for _, r := range p.all {
 		if r.state.Load() == stateAcquired {

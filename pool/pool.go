@@ -20,6 +20,7 @@ type Pool[T any] struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 	wg       sync.WaitGroup
+	closers  sync.WaitGroup // CloseAsync's goroutine, which waits for wg
 
 	misuses atomic.Int64 // counted outside mu: a misuse must not need the lock
 	// Mirrors of mu-guarded state for Park, which takes no lock: closed,
@@ -121,7 +122,8 @@ func (p *Pool[T]) goBackground(f func()) {
 }
 
 // Acquire returns an idle resource, a new one, or waits for one in FIFO
-// order (a waiter out of time is passed over: see nextWaiterLocked).
+// order (a waiter out of time is passed over: see nextWaiterLocked), those
+// of work begun first (Config.Begun).
 //
 // While new resources cannot be made (the factory fails, the backend is at
 // its limit), a caller waits for one in use to come back or for the next
@@ -259,6 +261,7 @@ func (p *Pool[T]) acquire(ctx context.Context, front bool) (r *Resource[T], owes
 	now := p.clock()
 	w := p.newWaiter()
 	w.ctx, w.start, w.deadline, w.limit = ctx, now, noDeadline, noDeadline
+	w.begun = p.cfg.Begun != nil && p.cfg.Begun(ctx)
 	if d, ok := ctx.Deadline(); ok {
 		w.deadline = d.Sub(p.epoch)
 		w.limit = w.deadline
@@ -995,14 +998,47 @@ var errCheckFailed = fmt.Errorf("pool: an idle resource failed its check")
 // Close closes the pool: every waiter fails with ErrClosed, idle resources
 // are destroyed, resources in use are destroyed when they are released,
 // factory calls in flight are cancelled, and Close returns once every
-// background goroutine has stopped. Later Acquire calls fail with ErrClosed.
-// Close is idempotent.
+// background goroutine has stopped (a CloseAsync's included). Later
+// Acquire calls fail with ErrClosed. Close is idempotent.
 func (p *Pool[T]) Close() {
+	if idle, first := p.closeBegin(nil); first {
+		p.closeEnd(idle)
+	}
+	p.wg.Wait()
+	p.closers.Wait()
+}
+
+// CloseAsync is Close without the waiting: when it returns the pool is
+// closed (waiters failed, Acquire refused, factory calls cancelled); the
+// idle resources are destroyed, and the background goroutines waited for,
+// on a goroutine of its own, which a later Close waits for. It returns the
+// values of the resources in use as it closed the pool (InUse's), read
+// before the waiters it fails wake to contend for the pool's lock; nil
+// when the pool was closed already.
+func (p *Pool[T]) CloseAsync() (inUse []T) {
+	idle, first := p.closeBegin(&inUse)
+	if first {
+		p.closers.Add(1)
+		go func() {
+			defer p.closers.Done()
+			p.closeEnd(idle)
+		}()
+	}
+	return inUse
+}
+
+// closeBegin closes the pool, unless it is closed already (first is false
+// then): it fails the waiters, cancels the factory calls in flight, and
+// returns the idle resources, which closeEnd destroys. With inUse, it
+// stores there the values of the resources in use first.
+func (p *Pool[T]) closeBegin(inUse *[]T) (idle []*Resource[T], first bool) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		p.wg.Wait()
-		return
+		return nil, false
+	}
+	if inUse != nil {
+		*inUse = p.inUseLocked()
 	}
 	p.closed = true
 	p.closing.Store(true)
@@ -1018,14 +1054,19 @@ func (p *Pool[T]) Close() {
 	for w := p.waiters.popFront(); w != nil; w = p.waiters.popFront() {
 		w.ch <- result[T]{err: ErrClosed}
 	}
-	p.unparkAllLocked(p.clock()) // into the ring, destroyed below
-	var idle []*Resource[T]
+	p.unparkAllLocked(p.clock()) // into the ring, destroyed by closeEnd
 	for r, ok := p.idle.PopBack(); ok; r, ok = p.idle.PopBack() {
 		r.state.Store(stateDestroyed)
 		idle = append(idle, r)
 	}
 	p.mu.Unlock()
 	p.bgCancel()
+	return idle, true
+}
+
+// closeEnd destroys the idle resources closeBegin took and waits for the
+// background goroutines.
+func (p *Pool[T]) closeEnd(idle []*Resource[T]) {
 	for _, r := range idle {
 		p.destroy(r, true)
 	}

@@ -39,6 +39,7 @@ type waiter[T any] struct {
 	ctx        context.Context // the Acquire's: a resource is not handed to one that ended
 	prev, next *waiter[T]
 	queued     bool          // in the pool's wait list
+	begun      bool          // it continues work begun (Config.Begun): queued before new work
 	reusable   bool          // it left the list with no factory call started on its behalf
 	creating   bool          // a factory call was started on its behalf
 	start      time.Duration // when it started waiting, on the pool's clock
@@ -46,35 +47,58 @@ type waiter[T any] struct {
 	limit      time.Duration // the earlier of deadline and Config.AcquireTimeout's end
 }
 
-// waitList is a FIFO of waiters: an intrusive doubly linked list, so that a
-// waiter that gives up leaves from the middle in O(1).
+// waitList is the queue of waiters: those of work begun (waiter.begun),
+// then those of new work, each class in arrival order. It is an intrusive
+// doubly linked list, so that a waiter that gives up leaves from the middle
+// in O(1); lastBegun ends the first class, so that a waiter joins its class
+// in O(1) too. Everything that scans the list from its head (the hand-off,
+// the factory calls) thus serves work begun first.
 type waitList[T any] struct {
 	head, tail *waiter[T]
+	lastBegun  *waiter[T]   // the last waiter of work begun, or nil
 	n          atomic.Int32 // changed under the pool's mu; read without it by Park
 }
 
 func (l *waitList[T]) len() int { return int(l.n.Load()) }
 
+// pushBack queues w last in its class.
 func (l *waitList[T]) pushBack(w *waiter[T]) {
-	w.prev, w.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
+	if w.begun {
+		l.insertAfter(l.lastBegun, w)
+		l.lastBegun = w
+		return
 	}
-	l.tail = w
-	w.queued = true
-	l.n.Add(1)
+	l.insertAfter(l.tail, w)
 }
 
+// pushFront queues w first in its class: a waiter put back, older than
+// those of its class.
 func (l *waitList[T]) pushFront(w *waiter[T]) {
-	w.prev, w.next = nil, l.head
-	if l.head != nil {
-		l.head.prev = w
+	if w.begun {
+		l.insertAfter(nil, w)
+		if l.lastBegun == nil {
+			l.lastBegun = w
+		}
+		return
+	}
+	l.insertAfter(l.lastBegun, w)
+}
+
+// insertAfter links w in after at, or first when at is nil.
+func (l *waitList[T]) insertAfter(at, w *waiter[T]) {
+	w.prev = at
+	if at != nil {
+		w.next = at.next
+		at.next = w
+	} else {
+		w.next = l.head
+		l.head = w
+	}
+	if w.next != nil {
+		w.next.prev = w
 	} else {
 		l.tail = w
 	}
-	l.head = w
 	w.queued = true
 	l.n.Add(1)
 }
@@ -82,6 +106,9 @@ func (l *waitList[T]) pushFront(w *waiter[T]) {
 func (l *waitList[T]) remove(w *waiter[T]) {
 	if !w.queued {
 		return
+	}
+	if w == l.lastBegun {
+		l.lastBegun = w.prev // the first class is the list's front: w.prev is of it
 	}
 	if w.prev != nil {
 		w.prev.next = w.next

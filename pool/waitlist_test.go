@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,4 +192,117 @@ func TestEachWaiterTimesOutOnItsOwnClock(t *testing.T) {
 			t.Fatalf("a later wait: %v, want ErrTimeout", err)
 		}
 	})
+}
+
+// TestWaitListClasses: waiters of work begun come before those of new
+// work, each class in arrival order; one put back (pushFront) is first of
+// its own class only; a waiter leaving from anywhere keeps both classes
+// in order, and a later one still joins its class.
+func TestWaitListClasses(t *testing.T) {
+	type op struct {
+		push   string // "b", "n": pushBack begun / new; "B", "N": pushFront; "": remove
+		remove int    // with push "": the index (in push order) of the waiter to remove
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []op
+		want []int // indexes in push order, head first
+	}{
+		{"new only: FIFO", []op{{push: "n"}, {push: "n"}, {push: "n"}}, []int{0, 1, 2}},
+		{"begun only: FIFO", []op{{push: "b"}, {push: "b"}}, []int{0, 1}},
+		{"begun goes before new", []op{{push: "n"}, {push: "b"}, {push: "n"}, {push: "b"}}, []int{1, 3, 0, 2}},
+		{"new put back: first of new only", []op{{push: "b"}, {push: "n"}, {push: "N"}}, []int{0, 2, 1}},
+		{"begun put back: first of all", []op{{push: "b"}, {push: "n"}, {push: "B"}}, []int{2, 0, 1}},
+		{"begun put back into an empty class", []op{{push: "n"}, {push: "B"}, {push: "b"}}, []int{1, 2, 0}},
+		{"the last begun leaves", []op{{push: "b"}, {push: "b"}, {push: "n"}, {remove: 1}, {push: "b"}}, []int{0, 4, 2}},
+		{"every begun leaves", []op{{push: "b"}, {push: "n"}, {remove: 0}, {push: "b"}, {push: "n"}}, []int{3, 1, 4}},
+		{"the tail leaves", []op{{push: "n"}, {push: "b"}, {remove: 0}, {push: "n"}}, []int{1, 3}},
+		{"the only waiter leaves", []op{{push: "b"}, {remove: 0}, {push: "n"}, {push: "b"}}, []int{3, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l waitList[int]
+			var ws []*waiter[int]
+			for _, o := range tc.ops {
+				switch o.push {
+				case "":
+					l.remove(ws[o.remove])
+					ws = append(ws, nil)
+					continue
+				case "b", "n":
+					w := &waiter[int]{begun: o.push == "b"}
+					l.pushBack(w)
+					ws = append(ws, w)
+				case "B", "N":
+					w := &waiter[int]{begun: o.push == "B"}
+					l.pushFront(w)
+					ws = append(ws, w)
+				}
+			}
+			var got []int
+			var prev *waiter[int]
+			for w := l.head; w != nil; w = w.next {
+				if w.prev != prev {
+					t.Fatalf("broken back link at waiter %d", index(ws, w))
+				}
+				got = append(got, index(ws, w))
+				prev = w
+			}
+			if l.tail != prev {
+				t.Fatalf("tail is not the last waiter")
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || l.len() != len(tc.want) {
+				t.Fatalf("order %v (len %d), want %v", got, l.len(), tc.want)
+			}
+		})
+	}
+}
+
+func index(ws []*waiter[int], w *waiter[int]) int {
+	for i, x := range ws {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestReleaseServesBegunWorkFirst: through Acquire and Release, a waiter
+// of work begun (Config.Begun) is served before older waiters of new
+// work, and those in their turn after it.
+func TestReleaseServesBegunWorkFirst(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	type begunKey struct{}
+	var b backend
+	cfg := b.config()
+	cfg.Max = 1
+	cfg.Begun = func(ctx context.Context) bool { return ctx.Value(begunKey{}) != nil }
+	p := newPool(t, cfg)
+	r := mustAcquire(t, p)
+
+	served := make(chan string, 3)
+	acquire := func(name string, ctx context.Context) {
+		go func() {
+			r, err := p.Acquire(ctx)
+			if err != nil {
+				served <- name + ": " + err.Error()
+				return
+			}
+			served <- name
+			r.Release()
+		}()
+	}
+	acquire("new 1", context.Background())
+	waitFor(t, "new 1 queued", func() bool { return p.Stats().Waiting == 1 })
+	acquire("new 2", context.Background())
+	waitFor(t, "new 2 queued", func() bool { return p.Stats().Waiting == 2 })
+	acquire("begun", context.WithValue(context.Background(), begunKey{}, true))
+	waitFor(t, "begun queued", func() bool { return p.Stats().Waiting == 3 })
+	r.Release()
+	var got []string
+	for range 3 {
+		got = append(got, <-served)
+	}
+	if want := "[begun new 1 new 2]"; fmt.Sprint(got) != want {
+		t.Fatalf("served %v, want %s", got, want)
+	}
 }

@@ -139,17 +139,19 @@ func (p *Proxy) serve(c net.Conn) {
 	var up net.Conn
 	for up == nil {
 		p.mu.Lock()
-		m, wake := p.mode, p.wake
+		// Read with the mode under one lock: a wake read after Close is
+		// Close's new one, which nothing closes.
+		m, wake, closed := p.mode, p.wake, p.conns == nil
 		p.mu.Unlock()
+		if closed {
+			return // Close closed c
+		}
 		switch m {
 		case Reset:
 			rst(c)
 			return
 		case BlackHole:
 			<-wake // hold it, answer nothing
-			if p.closed() {
-				return
-			}
 			continue
 		}
 		var err error
@@ -164,12 +166,6 @@ func (p *Proxy) serve(c net.Conn) {
 	go func() { defer pumps.Done(); p.pump(up, c, ToServer) }()
 	go func() { defer pumps.Done(); p.pump(c, up, ToClient) }()
 	pumps.Wait()
-}
-
-func (p *Proxy) closed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.conns == nil
 }
 
 // pump copies src to dst chunk by chunk, as the filter and the mode say at
@@ -222,16 +218,16 @@ func (p *Proxy) pump(dst, src net.Conn, dir Direction) {
 func (p *Proxy) deliver(dst net.Conn, b []byte) bool {
 	for {
 		p.mu.Lock()
-		m, lag, wake := p.mode, p.lag, p.wake
+		m, lag, wake, closed := p.mode, p.lag, p.wake, p.conns == nil
 		p.mu.Unlock()
+		if closed {
+			return false
+		}
 		switch m {
 		case Reset:
 			return false
 		case BlackHole:
 			<-wake
-			if p.closed() {
-				return false
-			}
 			continue
 		case Delay:
 			select {
