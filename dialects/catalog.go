@@ -45,6 +45,7 @@ type Catalog[T any] struct {
 type CatalogSnapshot[T any] struct {
 	Value   T
 	expired atomic.Bool
+	seeded  bool // another server's reading (Seed): a first reading replaces it
 }
 
 // Due reports whether the snapshot is older than CatalogTTL or was
@@ -140,12 +141,35 @@ func (c *Catalog[T]) endFirst() {
 }
 
 // StoreFirst publishes the first reading (see ClaimFirst). Whichever is
-// stored first stays; the reading then current is returned.
+// stored first stays (a seeded one is replaced: it is not the server's);
+// the reading then current is returned.
 func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 	s := &CatalogSnapshot[T]{Value: v}
-	if c.snap.CompareAndSwap(nil, s) {
-		time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
+	for {
+		cur := c.snap.Load()
+		if cur != nil && !cur.seeded {
+			break
+		}
+		if c.snap.CompareAndSwap(cur, s) {
+			time.AfterFunc(CatalogTTL, func() { s.expired.Store(true) })
+			break
+		}
 	}
+	c.endFirst()
+	return c.snap.Load()
+}
+
+// Seed publishes v, a reading of another server known to hold the same
+// catalog (a standby of the server read, promoted), where there is none
+// yet: due at once, so that this server's own reading replaces it off the
+// callers' paths (a health check, a session reset), while the first
+// connection to the server serves at once rather than read it first. It
+// wakes the connections waiting for a first reading, and returns the
+// reading current then.
+func (c *Catalog[T]) Seed(v T) *CatalogSnapshot[T] {
+	s := &CatalogSnapshot[T]{Value: v, seeded: true}
+	s.expired.Store(true)
+	c.snap.CompareAndSwap(nil, s)
 	c.endFirst()
 	return c.snap.Load()
 }
