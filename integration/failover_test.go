@@ -484,7 +484,9 @@ const failoverRuns = 9
 // attempt stuck on the dead host must not leave a writer waiting out its
 // context), each first write after that comes within a second of the
 // faster of the other two's, and the median of pooldriver's first writes
-// is within half a second of the faster of their medians (the medians are
+// is within 100 ms of the faster of their medians (the goal is 50 ms;
+// before, beside stress-ng, pooldriver's median was 194 ms behind
+// pgxpool's after a kill and 137 ms after a switchover; the medians are
 // logged: docs/faults.md).
 func TestFailoverFirstWrite(t *testing.T) {
 	skipShort(t)
@@ -546,7 +548,7 @@ func TestFailoverFirstWrite(t *testing.T) {
 			t.Logf("%s, %d runs: first write after the failover, median: pooldriver %v, plain pgx stdlib %v, pgxpool %v; slowest: %v, %v, %v",
 				sc.name, failoverRuns, med[0].Round(100*time.Microsecond), med[1].Round(100*time.Microsecond), med[2].Round(100*time.Microsecond),
 				slices.Max(firsts[0]).Round(100*time.Microsecond), slices.Max(firsts[1]).Round(100*time.Microsecond), slices.Max(firsts[2]).Round(100*time.Microsecond))
-			require.LessOrEqual(t, med[0], min(med[1], med[2])+500*time.Millisecond, "pooldriver's median first write, against the faster median of plain pgx and pgxpool")
+			require.LessOrEqual(t, med[0], min(med[1], med[2])+100*time.Millisecond, "pooldriver's median first write, against the faster median of plain pgx and pgxpool")
 		})
 	}
 }
