@@ -197,7 +197,8 @@ func TestRefusalsNameTheirCause(t *testing.T) {
 // TestBackoffSpacesHangingDials: after failures, factory calls that hang
 // (a black-holed network) start one per back-off step, not all at once for
 // the callers that wait; past the growth limit, one more per staleAfter
-// only (see staleLocked); once the backend answers, the callers are served.
+// only (see staleLocked: the failures were no timeouts); once the backend
+// answers, the callers are served.
 func TestBackoffSpacesHangingDials(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mode atomic.Int32 // 0: works, 1: fails, 2: hangs for a second, then fails

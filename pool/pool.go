@@ -635,10 +635,13 @@ const staleAfter = 100 * time.Millisecond
 // calls fail the backend may have moved (a failover: the old primary
 // silent until its connect timeout, the new one ready), and a call that
 // hangs on a silent backend must not hold back one that may find the
-// backend answering; one call per staleAfter at most, within Max. When it
-// says no, the dials timer looks again when the newest call turns stale.
+// backend answering; one call per staleAfter at most, within Max. Not
+// while the last failure was a timeout: the backend said nothing (a black
+// hole, every host silent), and a call started now would wait as long.
+// When it says no, the dials timer looks again when the newest call turns
+// stale.
 func (p *Pool[T]) staleLocked(now time.Duration) bool {
-	if p.backoff.failures == 0 || p.creating == 0 {
+	if p.backoff.failures == 0 || p.creating == 0 || isTimeout(p.lastFailure) {
 		return false
 	}
 	if at := p.lastStart + staleAfter; now < at {
