@@ -53,6 +53,7 @@ type CatalogSnapshot[T any] struct {
 
 	due     chan struct{} // closed once it is due (DueSignal)
 	dueOnce sync.Once
+	seeded  bool // another server's reading (Seed): a first reading replaces it
 }
 
 // newSnapshot returns a snapshot of v, read from gen on.
@@ -181,7 +182,8 @@ func (c *Catalog[T]) endFirst() {
 }
 
 // StoreFirst publishes the first reading (see ClaimFirst). Whichever is
-// stored first stays; the reading then current is returned.
+// stored first stays (a seeded one is replaced: it is not the server's);
+// the reading then current is returned.
 func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 	c.firstMu.Lock()
 	s := newSnapshot(v, c.firstGen)
@@ -189,9 +191,34 @@ func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 	if c.expires.Load() != s.gen {
 		s.expire()
 	}
-	if c.snap.CompareAndSwap(nil, s) && !s.expired.Load() {
-		time.AfterFunc(CatalogTTL, s.expire)
+	for {
+		cur := c.snap.Load()
+		if cur != nil && !cur.seeded {
+			break
+		}
+		if c.snap.CompareAndSwap(cur, s) {
+			if !s.expired.Load() {
+				time.AfterFunc(CatalogTTL, s.expire)
+			}
+			break
+		}
 	}
+	c.endFirst()
+	return c.snap.Load()
+}
+
+// Seed publishes v, a reading of another server known to hold the same
+// catalog (a standby of the server read, promoted), where there is none
+// yet: due at once, so that this server's own reading replaces it off the
+// callers' paths (a health check, a session reset), while the first
+// connection to the server serves at once rather than read it first. It
+// wakes the connections waiting for a first reading, and returns the
+// reading current then.
+func (c *Catalog[T]) Seed(v T) *CatalogSnapshot[T] {
+	s := newSnapshot(v, 0)
+	s.seeded = true
+	s.expire()
+	c.snap.CompareAndSwap(nil, s)
 	c.endFirst()
 	return c.snap.Load()
 }

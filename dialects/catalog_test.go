@@ -155,3 +155,42 @@ func TestCatalogChanges(t *testing.T) {
 	}
 	c.Release()
 }
+
+// TestCatalogSeed: a seeded reading (a sibling server's) is due at once,
+// wakes the connections waiting for a first reading, and never replaces
+// a reading of the server's own: the first reading stored after it
+// replaces it, as a Store (the refresh it is due for) does.
+func TestCatalogSeed(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-seed|%d", time.Now().UnixNano()))
+	if mine, _ := c.ClaimFirst(context.Background()); !mine {
+		t.Fatal("the first caller does not read")
+	}
+	woke := make(chan *CatalogSnapshot[int], 1)
+	go func() {
+		_, s := c.ClaimFirst(context.Background())
+		woke <- s
+	}()
+	s := c.Seed(3)
+	if s == nil || s.Value != 3 || !s.Due() {
+		t.Fatalf("seeded: %v, want 3, due", s)
+	}
+	select {
+	case w := <-woke:
+		if w != s {
+			t.Fatalf("a waiter woke with %v, want the seeded reading", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter for the first reading still waits 10s after the seed")
+	}
+	if first := c.StoreFirst(5); first == s || first.Value != 5 || first.Due() {
+		t.Fatalf("StoreFirst after the seed: %v, want the server's own reading, not due", first)
+	}
+	c.Expire()
+	if !c.Claim(false) {
+		t.Fatal("a due reading cannot be claimed for its refresh")
+	}
+	own := c.Store(9)
+	if c.Seed(4) != own || own.Due() {
+		t.Fatalf("a seed replaced the server's own reading, or it is due: %v", c.Current())
+	}
+}

@@ -196,30 +196,21 @@ func TestRefusalsNameTheirCause(t *testing.T) {
 
 // TestBackoffSpacesHangingDials: after failures, factory calls that hang
 // (a black-holed network) start one per back-off step, not all at once for
-// the callers that wait, and no more of them hang at once than the growth
-// limit allows; once the backend answers, the callers are served.
+// the callers that wait; past the growth limit, one more per staleAfter
+// only (see staleLocked: the failures were no timeouts); once the backend
+// answers, the callers are served.
 func TestBackoffSpacesHangingDials(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mode atomic.Int32 // 0: works, 1: fails, 2: hangs for a second, then fails
 		var mu sync.Mutex
 		var starts []time.Time
-		cfg := Config[int]{Max: 10, Factory: func(ctx context.Context) (int, error) {
+		factory := modalFactory(&mode, time.Second)
+		p, err := New(Config[int]{Max: 10, Factory: func(ctx context.Context) (int, error) {
 			mu.Lock()
 			starts = append(starts, time.Now())
 			mu.Unlock()
-			switch mode.Load() {
-			case 1:
-				return 0, errFactory
-			case 2:
-				select {
-				case <-time.After(time.Second):
-				case <-ctx.Done():
-				}
-				return 0, errFactory
-			}
-			return 1, nil
-		}}
-		p, err := New(cfg)
+			return factory(ctx)
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,11 +239,11 @@ func TestBackoffSpacesHangingDials(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
 		mu.Lock()
-		if len(starts) != growthStart {
-			t.Errorf("%d calls hanging after 500ms, want %d (the growth limit)", len(starts), growthStart)
+		if want := growthStart + int(500*time.Millisecond/staleAfter); len(starts) > want || len(starts) <= growthStart {
+			t.Errorf("%d calls hanging after 500ms, want more than %d (the growth limit) and at most %d (one more per %v)", len(starts), growthStart, want, staleAfter)
 		}
 		for i := 1; i < len(starts); i++ {
-			if d := starts[i].Sub(starts[i-1]); d < DefaultBackoffMin/2 {
+			if d := starts[i].Sub(starts[i-1]); d < DefaultBackoffMin/2 || i >= growthStart && d < staleAfter {
 				t.Errorf("factory calls %d and %d started %v apart while failing", i-1, i, d)
 			}
 		}
@@ -599,4 +590,70 @@ func TestGrowthDoublesPerRound(t *testing.T) {
 			t.Fatalf("factory calls in flight per round: %v, want [4 4 8 4]", rounds)
 		}
 	})
+}
+
+// TestStaleCallDoesNotHoldBackNext: while factory calls fail, calls that
+// hang (the old primary of a failover, silent until its connect timeout)
+// do not hold back a new call for a caller that waits: once every call in
+// flight is staleAfter old, another starts, and the backend that answers
+// now serves the callers long before the hanging calls end.
+func TestStaleCallDoesNotHoldBackNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mode atomic.Int32 // 0: works, 1: fails at once, 2: hangs for 10s, then fails
+		p, err := New(Config[int]{Max: 8, Factory: modalFactory(&mode, 10*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		held := mustAcquireInt(t, p)
+		mode.Store(1)
+		start := time.Now()
+		var wg sync.WaitGroup
+		var served sync.Mutex
+		var slowest time.Duration
+		for range 8 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				r, err := p.Acquire(ctx)
+				if err != nil {
+					t.Errorf("a waiting caller: %v", err)
+					return
+				}
+				served.Lock()
+				slowest = max(slowest, time.Since(start))
+				served.Unlock()
+				time.Sleep(10 * time.Millisecond)
+				r.Release()
+			})
+		}
+		synctest.Wait()
+		mode.Store(2) // the next calls hang, as many as the growth limit lets start
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		mode.Store(0) // the backend answers again: a new call finds it
+		wg.Wait()
+		held.Release()
+		if slowest > time.Second {
+			t.Fatalf("the last caller was served after %v: calls hanging for 10s held back new ones", slowest)
+		}
+	})
+}
+
+// modalFactory is a factory that does what mode says: 0 works, 1 fails at
+// once, 2 hangs for hang (or until its context ends), then fails.
+func modalFactory(mode *atomic.Int32, hang time.Duration) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		switch mode.Load() {
+		case 1:
+			return 0, errFactory
+		case 2:
+			select {
+			case <-time.After(hang):
+			case <-ctx.Done():
+			}
+			return 0, errFactory
+		}
+		return 1, nil
+	}
 }

@@ -77,6 +77,7 @@ type Pool[T any] struct {
 	dials      *time.Timer
 	dialsArmed bool
 	dialAt     time.Duration
+	lastStart  time.Duration // when the newest factory call started (see staleLocked)
 	// trim gives back idle resources while the backend is at its limit
 	// (pressure.go): until pressureUntil, every half
 	// Config.IdleTimeUnderPressure.
@@ -591,11 +592,11 @@ func (p *Pool[T]) startFactoriesLocked() {
 		if w == nil {
 			return
 		}
-		if !p.growthLocked() {
-			return // the next one made starts more (create)
-		}
 		if now < 0 {
 			now = p.clock()
+		}
+		if !p.growthLocked() && !p.staleLocked(now) {
+			return // the next one made starts more (create), or staleLocked's timer
 		}
 		if !p.dialAllowedLocked(now) {
 			p.noDialLocked(now)
@@ -624,6 +625,33 @@ func (p *Pool[T]) growthLocked() bool {
 	}
 	p.growthCapped = true
 	return false
+}
+
+// staleAfter is how long the newest factory call may be under way, while
+// factory calls fail, before another starts beside it past the growth
+// limit; see staleLocked.
+const staleAfter = 100 * time.Millisecond
+
+// staleLocked reports whether a waiter's factory call may start beside
+// those in flight although growthLocked says no: factory calls are
+// failing, and every call in flight began staleAfter ago or more. While
+// calls fail the backend may have moved (a failover: the old primary
+// silent until its connect timeout, the new one ready), and a call that
+// hangs on a silent backend must not hold back one that may find the
+// backend answering; one call per staleAfter at most, within Max. Not
+// while the last failure was a timeout: the backend said nothing (a black
+// hole, every host silent), and a call started now would wait as long.
+// When it says no, the dials timer looks again when the newest call turns
+// stale.
+func (p *Pool[T]) staleLocked(now time.Duration) bool {
+	if p.backoff.failures == 0 || p.creating == 0 || isTimeout(p.lastFailure) {
+		return false
+	}
+	if at := p.lastStart + staleAfter; now < at {
+		p.armDialsLocked(at, now)
+		return false
+	}
+	return true
 }
 
 // noDialLocked tells the waiters that need a new resource, when none may
@@ -743,6 +771,7 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T], now time.Duration) {
 	}
 	p.total++
 	p.creating++
+	p.lastStart = now
 	p.goBackground(func() { p.create(owner, ctx, trial) })
 }
 

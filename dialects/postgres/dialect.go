@@ -141,7 +141,12 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	// The first connection to a server and database reads its catalog
 	// now; a due reading is read again by a statement's connection, not
 	// on the connect path (a new server process reads it slowest).
-	if pg := sc.Conn().PgConn(); dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database)).Current() == nil {
+	pg := sc.Conn().PgConn()
+	cat := dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database))
+	if t.hosts != nil {
+		t.hosts.sibling(cat, cfg.Database)
+	}
+	if cat.Current() == nil {
 		pc.shadows(pg, true)
 	}
 	return pc, nil

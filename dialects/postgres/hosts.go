@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // hostOrder keeps, for a multi-host DSN, the hosts whose last connect
@@ -19,9 +21,20 @@ import (
 // A host stays behind for 2s after its first slow failure, twice as long
 // after each further one, at most 30s; an attempt that reaches it again
 // (it is still tried, last) and gets an answer puts it back in its place.
+//
+// A host that a try under way has waited on for silentTry or more goes
+// last too, while that try lasts: a primary killed mid-connect (its
+// postmaster accepted the connection and died without a word) holds its
+// tries until their connect timeout, and the attempts that the pool
+// starts meanwhile (see the pool's staleAfter) must reach the host that
+// answers, the promoted standby, first.
 type hostOrder struct {
-	mu   sync.Mutex
-	slow map[hostPort]slowHost
+	mu      sync.Mutex
+	slow    map[hostPort]slowHost
+	pending map[hostPort]map[*attempts]time.Time // the tries under way on each host, and when they began
+	// last: by database, the catalog of the host the newest connection
+	// reached (see sibling).
+	last map[string]*dialects.Catalog[*pgCatalog]
 	now  func() time.Time
 }
 
@@ -41,6 +54,10 @@ const (
 	// slowAttempt: a failed attempt this long, or nearly the whole
 	// connect_timeout, failed slowly.
 	slowAttempt = time.Second
+	// silentTry: a try under way this long makes its host go last for
+	// the attempts that start meanwhile. The pool's own delay before an
+	// attempt beside stuck ones (pool.staleAfter) is the same.
+	silentTry = 100 * time.Millisecond
 )
 
 // newHostOrder returns a hostOrder for cfg, or nil when cfg names fewer
@@ -49,7 +66,7 @@ func newHostOrder(cfg *pgconn.Config) *hostOrder {
 	first := hostPort{cfg.Host, cfg.Port}
 	for _, f := range cfg.Fallbacks {
 		if (hostPort{f.Host, f.Port}) != first {
-			return &hostOrder{slow: map[hostPort]slowHost{}, now: time.Now}
+			return &hostOrder{slow: map[hostPort]slowHost{}, pending: map[hostPort]map[*attempts]time.Time{}, last: map[string]*dialects.Catalog[*pgCatalog]{}, now: time.Now}
 		}
 	}
 	return nil
@@ -85,7 +102,8 @@ func (o *hostOrder) order(cfg *pgconn.Config) {
 	o.mu.Lock()
 	var fast, slow []*pgconn.FallbackConfig
 	for _, f := range all {
-		if s, ok := o.slow[hostPort{f.Host, f.Port}]; ok && now.Before(s.until) {
+		hp := hostPort{f.Host, f.Port}
+		if s, ok := o.slow[hp]; ok && now.Before(s.until) || o.silentLocked(hp, now) {
 			slow = append(slow, f)
 		} else {
 			fast = append(fast, f)
@@ -98,6 +116,62 @@ func (o *hostOrder) order(cfg *pgconn.Config) {
 	all = append(fast, slow...)
 	cfg.Host, cfg.Port, cfg.TLSConfig = all[0].Host, all[0].Port, all[0].TLSConfig
 	cfg.Fallbacks = all[1:]
+}
+
+// silentLocked reports whether a try under way on hp began silentTry ago
+// or more. The caller holds o.mu.
+func (o *hostOrder) silentLocked(hp hostPort, now time.Time) bool {
+	for _, began := range o.pending[hp] {
+		if now.Sub(began) >= silentTry {
+			return true
+		}
+	}
+	return false
+}
+
+// pend records a's try of hp beginning at now (the zero hostPort: none)
+// and ends its try of was.
+func (o *hostOrder) pend(a *attempts, was, hp hostPort, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if m := o.pending[was]; m != nil {
+		delete(m, a)
+		if len(m) == 0 {
+			delete(o.pending, was)
+		}
+	}
+	if hp == (hostPort{}) {
+		return
+	}
+	m := o.pending[hp]
+	if m == nil {
+		m = map[*attempts]time.Time{}
+		o.pending[hp] = m
+	}
+	m[a] = now
+}
+
+// sibling is told that a connection to database reached the server of
+// cat. When cat has no reading yet and the host the pool reached before
+// has one, cat starts from that one, due at once (Catalog.Seed): the
+// hosts of a multi-host DSN are one database's primary and standbys,
+// physical copies whose catalogs are the same, and after a failover the
+// first connection to the promoted standby serves its statement rather
+// than read the catalog first (tens to hundreds of milliseconds in a new
+// server process on a loaded machine, while every other new connection
+// waits for that reading). Its own reading replaces the borrowed one off
+// the callers' paths.
+func (o *hostOrder) sibling(cat *dialects.Catalog[*pgCatalog], database string) {
+	o.mu.Lock()
+	prev := o.last[database]
+	o.last[database] = cat
+	o.mu.Unlock()
+	if prev == nil || prev == cat || cat.Current() != nil {
+		return
+	}
+	if s := prev.Current(); s != nil {
+		cat.Seed(s.Value)
+	}
 }
 
 // attempts times one connection's tries, host by host.
@@ -118,13 +192,18 @@ type try struct {
 func (a *attempts) begin(addr string) {
 	now := a.o.now()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	hp := hostPort{host: addr}
 	if ip, port, err := net.SplitHostPort(addr); err == nil {
 		p, _ := strconv.ParseUint(port, 10, 16)
 		hp = hostPort{a.byIP[ip], uint16(p)}
 	}
+	var was hostPort
+	if n := len(a.tries); n > 0 {
+		was = a.tries[n-1].at
+	}
 	a.tries = append(a.tries, try{hp, now})
+	a.mu.Unlock()
+	a.o.pend(a, was, hp, now)
 }
 
 // end records what the tries showed: each that ended in failure after a
@@ -135,6 +214,9 @@ func (a *attempts) end(ok bool) {
 	a.mu.Lock()
 	tries := a.tries
 	a.mu.Unlock()
+	if len(tries) > 0 {
+		a.o.pend(a, tries[len(tries)-1].at, hostPort{}, now)
+	}
 	slowAfter := slowAttempt
 	if a.timeout > 0 {
 		slowAfter = min(slowAttempt, a.timeout*9/10)
