@@ -199,7 +199,9 @@ UNION SELECT 'e', '' FROM pg_catalog.pg_event_trigger WHERE evtenabled <> 'D'
 UNION SELECT 'x', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
 	WHERE e.extname = 'dblink'
 UNION SELECT 'f', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0;
+	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0
+UNION SELECT 's', (SELECT system_identifier::text FROM pg_catalog.pg_control_system())
+	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE');
 ` + functionsSQL
 
 // functionsSQL reads, for every name under which a user made a LANGUAGE
@@ -249,6 +251,21 @@ type pgCatalog struct {
 	// The schemas, quoted, of dblink and of postgres_fdw_disconnect_all
 	// where the database has them: the reset closes their connections.
 	dblink, fdw string
+	// The server's system identifier, where the role may read it (see
+	// serverID): a physical standby's is its primary's.
+	sysid string
+}
+
+// serverID returns the system identifier of pc's server, "" where the
+// role may not read it: a reading of another server is borrowed only
+// from one with the same (hostOrder.sibling).
+func serverID(ctx context.Context, pc *pgconn.PgConn) string {
+	res, err := pc.Exec(ctx, `SELECT (SELECT system_identifier::text FROM pg_catalog.pg_control_system())
+	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')`).ReadAll()
+	if err != nil || len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+		return ""
+	}
+	return string(res[0].Rows[0][0])
 }
 
 // readCatalog reads the catalog on pc, which must be idle outside a
@@ -285,6 +302,8 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 			cat.dblink = name
 		case 'f':
 			cat.fdw = name
+		case 's':
+			cat.sysid = name
 		}
 	}
 	s.Harmless = harmlessFunctions(res[3].Rows, s)

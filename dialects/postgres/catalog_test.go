@@ -234,3 +234,19 @@ func TestCatalogHarmlessFunctions(t *testing.T) {
 		t.Error("trusted: a call counts only for what its text shows")
 	}
 }
+
+// TestCatalogServerID: a reading carries its server's system identifier,
+// the one serverID reads on any connection to that server, so that a
+// sibling's reading is borrowed only from a physical copy.
+func TestCatalogServerID(t *testing.T) {
+	c := wrapped(t)
+	pg := c.pgx().PgConn()
+	id := serverID(t.Context(), pg)
+	if id == "" {
+		t.Fatal("serverID: empty on a server whose role may read it")
+	}
+	snap := c.shadows(pg, true)
+	if snap == nil || snap.Value.sysid != id {
+		t.Fatalf("the catalog reading's system identifier: %v, want %q", snap, id)
+	}
+}

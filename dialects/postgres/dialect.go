@@ -144,7 +144,7 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	pg := sc.Conn().PgConn()
 	cat := dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database))
 	if t.hosts != nil {
-		t.hosts.sibling(cat, cfg.Database)
+		t.hosts.sibling(cat, cfg.Database, func() string { return serverID(ctx, pg) })
 	}
 	if cat.Current() == nil {
 		pc.shadows(pg, true)

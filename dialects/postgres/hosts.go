@@ -160,8 +160,11 @@ func (o *hostOrder) pend(a *attempts, was, hp hostPort, now time.Time) {
 // than read the catalog first (tens to hundreds of milliseconds in a new
 // server process on a loaded machine, while every other new connection
 // waits for that reading). Its own reading replaces the borrowed one off
-// the callers' paths.
-func (o *hostOrder) sibling(cat *dialects.Catalog[*pgCatalog], database string) {
+// the callers' paths. A DSN may name hosts that are not copies (a logical
+// replica, another cluster): the reading is borrowed only where id, the
+// new server's system identifier, is the one read with it, which a
+// physical standby shares with its primary and nothing else does.
+func (o *hostOrder) sibling(cat *dialects.Catalog[*pgCatalog], database string, id func() string) {
 	o.mu.Lock()
 	prev := o.last[database]
 	o.last[database] = cat
@@ -169,7 +172,7 @@ func (o *hostOrder) sibling(cat *dialects.Catalog[*pgCatalog], database string) 
 	if prev == nil || prev == cat || cat.Current() != nil {
 		return
 	}
-	if s := prev.Current(); s != nil {
+	if s := prev.Current(); s != nil && s.Value.sysid != "" && s.Value.sysid == id() {
 		cat.Seed(s.Value)
 	}
 }

@@ -118,7 +118,9 @@ func ordered(o *hostOrder, cfg *pgconn.Config) string {
 
 // TestHostOrderSibling: the first connection to a host without a catalog
 // reading starts from the reading of the host the pool reached before
-// (due at once); a host with its own reading keeps it.
+// (due at once) where both servers have the same system identifier (a
+// physical copy), and from none where they differ or one is unknown; a
+// host with its own reading keeps it.
 func TestHostOrderSibling(t *testing.T) {
 	cfg, err := pgconn.ParseConfig("postgres://app@a:5432,b:5433/shop?sslmode=disable")
 	if err != nil {
@@ -127,10 +129,18 @@ func TestHostOrderSibling(t *testing.T) {
 	o := newHostOrder(cfg)
 	key := fmt.Sprintf("postgres|test-sibling-%d|", time.Now().UnixNano())
 	old, promoted := dialects.CatalogFor[*pgCatalog](key+"a"), dialects.CatalogFor[*pgCatalog](key+"b")
-	read := &pgCatalog{}
+	read := &pgCatalog{sysid: "7712"}
 	old.StoreFirst(read)
-	o.sibling(old, "shop")
-	o.sibling(promoted, "shop")
+	id := func(s string) func() string { return func() string { return s } }
+	o.sibling(old, "shop", id("7712"))
+	for _, other := range []string{"9999", ""} {
+		o.sibling(promoted, "shop", id(other))
+		if s := promoted.Current(); s != nil {
+			t.Fatalf("a server of system identifier %q started from another's reading", other)
+		}
+		o.sibling(old, "shop", id("7712"))
+	}
+	o.sibling(promoted, "shop", id("7712"))
 	if s := promoted.Current(); s == nil || s.Value != read || !s.Due() {
 		t.Fatalf("the promoted host's catalog: %v, want the old host's reading, due", s)
 	}
@@ -140,7 +150,7 @@ func TestHostOrderSibling(t *testing.T) {
 		t.Fatal("cannot claim the old host's reading")
 	}
 	old.Store(own)
-	o.sibling(old, "shop")
+	o.sibling(old, "shop", id("7712"))
 	if s := old.Current(); s.Value != own {
 		t.Fatal("a host's own reading was replaced by a sibling's")
 	}
