@@ -1,8 +1,14 @@
+//go:build docker
+
 package integration
 
 // Containers that stand in for the servers whose DSN variables are unset,
 // when a Docker engine answers: started by TestMain through testcontainers,
-// removed when the run ends, whether its tests pass or fail.
+// removed when the run ends, whether its tests pass or fail. Only with the
+// docker build tag (make test-docker, and make test where a local server
+// does not answer): testcontainers and Docker's client are most of what
+// this module compiles, which a run against local servers does not need
+// (containers_off_test.go stands in without the tag).
 
 import (
 	"bufio"
