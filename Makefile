@@ -47,9 +47,23 @@ ifeq ($(CI),true)
 HAVE_ODBC := yes
 endif
 ifeq ($(HAVE_ODBC),yes)
-ODBC_TAGS := -tags odbc
-LINT_TAGS := --build-tags odbc
+ODBC_TAG := odbc
 endif
+
+# The integration tests start a server in a container (testcontainers) only
+# when built with the docker tag: testcontainers and Docker's client, 95
+# packages and some 20 of the 190 CPU-seconds make test compiles under -race
+# with an empty build cache (docs/testing.md), for nothing where the local
+# servers answer. make test and test-all set it where a server's DSN
+# is still unset (no local server answered: containers stand in, as before),
+# make test-docker always, lint always (so that its files are checked).
+DOCKER_TAG := $(if $(and $(POOLDRIVER_POSTGRES_DSN),$(POOLDRIVER_MYSQL_DSN)),,docker)
+empty :=
+space := $(empty) $(empty)
+comma := ,
+taglist = $(subst $(space),$(comma),$(strip $(1)))
+TEST_TAGS := $(if $(strip $(ODBC_TAG) $(DOCKER_TAG)),-tags $(call taglist,$(ODBC_TAG) $(DOCKER_TAG)))
+LINT_TAGS := --build-tags $(call taglist,$(ODBC_TAG) docker)
 ifeq ($(POOLDRIVER_ODBC_POSTGRES_DSN),)
 ifeq ($(call port_open,5432),yes)
 export POOLDRIVER_ODBC_POSTGRES_DSN := odbc://Driver={PostgreSQL Unicode};Server=127.0.0.1;Port=5432;Database=test;UID=postgres;
@@ -67,7 +81,7 @@ endif
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)/golangci-lint
 
-.PHONY: all test test-all test-unit test-integration bench loadtest loadtest-quick lint fmt tidy release-check golangci-lint-version
+.PHONY: all test test-all test-unit test-integration bench loadtest loadtest-quick lint fmt tidy release-check golangci-lint-version example-tasks example-service
 
 all: lint test-all
 
@@ -106,12 +120,13 @@ odbc_note = @if [ "$(HAVE_ODBC)" != yes ]; then echo "dialects/odbc and the ODBC
 test: REPORT_BUILD :=
 test:
 	$(odbc_note)
-	$(call gotest,-short -p 4 -parallel 8 $(ODBC_TAGS),$(call pkgs,integration $(filter-out integration,$(TEST_MODULES))))
+	@echo "make test: go test compiles the test binaries first, under -race: with an empty build cache some 3 CPU-minutes (2 minutes or more on 2 cores), seconds once cached; then the tests"
+	$(call gotest,-short -p 4 -parallel 8 $(TEST_TAGS),$(call pkgs,integration $(filter-out integration,$(TEST_MODULES))))
 
 # make test-all: everything make test runs, and the long suites.
 test-all:
 	$(odbc_note)
-	$(call gotest,$(ODBC_TAGS),$(call pkgs,$(TEST_MODULES)))
+	$(call gotest,$(TEST_TAGS),$(call pkgs,$(TEST_MODULES)))
 	GO="$(GO)" bash integration/upstream/run.sh
 
 # go-sql-driver/mysql's and pgx stdlib's own tests through pooldriver,
@@ -127,14 +142,27 @@ test-unit:
 
 test-integration:
 	$(odbc_note)
-	$(call gotest,$(ODBC_TAGS),./integration/...)
+	$(call gotest,$(TEST_TAGS),./integration/...)
 
 # The integration tests with every server in a container that testcontainers
 # starts from local images built from Debian's packages, none from the
 # environment (the DSNs set above are unset): integration/docker/test.sh.
 .PHONY: test-docker
 test-docker:
-	GO="$(GO)" GOFLAGS_TEST="$(GOFLAGS_TEST)" GOTAGS="$(ODBC_TAGS)" bash integration/docker/test.sh
+	GO="$(GO)" GOFLAGS_TEST="$(GOFLAGS_TEST)" TAGS="$(ODBC_TAG)" bash integration/docker/test.sh
+
+# The examples of README.md ("Run it, test it"), each with a line before
+# go run compiles it, which it does without a word: with an empty build
+# cache examples/tasks is some 50 CPU-seconds, examples/service 80 (go build
+# with GOCACHE=$$(mktemp -d): 53 s and 80 s of user+system time).
+# ARGS: the example's flags, e.g. ARGS='-dsn postgres://…'.
+example-tasks:
+	@echo "compiling examples/tasks: with an empty build cache some 50 CPU-seconds (half a minute or more on 2 cores), then it runs"
+	@$(GO) run ./examples/tasks $(ARGS)
+
+example-service:
+	@echo "compiling examples/service: with an empty build cache some 80 CPU-seconds (40 s or more on 2 cores), then it runs"
+	@$(GO) run ./examples/service/cmd/service $(ARGS)
 
 # Benchmarks: pooldriver side by side with the alternatives, in one run.
 BENCHTIME ?= 1s

@@ -1,8 +1,14 @@
+//go:build docker
+
 package integration
 
 // Containers that stand in for the servers whose DSN variables are unset,
 // when a Docker engine answers: started by TestMain through testcontainers,
-// removed when the run ends, whether its tests pass or fail.
+// removed when the run ends, whether its tests pass or fail. Only with the
+// docker build tag (make test-docker, and make test where a local server
+// does not answer): testcontainers and Docker's client are some 95
+// packages to compile under -race, which a run against local servers does
+// not need (containers_off_test.go stands in without the tag).
 
 import (
 	"bufio"
@@ -21,6 +27,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // container describes the container that stands in for one server.
@@ -312,4 +320,35 @@ func logTail(c *testcontainers.DockerContainer) string {
 		return ""
 	}
 	return "; the container's last lines:\n\t" + strings.Join(lines, "\n\t")
+}
+
+// pingUntilReady opens a connection to dsn until one answers a ping or ctx
+// ends.
+func pingUntilReady(ctx context.Context, dsn string) error {
+	scheme, _ := dialects.SchemeOf(dsn)
+	d, err := dialects.Lookup(scheme)
+	if err != nil {
+		return err
+	}
+	tmpl, _, err := d.Parse(dsn)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := tmpl.Open(ctx, tmpl.Credentials())
+		if err == nil {
+			err = c.Ping(ctx)
+			_ = c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server not ready: %w", err)
+		case <-tick.C:
+		}
+	}
 }

@@ -139,37 +139,6 @@ func runTests(m *testing.M) int {
 	return code
 }
 
-// pingUntilReady opens a connection to dsn until one answers a ping or ctx
-// ends.
-func pingUntilReady(ctx context.Context, dsn string) error {
-	scheme, _ := dialects.SchemeOf(dsn)
-	d, err := dialects.Lookup(scheme)
-	if err != nil {
-		return err
-	}
-	tmpl, _, err := d.Parse(dsn)
-	if err != nil {
-		return err
-	}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := tmpl.Open(ctx, tmpl.Credentials())
-		if err == nil {
-			err = c.Ping(ctx)
-			_ = c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("server not ready: %w", err)
-		case <-tick.C:
-		}
-	}
-}
-
 // forEachServer runs f against every server, as a subtest named after it.
 // A server whose DSN variable is unset is skipped, unless CI=true, where
 // that is a failure.

@@ -7,7 +7,9 @@
 # (build-images.sh), runs the suite with every POOLDRIVER_*_DSN unset, then
 # fails if a container of the run is left.
 #
-# From the Makefile: GO, GOFLAGS_TEST and GOTAGS (e.g. "-tags odbc").
+# From the Makefile: GO, GOFLAGS_TEST and TAGS, build tags besides docker
+# (e.g. "odbc"). The docker tag builds the tests' containers
+# (containers_test.go); without it they have none.
 # POOLDRIVER_TEST_POSTGRES_IMAGE / POOLDRIVER_TEST_MYSQL_IMAGE, when set,
 # name the images to run instead of the local ones (which are then not
 # built), e.g. the official postgres:15 and mariadb:10.11 on a machine
@@ -17,7 +19,7 @@ cd "$(dirname "$0")"
 
 GO=${GO:-go}
 GOFLAGS_TEST=${GOFLAGS_TEST:--race -count=1 -timeout 20m}
-GOTAGS=${GOTAGS:-}
+TAGS=${TAGS:-}
 LOCAL_POSTGRES=pooldriver-test/postgres:15
 LOCAL_MARIADB=pooldriver-test/mariadb:10.11
 DOCKERD_LOG=${DOCKERD_LOG:-/tmp/pooldriver-dockerd.log}
@@ -121,7 +123,7 @@ EVENTS_PID=$!
 log "integration tests, servers from containers: $POSTGRES_IMAGE, $MYSQL_IMAGE (run $POOLDRIVER_TEST_RUN)"
 rc=0
 # shellcheck disable=SC2086 # flag lists
-(cd .. && "$GO" test $GOFLAGS_TEST $GOTAGS ./...) || rc=$?
+(cd .. && "$GO" test $GOFLAGS_TEST -tags "docker${TAGS:+,$TAGS}" ./...) || rc=$?
 
 sleep 1 # let docker events write the last removals
 kill "$EVENTS_PID" 2>/dev/null || true
