@@ -213,6 +213,9 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		log:            c.log,
 		owner:          c,
 	}
+	// Before the pool: its first connections may start the catalog loop,
+	// which ends when shareStop is closed.
+	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
 	p, err := pool.New(pool.Config[*physConn]{
 		Factory:             c.open,
 		Destructor:          c.closePhys,
@@ -241,7 +244,6 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	}
 	c.pool = p
 	c.gated.Store(c.cfg.Tracer != nil)
-	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
 	c.share, c.shareRefused = s.MaxConns, -1
 	go c.shareLoop()
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)

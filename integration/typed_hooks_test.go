@@ -66,7 +66,7 @@ func checkHooksRan(t *testing.T, db *sql.DB, c *pooldriver.Connector, connects, 
 		require.NoError(t, db.QueryRowContext(ctx(t), "SELECT 1").Scan(&one))
 	}
 	waitFor(t, "every release seen", func() bool { return releases.Load() == 3 })
-	assert.EqualValues(t, 1, connects.Load())
+	assert.EqualValues(t, 1, connects.Load(), "stats %+v", c.Stats())
 	assert.EqualValues(t, 3, acquires.Load())
 	c.Reset()
 	waitFor(t, "the close seen", func() bool { return closes.Load() == 1 })
