@@ -8,15 +8,16 @@ import (
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
-// A dialect that reads the server's catalog (dialects.Catalog, the
-// PostgreSQL dialect's) uses each reading for dialects.CatalogTTL, then
-// reads it again off the callers' paths. The pool's health check does
-// that only every pool_health_check_period (30 s by default), so a
-// Connector also waits on its catalog's reading falling due and then
-// runs the reading on one idle connection at once: what another client
-// changed in the catalog is seen within CatalogTTL and the moment it
-// takes to find an idle connection. The loop starts with the first
-// connection whose dialect reads a catalog, and ends with Close.
+// A dialect that reads the server's catalog (dialects.Catalog: the
+// PostgreSQL and MySQL dialects') uses each reading for
+// dialects.CatalogTTL, then reads it again off the callers' paths. The
+// pool's health check does that only every pool_health_check_period
+// (30 s by default), so a Connector also waits on its catalog's reading
+// falling due and then runs the reading on one idle connection at once:
+// what another client changed in the catalog is seen within CatalogTTL
+// and the moment it takes to find an idle connection. The loop starts
+// with the first connection whose dialect reads a catalog, and ends with
+// Close.
 
 // catalogRetry spaces the tries while a due reading is not taken: no
 // connection was idle; catalogRetryRead, one that was tried (a reading

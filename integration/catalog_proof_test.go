@@ -219,3 +219,63 @@ func TestCatalogProofWindow(t *testing.T) {
 		t.Logf("seen %v after it was made (CatalogTTL %v); %d statements leaked meanwhile", time.Since(made).Round(10*time.Millisecond), dialects.CatalogTTL, leaked)
 	})
 }
+
+// TestCatalogProofWindowMariaDB is TestCatalogProofWindow on MariaDB, for
+// a pool of the DSN's and one of a wrapped go-sql-driver connector: a
+// stored function the catalog proved harmless, which another client
+// replaces with one that takes a named lock (GET_LOCK: no session change
+// that MariaDB's session tracker reports), is judged by its new body
+// within dialects.CatalogTTL of the last reading and the moment it takes
+// to find the connection idle, not at the next health check.
+func TestCatalogProofWindowMariaDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the catalog's reading to be due (5 s)")
+	}
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		for _, pool := range []struct {
+			name string
+			open func() *pooldriver.Connector
+		}{
+			{"dsn", func() *pooldriver.Connector { return pooldriver.New(withParams(s.dsn, "pool_max_conns=1")) }},
+			{"wrapped", func() *pooldriver.Connector {
+				return pooldriver.Wrap(plainConnector(t, s, s.dsn), pooldriver.WithMaxConns(1))
+			}},
+		} {
+			t.Run(pool.name, func(t *testing.T) {
+				fn := unique("mw54_f")
+				lock := unique("mw54_lock")
+				d := newDDL(t, s)
+				d.add("CREATE FUNCTION "+fn+"() RETURNS INT DETERMINISTIC RETURN 1", "DROP FUNCTION "+fn)
+				d.apply()
+				connector := pool.open()
+				require.NoError(t, connector.Err())
+				db := sql.OpenDB(connector)
+				defer db.Close()
+				call := "SELECT " + fn + "()"
+				nextUser(t, db, call) // the connection made, the catalog read
+				before := connector.Stats()
+				nextUser(t, db, call)
+				after := connector.Stats()
+				require.Equal(t, before.SessionResets+before.Destroyed, after.SessionResets+after.Destroyed,
+					"a call of %s, which the catalog proves harmless, was reset", fn)
+				held := "SELECT IS_USED_LOCK('" + lock + "') <=> CONNECTION_ID()"
+
+				// Replaced by another client, not through a pool of pooldriver's.
+				made := time.Now()
+				s.adminExec(t, "CREATE OR REPLACE FUNCTION "+fn+"() RETURNS INT BEGIN DECLARE r INT; SET r = GET_LOCK('"+lock+"', 0); RETURN r; END")
+				bound := dialects.CatalogTTL + 3*time.Second
+				leaked := 0
+				for {
+					require.Equal(t, "1", nextUser(t, db, call))
+					if nextUser(t, db, held) != "1" {
+						break
+					}
+					leaked++
+					require.Less(t, time.Since(made), bound, "the new body is still unseen: the next user held the lock")
+					time.Sleep(50 * time.Millisecond) // a statement now and then, as a service would send
+				}
+				t.Logf("seen %v after it was made (CatalogTTL %v); %d calls leaked meanwhile", time.Since(made).Round(10*time.Millisecond), dialects.CatalogTTL, leaked)
+			})
+		}
+	})
+}

@@ -490,7 +490,25 @@ func (c *conn) readOrRefused(ctx context.Context) (shadows, error) {
 	return v, nil
 }
 
-var _ dialects.CatalogRefresher = (*conn)(nil)
+var (
+	_ dialects.CatalogRefresher = (*conn)(nil)
+	_ dialects.CatalogWatcher   = (*conn)(nil)
+)
+
+// CatalogWatch returns the connection's catalog (see
+// dialects.CatalogWatcher), nil where RefreshCatalog never reads it: no
+// key, or a session known to start with autocommit off (a pool's
+// connections all start alike). A wrapped connection learns how its
+// session starts at its first statement, after the pool asks: a wrapped
+// pool whose sessions start with autocommit off waits on the catalog too,
+// and tries a RefreshCatalog that reads nothing once a second while the
+// reading is due and no other pool reads it.
+func (c *conn) CatalogWatch() dialects.CatalogDue {
+	if c.cat == nil || c.baseAuto == 0 {
+		return nil
+	}
+	return c.cat
+}
 
 // RefreshCatalog reads the catalog again if its reading is due (see
 // dialects.CatalogRefresher), where the session's autocommit is on and no

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
@@ -263,6 +264,28 @@ func TestProvedCall(t *testing.T) {
 	} {
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// TestCatalogWatch: the pool waits on the catalog of a connection that
+// may read it again (a key, autocommit on or not yet known as the session
+// starts), and on no catalog otherwise: an untyped nil, never a nil *Catalog, whose
+// DueSignal would panic.
+func TestCatalogWatch(t *testing.T) {
+	cat := fixedCatalog(noShadows())
+	for _, tc := range []struct {
+		name string
+		c    *conn
+		want dialects.CatalogDue
+	}{
+		{"autocommit on", &conn{cat: cat, baseAuto: 1}, cat},
+		{"no key", &conn{baseAuto: 1}, nil},
+		{"autocommit off", &conn{cat: cat, baseAuto: 0}, nil},
+		{"autocommit not learnt yet (wrapped)", &conn{cat: cat, baseAuto: -1}, cat},
+	} {
+		if got := tc.c.CatalogWatch(); got != tc.want {
+			t.Errorf("%s: CatalogWatch() = %#v, want %#v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -88,11 +88,11 @@
 // (information_schema: stored functions, the tables with triggers,
 // views) once per dialects.CatalogTTL for each server (the socket's
 // remote address, or the DSN's) and account, shared by the connections
-// (dialects.CatalogFor): at connect, on the caller's path after a
-// statement once the reading is due (one round trip, by one connection
-// at a time, with autocommit on and no transaction open, so that the
-// SELECT can neither open one nor run inside one), and at once after
-// DDL run through the pool (CREATE, DROP, ...: every connection's
+// (dialects.CatalogFor): at connect, on an idle connection off the
+// callers' paths as soon as the reading is due (dialects.CatalogWatcher;
+// one round trip, by one connection at a time, with autocommit on and no
+// transaction open, so that the SELECT can neither open one nor run
+// inside one), and at once after DDL run through the pool (CREATE, DROP, ...: every connection's
 // reading is then due). Unless the user trusts their functions, a text
 // counts as a change that names a stored function (any: a name the list
 // lacks counts already), a table with a trigger, or a view whose
