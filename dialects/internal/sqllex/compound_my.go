@@ -100,17 +100,49 @@ const maxNesting = 64
 //     OPEN, FETCH … INTO local variables, CLOSE.
 //
 // A local variable or parameter is a name DECLAREd in the block or one
-// around it, or in params; case does not matter. The body is lexed once,
-// in mode: without doubt about backslashes.
+// around it, or in params; case does not matter.
+//
+// A body with a backslash in a string is read both ways, with backslashes
+// escaping and without, and is harmless only where both readings are (the
+// names they find joined): the server does not show a body as it was
+// typed. ROUTINE_DEFINITION holds each string as the server read it,
+// re-quoted: '\\' shows as '\', and the quote of 'a\'b' doubled,
+// whatever the routine's sql_mode, so that the mode's reading of
+// backslashes may end a string elsewhere than the server did, and hide a
+// statement in it.
 func ReadRoutine(body string, mode SQLMode, params []string) Routine {
+	out, backslash := readRoutine(body, mode, !mode.NoBackslashEscapes, params)
+	if !backslash || !out.Harmless {
+		return out
+	}
+	other, _ := readRoutine(body, mode, mode.NoBackslashEscapes, params)
+	if !other.Harmless {
+		return Routine{}
+	}
+	for _, n := range other.Funcs {
+		addName(&out.Funcs, n)
+	}
+	for _, n := range other.Procs {
+		addName(&out.Procs, n)
+	}
+	out.Words = append(out.Words, other.Words...)
+	slices.Sort(out.Words)
+	out.Words = slices.Compact(out.Words)
+	out.Writes = out.Writes || other.Writes
+	return out
+}
+
+// readRoutine is one reading of ReadRoutine's, with backslashes escaping
+// in strings or not; backslash reports a string that held one.
+func readRoutine(body string, mode SQLMode, escapes bool, params []string) (Routine, bool) {
 	r := &bodyReader{ok: true, opened: map[string]bool{}, closed: map[string]bool{}}
 	r.scopes = [][]string{lowerAll(params)}
-	l := newLexer(body, true, !mode.NoBackslashEscapes)
+	l := newLexer(body, true, escapes)
 	l.ansi = mode.ANSIQuotes
 	for {
 		t := l.next()
 		if t.kind == kBad {
-			return Routine{}
+			return Routine{}, l.backslash
 		}
 		if t.kind == kEOF {
 			break
@@ -131,7 +163,7 @@ func ReadRoutine(body string, mode SQLMode, params []string) Routine {
 	out.Harmless = r.ok
 	slices.Sort(out.Words)
 	out.Words = slices.Compact(out.Words)
-	return out
+	return out, l.backslash
 }
 
 // btok is a token of a body, and whether a '(' follows it at once.
@@ -592,7 +624,7 @@ func (r *bodyReader) call() {
 		}
 		r.i++
 	}
-	r.addName(&r.out.Procs, name)
+	addName(&r.out.Procs, name)
 	end := r.extent(false)
 	args := r.toks[r.i:end]
 	if len(args) > 0 {
@@ -647,7 +679,7 @@ func (r *bodyReader) rules(toks []btok, selectLead bool) {
 			r.fail()
 			return
 		}
-		r.addName(&r.out.Funcs, n)
+		addName(&r.out.Funcs, n)
 	}
 }
 
@@ -659,7 +691,7 @@ func (r *bodyReader) words(t token) {
 }
 
 // addName adds a routine's name, as the server looks it up, to names.
-func (r *bodyReader) addName(names *[]string, n string) {
+func addName(names *[]string, n string) {
 	n = strings.ToLower(strings.ReplaceAll(n, "``", "`"))
 	if !slices.Contains(*names, n) {
 		*names = append(*names, n)
