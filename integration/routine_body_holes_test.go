@@ -37,3 +37,24 @@ func TestNeverDirtyMariaDBRoutineBackslash(t *testing.T) {
 		hiddenLockCase(t, s, "BEGIN DECLARE x VARCHAR(9);\nSET x = '\\\\';\n{change}\nSET x = ';#';\nEND")
 	})
 }
+
+// TestNeverDirtyMariaDBRoutineQualifiedKeyword: s.end is a column's name,
+// not the END of a CASE; read as one, the reader took the rest of a SET,
+// `, @v = 3`, for part of the expression before it: a comparison, where
+// the server assigned the user variable.
+func TestNeverDirtyMariaDBRoutineQualifiedKeyword(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		variable := unique("rvm54_v")
+		proc := unique("rvm54_proc")
+		d := newDDL(t, s)
+		d.add("CREATE PROCEDURE "+proc+"() BEGIN DECLARE x INT; SET x = (SELECT s.end FROM (SELECT 1 AS `end`) s), @"+variable+" = 3; END",
+			"DROP PROCEDURE "+proc)
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{
+			dirty:    execAll("CALL " + proc + "()"),
+			observe:  asks("SELECT coalesce(@" + variable + ", '')"),
+			want:     "",
+			reported: true,
+		})
+	})
+}

@@ -397,6 +397,12 @@ func (r *bodyReader) branches(more, kind string) {
 // extent returns the end of the expression or statement that starts at
 // r.i: the first ';' (or the end), or, with stops, the first of those
 // words outside parentheses and CASE … END, or ',' outside them if comma.
+// A word after a '.' is a name, whatever it spells (s.case, s.end: the
+// server reads a reserved word there as a column's name), and so is an
+// END that closes no CASE (END is no reserved word: a column may be
+// named so): either, read as CASE or END, would shift where the
+// expression ends, and hide what follows it (SET x = (SELECT s.case …),
+// @v = 1 set @v).
 func (r *bodyReader) extent(comma bool, stops ...string) int {
 	depth, cases := 0, 0
 	for j := r.i; j < len(r.toks); j++ {
@@ -413,19 +419,28 @@ func (r *bodyReader) extent(comma bool, stops ...string) int {
 				return j
 			}
 		case kWord:
+			if afterDot(r.toks, j) {
+				continue
+			}
 			w := strings.ToLower(t.text)
 			if depth == 0 && cases == 0 && slices.Contains(stops, w) {
 				return j
 			}
-			switch w {
-			case "case":
+			switch {
+			case w == "case":
 				cases++
-			case "end":
+			case w == "end" && cases > 0:
 				cases--
 			}
 		}
 	}
 	return len(r.toks)
+}
+
+// afterDot reports a token that follows a '.': the second part of a
+// qualified name.
+func afterDot(toks []btok, j int) bool {
+	return j > 0 && toks[j-1].kind == kOther && toks[j-1].text == "."
 }
 
 // expr reads an expression up to one of stops (or ';'), by the rules of a
@@ -462,7 +477,8 @@ func (r *bodyReader) plain(w string) {
 	r.i = end
 }
 
-// intoAt returns the index of the INTO outside parentheses in toks, or -1.
+// intoAt returns the index of the INTO outside parentheses in toks, or -1
+// (s.into is a column's name: see extent).
 func intoAt(toks []btok) int {
 	depth := 0
 	for j, t := range toks {
@@ -471,7 +487,7 @@ func intoAt(toks []btok) int {
 			depth++
 		case t.kind == kClose:
 			depth--
-		case depth == 0 && t.kind == kWord && eqFold(t.text, "into"):
+		case depth == 0 && t.kind == kWord && eqFold(t.text, "into") && !afterDot(toks, j):
 			return j
 		}
 	}

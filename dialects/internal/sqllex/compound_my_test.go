@@ -94,6 +94,16 @@ func TestReadRoutine(t *testing.T) {
 		{"BEGIN IF GET_LOCK('l', 0) THEN RETURN 1; END IF; RETURN 0; END", false},
 		{"BEGIN WHILE RELEASE_LOCK('l') DO ITERATE x; END WHILE; END", false},
 
+		// A reserved word after a '.' is a column's name, and END is no
+		// reserved word: neither opens or closes a CASE, nor is INTO.
+		{"BEGIN DECLARE x INT; SET x = (SELECT s.case FROM (SELECT 1 AS `case`) s), @v = 3; END", false},
+		{"BEGIN DECLARE x INT; SET x = (SELECT s.end FROM (SELECT 1 AS `end`) s), @v = 3; END", false},
+		{"BEGIN DECLARE x INT; SET x = (SELECT end FROM (SELECT 1 AS end) s), time_zone = '+01:00'; END", false},
+		{"BEGIN DECLARE x INT; SELECT s.into x, x FROM (SELECT 1 AS `into`) s INTO x, @v; END", false},
+		{"BEGIN DECLARE x TYPE OF s.case DEFAULT GET_LOCK('l', 0); RETURN x; END", false},
+		{"BEGIN DECLARE x INT; SET x = (SELECT s.case FROM (SELECT 1 AS `case`) s), x = CASE WHEN end THEN 1 ELSE 2 END; RETURN x; END", true},
+		{"BEGIN DECLARE x INT; SELECT s.into, end INTO x, x FROM (SELECT 1 AS `into`, 2 AS end) s; RETURN x; END", true},
+
 		// Text the reader is unsure of.
 		{"BEGIN RETURN 1;", false},
 		{"BEGIN RETURN 1; END; RETURN 2", false},
