@@ -3,6 +3,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Stored routines whose bodies the reader once took for harmless while
@@ -54,6 +56,28 @@ func TestNeverDirtyMariaDBRoutineQualifiedKeyword(t *testing.T) {
 			dirty:    execAll("CALL " + proc + "()"),
 			observe:  asks("SELECT coalesce(@" + variable + ", '')"),
 			want:     "",
+			reported: true,
+		})
+	})
+}
+
+// TestNeverDirtyMariaDBRoutineKelvinLocal: a local declared with the
+// Kelvin sign in its name is, to Go's Unicode case folding, the system
+// variable lock_wait_timeout; to MariaDB another name, whose SET set the
+// session's variable.
+func TestNeverDirtyMariaDBRoutineKelvinLocal(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		var want string
+		require.NoError(t, s.admin(t).QueryRowContext(ctx(t), "SELECT @@global.lock_wait_timeout").Scan(&want))
+		proc := unique("rvm54_proc")
+		d := newDDL(t, s)
+		d.add("CREATE PROCEDURE "+proc+"() BEGIN DECLARE loc\u212a_wait_timeout INT; SET lock_wait_timeout = 7; END",
+			"DROP PROCEDURE "+proc)
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{
+			dirty:    execAll("CALL " + proc + "()"),
+			observe:  asks("SELECT @@session.lock_wait_timeout"),
+			want:     want,
 			reported: true,
 		})
 	})

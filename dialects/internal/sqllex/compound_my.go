@@ -233,7 +233,7 @@ func (r *bodyReader) local(t token) bool {
 	if t.kind != kWord && t.kind != kIdent {
 		return false
 	}
-	n := strings.ToLower(t.text)
+	n := foldName(t.text)
 	for _, s := range r.scopes {
 		if slices.Contains(s, n) {
 			return true
@@ -557,7 +557,7 @@ func (r *bodyReader) declare() {
 			r.fail()
 			return
 		}
-		names = append(names, strings.ToLower(t.text))
+		names = append(names, foldName(t.text))
 		r.i++
 		if r.at(r.i).kind != kComma {
 			break
@@ -717,7 +717,24 @@ func addName(names *[]string, n string) {
 func lowerAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = strings.ToLower(n)
+		out[i] = foldName(n)
 	}
 	return out
+}
+
+// foldName returns a local variable's or parameter's name with its ASCII
+// letters in lower case, and every other byte as it is: two names it
+// folds alike are one to the server, whose collation of names
+// (utf8mb3_general_ci) folds A-Z so too. Unicode's case folding is not
+// the server's: the Kelvin sign folds to k in Go's strings.ToLower and
+// not in MariaDB, so a local declared as loc\u212a_wait_timeout was
+// read as the target of SET lock_wait_timeout = 7, which set the
+// session's variable. A name the server folds and this does not (É, é)
+// reads as no local: a change.
+func foldName(n string) string {
+	b := []byte(n)
+	for i, c := range b {
+		b[i] = lowerTable[c]
+	}
+	return string(b)
 }

@@ -104,6 +104,14 @@ func TestReadRoutine(t *testing.T) {
 		{"BEGIN DECLARE x INT; SET x = (SELECT s.case FROM (SELECT 1 AS `case`) s), x = CASE WHEN end THEN 1 ELSE 2 END; RETURN x; END", true},
 		{"BEGIN DECLARE x INT; SELECT s.into, end INTO x, x FROM (SELECT 1 AS `into`, 2 AS end) s; RETURN x; END", true},
 
+		// Names fold as the server folds them: ASCII letters only. The
+		// Kelvin sign is k to Unicode and another letter to MariaDB,
+		// whose SET lock_wait_timeout set the session's variable.
+		{"BEGIN DECLARE loc\u212a_wait_timeout INT; SET lock_wait_timeout = 7; RETURN 1; END", false},
+		{"BEGIN DECLARE \u00c9t INT; SET \u00e9t = 7; RETURN 1; END", false},
+		{"BEGIN DECLARE \u00c9t INT; SET \u00c9T = 7; RETURN 1; END", true},
+		{"BEGIN SET P_OUT = 1; END", true},
+
 		// Text the reader is unsure of.
 		{"BEGIN RETURN 1;", false},
 		{"BEGIN RETURN 1; END; RETURN 2", false},
