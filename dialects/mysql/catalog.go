@@ -176,7 +176,11 @@ func buildShadows(rows []catalogRow) shadows {
 	counted := map[string]struct{}{}
 	var views []catalogRow
 	rs := routines{defs: map[routineKey][]*routineDef{}, state: map[routineKey]proof{}, counted: counted}
-	params := map[routineKey][]string{} // by the routine's database, type and name
+	// params: by the routine's type, and its database and name as the
+	// catalog spells them (routineDef.id): databases whose names differ
+	// in case only are two (lower_case_table_names=0), and one's
+	// parameters are not the other's locals.
+	params := map[routineKey][]string{}
 	for _, r := range rows {
 		name := strings.ToLower(r.name)
 		switch r.kind {
@@ -185,9 +189,9 @@ func buildShadows(rows []catalogRow) shadows {
 				names[name] = struct{}{}
 			}
 			k := routineKey{proc: r.kind == "p", name: name}
-			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), def: r.def, hasDef: r.hasDef, mode: r.mode})
+			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), id: r.schema + "." + r.name, def: r.def, hasDef: r.hasDef, mode: r.mode})
 		case "a":
-			k := routineKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), name: strings.ToLower(r.schema) + "." + name}
+			k := routineKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), name: r.schema + "." + r.name}
 			params[k] = append(params[k], r.def)
 		case "t", "k":
 			names[name] = struct{}{}
@@ -225,7 +229,7 @@ func buildShadows(rows []catalogRow) shadows {
 	}
 	for k, defs := range rs.defs {
 		for _, d := range defs {
-			d.params = params[routineKey{proc: k.proc, name: d.schema + "." + k.name}]
+			d.params = params[routineKey{proc: k.proc, name: d.id}]
 		}
 	}
 	rs.blind = v.blind
@@ -262,6 +266,7 @@ type routineKey struct {
 // routineDef is one stored routine as the catalog shows it.
 type routineDef struct {
 	schema string // its database, lower case, where its unqualified names resolve
+	id     string // its database and name as the catalog spells them
 	def    string
 	hasDef bool
 	mode   string   // the sql_mode it was created with, in which it runs

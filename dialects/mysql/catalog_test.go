@@ -245,6 +245,14 @@ func TestProvedCall(t *testing.T) {
 		{kind: "p", schema: "test", name: "param_p", def: "SET x = 1", hasDef: true},
 		{kind: "f", schema: "test", name: "good_f", def: "RETURN 1", hasDef: true},
 		{kind: "f", schema: "test", name: "bad_f", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		// Databases whose names differ in case only are two databases
+		// (lower_case_table_names=0): one's parameters are not the
+		// other's, whose SET time_zone sets the session's.
+		{kind: "p", schema: "App", name: "zone_p", def: "SET time_zone = '+01:00'", hasDef: true},
+		{kind: "a", schema: "App", name: "zone_p", def: "time_zone", mode: "PROCEDURE"},
+		{kind: "p", schema: "app", name: "zone_p", def: "SET time_zone = '+01:00'", hasDef: true},
+		{kind: "p", schema: "App", name: "Arg_p", def: "SET x = 1", hasDef: true},
+		{kind: "a", schema: "App", name: "Arg_p", def: "x", mode: "PROCEDURE"},
 	})
 	c := &conn{db: "test", cat: fixedCatalog(v)}
 	for q, want := range map[string]bool{
@@ -260,6 +268,8 @@ func TestProvedCall(t *testing.T) {
 		"CALL good_p(1); CALL good_p(2)": true,
 		"CALL good_p('a\\b')":            true,
 		"CALL unknown_p()":               true,
+		"CALL zone_p('x')":               true,
+		"CALL arg_p(1)":                  false,
 	} {
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
