@@ -83,29 +83,37 @@ func TestNeverDirtyMariaDBRoutineKelvinLocal(t *testing.T) {
 	})
 }
 
-// TestNeverDirtyMariaDBRoutineDatabaseCase: two databases whose names
-// differ in case only hold two procedures of one name; one has a
-// parameter time_zone, and its SET time_zone sets that parameter. The
-// other has none, and its SET time_zone sets the session's variable: it
-// was read with the first one's parameters.
+// TestNeverDirtyMariaDBRoutineDatabaseCase: two procedures, one with a
+// parameter time_zone, whose SET time_zone sets that parameter, one
+// without, whose SET time_zone sets the session's variable: the second
+// was read with the first one's parameters where their databases' names
+// differ in case only (two databases), and where a '.' in a name made
+// the two spell alike (`a.b`.c and a.`b.c`).
 func TestNeverDirtyMariaDBRoutineDatabaseCase(t *testing.T) {
 	forServer(t, "mysql", func(t *testing.T, s server) {
 		var want string
 		require.NoError(t, s.admin(t).QueryRowContext(ctx(t), "SELECT @@global.time_zone").Scan(&want))
 		upper := unique("RVM54_DB")
-		lower := strings.ToLower(upper)
 		proc := unique("rvm54_zone")
-		d := newDDL(t, s)
-		d.add("CREATE DATABASE `"+upper+"`", "DROP DATABASE `"+upper+"`")
-		d.add("CREATE DATABASE `"+lower+"`", "DROP DATABASE `"+lower+"`")
-		d.add("CREATE PROCEDURE `" + upper + "`." + proc + "(time_zone VARCHAR(20)) SET time_zone = '+01:00'")
-		d.add("CREATE PROCEDURE `" + lower + "`." + proc + "() SET time_zone = '+05:00'")
-		d.apply()
-		checkDenied(t, s, s.dsn, denyCase{
-			dirty:    execAll("CALL `" + lower + "`." + proc + "()"),
-			observe:  asks("SELECT @@session.time_zone"),
-			want:     want,
-			reported: true,
-		})
+		for name, c := range map[string]struct{ withDB, withProc, withoutDB, withoutProc string }{
+			"case":  {upper, proc, strings.ToLower(upper), proc},
+			"a dot": {upper + ".b", proc, upper, "b." + proc},
+		} {
+			t.Run(name, func(t *testing.T) {
+				d := newDDL(t, s)
+				for _, db := range []string{c.withDB, c.withoutDB} {
+					d.add("CREATE DATABASE `"+db+"`", "DROP DATABASE `"+db+"`")
+				}
+				d.add("CREATE PROCEDURE `" + c.withDB + "`.`" + c.withProc + "`(time_zone VARCHAR(20)) SET time_zone = '+01:00'")
+				d.add("CREATE PROCEDURE `" + c.withoutDB + "`.`" + c.withoutProc + "`() SET time_zone = '+05:00'")
+				d.apply()
+				checkDenied(t, s, s.dsn, denyCase{
+					dirty:    execAll("CALL `" + c.withoutDB + "`.`" + c.withoutProc + "`()"),
+					observe:  asks("SELECT @@session.time_zone"),
+					want:     want,
+					reported: true,
+				})
+			})
+		}
 	})
 }

@@ -180,7 +180,7 @@ func buildShadows(rows []catalogRow) shadows {
 	// catalog spells them (routineDef.id): databases whose names differ
 	// in case only are two (lower_case_table_names=0), and one's
 	// parameters are not the other's locals.
-	params := map[routineKey][]string{}
+	params := map[paramsKey][]string{}
 	for _, r := range rows {
 		name := strings.ToLower(r.name)
 		switch r.kind {
@@ -189,9 +189,9 @@ func buildShadows(rows []catalogRow) shadows {
 				names[name] = struct{}{}
 			}
 			k := routineKey{proc: r.kind == "p", name: name}
-			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), id: r.schema + "." + r.name, def: r.def, hasDef: r.hasDef, mode: r.mode})
+			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), id: paramsKey{proc: k.proc, schema: r.schema, name: r.name}, def: r.def, hasDef: r.hasDef, mode: r.mode})
 		case "a":
-			k := routineKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), name: r.schema + "." + r.name}
+			k := paramsKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), schema: r.schema, name: r.name}
 			params[k] = append(params[k], r.def)
 		case "t", "k":
 			names[name] = struct{}{}
@@ -227,9 +227,9 @@ func buildShadows(rows []catalogRow) shadows {
 			added = true
 		}
 	}
-	for k, defs := range rs.defs {
+	for _, defs := range rs.defs {
 		for _, d := range defs {
-			d.params = params[routineKey{proc: k.proc, name: d.id}]
+			d.params = params[d.id]
 		}
 	}
 	rs.blind = v.blind
@@ -263,10 +263,18 @@ type routineKey struct {
 	name string
 }
 
+// paramsKey names one stored routine: its type, and its database and
+// name as the catalog spells them (a name may hold a '.': a.`b.c` is not
+// `a.b`.c).
+type paramsKey struct {
+	proc         bool
+	schema, name string
+}
+
 // routineDef is one stored routine as the catalog shows it.
 type routineDef struct {
 	schema string // its database, lower case, where its unqualified names resolve
-	id     string // its database and name as the catalog spells them
+	id     paramsKey
 	def    string
 	hasDef bool
 	mode   string   // the sql_mode it was created with, in which it runs

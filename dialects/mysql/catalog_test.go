@@ -253,6 +253,10 @@ func TestProvedCall(t *testing.T) {
 		{kind: "p", schema: "app", name: "zone_p", def: "SET time_zone = '+01:00'", hasDef: true},
 		{kind: "p", schema: "App", name: "Arg_p", def: "SET x = 1", hasDef: true},
 		{kind: "a", schema: "App", name: "Arg_p", def: "x", mode: "PROCEDURE"},
+		// A '.' in a name: `a.b`.c is not a.`b.c`.
+		{kind: "p", schema: "a.b", name: "c", def: "SET time_zone = '+01:00'", hasDef: true},
+		{kind: "a", schema: "a.b", name: "c", def: "time_zone", mode: "PROCEDURE"},
+		{kind: "p", schema: "a", name: "b.c", def: "SET time_zone = '+01:00'", hasDef: true},
 	})
 	c := &conn{db: "test", cat: fixedCatalog(v)}
 	for q, want := range map[string]bool{
@@ -270,6 +274,7 @@ func TestProvedCall(t *testing.T) {
 		"CALL unknown_p()":               true,
 		"CALL zone_p('x')":               true,
 		"CALL arg_p(1)":                  false,
+		"CALL a.`b.c`()":                 true,
 	} {
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
