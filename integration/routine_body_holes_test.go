@@ -117,3 +117,27 @@ func TestNeverDirtyMariaDBRoutineDatabaseCase(t *testing.T) {
 		}
 	})
 }
+
+// TestNeverDirtyMariaDBRoutineAccentedName: MariaDB finds a routine by its
+// name in utf8mb3_general_ci, where rvm54_fk() calls the current
+// database's function rvm54_fķ: another database's harmless rvm54_fk,
+// under the same key to Go's case folding, vouched for the call, and the
+// lock rvm54_fķ took reached the next user.
+func TestNeverDirtyMariaDBRoutineAccentedName(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		lock := unique("rvm54_lock")
+		fn := unique("rvm54_fk")
+		accented := strings.Replace(fn, "fk", "f\u0137", 1)
+		other := unique("rvm54_db")
+		d := newDDL(t, s)
+		d.add("CREATE DATABASE `"+other+"`", "DROP DATABASE `"+other+"`")
+		d.add("CREATE FUNCTION `" + other + "`." + fn + "() RETURNS INT RETURN 1")
+		d.add("CREATE FUNCTION `"+accented+"`() RETURNS INT RETURN GET_LOCK('"+lock+"', 0)", "DROP FUNCTION `"+accented+"`")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{
+			dirty:   execAll("SELECT " + fn + "()"),
+			observe: myLockFree(s, lock),
+			want:    "free: true",
+		})
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -230,9 +231,28 @@ func buildShadows(rows []catalogRow) shadows {
 	for _, defs := range rs.defs {
 		for _, d := range defs {
 			d.params = params[d.id]
+			rs.all = append(rs.all, d)
+			if !isASCII(d.id.name) {
+				rs.odd = append(rs.odd, d)
+			}
 		}
 	}
 	rs.blind = v.blind
+	// A stored function whose name is not all ASCII may be called under a
+	// listed built-in's name the server takes for it (regexp_like() calls
+	// a function named regexp_líke where MariaDB has no such built-in):
+	// that name counts, as the function's own does.
+	harmlessListed, _ := sqllex.Listed(sqllex.MySQL)
+	for _, d := range rs.odd {
+		if d.id.proc {
+			continue
+		}
+		for _, l := range harmlessListed {
+			if mayEqualNames(d.id.name, l) {
+				names[l] = struct{}{}
+			}
+		}
+	}
 	for k := range rs.defs {
 		if !rs.harmless(k, 0) {
 			continue
@@ -300,6 +320,8 @@ type routines struct {
 	defs    map[routineKey][]*routineDef
 	state   map[routineKey]proof
 	counted map[string]struct{} // tables with triggers, views that count
+	all     []*routineDef       // every routine
+	odd     []*routineDef       // the routines whose names are not all ASCII
 	blind   map[string]struct{} // databases whose triggers the user may not see
 }
 
@@ -319,7 +341,7 @@ func (rs *routines) harmless(k routineKey, depth int) bool {
 	case proved:
 		return true
 	}
-	defs := rs.defs[k]
+	defs := rs.alike(k)
 	if len(defs) == 0 || depth > maxCallDepth {
 		return false
 	}
@@ -335,6 +357,52 @@ func (rs *routines) harmless(k routineKey, depth int) bool {
 		rs.state[k] = proved
 	}
 	return ok
+}
+
+// alike returns the routines a call of k may run: those of k's name,
+// and those whose names the server may take for it. It looks a routine
+// up by its name in utf8mb3_general_ci, which folds accents and some
+// letters (fk() calls a function named fķ) one character for one, and
+// ignores trailing spaces; Go's case folding, which made the keys, keeps
+// such names apart. Where a character of either name is not ASCII, the
+// two may be equal wherever they have as many characters and their
+// ASCII letters at the same places match.
+func (rs *routines) alike(k routineKey) []*routineDef {
+	defs := rs.defs[k]
+	others := rs.odd // a name all ASCII may equal only one that is not
+	if !isASCII(k.name) {
+		others = rs.all
+	}
+	for _, d := range others {
+		if d.id.proc == k.proc && strings.ToLower(d.id.name) != k.name && mayEqualNames(d.id.name, k.name) {
+			defs = append(defs, d)
+		}
+	}
+	return defs
+}
+
+// mayEqualNames reports whether the server may take routine names a and
+// b for one (see routines.alike).
+func mayEqualNames(a, b string) bool {
+	ra, rb := []rune(strings.TrimRight(a, " ")), []rune(strings.TrimRight(b, " "))
+	if len(ra) != len(rb) {
+		return false
+	}
+	for i, c := range ra {
+		if d := rb[i]; c < 0x80 && d < 0x80 && unicode.ToLower(c) != unicode.ToLower(d) {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // bodyHarmless is harmless for one routine's body.
@@ -357,8 +425,9 @@ func (rs *routines) bodyHarmless(d *routineDef, depth int) bool {
 		if _, ok := rs.blind[w]; ok && b.Writes {
 			return false
 		}
-		// A stored function of a listed built-in's name, called under it.
-		if f := (routineKey{name: w}); len(rs.defs[f]) > 0 && !rs.harmless(f, depth+1) {
+		// A stored function of a listed built-in's name (or one the
+		// server takes for it), called under it.
+		if f := (routineKey{name: w}); len(rs.alike(f)) > 0 && !rs.harmless(f, depth+1) {
 			return false
 		}
 	}
