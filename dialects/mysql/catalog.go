@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -176,7 +178,8 @@ func buildShadows(rows []catalogRow) shadows {
 	// the functions of the same name are.
 	counted := map[string]struct{}{}
 	var views []catalogRow
-	rs := routines{defs: map[routineKey][]*routineDef{}, state: map[routineKey]proof{}, counted: counted}
+	rs := routines{defs: map[routineKey][]*routineDef{}, state: map[routineKey]proof{}, counted: counted,
+		all: map[int][]*routineDef{}, odd: map[int][]*routineDef{}}
 	// params: by the routine's type, and its database and name as the
 	// catalog spells them (routineDef.id): databases whose names differ
 	// in case only are two (lower_case_table_names=0), and one's
@@ -231,9 +234,10 @@ func buildShadows(rows []catalogRow) shadows {
 	for _, defs := range rs.defs {
 		for _, d := range defs {
 			d.params = params[d.id]
-			rs.all = append(rs.all, d)
+			n := nameLen(d.id.name)
+			rs.all[n] = append(rs.all[n], d)
 			if !isASCII(d.id.name) {
-				rs.odd = append(rs.odd, d)
+				rs.odd[n] = append(rs.odd[n], d)
 			}
 		}
 	}
@@ -243,13 +247,15 @@ func buildShadows(rows []catalogRow) shadows {
 	// a function named regexp_líke where MariaDB has no such built-in):
 	// that name counts, as the function's own does.
 	harmlessListed, _ := sqllex.Listed(sqllex.MySQL)
-	for _, d := range rs.odd {
-		if d.id.proc {
-			continue
-		}
-		for _, l := range harmlessListed {
-			if mayEqualNames(d.id.name, l) {
-				names[l] = struct{}{}
+	for _, ds := range rs.odd {
+		for _, d := range ds {
+			if d.id.proc {
+				continue
+			}
+			for _, l := range harmlessListed {
+				if mayEqualNames(d.id.name, l) {
+					names[l] = struct{}{}
+				}
 			}
 		}
 	}
@@ -320,9 +326,10 @@ type routines struct {
 	defs    map[routineKey][]*routineDef
 	state   map[routineKey]proof
 	counted map[string]struct{} // tables with triggers, views that count
-	all     []*routineDef       // every routine
-	odd     []*routineDef       // the routines whose names are not all ASCII
-	blind   map[string]struct{} // databases whose triggers the user may not see
+	// all: every routine, by its name's length in characters (see
+	// nameLen); odd: those whose names are not all ASCII.
+	all, odd map[int][]*routineDef
+	blind    map[string]struct{} // databases whose triggers the user may not see
 }
 
 // harmless reports whether every routine of k (in every database: a call
@@ -368,10 +375,11 @@ func (rs *routines) harmless(k routineKey, depth int) bool {
 // two may be equal wherever they have as many characters and their
 // ASCII letters at the same places match.
 func (rs *routines) alike(k routineKey) []*routineDef {
-	defs := rs.defs[k]
-	others := rs.odd // a name all ASCII may equal only one that is not
+	defs := slices.Clip(rs.defs[k]) // appended to: a copy, not the map's
+	n := nameLen(k.name)
+	others := rs.odd[n] // a name all ASCII may equal only one that is not
 	if !isASCII(k.name) {
-		others = rs.all
+		others = rs.all[n]
 	}
 	for _, d := range others {
 		if d.id.proc == k.proc && strings.ToLower(d.id.name) != k.name && mayEqualNames(d.id.name, k.name) {
@@ -395,6 +403,10 @@ func mayEqualNames(a, b string) bool {
 	}
 	return true
 }
+
+// nameLen is a routine name's length in characters, trailing spaces
+// left out (the server ignores them).
+func nameLen(s string) int { return utf8.RuneCountInString(strings.TrimRight(s, " ")) }
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
