@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -175,8 +178,13 @@ func buildShadows(rows []catalogRow) shadows {
 	// the functions of the same name are.
 	counted := map[string]struct{}{}
 	var views []catalogRow
-	rs := routines{defs: map[routineKey][]*routineDef{}, state: map[routineKey]proof{}, counted: counted}
-	params := map[routineKey][]string{} // by the routine's database, type and name
+	rs := routines{defs: map[routineKey][]*routineDef{}, state: map[routineKey]proof{}, counted: counted,
+		all: map[int][]*routineDef{}, odd: map[int][]*routineDef{}}
+	// params: by the routine's type, and its database and name as the
+	// catalog spells them (routineDef.id): databases whose names differ
+	// in case only are two (lower_case_table_names=0), and one's
+	// parameters are not the other's locals.
+	params := map[paramsKey][]string{}
 	for _, r := range rows {
 		name := strings.ToLower(r.name)
 		switch r.kind {
@@ -185,9 +193,9 @@ func buildShadows(rows []catalogRow) shadows {
 				names[name] = struct{}{}
 			}
 			k := routineKey{proc: r.kind == "p", name: name}
-			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), def: r.def, hasDef: r.hasDef, mode: r.mode})
+			rs.defs[k] = append(rs.defs[k], &routineDef{schema: strings.ToLower(r.schema), id: paramsKey{proc: k.proc, schema: r.schema, name: r.name}, def: r.def, hasDef: r.hasDef, mode: r.mode})
 		case "a":
-			k := routineKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), name: strings.ToLower(r.schema) + "." + name}
+			k := paramsKey{proc: !strings.EqualFold(r.mode, "FUNCTION"), schema: r.schema, name: r.name}
 			params[k] = append(params[k], r.def)
 		case "t", "k":
 			names[name] = struct{}{}
@@ -223,12 +231,34 @@ func buildShadows(rows []catalogRow) shadows {
 			added = true
 		}
 	}
-	for k, defs := range rs.defs {
+	for _, defs := range rs.defs {
 		for _, d := range defs {
-			d.params = params[routineKey{proc: k.proc, name: d.schema + "." + k.name}]
+			d.params = params[d.id]
+			n := nameLen(d.id.name)
+			rs.all[n] = append(rs.all[n], d)
+			if !isASCII(d.id.name) {
+				rs.odd[n] = append(rs.odd[n], d)
+			}
 		}
 	}
 	rs.blind = v.blind
+	// A stored function whose name is not all ASCII may be called under a
+	// listed built-in's name the server takes for it (regexp_like() calls
+	// a function named regexp_líke where MariaDB has no such built-in):
+	// that name counts, as the function's own does.
+	harmlessListed, _ := sqllex.Listed(sqllex.MySQL)
+	for _, ds := range rs.odd {
+		for _, d := range ds {
+			if d.id.proc {
+				continue
+			}
+			for _, l := range harmlessListed {
+				if mayEqualNames(d.id.name, l) {
+					names[l] = struct{}{}
+				}
+			}
+		}
+	}
 	for k := range rs.defs {
 		if !rs.harmless(k, 0) {
 			continue
@@ -259,9 +289,18 @@ type routineKey struct {
 	name string
 }
 
+// paramsKey names one stored routine: its type, and its database and
+// name as the catalog spells them (a name may hold a '.': a.`b.c` is not
+// `a.b`.c).
+type paramsKey struct {
+	proc         bool
+	schema, name string
+}
+
 // routineDef is one stored routine as the catalog shows it.
 type routineDef struct {
 	schema string // its database, lower case, where its unqualified names resolve
+	id     paramsKey
 	def    string
 	hasDef bool
 	mode   string   // the sql_mode it was created with, in which it runs
@@ -287,7 +326,10 @@ type routines struct {
 	defs    map[routineKey][]*routineDef
 	state   map[routineKey]proof
 	counted map[string]struct{} // tables with triggers, views that count
-	blind   map[string]struct{} // databases whose triggers the user may not see
+	// all: every routine, by its name's length in characters (see
+	// nameLen); odd: those whose names are not all ASCII.
+	all, odd map[int][]*routineDef
+	blind    map[string]struct{} // databases whose triggers the user may not see
 }
 
 // harmless reports whether every routine of k (in every database: a call
@@ -306,7 +348,7 @@ func (rs *routines) harmless(k routineKey, depth int) bool {
 	case proved:
 		return true
 	}
-	defs := rs.defs[k]
+	defs := rs.alike(k)
 	if len(defs) == 0 || depth > maxCallDepth {
 		return false
 	}
@@ -322,6 +364,57 @@ func (rs *routines) harmless(k routineKey, depth int) bool {
 		rs.state[k] = proved
 	}
 	return ok
+}
+
+// alike returns the routines a call of k may run: those of k's name,
+// and those whose names the server may take for it. It looks a routine
+// up by its name in utf8mb3_general_ci, which folds accents and some
+// letters (fk() calls a function named fķ) one character for one, and
+// ignores trailing spaces; Go's case folding, which made the keys, keeps
+// such names apart. Where a character of either name is not ASCII, the
+// two may be equal wherever they have as many characters and their
+// ASCII letters at the same places match.
+func (rs *routines) alike(k routineKey) []*routineDef {
+	defs := slices.Clip(rs.defs[k]) // appended to: a copy, not the map's
+	n := nameLen(k.name)
+	others := rs.odd[n] // a name all ASCII may equal only one that is not
+	if !isASCII(k.name) {
+		others = rs.all[n]
+	}
+	for _, d := range others {
+		if d.id.proc == k.proc && strings.ToLower(d.id.name) != k.name && mayEqualNames(d.id.name, k.name) {
+			defs = append(defs, d)
+		}
+	}
+	return defs
+}
+
+// mayEqualNames reports whether the server may take routine names a and
+// b for one (see routines.alike).
+func mayEqualNames(a, b string) bool {
+	ra, rb := []rune(strings.TrimRight(a, " ")), []rune(strings.TrimRight(b, " "))
+	if len(ra) != len(rb) {
+		return false
+	}
+	for i, c := range ra {
+		if d := rb[i]; c < 0x80 && d < 0x80 && unicode.ToLower(c) != unicode.ToLower(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// nameLen is a routine name's length in characters, trailing spaces
+// left out (the server ignores them).
+func nameLen(s string) int { return utf8.RuneCountInString(strings.TrimRight(s, " ")) }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // bodyHarmless is harmless for one routine's body.
@@ -344,8 +437,9 @@ func (rs *routines) bodyHarmless(d *routineDef, depth int) bool {
 		if _, ok := rs.blind[w]; ok && b.Writes {
 			return false
 		}
-		// A stored function of a listed built-in's name, called under it.
-		if f := (routineKey{name: w}); len(rs.defs[f]) > 0 && !rs.harmless(f, depth+1) {
+		// A stored function of a listed built-in's name (or one the
+		// server takes for it), called under it.
+		if f := (routineKey{name: w}); len(rs.alike(f)) > 0 && !rs.harmless(f, depth+1) {
 			return false
 		}
 	}

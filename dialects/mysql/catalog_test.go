@@ -109,6 +109,42 @@ func TestHarmlessFunctions(t *testing.T) {
 	}
 }
 
+// TestHarmlessAccentedNames: the server finds a routine by its name in
+// utf8mb3_general_ci, where fk() calls a function named fķ (accents and
+// some letters fold, one character for one), though Go's case folding
+// keeps the names apart: a name is harmless only where every routine whose
+// name may equal it so, in any database, is.
+func TestHarmlessAccentedNames(t *testing.T) {
+	v := buildShadows([]catalogRow{
+		{kind: "f", schema: "db1", name: "fk", def: "RETURN 1", hasDef: true},
+		{kind: "f", schema: "db2", name: "f\u0137", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		{kind: "f", schema: "db1", name: "g\u00e9", def: "RETURN 1", hasDef: true},
+		{kind: "f", schema: "db2", name: "ge", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		{kind: "f", schema: "db1", name: "h\u00e9", def: "RETURN 1", hasDef: true},
+		{kind: "f", schema: "db1", name: "hxy", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		{kind: "f", schema: "db1", name: "regexp_l\u00edke", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		{kind: "f", schema: "db1", name: "outer_f", def: "RETURN regexp_like('a', 'b')", hasDef: true},
+		{kind: "p", schema: "db1", name: "pk", def: "SELECT 1", hasDef: true},
+		{kind: "p", schema: "db2", name: "p\u0137", def: "SET @v = 1", hasDef: true},
+	})
+	c := &conn{db: "db2", cat: fixedCatalog(v)}
+	for q, want := range map[string]bool{
+		"SELECT fk()":      true,
+		"SELECT F\u0137()": true,
+		"SELECT g\u00e9()": true,
+		"SELECT ge()":      true,
+		"SELECT h\u00e9()": false, // hxy is longer: no name of that kind
+		"CALL pk()":        true,
+		// No built-in of MariaDB's, listed: the stored function runs.
+		"SELECT regexp_like('a', 'b')": true,
+		"SELECT outer_f()":             true,
+	} {
+		if got := c.ChangesSession(q); got != want {
+			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
 // TestLexWithShadows: a text counts when it names what the catalog
 // says runs code, unless the user trusts their functions; a write counts
 // where the user may not see the triggers; before any reading, every
@@ -246,6 +282,18 @@ func TestProvedCall(t *testing.T) {
 		{kind: "p", schema: "test", name: "param_p", def: "SET x = 1", hasDef: true},
 		{kind: "f", schema: "test", name: "good_f", def: "RETURN 1", hasDef: true},
 		{kind: "f", schema: "test", name: "bad_f", def: "RETURN GET_LOCK('x', 0)", hasDef: true},
+		// Databases whose names differ in case only are two databases
+		// (lower_case_table_names=0): one's parameters are not the
+		// other's, whose SET time_zone sets the session's.
+		{kind: "p", schema: "App", name: "zone_p", def: "SET time_zone = '+01:00'", hasDef: true},
+		{kind: "a", schema: "App", name: "zone_p", def: "time_zone", mode: "PROCEDURE"},
+		{kind: "p", schema: "app", name: "zone_p", def: "SET time_zone = '+01:00'", hasDef: true},
+		{kind: "p", schema: "App", name: "Arg_p", def: "SET x = 1", hasDef: true},
+		{kind: "a", schema: "App", name: "Arg_p", def: "x", mode: "PROCEDURE"},
+		// A '.' in a name: `a.b`.c is not a.`b.c`.
+		{kind: "p", schema: "a.b", name: "c", def: "SET time_zone = '+01:00'", hasDef: true},
+		{kind: "a", schema: "a.b", name: "c", def: "time_zone", mode: "PROCEDURE"},
+		{kind: "p", schema: "a", name: "b.c", def: "SET time_zone = '+01:00'", hasDef: true},
 	})
 	c := &conn{db: "test", cat: fixedCatalog(v)}
 	for q, want := range map[string]bool{
@@ -261,6 +309,9 @@ func TestProvedCall(t *testing.T) {
 		"CALL good_p(1); CALL good_p(2)": true,
 		"CALL good_p('a\\b')":            true,
 		"CALL unknown_p()":               true,
+		"CALL zone_p('x')":               true,
+		"CALL arg_p(1)":                  false,
+		"CALL a.`b.c`()":                 true,
 	} {
 		if got := c.ChangesSession(q); got != want {
 			t.Errorf("ChangesSession(%q) = %v, want %v", q, got, want)

@@ -100,17 +100,49 @@ const maxNesting = 64
 //     OPEN, FETCH … INTO local variables, CLOSE.
 //
 // A local variable or parameter is a name DECLAREd in the block or one
-// around it, or in params; case does not matter. The body is lexed once,
-// in mode: without doubt about backslashes.
+// around it, or in params; case does not matter.
+//
+// A body with a backslash in a string is read both ways, with backslashes
+// escaping and without, and is harmless only where both readings are (the
+// names they find joined): the server does not show a body as it was
+// typed. ROUTINE_DEFINITION holds each string as the server read it,
+// re-quoted: '\\' shows as '\', and the quote of 'a\'b' doubled,
+// whatever the routine's sql_mode, so that the mode's reading of
+// backslashes may end a string elsewhere than the server did, and hide a
+// statement in it.
 func ReadRoutine(body string, mode SQLMode, params []string) Routine {
+	out, backslash := readRoutine(body, mode, !mode.NoBackslashEscapes, params)
+	if !backslash || !out.Harmless {
+		return out
+	}
+	other, _ := readRoutine(body, mode, mode.NoBackslashEscapes, params)
+	if !other.Harmless {
+		return Routine{}
+	}
+	for _, n := range other.Funcs {
+		addName(&out.Funcs, n)
+	}
+	for _, n := range other.Procs {
+		addName(&out.Procs, n)
+	}
+	out.Words = append(out.Words, other.Words...)
+	slices.Sort(out.Words)
+	out.Words = slices.Compact(out.Words)
+	out.Writes = out.Writes || other.Writes
+	return out
+}
+
+// readRoutine is one reading of ReadRoutine's, with backslashes escaping
+// in strings or not; backslash reports a string that held one.
+func readRoutine(body string, mode SQLMode, escapes bool, params []string) (Routine, bool) {
 	r := &bodyReader{ok: true, opened: map[string]bool{}, closed: map[string]bool{}}
 	r.scopes = [][]string{lowerAll(params)}
-	l := newLexer(body, true, !mode.NoBackslashEscapes)
+	l := newLexer(body, true, escapes)
 	l.ansi = mode.ANSIQuotes
 	for {
 		t := l.next()
 		if t.kind == kBad {
-			return Routine{}
+			return Routine{}, l.backslash
 		}
 		if t.kind == kEOF {
 			break
@@ -131,7 +163,7 @@ func ReadRoutine(body string, mode SQLMode, params []string) Routine {
 	out.Harmless = r.ok
 	slices.Sort(out.Words)
 	out.Words = slices.Compact(out.Words)
-	return out
+	return out, l.backslash
 }
 
 // btok is a token of a body, and whether a '(' follows it at once.
@@ -201,7 +233,7 @@ func (r *bodyReader) local(t token) bool {
 	if t.kind != kWord && t.kind != kIdent {
 		return false
 	}
-	n := strings.ToLower(t.text)
+	n := foldName(t.text)
 	for _, s := range r.scopes {
 		if slices.Contains(s, n) {
 			return true
@@ -365,6 +397,12 @@ func (r *bodyReader) branches(more, kind string) {
 // extent returns the end of the expression or statement that starts at
 // r.i: the first ';' (or the end), or, with stops, the first of those
 // words outside parentheses and CASE … END, or ',' outside them if comma.
+// A word after a '.' is a name, whatever it spells (s.case, s.end: the
+// server reads a reserved word there as a column's name), and so is an
+// END that closes no CASE (END is no reserved word: a column may be
+// named so): either, read as CASE or END, would shift where the
+// expression ends, and hide what follows it (SET x = (SELECT s.case …),
+// @v = 1 set @v).
 func (r *bodyReader) extent(comma bool, stops ...string) int {
 	depth, cases := 0, 0
 	for j := r.i; j < len(r.toks); j++ {
@@ -381,19 +419,28 @@ func (r *bodyReader) extent(comma bool, stops ...string) int {
 				return j
 			}
 		case kWord:
+			if afterDot(r.toks, j) {
+				continue
+			}
 			w := strings.ToLower(t.text)
 			if depth == 0 && cases == 0 && slices.Contains(stops, w) {
 				return j
 			}
-			switch w {
-			case "case":
+			switch {
+			case w == "case":
 				cases++
-			case "end":
+			case w == "end" && cases > 0:
 				cases--
 			}
 		}
 	}
 	return len(r.toks)
+}
+
+// afterDot reports a token that follows a '.': the second part of a
+// qualified name.
+func afterDot(toks []btok, j int) bool {
+	return j > 0 && toks[j-1].kind == kOther && toks[j-1].text == "."
 }
 
 // expr reads an expression up to one of stops (or ';'), by the rules of a
@@ -430,7 +477,8 @@ func (r *bodyReader) plain(w string) {
 	r.i = end
 }
 
-// intoAt returns the index of the INTO outside parentheses in toks, or -1.
+// intoAt returns the index of the INTO outside parentheses in toks, or -1
+// (s.into is a column's name: see extent).
 func intoAt(toks []btok) int {
 	depth := 0
 	for j, t := range toks {
@@ -439,7 +487,7 @@ func intoAt(toks []btok) int {
 			depth++
 		case t.kind == kClose:
 			depth--
-		case depth == 0 && t.kind == kWord && eqFold(t.text, "into"):
+		case depth == 0 && t.kind == kWord && eqFold(t.text, "into") && !afterDot(toks, j):
 			return j
 		}
 	}
@@ -509,7 +557,7 @@ func (r *bodyReader) declare() {
 			r.fail()
 			return
 		}
-		names = append(names, strings.ToLower(t.text))
+		names = append(names, foldName(t.text))
 		r.i++
 		if r.at(r.i).kind != kComma {
 			break
@@ -592,7 +640,7 @@ func (r *bodyReader) call() {
 		}
 		r.i++
 	}
-	r.addName(&r.out.Procs, name)
+	addName(&r.out.Procs, name)
 	end := r.extent(false)
 	args := r.toks[r.i:end]
 	if len(args) > 0 {
@@ -647,7 +695,7 @@ func (r *bodyReader) rules(toks []btok, selectLead bool) {
 			r.fail()
 			return
 		}
-		r.addName(&r.out.Funcs, n)
+		addName(&r.out.Funcs, n)
 	}
 }
 
@@ -659,7 +707,7 @@ func (r *bodyReader) words(t token) {
 }
 
 // addName adds a routine's name, as the server looks it up, to names.
-func (r *bodyReader) addName(names *[]string, n string) {
+func addName(names *[]string, n string) {
 	n = strings.ToLower(strings.ReplaceAll(n, "``", "`"))
 	if !slices.Contains(*names, n) {
 		*names = append(*names, n)
@@ -669,7 +717,24 @@ func (r *bodyReader) addName(names *[]string, n string) {
 func lowerAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = strings.ToLower(n)
+		out[i] = foldName(n)
 	}
 	return out
+}
+
+// foldName returns a local variable's or parameter's name with its ASCII
+// letters in lower case, and every other byte as it is: two names it
+// folds alike are one to the server, whose collation of names
+// (utf8mb3_general_ci) folds A-Z so too. Unicode's case folding is not
+// the server's: the Kelvin sign folds to k in Go's strings.ToLower and
+// not in MariaDB, so a local declared as loc\u212a_wait_timeout was
+// read as the target of SET lock_wait_timeout = 7, which set the
+// session's variable. A name the server folds and this does not (É, é)
+// reads as no local: a change.
+func foldName(n string) string {
+	b := []byte(n)
+	for i, c := range b {
+		b[i] = lowerTable[c]
+	}
+	return string(b)
 }
