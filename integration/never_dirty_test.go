@@ -707,3 +707,30 @@ func TestNeverDirtyMariaDBLastInsertID(t *testing.T) {
 		}
 	})
 }
+
+// TestNeverDirtyPostgresTriggerNameSpelling: a table with a trigger that
+// moves the search_path, named as the server folds it, but written
+// otherwise: a non-ASCII capital (which PostgreSQL does not fold, and
+// lower() over a name, of collation "C", leaves as it is), and a name
+// longer than 63 bytes (which the server cuts to the table's).
+func TestNeverDirtyPostgresTriggerNameSpelling(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		fn := d.pathFunc(path, "", "trigger", "NULL")
+		capital := unique("rv54_trg") + "_TÄB"
+		long := unique("rv54_trg")
+		long += strings.Repeat("x", 63-len(long))
+		for _, tbl := range []string{capital, long} {
+			d.add("CREATE TABLE "+tbl+" (a int)", "DROP TABLE "+tbl)
+			d.add("CREATE TRIGGER rv54_trigger AFTER INSERT ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()")
+		}
+		d.apply()
+		for name, written := range map[string]string{"capital": capital, "long": long + "_cut_off_by_the_server"} {
+			t.Run(name, func(t *testing.T) {
+				checkDenied(t, s, s.dsn, denyCase{dirty: execAll("INSERT INTO " + written + " (a) VALUES (1)"), observe: searchPath, want: clean})
+			})
+		}
+	})
+}
