@@ -734,3 +734,24 @@ func TestNeverDirtyPostgresTriggerNameSpelling(t *testing.T) {
 		}
 	})
 }
+
+// TestNeverDirtyPostgresCallAfterParen: a call of a function that moves
+// the search_path right after a ')' that closes no alias: DISTINCT ON
+// (…), and the parenthesized statement of a WITH list.
+func TestNeverDirtyPostgresCallAfterParen(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		fn := d.pathFunc(path, "a int", "int", "a")
+		d.apply()
+		for name, stmt := range map[string]string{
+			"DISTINCT ON": "SELECT DISTINCT ON (1) " + fn + "(1)",
+			"WITH (…)":    "WITH x AS (SELECT 1 AS a) (SELECT a FROM x) ORDER BY " + fn + "(1)",
+		} {
+			t.Run(name, func(t *testing.T) {
+				checkDenied(t, s, s.dsn, denyCase{dirty: execAll(stmt), observe: searchPath, want: clean})
+			})
+		}
+	})
+}

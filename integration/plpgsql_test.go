@@ -116,6 +116,7 @@ func TestPLpgSQLDirtyVariants(t *testing.T) {
 			// name's '(' opens a column list (key, index, view, ...) put
 			// right before the call once hid it from the reader.
 			{"call after INTO key", "DECLARE key text; BEGIN SELECT INTO key " + unproved + "(); END;"},
+			{"call after DISTINCT ON", "PERFORM DISTINCT ON (1) " + unproved + "();"},
 		}
 		fns := make([]string, len(variants))
 		for i, v := range variants {
