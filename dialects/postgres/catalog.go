@@ -78,12 +78,15 @@ import (
 // cast, 'a' an implicit or assignment cast, 'e' an event trigger, 'x'
 // dblink's schema, 'f' the schema of postgres_fdw_disconnect_all (each
 // quoted). $1 is
-// the list's harmless names, $2 the names the session rules read.
+// the list's harmless names, $2 the names the session rules read, $3 the
+// words the call rules read as syntax before '(' (sqllex.SyntaxNames):
+// one a user's function is named is a name too, wherever it stands.
 // SET LOCAL jit: the query's estimated cost would start the JIT compiler,
 // which costs a second where the query takes milliseconds.
 const catalogSQL = `SET LOCAL jit = off; SET LOCAL search_path = pg_catalog, pg_temp; WITH RECURSIVE
 listed AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
 ruled AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+syntax AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
 ext AS (SELECT objid FROM pg_catalog.pg_depend WHERE deptype = 'e' AND classid = 'pg_catalog.pg_proc'::pg_catalog.regclass),
 safe AS (
 	SELECT p.oid FROM pg_catalog.pg_proc p JOIN listed l ON l.name = p.proname
@@ -185,6 +188,8 @@ SELECT 'n', l.name FROM (SELECT name FROM listed UNION SELECT name FROM ruled) l
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
 	OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace)
 	AND l.name NOT IN (SELECT word FROM pg_catalog.pg_get_keywords() WHERE catcode <> 'U')
+UNION SELECT 'n', sy.name FROM syntax sy WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = sy.name
+	AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
 UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
 UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
 UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
@@ -233,7 +238,8 @@ WHERE p.proname IN (SELECT u.proname FROM pg_catalog.pg_proc u WHERE u.oid >= 16
 // are.
 var catalogQuery = func() string {
 	harmless, ruled := sqllex.Listed(sqllex.Postgres)
-	return fmt.Sprintf(catalogSQL, "{"+strings.Join(harmless, ",")+"}", "{"+strings.Join(ruled, ",")+"}")
+	return fmt.Sprintf(catalogSQL, "{"+strings.Join(harmless, ",")+"}", "{"+strings.Join(ruled, ",")+"}",
+		"{"+strings.Join(sqllex.SyntaxNames(), ",")+"}")
 }()
 
 // ddlWords are the words an enabled event trigger adds to the names:
