@@ -18,7 +18,7 @@ import (
 // the tables with a column of a type whose use runs a user's function (a
 // range's subtype_diff, a default hash operator class, a cast to json, a
 // composite over such a type), a function named as a word the call rules
-// read as syntax before '(' (conflict, like); and what names none of it stays harmless. A DDL statement on the
+// read as syntax before '(' (conflict, like, by); and what names none of it stays harmless. A DDL statement on the
 // connection reads the catalog again at once.
 func TestCatalogShadows(t *testing.T) {
 	c := wrapped(t)
@@ -73,9 +73,11 @@ func TestCatalogShadows(t *testing.T) {
 		"CREATE TABLE " + s + ".pd_moods (m " + s + ".pd_mood, n int)",
 		"CREATE TABLE " + s + ".pd_mood_rows (r " + s + ".pd_moods)",
 		// Functions named as words the call rules read as syntax before
-		// '(' after an ON or an operand (ON CONFLICT (a), a LIKE (b)).
+		// '(' (ORDER BY (a)), after an ON or an operand (ON CONFLICT (a),
+		// a LIKE (b)).
 		"CREATE FUNCTION " + s + ".conflict(int) RETURNS bool LANGUAGE sql AS $$ SELECT length(set_config('search_path', 'x', false)) > 0 $$",
 		"CREATE FUNCTION " + s + ".like(int) " + fn,
+		"CREATE FUNCTION " + s + ".by(int) " + fn,
 	} {
 		if strings.Contains(q, "pd_plain (") {
 			exec(t, admin, "CREATE SEQUENCE "+s+".pd_seq")
@@ -115,6 +117,7 @@ func TestCatalogShadows(t *testing.T) {
 		{"SELECT 1 FROM pd_plain a JOIN pd_plain b ON conflict(a.a)", true},
 		{"SELECT 1 BETWEEN SYMMETRIC like(1) AND 2", true},
 		{"SELECT 'a' LIKE 'b' ESCAPE like(1)::text", true},
+		{"SELECT by(1)", true},
 		{"SELECT 1 FROM pd_plain a JOIN pd_plain b ON a.a = b.a", false},
 	} {
 		nextUser(t, c)
