@@ -349,6 +349,26 @@ func TestNeverDirtyPostgresAttributeNotation(t *testing.T) {
 	})
 }
 
+// TestNeverDirtyPostgresAttributeNotationDomain: attribute notation
+// calls a function of one argument of a domain over a row type too:
+// SELECT (c).f FROM t, where t's column c is of the domain (which has no
+// check: nothing else marks it).
+func TestNeverDirtyPostgresAttributeNotationDomain(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		row, dom := unique("rv54_row"), unique("rv54_dom")
+		d.add("CREATE TYPE "+row+" AS (a int)", "DROP TYPE "+row)
+		d.add("CREATE DOMAIN "+dom+" AS "+row, "DROP DOMAIN "+dom)
+		tbl := d.table("rv54_attr", "c "+dom)
+		d.add("INSERT INTO " + tbl + " VALUES (ROW(1))")
+		fn := d.pathFunc(path, "r "+dom, "int", "1")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT (c)." + fn + " FROM " + tbl), observe: searchPath, want: clean})
+	})
+}
+
 // TestNeverDirtyPostgresDomainCheck (issue 45, item 3): a domain whose CHECK calls a function that moves the search_path, checked by an INSERT into a column of the domain.
 func TestNeverDirtyPostgresDomainCheck(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
