@@ -369,6 +369,22 @@ func TestNeverDirtyPostgresAttributeNotationDomain(t *testing.T) {
 	})
 }
 
+// TestNeverDirtyPostgresAttributeNotationDefaults: attribute notation
+// calls a function whose other arguments have defaults too: SELECT x.f
+// FROM t x runs f(x, 1).
+func TestNeverDirtyPostgresAttributeNotationDefaults(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		tbl := d.table("rv54_attr", "a int")
+		d.add("INSERT INTO " + tbl + " VALUES (1)")
+		fn := d.pathFunc(path, "r "+tbl+", b int DEFAULT 1", "int", "b")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT x." + fn + " FROM " + tbl + " x"), observe: searchPath, want: clean})
+	})
+}
+
 // TestNeverDirtyPostgresDomainCheck (issue 45, item 3): a domain whose CHECK calls a function that moves the search_path, checked by an INSERT into a column of the domain.
 func TestNeverDirtyPostgresDomainCheck(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {

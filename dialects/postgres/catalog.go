@@ -45,9 +45,10 @@ import (
 //     references by a foreign key (a cascade writes to it);
 //   - a domain whose check or default calls such code (a cast to it runs
 //     it);
-//   - a user's function of one argument of a row type (or a pseudo-type,
-//     or a domain: one over a row type is one too): t.f calls it where
-//     the text names no call;
+//   - a user's function whose first argument is of a row type (or a
+//     pseudo-type, or a domain: one over a row type is one too), and the
+//     only one without a default: t.f calls it where the text names no
+//     call;
 //   - a user's cast with a function (any :: or CAST may be it; an
 //     implicit or assignment one runs where nothing is written: every
 //     statement counts then);
@@ -194,7 +195,8 @@ UNION SELECT 'n', sy.name FROM syntax sy WHERE EXISTS (SELECT 1 FROM pg_catalog.
 UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
 UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
 UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
-	WHERE p.pronargs = 1 AND (t.typrelid <> 0 OR t.typtype IN ('p', 'd')) AND p.oid >= 16384
+	WHERE p.pronargs >= 1 AND (p.pronargs - p.pronargdefaults <= 1 OR p.provariadic <> 0)
+	AND (t.typrelid <> 0 OR t.typtype IN ('p', 'd')) AND p.oid >= 16384
 	AND p.oid NOT IN (SELECT objid FROM ext)
 UNION SELECT 'o', oprname FROM unsafe_op
 UNION SELECT CASE WHEN ca.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM pg_catalog.pg_cast ca
