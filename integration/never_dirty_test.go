@@ -318,6 +318,25 @@ func TestNeverDirtyPostgresOperator(t *testing.T) {
 	})
 }
 
+// TestNeverDirtyPostgresImpliedOperator: a user's operator that a word
+// runs by its name, no symbol written: ILIKE runs ~~* resolved against
+// the operands' types, here a user's for (text, int), whose function
+// moves the search_path.
+func TestNeverDirtyPostgresImpliedOperator(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		fn := d.pathFunc(path, "a text, b int", "bool", "true")
+		d.add("DROP OPERATOR IF EXISTS public.~~* (text, int)") // a run that crashed may have left it
+		d.add("CREATE OPERATOR public.~~* (leftarg = text, rightarg = int, function = "+fn+")", "DROP OPERATOR public.~~* (text, int)")
+		tbl := d.table("rv54_ops", "a text")
+		d.add("INSERT INTO " + tbl + " VALUES ('x')")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT a ILIKE 1 FROM " + tbl), observe: searchPath, want: clean})
+	})
+}
+
 // TestNeverDirtyPostgresCast (issue 45, item 3): a user's cast, by a function that moves the search_path, used with ::.
 func TestNeverDirtyPostgresCast(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {

@@ -152,6 +152,24 @@ func RefsOf(query string, f Flavor) *Refs {
 	return r
 }
 
+// impliedOps are the operators PostgreSQL runs for a word, by name and
+// resolved against the operands' types as if written (a user's = for
+// (text, int) is the one a IN (1) runs): IN and NOT IN, LIKE, ILIKE,
+// SIMILAR TO, BETWEEN and NOT BETWEEN, IS [NOT] DISTINCT FROM, NULLIF, a
+// simple CASE, JOIN … USING and NATURAL JOIN.
+var impliedOps = map[string][]string{
+	"in":       {"=", "<>"},
+	"like":     {"~~", "!~~"},
+	"ilike":    {"~~*", "!~~*"},
+	"similar":  {"~", "!~"},
+	"between":  {">=", "<=", "<", ">"},
+	"distinct": {"="},
+	"nullif":   {"="},
+	"case":     {"="},
+	"using":    {"="},
+	"natural":  {"="},
+}
+
 // castWords are the words that cast, in either flavor.
 var castWords = set(`cast convert treat`)
 
@@ -167,7 +185,11 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 	opEnd := -1 // where the run in op ends in query
 	flush := func() {
 		if op.Len() > 0 {
-			r.Ops = append(r.Ops, op.String())
+			run := op.String()
+			r.Ops = append(r.Ops, run)
+			if !my && strings.Contains(run, "!=") {
+				r.Ops = append(r.Ops, strings.ReplaceAll(run, "!=", "<>")) // the server's name for !=
+			}
 			op.Reset()
 		}
 	}
@@ -196,6 +218,9 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 			}
 			if t.kind == kWord && inSet(castWords, w) {
 				r.Casts = true
+			}
+			if ops, ok := lookup(impliedOps, w); ok && !my && t.kind == kWord {
+				r.Ops = append(r.Ops, ops...)
 			}
 		case kOther, kAt, kHash:
 			c := t.text[0]

@@ -72,3 +72,33 @@ func TestMeets(t *testing.T) {
 		t.Error("nothing read: every text that names anything meets it")
 	}
 }
+
+// TestMeetsImpliedOps: a word that runs an operator by its name (IN runs
+// =, BETWEEN >= and <=, LIKE ~~, ...) meets a user's operator of that
+// name, as != meets <>, the name the server gives it.
+func TestMeetsImpliedOps(t *testing.T) {
+	for _, tc := range []struct {
+		q, op string
+		want  bool
+	}{
+		{"SELECT a IN (1, 2) FROM t", "=", true},
+		{"SELECT a NOT IN (SELECT b FROM u) FROM t", "<>", true},
+		{"SELECT a LIKE 1 FROM t", "~~", true},
+		{"SELECT a NOT ILIKE 1 FROM t", "!~~*", true},
+		{"SELECT a SIMILAR TO 'x' FROM t", "~", true},
+		{"SELECT a BETWEEN 1 AND 2 FROM t", ">=", true},
+		{"SELECT a NOT BETWEEN 1 AND 2 FROM t", "<", true},
+		{"SELECT a IS DISTINCT FROM 1 FROM t", "=", true},
+		{"SELECT nullif(a, 1) FROM t", "=", true},
+		{"SELECT CASE a WHEN 1 THEN 2 END FROM t", "=", true},
+		{"SELECT 1 FROM t JOIN u USING (a)", "=", true},
+		{"SELECT 1 FROM t NATURAL JOIN u", "=", true},
+		{"SELECT a != 1 FROM t", "<>", true},
+		{"SELECT a FROM t WHERE a > 1", "=", false},
+		{"SELECT 'in like between' FROM t", "=", false},
+	} {
+		if got := RefsOf(tc.q, Postgres).Meets(&Shadows{Ops: []string{tc.op}}); got != tc.want {
+			t.Errorf("%q meets a user's %s: %v, want %v", tc.q, tc.op, got, tc.want)
+		}
+	}
+}
