@@ -71,9 +71,11 @@ import (
 // index's, a domain's default, a trigger's WHEN) are read from the trees
 // the server stores, since PostgreSQL records no dependency on a
 // built-in (a view that calls pg_advisory_lock depends on nothing): a
-// function called by name must be safe, a cast's function, an aggregate
-// or a window function a built-in or an extension's, an operator not a
-// user's unsafe one. Objects of initdb's (oids under 16384: pg_catalog's
+// function called by name must be safe (an extension's is not: pg_trgm's
+// set_limit sets a setting, dblink_connect opens a connection that
+// outlives the statement), a cast's function, an aggregate or a window
+// function a built-in or an extension's, an operator not a user's unsafe
+// one. Objects of initdb's (oids under 16384: pg_catalog's
 // and information_schema's views) are the server's.
 //
 // The rows are (kind, name): 'n' a name, 'o' an operator, 'c' an explicit
@@ -129,7 +131,7 @@ code AS (
 		E'\\{(FUNCEXPR|AGGREF|WINDOWFUNC|OPEXPR|DISTINCTEXPR|NULLIFEXPR|SCALARARRAYOPEXPR) :[a-z]+ (\\d+)(?: :funcresulttype \\d+ :funcretset \\w+ :funcvariadic \\w+ :funcformat (\\d))?', 'g') m
 	WHERE CASE
 		WHEN m[1] = 'FUNCEXPR' AND coalesce(m[3], '0') IN ('0', '3')
-			THEN m[2]::pg_catalog.oid NOT IN (SELECT oid FROM safe) AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
+			THEN m[2]::pg_catalog.oid NOT IN (SELECT oid FROM safe)
 		WHEN m[1] IN ('FUNCEXPR', 'AGGREF', 'WINDOWFUNC') THEN m[2]::pg_catalog.oid >= 16384 AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
 		ELSE m[2]::pg_catalog.oid IN (SELECT oid FROM unsafe_op) END
 ),

@@ -262,3 +262,35 @@ func TestCatalogServerID(t *testing.T) {
 		t.Fatalf("the catalog reading's system identifier: %v, want %q", snap, id)
 	}
 }
+
+// TestCatalogExtensionFunctionInTree: a view (or default, check, policy)
+// that calls an extension's function by name runs code the list does not
+// vouch for: pg_trgm's set_limit sets pg_trgm.similarity_threshold for
+// the session. The view counts; one over a listed built-in does not.
+func TestCatalogExtensionFunctionInTree(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	s := fmt.Sprintf("rv54_ext_%d", time.Now().UnixNano())
+	exec(t, admin, "CREATE SCHEMA "+s)
+	t.Cleanup(func() {
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := admin.Driver().(driver.ExecerContext).ExecContext(t.Context(), "CREATE EXTENSION pg_trgm SCHEMA "+s, nil); err != nil {
+		t.Skipf("SKIPPED, NOT A PASS: the pg_trgm extension cannot be created on this server (install postgresql-contrib): %v", err)
+	}
+	exec(t, admin, "CREATE VIEW "+s+".rv54_limit AS SELECT "+s+".set_limit(0.9) AS l")
+	exec(t, admin, "CREATE VIEW "+s+".rv54_plain AS SELECT upper('x') AS u")
+	ddl := "CREATE TABLE " + s + ".rv54_ddl_here (a int)"
+	exec(t, c, ddl)
+	c.ChangesSession(ddl)
+	nextUser(t, c)
+	if !c.ChangesSession("SELECT l FROM rv54_limit") {
+		t.Error("a view that calls pg_trgm's set_limit: no change")
+	}
+	nextUser(t, c)
+	if c.ChangesSession("SELECT u FROM rv54_plain") {
+		t.Error("a view over a listed built-in: a change")
+	}
+}
