@@ -658,8 +658,14 @@ func (r *plReader) caseStmt() bool {
 	r.i++
 	if r.word(r.i, "when") {
 		r.i++
-	} else if !r.exprTo("when") {
-		return false
+	} else {
+		// CASE x WHEN a runs x IN (a): the operator = resolved against
+		// their types, which reading x as a CASE's operand counts.
+		j := r.until(false, "when")
+		if j < 0 || !r.read("SELECT CASE ", r.i, j) {
+			return false
+		}
+		r.i = j + 1
 	}
 	for {
 		if !r.exprTo("then") || !r.stmts("when", "else", "end") {

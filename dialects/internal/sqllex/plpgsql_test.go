@@ -174,6 +174,12 @@ func TestPLpgSQLBody(t *testing.T) {
 	if _, ok := PLpgSQLBody("BEGIN RETURN 1 + 1; END", &Shadows{Ops: []string{"+"}}); ok {
 		t.Error("a user's operator: not harmless")
 	}
+	if _, ok := PLpgSQLBody("BEGIN CASE $1 WHEN 1 THEN RETURN 1; END CASE; RETURN 0; END", &Shadows{Ops: []string{"="}}); ok {
+		t.Error("CASE x WHEN a runs x IN (a), a user's = : not harmless")
+	}
+	if _, ok := PLpgSQLBody("BEGIN CASE WHEN $1 > 1 THEN RETURN 1; END CASE; RETURN 0; END", &Shadows{Ops: []string{"="}}); !ok {
+		t.Error("a searched CASE runs no =: harmless")
+	}
 	if _, ok := PLpgSQLBody("DECLARE a int; BEGIN a := 1; RETURN a; END", &Shadows{All: true}); ok {
 		t.Error("an implicit user cast: not harmless")
 	}
