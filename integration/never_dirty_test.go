@@ -318,6 +318,25 @@ func TestNeverDirtyPostgresOperator(t *testing.T) {
 	})
 }
 
+// TestNeverDirtyPostgresImpliedOperator: a user's operator that a word
+// runs by its name, no symbol written: ILIKE runs ~~* resolved against
+// the operands' types, here a user's for (text, int), whose function
+// moves the search_path.
+func TestNeverDirtyPostgresImpliedOperator(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		fn := d.pathFunc(path, "a text, b int", "bool", "true")
+		d.add("DROP OPERATOR IF EXISTS public.~~* (text, int)") // a run that crashed may have left it
+		d.add("CREATE OPERATOR public.~~* (leftarg = text, rightarg = int, function = "+fn+")", "DROP OPERATOR public.~~* (text, int)")
+		tbl := d.table("rv54_ops", "a text")
+		d.add("INSERT INTO " + tbl + " VALUES ('x')")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT a ILIKE 1 FROM " + tbl), observe: searchPath, want: clean})
+	})
+}
+
 // TestNeverDirtyPostgresCast (issue 45, item 3): a user's cast, by a function that moves the search_path, used with ::.
 func TestNeverDirtyPostgresCast(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
@@ -344,6 +363,42 @@ func TestNeverDirtyPostgresAttributeNotation(t *testing.T) {
 		tbl := d.table("pd_attr", "a int")
 		d.add("INSERT INTO " + tbl + " VALUES (1)")
 		fn := d.pathFunc(path, "r "+tbl, "int", "r.a")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT x." + fn + " FROM " + tbl + " x"), observe: searchPath, want: clean})
+	})
+}
+
+// TestNeverDirtyPostgresAttributeNotationDomain: attribute notation
+// calls a function of one argument of a domain over a row type too:
+// SELECT (c).f FROM t, where t's column c is of the domain (which has no
+// check: nothing else marks it).
+func TestNeverDirtyPostgresAttributeNotationDomain(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		row, dom := unique("rv54_row"), unique("rv54_dom")
+		d.add("CREATE TYPE "+row+" AS (a int)", "DROP TYPE "+row)
+		d.add("CREATE DOMAIN "+dom+" AS "+row, "DROP DOMAIN "+dom)
+		tbl := d.table("rv54_attr", "c "+dom)
+		d.add("INSERT INTO " + tbl + " VALUES (ROW(1))")
+		fn := d.pathFunc(path, "r "+dom, "int", "1")
+		d.apply()
+		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT (c)." + fn + " FROM " + tbl), observe: searchPath, want: clean})
+	})
+}
+
+// TestNeverDirtyPostgresAttributeNotationDefaults: attribute notation
+// calls a function whose other arguments have defaults too: SELECT x.f
+// FROM t x runs f(x, 1).
+func TestNeverDirtyPostgresAttributeNotationDefaults(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		tbl := d.table("rv54_attr", "a int")
+		d.add("INSERT INTO " + tbl + " VALUES (1)")
+		fn := d.pathFunc(path, "r "+tbl+", b int DEFAULT 1", "int", "b")
 		d.apply()
 		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT x." + fn + " FROM " + tbl + " x"), observe: searchPath, want: clean})
 	})
@@ -703,6 +758,54 @@ func TestNeverDirtyMariaDBLastInsertID(t *testing.T) {
 					want:    "0",
 					shown:   true,
 				})
+			})
+		}
+	})
+}
+
+// TestNeverDirtyPostgresTriggerNameSpelling: a table with a trigger that
+// moves the search_path, named as the server folds it, but written
+// otherwise: a non-ASCII capital (which PostgreSQL does not fold, and
+// lower() over a name, of collation "C", leaves as it is), and a name
+// longer than 63 bytes (which the server cuts to the table's).
+func TestNeverDirtyPostgresTriggerNameSpelling(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		fn := d.pathFunc(path, "", "trigger", "NULL")
+		capital := unique("rv54_trg") + "_TÄB"
+		long := unique("rv54_trg")
+		long += strings.Repeat("x", 63-len(long))
+		for _, tbl := range []string{capital, long} {
+			d.add("CREATE TABLE "+tbl+" (a int)", "DROP TABLE "+tbl)
+			d.add("CREATE TRIGGER rv54_trigger AFTER INSERT ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()")
+		}
+		d.apply()
+		for name, written := range map[string]string{"capital": capital, "long": long + "_cut_off_by_the_server"} {
+			t.Run(name, func(t *testing.T) {
+				checkDenied(t, s, s.dsn, denyCase{dirty: execAll("INSERT INTO " + written + " (a) VALUES (1)"), observe: searchPath, want: clean})
+			})
+		}
+	})
+}
+
+// TestNeverDirtyPostgresCallAfterParen: a call of a function that moves
+// the search_path right after a ')' that closes no alias: DISTINCT ON
+// (…), and the parenthesized statement of a WITH list.
+func TestNeverDirtyPostgresCallAfterParen(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		fn := d.pathFunc(path, "a int", "int", "a")
+		d.apply()
+		for name, stmt := range map[string]string{
+			"DISTINCT ON": "SELECT DISTINCT ON (1) " + fn + "(1)",
+			"WITH (…)":    "WITH x AS (SELECT 1 AS a) (SELECT a FROM x) ORDER BY " + fn + "(1)",
+		} {
+			t.Run(name, func(t *testing.T) {
+				checkDenied(t, s, s.dsn, denyCase{dirty: execAll(stmt), observe: searchPath, want: clean})
 			})
 		}
 	})

@@ -111,6 +111,12 @@ func TestPLpgSQLDirtyVariants(t *testing.T) {
 			{"SET", "SET search_path = " + path + ";"},
 			{"EXECUTE", "EXECUTE 'SET search_path = " + path + "';"},
 			{"unproved call", "PERFORM " + unproved + "();"},
+			// PL/pgSQL takes INTO and its target out of a statement wherever
+			// they stand: a variable named after a word before which a
+			// name's '(' opens a column list (key, index, view, ...) put
+			// right before the call once hid it from the reader.
+			{"call after INTO key", "DECLARE key text; BEGIN SELECT INTO key " + unproved + "(); END;"},
+			{"call after DISTINCT ON", "PERFORM DISTINCT ON (1) " + unproved + "();"},
 		}
 		fns := make([]string, len(variants))
 		for i, v := range variants {

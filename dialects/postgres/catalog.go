@@ -45,8 +45,10 @@ import (
 //     references by a foreign key (a cascade writes to it);
 //   - a domain whose check or default calls such code (a cast to it runs
 //     it);
-//   - a user's function of one argument of a row type (or a pseudo-type):
-//     t.f calls it where the text names no call;
+//   - a user's function whose first argument is of a row type (or a
+//     pseudo-type, or a domain: one over a row type is one too), and the
+//     only one without a default: t.f calls it where the text names no
+//     call;
 //   - a user's cast with a function (any :: or CAST may be it; an
 //     implicit or assignment one runs where nothing is written: every
 //     statement counts then);
@@ -69,21 +71,26 @@ import (
 // index's, a domain's default, a trigger's WHEN) are read from the trees
 // the server stores, since PostgreSQL records no dependency on a
 // built-in (a view that calls pg_advisory_lock depends on nothing): a
-// function called by name must be safe, a cast's function, an aggregate
-// or a window function a built-in or an extension's, an operator not a
-// user's unsafe one. Objects of initdb's (oids under 16384: pg_catalog's
+// function called by name must be safe (an extension's is not: pg_trgm's
+// set_limit sets a setting, dblink_connect opens a connection that
+// outlives the statement), a cast's function, an aggregate or a window
+// function a built-in or an extension's, an operator not a user's unsafe
+// one. Objects of initdb's (oids under 16384: pg_catalog's
 // and information_schema's views) are the server's.
 //
 // The rows are (kind, name): 'n' a name, 'o' an operator, 'c' an explicit
 // cast, 'a' an implicit or assignment cast, 'e' an event trigger, 'x'
 // dblink's schema, 'f' the schema of postgres_fdw_disconnect_all (each
 // quoted). $1 is
-// the list's harmless names, $2 the names the session rules read.
+// the list's harmless names, $2 the names the session rules read, $3 the
+// words the call rules read as syntax before '(' (sqllex.SyntaxNames):
+// one a user's function is named is a name too, wherever it stands.
 // SET LOCAL jit: the query's estimated cost would start the JIT compiler,
 // which costs a second where the query takes milliseconds.
 const catalogSQL = `SET LOCAL jit = off; SET LOCAL search_path = pg_catalog, pg_temp; WITH RECURSIVE
 listed AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
 ruled AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+syntax AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
 ext AS (SELECT objid FROM pg_catalog.pg_depend WHERE deptype = 'e' AND classid = 'pg_catalog.pg_proc'::pg_catalog.regclass),
 safe AS (
 	SELECT p.oid FROM pg_catalog.pg_proc p JOIN listed l ON l.name = p.proname
@@ -124,7 +131,7 @@ code AS (
 		E'\\{(FUNCEXPR|AGGREF|WINDOWFUNC|OPEXPR|DISTINCTEXPR|NULLIFEXPR|SCALARARRAYOPEXPR) :[a-z]+ (\\d+)(?: :funcresulttype \\d+ :funcretset \\w+ :funcvariadic \\w+ :funcformat (\\d))?', 'g') m
 	WHERE CASE
 		WHEN m[1] = 'FUNCEXPR' AND coalesce(m[3], '0') IN ('0', '3')
-			THEN m[2]::pg_catalog.oid NOT IN (SELECT oid FROM safe) AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
+			THEN m[2]::pg_catalog.oid NOT IN (SELECT oid FROM safe)
 		WHEN m[1] IN ('FUNCEXPR', 'AGGREF', 'WINDOWFUNC') THEN m[2]::pg_catalog.oid >= 16384 AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
 		ELSE m[2]::pg_catalog.oid IN (SELECT oid FROM unsafe_op) END
 ),
@@ -185,10 +192,13 @@ SELECT 'n', l.name FROM (SELECT name FROM listed UNION SELECT name FROM ruled) l
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
 	OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace)
 	AND l.name NOT IN (SELECT word FROM pg_catalog.pg_get_keywords() WHERE catcode <> 'U')
+UNION SELECT 'n', sy.name FROM syntax sy WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = sy.name
+	AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
 UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
 UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
 UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
-	WHERE p.pronargs = 1 AND (t.typrelid <> 0 OR t.typtype = 'p') AND p.oid >= 16384
+	WHERE p.pronargs >= 1 AND (p.pronargs - p.pronargdefaults <= 1 OR p.provariadic <> 0)
+	AND (t.typrelid <> 0 OR t.typtype IN ('p', 'd')) AND p.oid >= 16384
 	AND p.oid NOT IN (SELECT objid FROM ext)
 UNION SELECT 'o', oprname FROM unsafe_op
 UNION SELECT CASE WHEN ca.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM pg_catalog.pg_cast ca
@@ -233,7 +243,8 @@ WHERE p.proname IN (SELECT u.proname FROM pg_catalog.pg_proc u WHERE u.oid >= 16
 // are.
 var catalogQuery = func() string {
 	harmless, ruled := sqllex.Listed(sqllex.Postgres)
-	return fmt.Sprintf(catalogSQL, "{"+strings.Join(harmless, ",")+"}", "{"+strings.Join(ruled, ",")+"}")
+	return fmt.Sprintf(catalogSQL, "{"+strings.Join(harmless, ",")+"}", "{"+strings.Join(ruled, ",")+"}",
+		"{"+strings.Join(sqllex.SyntaxNames(), ",")+"}")
 }()
 
 // ddlWords are the words an enabled event trigger adds to the names:

@@ -220,6 +220,24 @@ func Listed(f Flavor) (harmless, ruled []string) {
 	return sortedKeys(fns), sortedKeys(rules)
 }
 
+// SyntaxNames returns, in lower case and sorted, PostgreSQL's words that
+// the call rules read as syntax before '(' (pgSyntax: ORDER BY (a); and
+// where they stand after a word or an operand, syntaxAfter,
+// pgOperandSyntax: ON CONFLICT (a), a LIKE (b)), which a user's function
+// may be named too (by, conflict, like: keywords that are not reserved)
+// and then called in places the rules cannot tell from those (SELECT
+// by(1), JOIN … ON conflict(a), x BETWEEN SYMMETRIC like(1) AND 2). A
+// dialect asks the catalog whether a user made a function of one of them
+// (see Shadows).
+func SyntaxNames() []string {
+	names := append(sortedKeys(pgSyntax), sortedKeys(pgOperandSyntax)...)
+	for w := range syntaxAfter {
+		names = append(names, w)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 func sortedKeys(m map[string]struct{}) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {

@@ -143,6 +143,12 @@ type callScan struct {
 	createIndex bool // a CREATE ... INDEX statement
 	withDepth   int  // the depth of the WITH list being read, or -1
 
+	// PostgreSQL's DISTINCT ON (…): the depth inside its list plus one
+	// while it is open (0: none), and the index (n) plus one of the ')'
+	// that closed it, after which the select list starts: a name and '('
+	// there are a call, not an alias's columns.
+	distinctOn, distinctOnEnd int
+
 	// unknown, where not nil, collects the calls judged CallsUnknown: the
 	// name called (its last part, as the server looks it up), or "" for a
 	// call that names no function (CALL).
@@ -206,11 +212,22 @@ func (st *callScan) step(t token, adjacent bool) Calls {
 		if (st.prev.kind == kWord || st.prev.kind == kIdent) && st.parts > 0 && st.lastN == st.n-1 {
 			c = st.call()
 		}
+		if st.withDepth == st.depth && st.prev.kind == kClose {
+			// WITH x AS (…) (SELECT …) ORDER BY f(…): the statement the
+			// list is for, in parentheses.
+			st.withDepth = -1
+		}
+		if st.prev.kind == kWord && eqFold(st.prev.text, "on") && st.prev2.kind == kWord && eqFold(st.prev2.text, "distinct") {
+			st.distinctOn = st.depth + 1
+		}
 		st.depth++
 		return c
 	case kClose:
 		if st.depth > 0 {
 			st.depth--
+		}
+		if st.distinctOn == st.depth+1 {
+			st.distinctOn, st.distinctOnEnd = 0, st.n+1
 		}
 		if st.withDepth > st.depth {
 			st.withDepth = -1 // the subquery that held the list ended
@@ -369,7 +386,9 @@ func (st *callScan) ownsList() bool {
 	b := st.before
 	switch b.kind {
 	case kClose:
-		return true // an alias's columns: f(x) g (n), (SELECT ...) d (a, b)
+		// An alias's columns: f(x) g (n), (SELECT ...) d (a, b); but not
+		// after DISTINCT ON (a), where the select list starts.
+		return st.distinctOnEnd != st.n-1
 	case kOther:
 		return b.text == ":" && st.before2.kind == kOther && st.before2.text == ":" // x::numeric(10,2)
 	case kWord:

@@ -223,6 +223,14 @@ func TestUnknownCalls(t *testing.T) {
 		"SELECT f(1), g(2), f(3); SELECT h()":   {"f", "g", "h"},
 		"SELECT lower('x'), count(*) FROM t":    nil,
 		"INSERT INTO t (a, b) VALUES (f(1), 2)": {"f"},
+		// A ')' before a name and '(' is no alias's column list after
+		// DISTINCT ON (…) or a WITH list's parenthesized statement.
+		"SELECT DISTINCT ON (1) f(1)":                                    {"f"},
+		"SELECT DISTINCT ON (a, (b)) g(a) FROM t":                        {"g"},
+		"SELECT DISTINCT ON (a) a, b FROM t AS x (a, b)":                 nil,
+		"WITH x AS (SELECT 1 AS a) (SELECT a FROM x) ORDER BY f(1)":      {"f"},
+		"WITH x AS (SELECT 1) (SELECT 1) LIMIT f(1)":                     {"f"},
+		"WITH x (a) AS (SELECT 1), y AS MATERIALIZED (SELECT 2) TABLE x": nil,
 	} {
 		got, ok := UnknownCalls(q)
 		if !ok || !slices.Equal(got, want) {

@@ -255,6 +255,66 @@ func (r *plReader) restTo(prefix string) bool {
 	return true
 }
 
+// sqlTo reads the SQL statement from r.i to the next ';' and consumes
+// both, as restTo(""), and reads it a second time as the server runs it:
+// PL/pgSQL takes INTO [STRICT] target out of a statement wherever it
+// stands, so SELECT INTO key f() runs SELECT f(), where the rules read
+// f( after the word key as a column list, not a call.
+func (r *plReader) sqlTo() bool {
+	j := r.until(true)
+	if j < 0 || !r.sql(r.i, j) {
+		return false
+	}
+	r.i = j + 1
+	return true
+}
+
+// sql reads the tokens [a, b) as a SQL statement, with and without its
+// INTO targets (see sqlTo).
+func (r *plReader) sql(a, b int) bool {
+	if !r.read("", a, b) {
+		return false
+	}
+	var text string
+	from, stripped := a, false
+	for k := a; k < b; k++ {
+		if !r.word(k, "into") || k > a && (r.word(k-1, "insert") || r.word(k-1, "merge")) {
+			continue
+		}
+		text += r.text(from, k) + " "
+		from, stripped = r.intoTarget(k+1, b), true
+		k = from - 1
+	}
+	if !stripped {
+		return true
+	}
+	text += r.text(from, b)
+	calls, ok := bodyPart(text, r.s, r.calls)
+	r.calls = calls
+	return ok
+}
+
+// intoTarget returns the index after the INTO target that starts at i
+// (before b): [STRICT] name[.name...] [, name[.name...] ...], as much as
+// the server may take for one.
+func (r *plReader) intoTarget(i, b int) int {
+	if i < b && r.word(i, "strict") {
+		i++
+	}
+	for i < b {
+		if k := r.tok(i).kind; k != kWord && k != kIdent {
+			return i
+		}
+		i++
+		if i+1 < b && (r.other(i, '.') || r.tok(i).kind == kComma) {
+			i++
+			continue
+		}
+		return i
+	}
+	return i
+}
+
 // function reads a whole body: directives, one block, an optional ';'.
 func (r *plReader) function() bool {
 	if !r.directives() || !r.block() {
@@ -503,7 +563,7 @@ func (r *plReader) stmt() bool {
 			if t := r.tok(r.i); t.kind != kWord || !inSet(sqlStarts, t.text) {
 				return false // RETURN QUERY EXECUTE, or what is not read
 			}
-			return r.restTo("")
+			return r.sqlTo()
 		}
 		return r.restTo("SELECT ")
 	case eqFold(w, "raise"):
@@ -517,7 +577,7 @@ func (r *plReader) stmt() bool {
 	case eqFold(w, "get"):
 		return r.diagnostics()
 	case inSet(sqlStarts, w):
-		return r.restTo("")
+		return r.sqlTo()
 	}
 	return false
 }
@@ -598,8 +658,14 @@ func (r *plReader) caseStmt() bool {
 	r.i++
 	if r.word(r.i, "when") {
 		r.i++
-	} else if !r.exprTo("when") {
-		return false
+	} else {
+		// CASE x WHEN a runs x IN (a): the operator = resolved against
+		// their types, which reading x as a CASE's operand counts.
+		j := r.until(false, "when")
+		if j < 0 || !r.read("SELECT CASE ", r.i, j) {
+			return false
+		}
+		r.i = j + 1
 	}
 	for {
 		if !r.exprTo("then") || !r.stmts("when", "else", "end") {
@@ -680,7 +746,7 @@ func (r *plReader) forStmt() bool {
 		if t := r.toks[a]; t.kind != kWord || !inSet(sqlStarts, t.text) {
 			return false
 		}
-		if !r.read("", a, j) {
+		if !r.sql(a, j) {
 			return false
 		}
 	} else {

@@ -90,6 +90,16 @@ var plCases = []struct {
 	{`BEGIN RETURN "set_config"; END`, false, nil},
 	{`BEGIN PERFORM U&"set\005fconfig"('a.b', 'x', false); RETURN 1; END`, false, nil},
 	{"DECLARE i int; BEGIN FOR i IN 1..helper(2) LOOP NULL; END LOOP; RETURN (SELECT other(1)); END", true, []string{"helper", "other"}},
+	// INTO and its target leave the statement the server runs wherever
+	// they stand: a call right after a target named like a word before
+	// which a '(' opens a column list (key, index, view) is still a call.
+	{"DECLARE key int; BEGIN SELECT INTO key helper(); RETURN key; END", true, []string{"helper"}},
+	{"DECLARE index int; BEGIN SELECT INTO STRICT index helper(1) FROM t; RETURN 1; END", true, []string{"helper"}},
+	{"DECLARE r record; BEGIN SELECT INTO r.view, key helper(1); RETURN 1; END", true, []string{"helper"}},
+	{"DECLARE x int; BEGIN INSERT INTO t SELECT INTO function helper(1); RETURN 1; END", true, []string{"helper"}},
+	{"DECLARE r record; BEGIN FOR r IN SELECT INTO key helper() LOOP END LOOP; RETURN QUERY SELECT INTO key helper2(); END", true, []string{"helper", "helper2"}},
+	{"DECLARE key int; BEGIN SELECT INTO key pg_advisory_lock(1); RETURN 1; END", false, nil},
+	{"DECLARE key int; BEGIN SELECT INTO key count(*) FROM audited; RETURN 1; END", false, nil},
 	// Changes.
 	{"BEGIN SET search_path = x; RETURN 1; END", false, nil},
 	{"BEGIN SET LOCAL search_path = x; RETURN 1; END", false, nil},
@@ -163,6 +173,12 @@ func TestPLpgSQLBody(t *testing.T) {
 	}
 	if _, ok := PLpgSQLBody("BEGIN RETURN 1 + 1; END", &Shadows{Ops: []string{"+"}}); ok {
 		t.Error("a user's operator: not harmless")
+	}
+	if _, ok := PLpgSQLBody("BEGIN CASE $1 WHEN 1 THEN RETURN 1; END CASE; RETURN 0; END", &Shadows{Ops: []string{"="}}); ok {
+		t.Error("CASE x WHEN a runs x IN (a), a user's = : not harmless")
+	}
+	if _, ok := PLpgSQLBody("BEGIN CASE WHEN $1 > 1 THEN RETURN 1; END CASE; RETURN 0; END", &Shadows{Ops: []string{"="}}); !ok {
+		t.Error("a searched CASE runs no =: harmless")
 	}
 	if _, ok := PLpgSQLBody("DECLARE a int; BEGIN a := 1; RETURN a; END", &Shadows{All: true}); ok {
 		t.Error("an implicit user cast: not harmless")

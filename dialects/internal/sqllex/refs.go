@@ -3,6 +3,7 @@ package sqllex
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Refs are what a text names, for a dialect to compare with what the
@@ -151,6 +152,24 @@ func RefsOf(query string, f Flavor) *Refs {
 	return r
 }
 
+// impliedOps are the operators PostgreSQL runs for a word, by name and
+// resolved against the operands' types as if written (a user's = for
+// (text, int) is the one a IN (1) runs): IN and NOT IN, LIKE, ILIKE,
+// SIMILAR TO, BETWEEN and NOT BETWEEN, IS [NOT] DISTINCT FROM, NULLIF, a
+// simple CASE, JOIN … USING and NATURAL JOIN.
+var impliedOps = map[string][]string{
+	"in":       {"=", "<>"},
+	"like":     {"~~", "!~~"},
+	"ilike":    {"~~*", "!~~*"},
+	"similar":  {"~", "!~"},
+	"between":  {">=", "<=", "<", ">"},
+	"distinct": {"="},
+	"nullif":   {"="},
+	"case":     {"="},
+	"using":    {"="},
+	"natural":  {"="},
+}
+
 // castWords are the words that cast, in either flavor.
 var castWords = set(`cast convert treat`)
 
@@ -166,7 +185,11 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 	opEnd := -1 // where the run in op ends in query
 	flush := func() {
 		if op.Len() > 0 {
-			r.Ops = append(r.Ops, op.String())
+			run := op.String()
+			r.Ops = append(r.Ops, run)
+			if !my && strings.Contains(run, "!=") {
+				r.Ops = append(r.Ops, strings.ReplaceAll(run, "!=", "<>")) // the server's name for !=
+			}
 			op.Reset()
 		}
 	}
@@ -184,6 +207,9 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 			flush()
 			w := strings.ToLower(t.text)
 			r.Words = append(r.Words, w)
+			if !my && (len(t.text) > maxPGName || !isASCII(t.text)) {
+				r.Words = append(r.Words, pgCatalogNames(t.text)...)
+			}
 			if first && t.kind == kWord && inSet(ddlWords, w) {
 				r.DDL = true
 			}
@@ -192,6 +218,9 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 			}
 			if t.kind == kWord && inSet(castWords, w) {
 				r.Casts = true
+			}
+			if ops, ok := lookup(impliedOps, w); ok && !my && t.kind == kWord {
+				r.Ops = append(r.Ops, ops...)
 			}
 		case kOther, kAt, kHash:
 			c := t.text[0]
@@ -215,6 +244,43 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 		}
 		first = false
 	}
+}
+
+// maxPGName is the longest name PostgreSQL keeps (NAMEDATALEN - 1): a
+// longer one, quoted or not, is cut to it, and names the relation, type
+// or function of the name cut.
+const maxPGName = 63
+
+// pgCatalogNames returns the forms in which the catalog's names (see
+// Shadows: lower() over a name, whose collation "C" lowers ASCII letters
+// only) may hold the name PostgreSQL looks up for text, which the
+// Unicode lower case of text may miss: text with its ASCII letters in
+// lower case (the server folds no other letter of an unquoted word, and
+// lower() none of a name), cut to maxPGName bytes where longer, at a
+// character's start (UTF-8) and at the byte (a single-byte encoding).
+func pgCatalogNames(text string) []string {
+	b := []byte(text)
+	for i, c := range b {
+		b[i] = lowerTable[c]
+	}
+	name := string(b)
+	if len(name) <= maxPGName {
+		return []string{name}
+	}
+	cut := maxPGName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return []string{name[:maxPGName], name[:cut]}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // isOperatorByte reports a byte PostgreSQL's operators are made of.

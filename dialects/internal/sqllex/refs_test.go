@@ -2,6 +2,7 @@ package sqllex
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -34,7 +35,10 @@ func TestRefsOf(t *testing.T) {
 // TestMeets: a text meets what the catalog shadows when it names it; with
 // nothing read yet, every text that names anything does.
 func TestMeets(t *testing.T) {
-	s := &Shadows{Names: map[string]struct{}{"upper": {}, "audited": {}}, Ops: []string{"#+#"}}
+	// The catalog's names are lower() over the server's, which lowers
+	// ASCII letters only, and at most 63 bytes long.
+	long := "t" + strings.Repeat("x", 62)
+	s := &Shadows{Names: map[string]struct{}{"upper": {}, "audited": {}, "tÄb": {}, "ünö": {}, long: {}, long[:60] + "é": {}}, Ops: []string{"#+#"}}
 	for _, tc := range []struct {
 		q    string
 		want bool
@@ -46,6 +50,13 @@ func TestMeets(t *testing.T) {
 		{"SELECT 1 #+#- 2", true},
 		{"SELECT 1 # 2", false},
 		{"SELECT 1::text", false},
+		{"INSERT INTO TÄB (a) VALUES (1)", true},
+		{`INSERT INTO "tÄb" (a) VALUES (1)`, true},
+		{`INSERT INTO "ünö" (a) VALUES (1)`, true},
+		{"INSERT INTO tÄbs (a) VALUES (1)", false},
+		{"INSERT INTO " + long + "_cut_by_the_server (a) VALUES (1)", true},
+		{`INSERT INTO "` + long[:60] + `éé" (a) VALUES (1)`, true},
+		{"INSERT INTO " + long[:62] + " (a) VALUES (1)", false},
 	} {
 		if got := RefsOf(tc.q, Postgres).Meets(s); got != tc.want {
 			t.Errorf("%q meets %v, want %v", tc.q, got, tc.want)
@@ -59,5 +70,35 @@ func TestMeets(t *testing.T) {
 	}
 	if !RefsOf("SELECT 1", Postgres).Meets(nil) || RefsOf("", Postgres).Meets(nil) {
 		t.Error("nothing read: every text that names anything meets it")
+	}
+}
+
+// TestMeetsImpliedOps: a word that runs an operator by its name (IN runs
+// =, BETWEEN >= and <=, LIKE ~~, ...) meets a user's operator of that
+// name, as != meets <>, the name the server gives it.
+func TestMeetsImpliedOps(t *testing.T) {
+	for _, tc := range []struct {
+		q, op string
+		want  bool
+	}{
+		{"SELECT a IN (1, 2) FROM t", "=", true},
+		{"SELECT a NOT IN (SELECT b FROM u) FROM t", "<>", true},
+		{"SELECT a LIKE 1 FROM t", "~~", true},
+		{"SELECT a NOT ILIKE 1 FROM t", "!~~*", true},
+		{"SELECT a SIMILAR TO 'x' FROM t", "~", true},
+		{"SELECT a BETWEEN 1 AND 2 FROM t", ">=", true},
+		{"SELECT a NOT BETWEEN 1 AND 2 FROM t", "<", true},
+		{"SELECT a IS DISTINCT FROM 1 FROM t", "=", true},
+		{"SELECT nullif(a, 1) FROM t", "=", true},
+		{"SELECT CASE a WHEN 1 THEN 2 END FROM t", "=", true},
+		{"SELECT 1 FROM t JOIN u USING (a)", "=", true},
+		{"SELECT 1 FROM t NATURAL JOIN u", "=", true},
+		{"SELECT a != 1 FROM t", "<>", true},
+		{"SELECT a FROM t WHERE a > 1", "=", false},
+		{"SELECT 'in like between' FROM t", "=", false},
+	} {
+		if got := RefsOf(tc.q, Postgres).Meets(&Shadows{Ops: []string{tc.op}}); got != tc.want {
+			t.Errorf("%q meets a user's %s: %v, want %v", tc.q, tc.op, got, tc.want)
+		}
 	}
 }
