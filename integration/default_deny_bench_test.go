@@ -90,8 +90,12 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	}
 	dbs, conns := benchPools(b, dsn, "pool_trust_functions=true", "")
 	ctx := context.Background()
+	// Through the default pool: a connection that runs DDL reads the
+	// catalog again at once, where the other pools' connections wait for
+	// the next reading (at most one a second) before the catalog vouches
+	// for the function again, and the first calls would count.
 	for _, q := range create {
-		if _, err := dbs[0].ExecContext(ctx, q); err != nil {
+		if _, err := dbs[1].ExecContext(ctx, q); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -137,7 +141,7 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 		b.Errorf("%d resets over %d calls of a function the catalog proves harmless", n, b.N)
 	}
 	st := conns[1].Stats()
-	b.Logf("default-deny pool: total %d, created %d, waits %d, resets %d", st.Total, st.Created, st.Waits, st.SessionResets)
+	b.Logf("default-deny pool: total %d, created %d, waits %d, resets %d (carried %d, separate %d)", st.Total, st.Created, st.Waits, st.SessionResets, st.CarriedResets, st.SeparateResets)
 	b.ReportMetric(float64(took[0])/float64(b.N), "off-ns/op")
 	b.ReportMetric(float64(took[1])/float64(b.N), "on-ns/op")
 	b.ReportMetric(float64(took[0])/float64(took[1]), "off/on")
