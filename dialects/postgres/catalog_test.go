@@ -250,3 +250,39 @@ func TestCatalogServerID(t *testing.T) {
 		t.Fatalf("the catalog reading's system identifier: %v, want %q", snap, id)
 	}
 }
+
+// TestCatalogOtherConnectionsDDL: DDL that another connection of the
+// process ran where it could not read the catalog at once (inside a
+// transaction) leaves every connection's reading older than it, vouching
+// for nothing; the next connection to judge a statement that leaves the
+// session reads a new one, rather than count SELECT 1 as a change (a
+// reset per statement, AfterConnect hooks again, for as long as such DDL
+// goes on elsewhere in the process).
+func TestCatalogOtherConnectionsDDL(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	if c.ChangesSession("SELECT 1") {
+		t.Fatal("SELECT 1 counted with the catalog as it is")
+	}
+	s := fmt.Sprintf("pd_catddl_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		// t.Context is done by now.
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	exec(t, admin, "BEGIN")
+	ddl := "CREATE SCHEMA " + s
+	exec(t, admin, ddl)
+	admin.ChangesSession(ddl) // in a transaction: no reading now
+	exec(t, admin, "COMMIT")
+	if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
+		t.Fatal("the reading sees DDL read by no connection")
+	}
+	if c.ChangesSession("SELECT 1") {
+		t.Error("SELECT 1 after another connection's DDL counted as a change")
+	}
+	if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
+		t.Error("no reading that sees the DDL")
+	}
+}
