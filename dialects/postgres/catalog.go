@@ -454,6 +454,21 @@ func (c *conn) seeChanged(pc *pgconn.PgConn) *dialects.CatalogSnapshot[*pgCatalo
 	return c.catalog.Store(s)
 }
 
+// catchUp reads, before a statement, a reading that sees the last DDL the
+// process ran where the current one is older (seeChanged; c reads only
+// where its session is clean): judged after it, a statement that calls a
+// user's function, which may have changed the session, is no place to
+// read, and would count as a change however harmless the function.
+func (c *conn) catchUp() {
+	if c.trust || c.catalog == nil {
+		return
+	}
+	if snap := c.catalog.Current(); snap == nil || snap.Sees(c.catalog.Changed()) {
+		return
+	}
+	c.seeChanged(c.pgx().PgConn())
+}
+
 // leavesSession reports a statement whose text shows no change to the
 // session and no code run that the text does not show.
 func leavesSession(f sqllex.Facts) bool {

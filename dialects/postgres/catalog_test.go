@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -254,16 +255,14 @@ func TestCatalogServerID(t *testing.T) {
 // TestCatalogOtherConnectionsDDL: DDL that another connection of the
 // process ran where it could not read the catalog at once (inside a
 // transaction) leaves every connection's reading older than it, vouching
-// for nothing; the next connection to judge a statement that leaves the
-// session reads a new one, rather than count SELECT 1 as a change (a
-// reset per statement, AfterConnect hooks again, for as long as such DDL
-// goes on elsewhere in the process).
+// for nothing; a connection with a clean session reads a new one before
+// its next statement, or after it where the statement's text shows it
+// left the session alone, rather than count SELECT 1 or a call of a
+// harmless function as a change (a reset per statement, AfterConnect
+// hooks again, for as long as such DDL goes on elsewhere in the process).
 func TestCatalogOtherConnectionsDDL(t *testing.T) {
 	c := wrapped(t)
 	admin := wrapped(t)
-	if c.ChangesSession("SELECT 1") {
-		t.Fatal("SELECT 1 counted with the catalog as it is")
-	}
 	s := fmt.Sprintf("pd_catddl_%d", time.Now().UnixNano())
 	t.Cleanup(func() {
 		// t.Context is done by now.
@@ -271,18 +270,39 @@ func TestCatalogOtherConnectionsDDL(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	exec(t, admin, "BEGIN")
-	ddl := "CREATE SCHEMA " + s
-	exec(t, admin, ddl)
-	admin.ChangesSession(ddl) // in a transaction: no reading now
-	exec(t, admin, "COMMIT")
-	if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
-		t.Fatal("the reading sees DDL read by no connection")
+	for _, ddl := range []string{
+		"CREATE SCHEMA " + s,
+		"CREATE FUNCTION " + s + ".pd_ok(int) RETURNS int LANGUAGE sql AS 'SELECT $1 + 1'",
+	} {
+		exec(t, admin, ddl)
+		admin.ChangesSession(ddl) // read again at once
 	}
-	if c.ChangesSession("SELECT 1") {
-		t.Error("SELECT 1 after another connection's DDL counted as a change")
-	}
-	if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
-		t.Error("no reading that sees the DDL")
+	call := "SELECT " + s + ".pd_ok(1)"
+	for _, q := range []string{"SELECT 1", call} {
+		t.Run(q, func(t *testing.T) {
+			if _, err := c.ExecContext(t.Context(), q, nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.ChangesSession(q) {
+				t.Fatal("counted with the catalog as it is")
+			}
+			exec(t, admin, "BEGIN")
+			ddl := "CREATE TABLE " + s + ".pd_t" + strconv.Itoa(len(q)) + " (a int)"
+			exec(t, admin, ddl)
+			admin.ChangesSession(ddl) // in a transaction: no reading now
+			exec(t, admin, "COMMIT")
+			if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
+				t.Fatal("the reading sees DDL read by no connection")
+			}
+			if _, err := c.ExecContext(t.Context(), q, nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.ChangesSession(q) {
+				t.Error("counted as a change after another connection's DDL")
+			}
+			if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
+				t.Error("no reading that sees the DDL")
+			}
+		})
 	}
 }
