@@ -33,6 +33,10 @@ type catalogWatch struct {
 	once sync.Once
 	done chan struct{} // closed when the loop ends; nil until it starts
 	mu   sync.Mutex    // protects done
+	// ready is closed once newConnector has set the Connector's pool (or
+	// failed to make one): the pool's first connections, which may start
+	// the loop, are made inside pool.New, before it returns.
+	ready chan struct{}
 }
 
 // watchCatalog starts the loop, once, for dc's catalog.
@@ -69,6 +73,10 @@ func (c *Connector) stopCatalog() {
 // until shareStop is closed.
 func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 	defer close(done)
+	<-c.catalogs.ready
+	if c.pool == nil {
+		return // pool.New failed
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

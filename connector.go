@@ -216,6 +216,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	// Before the pool: its first connections may start the catalog loop,
 	// which ends when shareStop is closed.
 	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
+	c.catalogs.ready = make(chan struct{})
 	p, err := pool.New(pool.Config[*physConn]{
 		Factory:             c.open,
 		Destructor:          c.closePhys,
@@ -237,12 +238,14 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		OnStateChange:       c.logBreaker,
 	})
 	if err != nil {
+		close(c.catalogs.ready)
 		if c.leaks != nil {
 			c.leaks.stop()
 		}
 		return nil, fmt.Errorf("pooldriver: %w", err)
 	}
 	c.pool = p
+	close(c.catalogs.ready)
 	c.gated.Store(c.cfg.Tracer != nil)
 	c.share, c.shareRefused = s.MaxConns, -1
 	go c.shareLoop()

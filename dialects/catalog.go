@@ -132,7 +132,31 @@ func (c *Catalog[T]) ClaimNow(ctx context.Context) bool {
 	return true
 }
 
-// claimPoll spaces ClaimNow's looks at a reading in progress.
+// ClaimSince reports whether the caller may read the catalog now, for a
+// reading that sees the change numbered gen (an ExpireAll's): where the
+// current reading already Sees it, or one in progress that does is
+// stored while the caller waits within ctx, the caller reads nothing and
+// gets that reading; a reading in progress claimed before the change is
+// waited for, and the caller then reads in its place. Connections that
+// all find their reading older than another's DDL so share one reading.
+func (c *Catalog[T]) ClaimSince(ctx context.Context, gen uint64) (bool, *CatalogSnapshot[T]) {
+	for {
+		if s := c.snap.Load(); s != nil && s.Sees(gen) {
+			return false, s
+		}
+		if c.Claim(true) {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, c.snap.Load()
+		case <-time.After(claimPoll):
+		}
+	}
+}
+
+// claimPoll spaces ClaimNow's and ClaimSince's looks at a reading in
+// progress.
 const claimPoll = 2 * time.Millisecond
 
 // ClaimFirst reports whether the caller, which found no reading, should

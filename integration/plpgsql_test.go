@@ -84,7 +84,14 @@ func TestPLpgSQLBusinessLogicNoReset(t *testing.T) {
 		require.NoError(t, err)
 		nextUser(t, db, "SELECT 'next'")
 		waitFor(t, "the reset after the call that SETs", func() bool { return c.Stats().SessionResets > resets })
-		assert.Equal(t, resets+1, c.Stats().SessionResets,
+		// One, the SET's; at most two more over the thousand calls: a call
+		// judged while the catalog is read again after DDL (other tests',
+		// in this process or another) counts until the new reading
+		// vouches for the function. Before PL/pgSQL bodies were read,
+		// every call counted.
+		got := c.Stats().SessionResets - resets
+		t.Logf("%d resets over %d calls of a harmless PL/pgSQL function and one of a function that SETs", got, calls)
+		assert.LessOrEqual(t, got, int64(3),
 			"resets over %d calls of a harmless PL/pgSQL function and one of a function that SETs", calls)
 	})
 }

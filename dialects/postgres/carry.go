@@ -97,6 +97,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // prepared again when next run: see namedStmt.)
 func (c *conn) runDue(ctx context.Context) error {
 	if !c.carry.due {
+		c.catchUp()
 		return nil
 	}
 	done := c.carry.done
@@ -449,6 +450,7 @@ func (c *conn) carryLost(err error) error {
 // described, which is prepared (a round trip) before it runs.
 func (c *conn) beforeDirect(ctx context.Context, query string) error {
 	if _, ok := c.direct.stmts[query]; ok && c.carriable() && carries(query) {
+		c.catchUp()
 		return nil
 	}
 	return c.runDue(ctx)

@@ -436,6 +436,50 @@ func (c *conn) current(pc *pgconn.PgConn, f sqllex.Facts) *dialects.CatalogSnaps
 	return c.shadows(pc, true)
 }
 
+// seeChanged returns a reading that sees the last DDL the process ran
+// (dialects.Catalog.ExpireAll), where the current one is older: that one
+// vouches for none of this connection's statements (vouching), so
+// without a new one every statement that names anything, SELECT 1
+// included, would count as a change and cost a reset, the reset's own
+// reading being spaced by the catalog's minimum interval, until a
+// reading caught up with the process's DDL; under a stream of DDL from
+// other connections none may. The reading is read here where c can
+// (readable), or the one another connection is reading since the change
+// is waited for; otherwise the current one is returned.
+func (c *conn) seeChanged(pc *pgconn.PgConn) *dialects.CatalogSnapshot[*pgCatalog] {
+	c.catalogOf(pc)
+	if !c.readable(pc) {
+		return c.catalog.Current()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+	defer cancel()
+	mine, snap := c.catalog.ClaimSince(ctx, c.catalog.Changed())
+	if !mine {
+		return snap
+	}
+	s, err := readCatalog(ctx, pc)
+	if err != nil {
+		c.catalog.Release()
+		return c.catalog.Current()
+	}
+	return c.catalog.Store(s)
+}
+
+// catchUp reads, before a statement, a reading that sees the last DDL the
+// process ran where the current one is older (seeChanged; c reads only
+// where its session is clean): judged after it, a statement that calls a
+// user's function, which may have changed the session, is no place to
+// read, and would count as a change however harmless the function.
+func (c *conn) catchUp() {
+	if c.trust || c.catalog == nil {
+		return
+	}
+	if snap := c.catalog.Current(); snap == nil || snap.Sees(c.catalog.Changed()) {
+		return
+	}
+	c.seeChanged(c.pgx().PgConn())
+}
+
 // leavesSession reports a statement whose text shows no change to the
 // session and no code run that the text does not show.
 func leavesSession(f sqllex.Facts) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,60 @@ func TestCatalogExtensionFunctionInTree(t *testing.T) {
 	nextUser(t, c)
 	if c.ChangesSession("SELECT u FROM rv54_plain") {
 		t.Error("a view over a listed built-in: a change")
+	}
+}
+
+// TestCatalogOtherConnectionsDDL: DDL that another connection of the
+// process ran where it could not read the catalog at once (inside a
+// transaction) leaves every connection's reading older than it, vouching
+// for nothing; a connection with a clean session reads a new one before
+// its next statement, or after it where the statement's text shows it
+// left the session alone, rather than count SELECT 1 or a call of a
+// harmless function as a change (a reset per statement, AfterConnect
+// hooks again, for as long as such DDL goes on elsewhere in the process).
+func TestCatalogOtherConnectionsDDL(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	s := fmt.Sprintf("pd_catddl_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		// t.Context is done by now.
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, ddl := range []string{
+		"CREATE SCHEMA " + s,
+		"CREATE FUNCTION " + s + ".pd_ok(int) RETURNS int LANGUAGE sql AS 'SELECT $1 + 1'",
+	} {
+		exec(t, admin, ddl)
+		admin.ChangesSession(ddl) // read again at once
+	}
+	call := "SELECT " + s + ".pd_ok(1)"
+	for _, q := range []string{"SELECT 1", call} {
+		t.Run(q, func(t *testing.T) {
+			if _, err := c.ExecContext(t.Context(), q, nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.ChangesSession(q) {
+				t.Fatal("counted with the catalog as it is")
+			}
+			exec(t, admin, "BEGIN")
+			ddl := "CREATE TABLE " + s + ".pd_t" + strconv.Itoa(len(q)) + " (a int)"
+			exec(t, admin, ddl)
+			admin.ChangesSession(ddl) // in a transaction: no reading now
+			exec(t, admin, "COMMIT")
+			if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
+				t.Fatal("the reading sees DDL read by no connection")
+			}
+			if _, err := c.ExecContext(t.Context(), q, nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.ChangesSession(q) {
+				t.Error("counted as a change after another connection's DDL")
+			}
+			if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
+				t.Error("no reading that sees the DDL")
+			}
+		})
 	}
 }

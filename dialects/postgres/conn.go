@@ -215,7 +215,10 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 				// read here only if there is no reading yet
 				snap = c.current(pc, sqllex.Of(query, sqllex.Postgres))
 			}
-			older = snap != nil && !snap.Sees(c.catalog.Changed())
+			if older = snap != nil && !snap.Sees(c.catalog.Changed()); older && leavesSession(sqllex.Of(query, sqllex.Postgres)) {
+				snap = c.seeChanged(pc)
+				older = snap != nil && !snap.Sees(c.catalog.Changed())
+			}
 		}
 	}
 	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL || older {
