@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,49 @@ func TestCatalogProofOperatorClass(t *testing.T) {
 		d.add("CREATE INDEX ON " + tbl + " (a " + opc + ")") // dropped with the table
 		d.apply()
 		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("INSERT INTO " + tbl + " (a) VALUES (5)"), observe: searchPath, want: clean})
+	})
+}
+
+// TestCatalogProofDefaultOperatorClass: a user's enum type with a default
+// btree operator class whose comparison function is a user's PL/pgSQL
+// that moves the search_path. ORDER BY, GROUP BY and count(DISTINCT) of a
+// column of that type run it with no operator or call in the text. The
+// operators are LANGUAGE sql over built-ins (harmless by themselves): only
+// the support function makes the type count.
+func TestCatalogProofDefaultOperatorClass(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		if s.adminInt(t, "SELECT count(*) FROM pg_roles WHERE rolname = current_user AND rolsuper") == 0 {
+			t.Skip("an operator class needs a superuser")
+		}
+		searchPath, clean := pgSearchPath(t, s)
+		d := newDDL(t, s)
+		_, path := d.schema()
+		typ := unique("cat54_mood")
+		// The operators and their functions go with the type.
+		d.add("CREATE TYPE "+typ+" AS ENUM ('a', 'b', 'c')", "DROP TYPE "+typ+" CASCADE")
+		cmp := d.pathFunc(path, "x "+typ+", y "+typ, "int", "enum_cmp(x, y)")
+		var ops []string
+		for i, op := range []string{"<", "<=", "=", ">=", ">"} {
+			fn := fmt.Sprintf("%s_op%d", typ, i+1)
+			d.add(fmt.Sprintf("CREATE FUNCTION %s(x %s, y %s) RETURNS bool LANGUAGE sql AS 'SELECT enum_cmp(x, y) %s 0'", fn, typ, typ, op))
+			d.add(fmt.Sprintf("CREATE OPERATOR public.%s (leftarg = %s, rightarg = %s, function = %s)", op, typ, typ, fn))
+			ops = append(ops, fmt.Sprintf("OPERATOR %d public.%s", i+1, op))
+		}
+		d.add("CREATE OPERATOR CLASS "+typ+"_ops DEFAULT FOR TYPE "+typ+" USING btree AS "+
+			strings.Join(ops, ", ")+", FUNCTION 1 "+cmp+"("+typ+", "+typ+")",
+			"DROP OPERATOR FAMILY "+typ+"_ops USING btree") // before cmp's own drop
+		tbl := d.table("cat54_moods", "m "+typ)
+		d.add("INSERT INTO " + tbl + " VALUES ('c'), ('a'), ('b'), ('a')")
+		d.apply()
+		for _, q := range []struct{ name, sql string }{
+			{"order_by", "SELECT m FROM " + tbl + " ORDER BY m"},
+			{"group_by", "SELECT m, count(*) FROM " + tbl + " GROUP BY m"},
+			{"count_distinct", "SELECT count(DISTINCT m) FROM " + tbl},
+		} {
+			t.Run(q.name, func(t *testing.T) {
+				checkDenied(t, s, s.dsn, denyCase{dirty: execAll(q.sql), observe: searchPath, want: clean})
+			})
+		}
 	})
 }
 
