@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -365,6 +366,41 @@ func (c *conn) CheckIdle() error {
 		c.idleReady = true
 	}
 	return c.idle.Check()
+}
+
+// repliesRead is the number of answering messages read on the connection
+// so far (see paramWatch.replies); 0 on a connection of Wrap's, which has
+// no watch.
+func (c *conn) repliesRead() uint64 {
+	if c.watch == nil {
+		return 0
+	}
+	return c.watch.replies.Load()
+}
+
+// unanswered returns err, the error of a statement sent on the extended
+// protocol when before answering messages had been read, marked as not
+// run (dialects.ErrNotRun, driver.ErrBadConn) where the server ended the
+// session before it answered any of the statement's messages: the first
+// answer read after them is the server's goodbye, a FATAL of class 57
+// (operator intervention: pg_terminate_backend, a shutdown, an idle
+// session's timeout). The server answers each message it completes (a
+// Parse with ParseComplete, a Bind with BindComplete) before the next one,
+// and runs a statement only at its Execute, after its Bind: a goodbye
+// first means it got no further than the first message, whose work, if
+// any, ended with the session. A connection killed while idle, whose
+// goodbye reached the socket after the look at it before it was handed
+// out, then fails nothing: database/sql runs the statement on another
+// connection. On the simple protocol (Exec without arguments, through
+// pgx's stdlib) the server runs the statement before its first answer,
+// so the same goodbye may end a statement half run: it is not asked.
+func (c *conn) unanswered(err error, before uint64) error {
+	var pe *pgconn.PgError
+	if c.watch == nil || c.watch.replies.Load()-before > 1 || !errors.As(err, &pe) ||
+		pe.Severity != "FATAL" || !strings.HasPrefix(pe.Code, "57") {
+		return err
+	}
+	return fmt.Errorf("%w (%w, %w)", err, dialects.ErrNotRun, driver.ErrBadConn)
 }
 
 // Driver returns the *stdlib.Conn.

@@ -99,6 +99,17 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		c.stdlibCached = true // pgx may have prepared it (see carriable)
 		return c.sc.QueryContext(ctx, query, args)
 	}
+	before := c.repliesRead()
+	rows, err := c.queryDirect(ctx, query, args)
+	if err != nil {
+		return nil, c.unanswered(err, before)
+	}
+	return rows, nil
+}
+
+// queryDirect is QueryContext on the direct path.
+func (c *conn) queryDirect(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	d := &c.direct
 	p := c.pgx()
 	if p.IsClosed() {
 		return nil, driver.ErrBadConn
@@ -172,6 +183,17 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		c.stdlibCached = c.stdlibCached || len(args) > 0 // pgx may have prepared it (see carriable)
 		return c.sc.ExecContext(ctx, query, args)
 	}
+	before := c.repliesRead()
+	res, err := c.execDirect(ctx, query, args)
+	if err != nil {
+		err = c.unanswered(err, before)
+	}
+	return res, err
+}
+
+// execDirect is ExecContext on the direct path.
+func (c *conn) execDirect(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	d := &c.direct
 	p := c.pgx()
 	if p.IsClosed() {
 		return nil, driver.ErrBadConn

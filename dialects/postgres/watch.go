@@ -45,6 +45,11 @@ type paramWatch struct {
 	// state is what Read learnt, for conn.changesSession, which may run on
 	// another goroutine than pgx's last read: bits of watch*.
 	state atomic.Uint32
+
+	// replies counts the messages read that answer a request: every one
+	// but those the server sends unasked (NoticeResponse, ParameterStatus,
+	// NotificationResponse). See conn.unanswered.
+	replies atomic.Uint64
 }
 
 const (
@@ -106,6 +111,7 @@ func (w *paramWatch) scan(b []byte) {
 	// The framing lives in locals while the loop runs: pgx hands over a
 	// few messages per read, and this runs on every read.
 	var set uint32
+	var replies uint64
 	typ, nhdr := w.hdr[0], w.nhdr
 	n := int64(len(b))
 	pos := w.body // where the next header starts, from b's start; may lie past b's end
@@ -127,6 +133,7 @@ func (w *paramWatch) scan(b []byte) {
 		if typ == 'S' {
 			set |= watchSeen
 		}
+		replies += answers(typ)
 		pos = int64(k) + int64(size) - 4
 	}
 	for pos+int64(len(w.hdr)) <= n {
@@ -141,7 +148,11 @@ func (w *paramWatch) scan(b []byte) {
 		if typ == 'S' {
 			set |= watchSeen
 		}
+		replies += answers(typ)
 		pos += 1 + int64(size) // the type byte, then size bytes
+	}
+	if replies > 0 {
+		w.replies.Add(replies)
 	}
 	if pos < n {
 		nhdr = copy(w.hdr[:], b[pos:]) // a header split by the read's end
@@ -162,6 +173,16 @@ func (w *paramWatch) scan(b []byte) {
 		}
 		old = w.state.Load()
 	}
+}
+
+// answers is 1 for a message type that answers a request, 0 for one the
+// server sends unasked.
+func answers(typ byte) uint64 {
+	switch typ {
+	case 'N', 'S', 'A':
+		return 0
+	}
+	return 1
 }
 
 // maybeChanged reports whether a reported parameter may have changed since

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql/driver"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -117,6 +119,70 @@ func TestWatchFraming(t *testing.T) {
 			}
 			check(readThrough(t, data, sizes), "random chunks")
 		}
+	}
+}
+
+// TestWatchReplies: the watch counts the messages that answer a request,
+// not those the server sends unasked, however the reads cut them.
+func TestWatchReplies(t *testing.T) {
+	notice := &pgproto3.NoticeResponse{Severity: "NOTICE", Message: "n"}
+	notify := &pgproto3.NotificationResponse{PID: 1, Channel: "c", Payload: "p"}
+	goodbye := &pgproto3.ErrorResponse{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}
+	cases := []struct {
+		name string
+		msgs []pgproto3.BackendMessage
+		want uint64
+	}{
+		{"rows", append(selectRows, ready), 4},
+		{"unasked only", []pgproto3.BackendMessage{notice, paramTZ, notify}, 0},
+		{"goodbye after unasked", []pgproto3.BackendMessage{notify, paramTZ, goodbye}, 1},
+		{"bound, then goodbye", []pgproto3.BackendMessage{&pgproto3.BindComplete{}, notice, goodbye}, 2},
+	}
+	for _, tc := range cases {
+		data := backendStream(t, tc.msgs...)
+		if got := readThrough(t, data, nil).replies.Load(); got != tc.want {
+			t.Errorf("%s, one read: %d replies, want %d", tc.name, got, tc.want)
+		}
+		for cut := 1; cut < len(data) && cut < 300; cut++ {
+			if got := readThrough(t, data, []int{cut}).replies.Load(); got != tc.want {
+				t.Errorf("%s, cut at %d: %d replies, want %d", tc.name, cut, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestUnanswered: a statement's error is marked not run only where the
+// server's goodbye (a FATAL of class 57) is the first answer read since
+// the statement was sent.
+func TestUnanswered(t *testing.T) {
+	goodbye := &pgconn.PgError{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}
+	cases := []struct {
+		name    string
+		err     error
+		replies uint64 // answers read since the statement was sent
+		notRun  bool
+	}{
+		{"goodbye first", goodbye, 1, true},
+		{"goodbye read before it was sent", goodbye, 0, true},
+		{"goodbye after BindComplete", goodbye, 2, false},
+		{"idle session timeout", &pgconn.PgError{Severity: "FATAL", Code: "57P05"}, 1, true},
+		{"an ERROR of class 57 (query_canceled)", &pgconn.PgError{Severity: "ERROR", Code: "57014"}, 1, false},
+		{"another FATAL", &pgconn.PgError{Severity: "FATAL", Code: "28000"}, 1, false},
+		{"not the server's", io.ErrUnexpectedEOF, 0, false},
+	}
+	for _, tc := range cases {
+		c := &conn{watch: new(paramWatch)}
+		c.watch.replies.Store(7 + tc.replies)
+		err := c.unanswered(tc.err, 7)
+		if got := errors.Is(err, dialects.ErrNotRun) && errors.Is(err, driver.ErrBadConn); got != tc.notRun {
+			t.Errorf("%s: not run = %t, want %t (%v)", tc.name, got, tc.notRun, err)
+		}
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v no longer matches the statement's error", tc.name, err)
+		}
+	}
+	if err := (&conn{}).unanswered(goodbye, 0); err != goodbye {
+		t.Errorf("a connection without a watch (Wrap's): %v, want the error as it was", err)
 	}
 }
 
