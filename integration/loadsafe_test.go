@@ -61,12 +61,19 @@ type clientSockets struct {
 // sockets returns the client ends of the tenant's server sessions that are
 // on this machine: the client ports the server reports for them (pg_stat_activity,
 // PROCESSLIST), that this machine's TCP table holds as connections to the
-// server's port. Behind a proxy (Docker's), or without /proc, it finds none.
+// server's port. Only sessions the server sees coming from loopback count:
+// behind a proxy (Docker's docker-proxy) the server reports the proxy's
+// own port to the container, which is no socket of the client's, and may
+// be the number of another connection's port to the published one (Linux
+// hands out the same ephemeral port to connections to different
+// addresses), which stays ESTABLISHED: then it finds none, as it does
+// without /proc.
 func (tn *tenant) sockets(t *testing.T) *clientSockets {
 	t.Helper()
-	q := "SELECT coalesce(client_port, -1)::text FROM pg_stat_activity WHERE application_name = $1"
+	q := `SELECT coalesce(client_port, -1)::text FROM pg_stat_activity WHERE application_name = $1
+		AND client_addr IN ('127.0.0.1', '::1')`
 	if tn.s.name == "mysql" {
-		q = "SELECT HOST FROM information_schema.PROCESSLIST WHERE USER = ?"
+		q = "SELECT HOST FROM information_schema.PROCESSLIST WHERE USER = ? AND (HOST LIKE '127.0.0.1:%' OR HOST LIKE 'localhost:%' OR HOST LIKE '::1:%')"
 	}
 	rows, err := tn.s.admin(t).QueryContext(ctx(t), q, tn.name)
 	require.NoError(t, err)
