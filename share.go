@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -35,7 +36,15 @@ import (
 // room nobody waits for. Without that pause the pools that gave back took
 // it again at their next look, all at once (their looks fall in the same
 // instant of each second), and under load a refused pool's turn came too
-// rarely to get any.
+// rarely to get any. Nor where the room would not take every pool's step
+// with one to spare: the pools that find room all grow at the same look,
+// and growing into the last connection makes the server full, which
+// PostgreSQL cannot tell from someone refused, so the pools gave back
+// what they had just opened, over and over (a rolling deploy's replicas
+// re-dialled more than a hundred connections in 30 s). The looks are a
+// quarter of an interval early or late at random (shareTick), so that
+// pools started together, or a second apart, do not look in the same
+// instant.
 //
 // Connections that have sat idle for 5 s (dialects.IdleFor) are no
 // pool's: a client holds them that does not use them now (an admin tool, a
@@ -73,18 +82,27 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 		if wasFull {
 			return share // room just given back: the others' turn first
 		}
-		return min(hi, share+max(1, share/8))
+		if share >= hi {
+			return hi
+		}
+		// Every pool that finds room grows at the same look: only where
+		// the room takes all their steps, with one to spare, or they fill
+		// the server, which a look then takes for someone refused, and
+		// they give back again what they just opened.
+		step := max(1, share/8)
+		if load.Limit-load.Connected <= poolsSeen(total, load)*int64(step) {
+			return share
+		}
+		return min(hi, share+step)
 	}
 	if load.Refused >= 0 && !othersRefused || total <= 0 {
 		return share // full, and nobody else waits to get in
 	}
-	// Idle connections are no pool's; this pool's own are its own, idle
-	// or not.
-	busy := max(int64(total), load.Connected-load.Idle)
-	pools := int64(math.Round(float64(busy) / float64(total)))
+	pools := poolsSeen(total, load)
 	if pools < 2 && load.Refused < 0 {
 		return share // alone, as far as PostgreSQL lets us see
 	}
+	busy := max(int64(total), load.Connected-load.Idle)
 	fair := int((load.Limit - (load.Connected - busy)) / (max(pools, 1) + 1))
 	if total <= fair {
 		return share
@@ -93,6 +111,17 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	// from this one's size, which overcounts them when it is small (a
 	// replica still getting in would cut itself down).
 	return min(share, max(lo, fair, total-total/4, 1))
+}
+
+// poolsSeen estimates how many pools like this one, which holds total
+// connections, the server's busy connections make: idle ones are no
+// pool's, and this pool's own are its own, idle or not. At least 1. Pure.
+func poolsSeen(total int, load dialects.ServerLoad) int64 {
+	if total <= 0 {
+		return 1
+	}
+	busy := max(int64(total), load.Connected-load.Idle)
+	return max(1, int64(math.Round(float64(busy)/float64(total))))
 }
 
 // refusedOthers reports whether the server refused someone else since the
@@ -116,19 +145,29 @@ func sharedFull(load dialects.ServerLoad, total int) bool {
 	return load.Limit > 0 && load.Connected >= load.Limit && load.Connected > int64(total)
 }
 
+// shareTick is the wait before a pool's next look: shareInterval, a
+// quarter more or less at random, so that pools started together (or a
+// whole second apart, as a rolling deploy starts replicas) do not look in
+// the same instant, each finding the room the others just gave back
+// before anyone refused could take it.
+func shareTick() time.Duration {
+	return shareInterval*3/4 + rand.N(shareInterval/2)
+}
+
 // shareLoop asks for a look at the server every shareInterval while the
 // pool holds connections (physEnv.lookDue: the next connection let go
 // takes it, see look). It ends when the Connector closes, or when its
 // connections cannot say how full the server is.
 func (c *Connector) shareLoop() {
 	defer close(c.shareDone)
-	tick := time.NewTicker(shareInterval)
+	tick := time.NewTimer(shareTick())
 	defer tick.Stop()
 	for {
 		select {
 		case <-c.shareStop:
 			return
 		case <-tick.C:
+			tick.Reset(shareTick())
 		}
 		c.shareMu.Lock()
 		off, share := c.shareOff, c.share

@@ -54,6 +54,11 @@ func TestNextShare(t *testing.T) {
 		{"room just after a full look, MariaDB: left to the others", 8, 8, 0, 20, maria(60, 52), false, true, 8},
 		{"room at a second look in a row: grows", 8, 8, 0, 20, pg(60, 52), false, false, 9},
 		{"full after full: shares as ever", 20, 20, 0, 20, pg(60, 60), false, true, 15},
+		{"room for fewer steps than pools: holds, or they would fill it together", 7, 7, 0, 20, pg(60, 56), false, false, 7},
+		{"room for every pool's step and none to spare: holds", 4, 4, 0, 20, pg(60, 48), false, false, 4},
+		{"room for every pool's step and one more: grows", 4, 4, 0, 20, pg(60, 47), false, false, 5},
+		{"room for every pool's larger step: grows by it", 16, 16, 0, 20, pg(60, 48), false, false, 18},
+		{"a little room, alone beside idle ones: grows", 10, 10, 0, 20, idle(pg(60, 58), 48), false, false, 11},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := nextShare(tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused, tc.wasFull); got != tc.want {

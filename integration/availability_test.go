@@ -337,10 +337,14 @@ func median(ds []time.Duration) time.Duration {
 // TestAvailabilityReplicas: 8 replicas of a service, each its own *sql.DB
 // of at most 20 connections, against a server of the test's own with
 // max_connections=60, each replica's 20 goroutines calling (2ms statement,
-// 8ms pause, 1s timeout) from the same instant: the first burst asks for
-// 160 connections. database/sql for 8s, then pooldriver for 8s. The
-// replicas of pooldriver share the server: each one's successes at least
-// half the mean of them, and their total at least 0.9× database/sql's.
+// 100ms pause, 1s timeout), the replicas started together (the first
+// burst asks for 160 connections) or 1 s apart, as a rolling deploy
+// starts them. database/sql for 8s after the last replica started, then
+// pooldriver the same. The replicas of pooldriver share the server: over
+// the time they all run, each one's successes at least half the mean of
+// them (a quarter when started apart: the first ones hold what they
+// opened until a look finds the newcomers refused), and their total at
+// least 0.9× database/sql's, which serves whoever got in first.
 func TestAvailabilityReplicas(t *testing.T) {
 	skipShort(t)
 	checkNoGoroutineLeak(t)
@@ -355,90 +359,129 @@ func TestAvailabilityReplicas(t *testing.T) {
 	for _, name := range []string{"postgres", "mysql"} {
 		t.Run(name, func(t *testing.T) {
 			srv := startRestartable(t, name, limit)
+			srv.admin(t) // opened here, it lives as long as srv, past each subtest
 			app := srv.s.dsn
 			if name == "mysql" {
 				app = srv.appUser(t) // root may take one connection beyond the limit
 			}
-			total := map[string]int64{}
-			for _, flavour := range []string{"database/sql", "pooldriver"} {
-				dbs := make([]*sql.DB, replicas)
-				conns := make([]*pooldriver.Connector, replicas)
-				for i := range dbs {
-					if flavour == "database/sql" {
-						dbs[i] = sql.OpenDB(plainConnector(t, srv.s, app))
-						dbs[i].SetMaxOpenConns(perMax)
-						dbs[i].SetMaxIdleConns(perMax)
-					} else {
-						db, err := pooldriver.Open(withParams(app, fmt.Sprintf("pool_max_conns=%d", perMax)))
-						require.NoError(t, err)
-						dbs[i] = db
-						conns[i], _ = pooldriver.ConnectorOf(db)
-					}
+			for _, apart := range []time.Duration{0, time.Second} {
+				start := "together"
+				share := 2.0
+				if apart > 0 {
+					start, share = "1s apart", 4
 				}
-				ok := make([]atomic.Int64, replicas)
-				errs := make([]atomic.Int64, replicas)
-				kinds := &loadResult{}
-				begin := make(chan struct{})
-				end := time.Now().Add(run + 100*time.Millisecond)
-				var wg sync.WaitGroup
-				for i, db := range dbs {
-					op := sleepOp(srv.s, db, 2)
-					for range workers {
-						wg.Go(func() {
-							<-begin
-							for time.Now().Before(end) {
-								c, cancel := context.WithTimeout(context.Background(), faultCallTO)
-								start := time.Now()
-								err := op(c)
-								cancel()
-								kinds.record(err, faultCallTO, time.Since(start))
-								if err == nil {
-									ok[i].Add(1)
-								} else {
-									errs[i].Add(1)
-								}
-								time.Sleep(think)
-							}
+				t.Run(strings.ReplaceAll(start, " ", "_"), func(t *testing.T) {
+					total := map[string]int64{}
+					for _, flavour := range []string{"database/sql", "pooldriver"} {
+						total[flavour] = replicaRun(t, srv, app, flavour, replicaLoad{
+							replicas: replicas, perMax: perMax, workers: workers,
+							think: think, run: run, apart: apart, share: share,
 						})
+						srv.waitNoClients(t)
 					}
-				}
-				time.Sleep(100 * time.Millisecond) // every worker waits at the line
-				close(begin)
-				wg.Wait()
-				var sum int64
-				var per []string
-				for i := range dbs {
-					sum += ok[i].Load()
-					per = append(per, fmt.Sprintf("%d/%d", ok[i].Load(), errs[i].Load()))
-				}
-				total[flavour] = sum
-				mean := float64(sum) / replicas
-				t.Logf("%s, 8 replicas at max_connections=%d: successes/errors per replica %s; total %d", flavour, limit, strings.Join(per, " "), sum)
-				kinds.logKinds(t, flavour)
-				if flavour == "pooldriver" {
-					var closed, changes int64
-					for _, c := range conns {
-						st := c.Stats()
-						changes += st.BreakerChanges
-						closed += st.Destroyed
-					}
-					t.Logf("pooldriver: %d breaker changes, %d connections closed", changes, closed)
-					for i, c := range conns {
-						st := c.Stats()
-						t.Logf("  replica %d: total %d idle %d, created %d, connect errors %d, destroyed %d, breaker changes %d", i, st.Total, st.Idle, st.Created, st.ConnectErrors, st.Destroyed, st.BreakerChanges)
-					}
-					for i := range dbs {
-						assert.GreaterOrEqual(t, float64(ok[i].Load()), mean/2, "replica %d: %d successes, mean %.0f", i, ok[i].Load(), mean)
-					}
-				}
-				for _, db := range dbs {
-					require.NoError(t, db.Close())
-				}
-				srv.waitNoClients(t)
+					assert.GreaterOrEqual(t, float64(total["pooldriver"]), 0.9*float64(total["database/sql"]),
+						"goodput (%s): pooldriver %d, database/sql %d", start, total["pooldriver"], total["database/sql"])
+					t.Logf("goodput (%s): pooldriver/database/sql %.2f", start, float64(total["pooldriver"])/float64(total["database/sql"]))
+				})
 			}
-			assert.GreaterOrEqual(t, float64(total["pooldriver"]), 0.9*float64(total["database/sql"]), "goodput: pooldriver %d, database/sql %d", total["pooldriver"], total["database/sql"])
 		})
 	}
+}
+
+// replicaLoad is one run of TestAvailabilityReplicas.
+type replicaLoad struct {
+	replicas, perMax, workers int
+	think, run                time.Duration
+	apart                     time.Duration // between two replicas' starts
+	share                     float64       // each replica serves at least the mean over this (pooldriver)
+}
+
+// replicaRun runs l's replicas of flavour (database/sql or pooldriver)
+// against srv as app, and returns their successes in all.
+func replicaRun(t *testing.T, srv *restartableServer, app, flavour string, l replicaLoad) int64 {
+	dbs := make([]*sql.DB, l.replicas)
+	conns := make([]*pooldriver.Connector, l.replicas)
+	for i := range dbs {
+		if flavour == "database/sql" {
+			dbs[i] = sql.OpenDB(plainConnector(t, srv.s, app))
+			dbs[i].SetMaxOpenConns(l.perMax)
+			dbs[i].SetMaxIdleConns(l.perMax)
+		} else {
+			db, err := pooldriver.Open(withParams(app, fmt.Sprintf("pool_max_conns=%d", l.perMax)))
+			require.NoError(t, err)
+			dbs[i] = db
+			conns[i], _ = pooldriver.ConnectorOf(db)
+		}
+	}
+	ok := make([]atomic.Int64, l.replicas)
+	errs := make([]atomic.Int64, l.replicas)
+	all := make([]atomic.Int64, l.replicas) // successes while every replica runs
+	kinds := &loadResult{}
+	begin := make(chan struct{})
+	t0 := time.Now().Add(100 * time.Millisecond) // every worker waits at the line
+	allIn := t0.Add(time.Duration(l.replicas-1) * l.apart)
+	end := allIn.Add(l.run)
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		op := sleepOp(srv.s, db, 2)
+		for range l.workers {
+			wg.Go(func() {
+				<-begin
+				time.Sleep(time.Until(t0.Add(time.Duration(i) * l.apart)))
+				for time.Now().Before(end) {
+					c, cancel := context.WithTimeout(context.Background(), faultCallTO)
+					start := time.Now()
+					err := op(c)
+					cancel()
+					kinds.record(err, faultCallTO, time.Since(start))
+					if err == nil {
+						ok[i].Add(1)
+						if start.After(allIn) {
+							all[i].Add(1)
+						}
+					} else {
+						errs[i].Add(1)
+					}
+					time.Sleep(l.think)
+				}
+			})
+		}
+	}
+	time.Sleep(time.Until(t0))
+	close(begin)
+	wg.Wait()
+	var sum, sumAll int64
+	var per []string
+	for i := range dbs {
+		sum += ok[i].Load()
+		sumAll += all[i].Load()
+		per = append(per, fmt.Sprintf("%d/%d", ok[i].Load(), errs[i].Load()))
+	}
+	mean := float64(sumAll) / float64(l.replicas)
+	t.Logf("%s, %d replicas %v apart: successes/errors per replica %s; total %d", flavour, l.replicas, l.apart, strings.Join(per, " "), sum)
+	kinds.logKinds(t, flavour)
+	if flavour == "pooldriver" {
+		var closed, changes int64
+		for _, c := range conns {
+			st := c.Stats()
+			changes += st.BreakerChanges
+			closed += st.Destroyed
+		}
+		t.Logf("pooldriver: %d breaker changes, %d connections closed", changes, closed)
+		for i, c := range conns {
+			st := c.Stats()
+			t.Logf("  replica %d: total %d idle %d, created %d, connect errors %d, destroyed %d, breaker changes %d; %d successes while all ran",
+				i, st.Total, st.Idle, st.Created, st.ConnectErrors, st.Destroyed, st.BreakerChanges, all[i].Load())
+		}
+		for i := range dbs {
+			assert.GreaterOrEqual(t, float64(all[i].Load()), mean/l.share,
+				"replica %d: %d successes while all ran, mean %.0f", i, all[i].Load(), mean)
+		}
+	}
+	for _, db := range dbs {
+		require.NoError(t, db.Close())
+	}
+	return sum
 }
 
 // startRestartable starts a server of the test's own, allowing maxConns
