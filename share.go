@@ -39,10 +39,7 @@ import (
 // rarely to get any. The looks are a quarter of an interval early or late
 // at random (shareTick), so that pools started together, or a second
 // apart as a rolling deploy starts replicas, do not look in the same
-// instant. (Growing only where the room would take every pool's step was
-// tried: a pool's count of the pools is its own size's, too many for a
-// small one, which then never grew back; make test-docker's
-// TestReplicasShareFullServer failed 3 runs of 5 with it, none without.)
+// instant.
 //
 // Connections that have sat idle for 5 s (dialects.IdleFor) are no
 // pool's: a client holds them that does not use them now (an admin tool, a

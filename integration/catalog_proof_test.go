@@ -110,15 +110,21 @@ func TestCatalogProofJSONCast(t *testing.T) {
 	})
 }
 
+// skipUnlessSuperuser skips t where the test's role on s is no superuser.
+func skipUnlessSuperuser(t *testing.T, s server, why string) {
+	t.Helper()
+	if s.adminInt(t, "SELECT count(*) FROM pg_roles WHERE rolname = current_user AND rolsuper") == 0 {
+		t.Skip(why)
+	}
+}
+
 // TestCatalogProofOperatorClass: an index whose operator class's support
 // function is a user's PL/pgSQL (creating an operator class needs a
 // superuser) runs it on an INSERT into the table, with no operator or
 // call in the text.
 func TestCatalogProofOperatorClass(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
-		if s.adminInt(t, "SELECT count(*) FROM pg_roles WHERE rolname = current_user AND rolsuper") == 0 {
-			t.Skip("an operator class needs a superuser")
-		}
+		skipUnlessSuperuser(t, s, "an operator class needs a superuser")
 		searchPath, clean := pgSearchPath(t, s)
 		d := newDDL(t, s)
 		_, path := d.schema()
@@ -144,9 +150,7 @@ func TestCatalogProofOperatorClass(t *testing.T) {
 // built-in, as only strategy numbers tie them to ORDER BY.
 func TestCatalogProofDefaultOperatorClass(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
-		if s.adminInt(t, "SELECT count(*) FROM pg_roles WHERE rolname = current_user AND rolsuper") == 0 {
-			t.Skip("an operator class needs a superuser")
-		}
+		skipUnlessSuperuser(t, s, "an operator class needs a superuser")
 		searchPath, clean := pgSearchPath(t, s)
 		d := newDDL(t, s)
 		_, path := d.schema()
