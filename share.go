@@ -77,19 +77,18 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 		if wasFull {
 			return share // room just given back: the others' turn first
 		}
-		if share >= hi {
-			return hi
-		}
 		return min(hi, share+max(1, share/8))
 	}
 	if load.Refused >= 0 && !othersRefused || total <= 0 {
 		return share // full, and nobody else waits to get in
 	}
-	pools := poolsSeen(total, load)
+	// Idle connections are no pool's; this pool's own are its own, idle
+	// or not.
+	busy := max(int64(total), load.Connected-load.Idle)
+	pools := int64(math.Round(float64(busy) / float64(total)))
 	if pools < 2 && load.Refused < 0 {
 		return share // alone, as far as PostgreSQL lets us see
 	}
-	busy := max(int64(total), load.Connected-load.Idle)
 	fair := int((load.Limit - (load.Connected - busy)) / (max(pools, 1) + 1))
 	if total <= fair {
 		return share
@@ -98,17 +97,6 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	// from this one's size, which overcounts them when it is small (a
 	// replica still getting in would cut itself down).
 	return min(share, max(lo, fair, total-total/4, 1))
-}
-
-// poolsSeen estimates how many pools like this one, which holds total
-// connections, the server's busy connections make: idle ones are no
-// pool's, and this pool's own are its own, idle or not. At least 1. Pure.
-func poolsSeen(total int, load dialects.ServerLoad) int64 {
-	if total <= 0 {
-		return 1
-	}
-	busy := max(int64(total), load.Connected-load.Idle)
-	return max(1, int64(math.Round(float64(busy)/float64(total))))
 }
 
 // refusedOthers reports whether the server refused someone else since the
@@ -141,7 +129,7 @@ func shareTick() time.Duration {
 	return shareInterval*3/4 + rand.N(shareInterval/2)
 }
 
-// shareLoop asks for a look at the server every shareInterval while the
+// shareLoop asks for a look at the server about every shareInterval (shareTick) while the
 // pool holds connections (physEnv.lookDue: the next connection let go
 // takes it, see look). It ends when the Connector closes, or when its
 // connections cannot say how full the server is.
