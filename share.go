@@ -129,9 +129,9 @@ func shareTick() time.Duration {
 	return shareInterval*3/4 + rand.N(shareInterval/2)
 }
 
-// shareLoop asks for a look at the server about every shareInterval (shareTick) while the
-// pool holds connections (physEnv.lookDue: the next connection let go
-// takes it, see look). It ends when the Connector closes, or when its
+// shareLoop asks for a look at the server about every shareInterval
+// (shareTick) while the pool holds connections (physEnv.lookDue: the next
+// connection let go takes it, see look). It ends when the Connector closes, or when its
 // connections cannot say how full the server is.
 func (c *Connector) shareLoop() {
 	defer close(c.shareDone)
