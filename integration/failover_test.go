@@ -300,6 +300,27 @@ func countAfter(l *writeLog, t time.Time) string {
 	return fmt.Sprintf("%d (read-only %d: %s)", errs, readOnly, strings.Join(ks, "; "))
 }
 
+// fence makes pg read-only for every transaction that begins from now on,
+// and returns once no transaction begun before holds a transaction id (a
+// write in flight). A backend reads a reloaded configuration only before
+// the next message it processes, so a write it was running when the reload
+// came commits after it; synchronous_standby_names stays, so such a commit
+// waits for the standby: it is on the standby if it commits before the
+// promotion, and waits out its writer's deadline (a failure, not an
+// acknowledgement) if after.
+func (pg *localPG) fence(t *testing.T) {
+	t.Helper()
+	pg.sql(t, "ALTER SYSTEM SET default_transaction_read_only = on")
+	pg.sql(t, "SELECT pg_reload_conf()")
+	waitFor(t, "a new session on the fenced primary to be read-only", func() bool {
+		return pg.query(t, "SHOW default_transaction_read_only") == "on"
+	})
+	waitFor(t, "the writes in flight on the fenced primary to end", func() bool {
+		return pg.query(t, `SELECT count(*) FROM pg_stat_activity
+			WHERE backend_type = 'client backend' AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`) == "0"
+	})
+}
+
 // TestFailoverReadOnlyPrimary: the old primary is fenced (kept up, read-only
 // by a reload) and the standby promoted. pooldriver's writes reach the new
 // primary within a second of the promotion and no read-only error reaches
@@ -310,9 +331,7 @@ func TestFailoverReadOnlyPrimary(t *testing.T) {
 	primary := startLocalPG(t)
 	standby := primary.startStandby(t)
 	logs, promoted, _ := failover(t, primary, standby, standby, func(*sql.DB) {
-		primary.sql(t, "ALTER SYSTEM SET default_transaction_read_only = on")
-		primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
-		primary.sql(t, "SELECT pg_reload_conf()")
+		primary.fence(t)
 		standby.ctl(t, "promote")
 	})
 	first, _, _ := logs[0].after(promoted)
@@ -458,9 +477,7 @@ func TestFailoverReadersFollow(t *testing.T) {
 	}
 	require.Equal(t, primary.port, port(pd))
 	require.Equal(t, primary.port, port(plain))
-	primary.sql(t, "ALTER SYSTEM SET default_transaction_read_only = on")
-	primary.sql(t, "ALTER SYSTEM SET synchronous_standby_names = ''")
-	primary.sql(t, "SELECT pg_reload_conf()")
+	primary.fence(t)
 	standby.ctl(t, "promote")
 	promoted := time.Now()
 	waitFor(t, "pooldriver's reads on the new primary", func() bool { return port(pd) == standby.port })
