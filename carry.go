@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// A session reset carried with the next statement (issue 46). Where the
+// A session reset carried with the next statement. Where the
 // dialect can (dialects.ResetCarrier: PostgreSQL's direct path) and no
 // other connection is to be had without waiting (pool.Resource.Spare), a
 // hold that lets go of a connection whose session must be reset hands the

@@ -22,7 +22,7 @@ type StatementDropper interface {
 
 // ResetCarrier is implemented by a Conn that can send a session reset
 // with the next statement it runs, in the same write, instead of in a
-// round trip of its own (PostgreSQL's direct path: issue 46).
+// round trip of its own (PostgreSQL's direct path).
 //
 // CarryReset, called in place of ResetSession on a Conn with no
 // transaction open, either returns false (the Conn cannot carry it now:

@@ -14,7 +14,7 @@ import (
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
-// A session reset carried with the next statement (issue 46): instead of a
+// A session reset carried with the next statement: instead of a
 // round trip of its own when a hold lets go, the reset waits on the
 // connection and goes out in front of the next statement run there, in
 // the same write:

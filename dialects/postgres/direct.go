@@ -25,8 +25,8 @@ import (
 // for in the formats the stdlib asks for and turned into the same
 // driver.Values. What it saves per query is what the stdlib and pgx.Conn
 // build afresh each time: the argument slice, pgx's rows, the stdlib's
-// rows, one closure per column and the column names (issue 39: about a
-// tenth of a point select's instructions).
+// rows, one closure per column and the column names (about a tenth of a
+// point select's instructions).
 //
 // It is taken only where it cannot differ from the stdlib: the exec mode
 // is cache_statement with a statement cache, no tracer is configured

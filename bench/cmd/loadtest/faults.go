@@ -17,7 +17,7 @@ import (
 	"github.com/pooldriver/pooldriver/internal/faultproxy"
 )
 
-// The faults workload (-faults) runs the fault table of issue 10 for
+// The faults workload (-faults) runs a table of faults for
 // pooldriver, tuned database/sql and pgxpool side by side, pool size 10,
 // over loopback only, and writes faults.md and faults.json: a network black
 // hole under calls with 1s timeouts (a proxy that swallows everything), the

@@ -54,7 +54,7 @@ type Row struct {
 	TotalMax time.Duration `json:"total_wait_max_ns,omitempty"`
 }
 
-// Target is one of the issue's targets, checked for pooldriver (database/sql
+// Target is one of the load test's targets, checked for pooldriver (database/sql
 // at its defaults).
 type Target struct {
 	What string `json:"what"`
@@ -186,7 +186,7 @@ func median[T number](xs []T) T {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// targets checks the issue's targets for pooldriver with database/sql at its
+// targets checks the load test's targets for pooldriver with database/sql at its
 // defaults.
 func targets(rows []Row) []Target {
 	var ts []Target

@@ -1,5 +1,5 @@
 // Command resetbeside tells where the cost of an off-path session reset
-// lands (issue 35). A serial caller ("A", one connection of its own, no
+// lands. A serial caller ("A", one connection of its own, no
 // reset) runs `SELECT pd_bench_f()` while a second caller ("B") runs
 // `SELECT 1` in a loop through pooldriver, once with
 // pool_reset_always=true (every statement of B's is followed by a reset of

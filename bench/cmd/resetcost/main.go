@@ -1,6 +1,6 @@
 // Command resetcost measures what a PostgreSQL session reset costs a serial
-// caller when it is sent in the same write as the caller's statement
-// (issue 46): one connection through pgconn, no pool, each call a write of
+// caller when it is sent in the same write as the caller's statement:
+// one connection through pgconn, no pool, each call a write of
 // the reset's Query message and `SELECT pd_bench_f()`'s, and a read of
 // both replies, or the reset's statements and the caller's in one Query
 // message (one implicit transaction). Each variant of the reset is timed in turns of 500 calls,

@@ -1,6 +1,5 @@
 // Command archstat prints numbers about the structure of one Go package, its
-// non-test files, so that a refactoring can be measured before and after
-// (issue 24).
+// non-test files, so that a refactoring can be measured before and after.
 //
 // Usage:
 //
