@@ -58,7 +58,7 @@ func (c *Connector) watchCatalog(dc any) {
 	})
 }
 
-// stopCatalog waits for the loop to end, once shareStop is closed.
+// stopCatalog waits for the loop to end, once the Connector's closed is closed.
 func (c *Connector) stopCatalog() {
 	c.catalogs.mu.Lock()
 	done := c.catalogs.done
@@ -70,7 +70,7 @@ func (c *Connector) stopCatalog() {
 
 // catalogLoop reads the catalog again each time its reading falls due,
 // on an idle connection (RefreshCatalog, as the health check runs it),
-// until shareStop is closed.
+// until the Connector closes.
 func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 	defer close(done)
 	<-c.catalogs.ready
@@ -81,7 +81,7 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 	defer cancel()
 	go func() {
 		select {
-		case <-c.shareStop:
+		case <-c.closed:
 			cancel()
 		case <-ctx.Done():
 		}

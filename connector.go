@@ -39,20 +39,11 @@ type Connector struct {
 	gated     atomic.Bool
 	drainMark atomic.Uint64
 	tasks     atomic.Int64
-	// The look at how full the server is (share.go): limitRefusals counts
-	// this pool's connects the server refused for its limit since the
-	// last look; shareStop ends the loop, which closes shareDone.
-	limitRefusals atomic.Int64
-	atLimit       func(error) bool // the dialect's ConnLimitDetector, or nil
-	shareStop     chan struct{}
-	shareDone     chan struct{}
-	shareMu       sync.Mutex // protects the fields below (look, shareLoop)
-	share         int        // the pool's share: MaxConns unless the server is full
-	shareRefused  int64      // the server's count of refusals at the last look, or -1
-	shareLimit    int64      // the limit the last look read
-	shareFull     bool       // the last look found the server full
-	shareFailed   int        // looks that failed in a row: at 3 the loop ends
-	shareOff      bool       // the server cannot say: no more looks
+	// closed is closed when the Connector closes: the share's and the
+	// catalog's loops end then.
+	closed  chan struct{}
+	atLimit func(error) bool // the dialect's ConnLimitDetector, or nil
+	share   serverShare      // the pool's share of a full server (share.go)
 
 	// catalogs reads a due catalog at once (catalogwatch.go).
 	catalogs catalogWatch
@@ -214,8 +205,8 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		owner:          c,
 	}
 	// Before the pool: its first connections may start the catalog loop,
-	// which ends when shareStop is closed.
-	c.shareStop, c.shareDone = make(chan struct{}), make(chan struct{})
+	// which ends when closed is closed.
+	c.closed = make(chan struct{})
 	c.catalogs.ready = make(chan struct{})
 	p, err := pool.New(pool.Config[*physConn]{
 		Factory:             c.open,
@@ -247,8 +238,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	c.pool = p
 	close(c.catalogs.ready)
 	c.gated.Store(c.cfg.Tracer != nil)
-	c.share, c.shareRefused = s.MaxConns, -1
-	go c.shareLoop()
+	c.share.start(p, s.MinConns, s.MaxConns, &c.env.lookDue, c.logAt, c.closed)
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
 }
@@ -442,8 +432,8 @@ func (c *Connector) Close() error {
 func (c *Connector) closeNow() {
 	if c.pool != nil {
 		if c.closing.CompareAndSwap(false, true) {
-			close(c.shareStop)
-			<-c.shareDone
+			close(c.closed)
+			c.share.wait()
 			c.stopCatalog()
 		}
 		c.pool.Close()

@@ -74,6 +74,15 @@ type connState struct {
 	// going back to the pool. Not kept: settle fills it in when it asks
 	// decide, after the hook ran.
 	rejected bool
+
+	// What the features that act on a let-go connection want of it, filled
+	// in each time a hold or a task lets go (physConn.letGoVerdict); a
+	// settled connection asks decide without them. lookDue: the Connector
+	// wants to know how full the server is (share.go), through a
+	// connection on its way back. carries: the dialect can send a session
+	// reset with the next statement (carry.go). resetWaits: such a reset
+	// waits on the connection, from a hold before that ran nothing there.
+	lookDue, carries, resetWaits bool
 }
 
 func (s connState) String() string {
@@ -81,8 +90,9 @@ func (s connState) String() string {
 	if s.task != nil {
 		mode = s.mode.String()
 	}
-	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t mode=%s owner=%t resetAlways=%t parkable=%t stale=%t rejected=%t",
-		s.tx, s.session, s.rows, s.holds, s.task != nil, mode, s.txOwner != nil, s.resetAlways, s.parkable, s.stale, s.rejected)
+	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t mode=%s owner=%t resetAlways=%t parkable=%t stale=%t rejected=%t lookDue=%t carries=%t resetWaits=%t",
+		s.tx, s.session, s.rows, s.holds, s.task != nil, mode, s.txOwner != nil, s.resetAlways, s.parkable, s.stale, s.rejected,
+		s.lookDue, s.carries, s.resetWaits)
 }
 
 // fate is what happens to a physical connection when a hold or a task lets
@@ -98,6 +108,12 @@ const (
 	fateReset                     // reset the session, then back to the pool
 	fateRollbackReset             // both, in that order
 	fateDestroy                   // close it; the pool opens another when needed
+
+	// The ways back to the pool that a feature asks for, in place of
+	// fateRelease, fatePark or fateReset.
+	fateLook         // look at how full the server is through it, off the caller's path, then back (share.go)
+	fateCarry        // its session reset goes with the next statement run there, where no other connection is to be had (carry.go)
+	fateReleaseCarry // back to the pool with the reset a hold before carried still waiting on it (carry.go)
 )
 
 func (f fate) String() string {
@@ -118,6 +134,12 @@ func (f fate) String() string {
 		return "rollback+reset"
 	case fateDestroy:
 		return "destroy"
+	case fateLook:
+		return "look"
+	case fateCarry:
+		return "carry reset"
+	case fateReleaseCarry:
+		return "release, reset carried"
 	}
 	return fmt.Sprintf("fate(%d)", uint8(f))
 }
@@ -125,11 +147,27 @@ func (f fate) String() string {
 // decide is the one place that decides a physical connection's fate when
 // something lets go of it. mode is the mode of the task it is bound to
 // (ignored when it is not bound). What it knows besides the state is in
-// the state too: staleness, the AfterRelease hook's verdict, parkability.
-// It has no side effects (it reads *s only: a pointer, because the state
-// is eight words and it runs at the end of every hold): the caller applies
-// the result (physConn.settle, or park).
+// the state too: staleness, the AfterRelease hook's verdict, parkability,
+// what the share and the carried reset want. It has no side effects (it
+// reads *s only: a pointer, because the state is eight words and it runs
+// at the end of every hold): the caller applies the result
+// (physConn.settle, or park).
 func decide(s *connState, mode Mode) fate {
+	f := decideState(s, mode)
+	switch {
+	case (f == fateRelease || f == fatePark) && s.lookDue:
+		return fateLook
+	case f == fateReset && s.carries:
+		return fateCarry
+	case (f == fateRelease || f == fatePark) && s.resetWaits:
+		return fateReleaseCarry
+	}
+	return f
+}
+
+// decideState is decide by the connection's state alone: what is to be
+// kept, undone or closed.
+func decideState(s *connState, mode Mode) fate {
 	if s.holds > 0 || s.rows > 0 {
 		return fateInUse
 	}

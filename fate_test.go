@@ -69,6 +69,27 @@ func TestDecide(t *testing.T) {
 		{"rejected and stale", connState{rejected: true, stale: true}, TransactionMode, fateDestroy},
 		{"rejected, held", connState{rejected: true, holds: 1}, TransactionMode, fateInUse},
 		{"rejected, session task", connState{rejected: true, task: tk}, SessionMode, fateKeepForTask},
+
+		// What the share and the carried reset want: a way back to the
+		// pool for a connection that goes back, nothing else.
+		{"look due, clean", connState{lookDue: true}, TransactionMode, fateLook},
+		{"look due, parkable", connState{lookDue: true, parkable: true}, TransactionMode, fateLook},
+		{"look due, dirty", connState{lookDue: true, session: sessionDirty}, TransactionMode, fateReset},
+		{"look due, raw tx", connState{lookDue: true, tx: txRaw}, TransactionMode, fateRollback},
+		{"look due, held", connState{lookDue: true, holds: 1}, TransactionMode, fateInUse},
+		{"look due, stale", connState{lookDue: true, stale: true}, TransactionMode, fateDestroy},
+		{"look due, session task", connState{lookDue: true, task: tk}, SessionMode, fateKeepForTask},
+		{"carries, dirty", connState{carries: true, session: sessionDirty}, TransactionMode, fateCarry},
+		{"carries, reset always", connState{carries: true, resetAlways: true}, TransactionMode, fateCarry},
+		{"carries, dirty, raw tx", connState{carries: true, session: sessionDirty, tx: txRaw}, TransactionMode, fateRollbackReset},
+		{"carries, clean", connState{carries: true}, TransactionMode, fateRelease},
+		{"carries, dirty, look due", connState{carries: true, session: sessionDirty, lookDue: true}, TransactionMode, fateCarry},
+		{"carries, dirty, transaction task", connState{carries: true, session: sessionDirty, task: tk}, TransactionMode, fateKeepForTask},
+		{"reset waits, clean", connState{carries: true, resetWaits: true}, TransactionMode, fateReleaseCarry},
+		{"reset waits, parkable", connState{carries: true, resetWaits: true, parkable: true}, TransactionMode, fateReleaseCarry},
+		{"reset waits, look due", connState{carries: true, resetWaits: true, lookDue: true}, TransactionMode, fateLook},
+		{"reset waits, dirty again", connState{carries: true, resetWaits: true, session: sessionDirty}, TransactionMode, fateCarry},
+		{"reset waits, lost", connState{carries: true, resetWaits: true, session: sessionLost}, TransactionMode, fateDestroy},
 	}
 	for _, c := range cases {
 		if got := decide(&c.st, c.mode); got != c.want {
@@ -86,12 +107,27 @@ func TestDecideInvariants(t *testing.T) {
 			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}} {
 				for _, bound := range []taskBinding{nil, tk} {
 					for _, mode := range []Mode{TransactionMode, SessionMode} {
-						for i := range 16 {
+						for i := range 128 {
 							always, parkable, stale, rejected := i&1 != 0, i&2 != 0, i&4 != 0, i&8 != 0
-							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always, parkable: parkable, stale: stale, rejected: rejected}
+							look, carries, waits := i&16 != 0, i&32 != 0, i&64 != 0
+							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, resetAlways: always, parkable: parkable, stale: stale, rejected: rejected,
+								lookDue: look, carries: carries, resetWaits: waits}
 							f := decide(&st, mode)
+							plain := st
+							plain.lookDue, plain.carries, plain.resetWaits = false, false, false
+							without := decide(&plain, mode)
 							inUse := use.holds > 0 || use.rows > 0
 							switch {
+							case f != without && without != fateRelease && without != fatePark && without != fateReset:
+								t.Errorf("%v: %v where the state alone says %v: only a way back to the pool may change", st, f, without)
+							case (f == fateLook || f == fateReleaseCarry) && without != fateRelease && without != fatePark:
+								t.Errorf("%v: %v for a connection that is not clean (%v)", st, f, without)
+							case f == fateLook && !look, f == fateCarry && !carries, f == fateReleaseCarry && !waits:
+								t.Errorf("%v: %v that nothing asked for", st, f)
+							case f == fateCarry && without != fateReset:
+								t.Errorf("%v: a reset carried where %v was due", st, without)
+							case without == fateReset && f != fateReset && f != fateCarry:
+								t.Errorf("%v: a reset due, and %v", st, f)
 							case inUse && f != fateInUse:
 								t.Errorf("%v: %v while in use", st, f)
 							case !inUse && f == fateInUse:

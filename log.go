@@ -128,7 +128,7 @@ func (c *Connector) logDebug(msg string, args ...any) {
 // without a line per attempt.
 func (c *Connector) connectFailed(err error) {
 	if c.atLimit != nil && c.atLimit(err) {
-		c.limitRefusals.Add(1)
+		c.share.refusals.Add(1)
 	}
 	n := c.dialFailures.Add(1)
 	if n == 1 {

@@ -731,7 +731,7 @@ func (pc *physConn) resetSession() error {
 func (pc *physConn) letGo() {
 	pc.mu.Lock()
 	pc.st.holds--
-	f := pc.verdict(&pc.st)
+	f := pc.letGoVerdict(&pc.st)
 	if f == fateInUse || f == fateKeepForTask {
 		pc.mu.Unlock()
 		return
@@ -755,7 +755,7 @@ func (pc *physConn) letGo() {
 // it needs no lock.
 func (pc *physConn) letGoAlone() {
 	pc.st.holds--
-	f := pc.verdict(&pc.st)
+	f := pc.letGoVerdict(&pc.st)
 	if f == fateInUse {
 		return
 	}
@@ -783,7 +783,7 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 	pc.st.holds--
 	if parksAsIs(&pc.st) && !pc.stale() {
 		pc.st.stale = false // as verdict would have written it: decide says fatePark
-	} else if pc.verdict(&pc.st) != fatePark {
+	} else if pc.letGoVerdict(&pc.st) != fatePark {
 		pc.st.holds++
 		return nil
 	}
@@ -803,6 +803,16 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		pc.env.releases.TraceReleaseContext(relCtx, rel)
 	}
 	return r // someone else may have pc already: it is not to be touched
+}
+
+// letGoVerdict is verdict for a connection a hold or a task lets go of,
+// with what the share and the carried reset want of it (written into st).
+// The caller holds mu, or has pc alone.
+func (pc *physConn) letGoVerdict(st *connState) fate {
+	st.lookDue = pc.env.lookDue.Load()
+	st.carries = pc.carrier != nil
+	st.resetWaits = st.carries && pc.carrier.ResetPending()
+	return pc.verdict(st)
 }
 
 // verdict is decide on st, pc's state (or what it is about to be), with
@@ -826,31 +836,36 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 	if pc.traced {
 		pc.traceRelease(f)
 	}
-	if (f == fateRelease || f == fatePark) && pc.env.lookDue.Load() && pc.env.lookDue.CompareAndSwap(true, false) {
-		// The Connector's look at how full the server is (share.go), as
-		// a cleanup: a round trip off the caller's path, once a second
-		// at most.
-		if pc.env.cleanups.start(func() {
-			if !pc.env.owner.look(pc) {
-				f = fateDestroy
+	switch f {
+	case fateLook:
+		// The Connector's look at how full the server is (share.go), as a
+		// cleanup: a round trip off the caller's path, once a second at
+		// most. Whoever takes lookDue first looks.
+		if pc.env.lookDue.CompareAndSwap(true, false) {
+			if pc.env.cleanups.start(func() {
+				g := fateRelease
+				if !pc.env.owner.look(pc) {
+					g = fateDestroy
+				}
+				pc.settleNow(g, owner)
+			}) {
+				return
 			}
-			pc.settleNow(f, owner)
-		}) {
+			pc.env.lookDue.Store(true) // closing: the next one, if any
+		}
+		f = fateRelease
+	case fateCarry:
+		// The reset goes with the next statement (carry.go) where no
+		// other connection is to be had, so that resetting this one off
+		// the callers' path would keep someone waiting.
+		if !pc.res.Spare() && pc.carry() {
+			pc.settleNow(fateRelease, owner)
+			pc.resetWhenIdle()
 			return
 		}
-		pc.env.lookDue.Store(true) // closing: the next one, if any
-	}
-	if f == fateReset && pc.carrier != nil && !pc.res.Spare() && pc.carry() {
-		// The reset goes with the next statement (carry.go): no other
-		// connection is to be had, so resetting this one off the
-		// callers' path would keep someone waiting.
+		f = fateReset
+	case fateReleaseCarry:
 		pc.settleNow(fateRelease, owner)
-		pc.resetWhenIdle()
-		return
-	}
-	if f == fateRelease && pc.carrier != nil && pc.carrier.ResetPending() {
-		// A hold that ran nothing there: its reset still waits.
-		pc.settleNow(f, owner)
 		pc.resetWhenIdle()
 		return
 	}

@@ -5,9 +5,12 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // Replicas that share a full server. Each replica of a service has its own
@@ -129,29 +132,72 @@ func shareTick() time.Duration {
 	return shareInterval*3/4 + rand.N(shareInterval/2)
 }
 
-// shareLoop asks for a look at the server about every shareInterval
-// (shareTick) while the pool holds connections (physEnv.lookDue: the next
-// connection let go takes it, see look). It ends when the Connector closes, or when its
-// connections cannot say how full the server is.
-func (c *Connector) shareLoop() {
-	defer close(c.shareDone)
+// serverShare is what a pool knows of its share of a full server: its
+// own refusals since the last look, what the last look read, and the share
+// it set. Its loop asks for a look (lookDue) and the next connection let
+// go makes it (physConn.settle, fateLook).
+type serverShare struct {
+	pool    *pool.Pool[*physConn]
+	lo, hi  int // the pool's MinConns and MaxConns
+	lookDue *atomic.Bool
+	logAt   func(level slog.Level, msg string, err error, args ...any)
+	done    chan struct{} // closed when the loop ends
+
+	// refusals counts this pool's connects the server refused for its
+	// limit since the last look.
+	refusals atomic.Int64
+
+	mu      sync.Mutex // protects the fields below (look, loop)
+	share   int        // the pool's share: MaxConns unless the server is full
+	refused int64      // the server's count of refusals at the last look, or -1
+	limit   int64      // the limit the last look read
+	full    bool       // the last look found the server full
+	failed  int        // looks that failed in a row: at 3 the loop ends
+	off     bool       // the server cannot say: no more looks
+}
+
+// start starts the loop for pool p, whose MinConns and MaxConns are lo
+// and hi, until stop is closed (wait waits for its end).
+func (s *serverShare) start(p *pool.Pool[*physConn], lo, hi int, lookDue *atomic.Bool,
+	logAt func(level slog.Level, msg string, err error, args ...any), stop <-chan struct{},
+) {
+	s.pool, s.lo, s.hi, s.lookDue, s.logAt = p, lo, hi, lookDue, logAt
+	s.share, s.refused = hi, -1
+	s.done = make(chan struct{})
+	go s.loop(stop)
+}
+
+// wait waits for the loop to end, once its stop is closed; at once where
+// it never started (pool.New failed).
+func (s *serverShare) wait() {
+	if s.done != nil {
+		<-s.done
+	}
+}
+
+// loop asks for a look at the server about every shareInterval
+// (shareTick) while the pool holds connections. It ends when stop is
+// closed, or when the pool's connections cannot say how full the server
+// is.
+func (s *serverShare) loop(stop <-chan struct{}) {
+	defer close(s.done)
 	tick := time.NewTimer(shareTick())
 	defer tick.Stop()
 	for {
 		select {
-		case <-c.shareStop:
+		case <-stop:
 			return
 		case <-tick.C:
 			tick.Reset(shareTick())
 		}
-		c.shareMu.Lock()
-		off, share := c.shareOff, c.share
-		c.shareMu.Unlock()
+		s.mu.Lock()
+		off, share := s.off, s.share
+		s.mu.Unlock()
 		if off {
 			return
 		}
-		if st := c.pool.Stats(); st.Total >= 2 || share < c.cfg.MaxConns {
-			c.env.lookDue.Store(true)
+		if st := s.pool.Stats(); st.Total >= 2 || share < s.hi {
+			s.lookDue.Store(true)
 		}
 	}
 }
@@ -159,45 +205,47 @@ func (c *Connector) shareLoop() {
 // look asks the server through pc, which nobody else can reach (a
 // cleanup, see physConn.settle), how full it is, and sets the pool's share
 // from the answer. It reports false when pc failed to say: pc is lost.
-func (c *Connector) look(pc *physConn) bool {
+func (c *Connector) look(pc *physConn) bool { return c.share.look(pc) }
+
+func (s *serverShare) look(pc *physConn) bool {
 	lr, ok := pc.dc.(dialects.LoadReader)
 	if !ok {
-		c.shareMu.Lock()
-		c.shareOff = true
-		c.shareMu.Unlock()
+		s.mu.Lock()
+		s.off = true
+		s.mu.Unlock()
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, c.cfg.CleanupTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, pc.env.cleanupTimeout))
 	load, err := lr.ServerLoad(ctx)
 	cancel()
-	c.shareMu.Lock()
-	defer c.shareMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
 		pc.lose(err, false)
-		if c.shareFailed++; c.shareFailed == 3 {
-			c.shareOff = true
-			c.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
+		if s.failed++; s.failed == 3 {
+			s.off = true
+			s.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
 		}
 		return false
 	}
-	c.shareFailed = 0
-	mine := c.limitRefusals.Swap(0)
-	others := refusedOthers(c.shareRefused, c.shareLimit, load, mine)
-	c.shareRefused, c.shareLimit = load.Refused, load.Limit
-	total := c.pool.Stats().Total
-	next := nextShare(c.share, total, c.cfg.MinConns, c.cfg.MaxConns, load, others, c.shareFull)
-	c.shareFull = load.Limit > 0 && load.Connected >= load.Limit
+	s.failed = 0
+	mine := s.refusals.Swap(0)
+	others := refusedOthers(s.refused, s.limit, load, mine)
+	s.refused, s.limit = load.Refused, load.Limit
+	total := s.pool.Stats().Total
+	next := nextShare(s.share, total, s.lo, s.hi, load, others, s.full)
+	s.full = load.Limit > 0 && load.Connected >= load.Limit
 	if sharedFull(load, total) {
-		c.pool.Pressure()
+		s.pool.Pressure()
 	}
-	if next == c.share {
+	if next == s.share {
 		return true
 	}
-	if next < c.share {
-		c.logAt(slog.LevelInfo, "server full: giving connections back to the others", nil,
-			"share", next, "was", c.share, "server_limit", load.Limit, "server_connected", load.Connected)
+	if next < s.share {
+		s.logAt(slog.LevelInfo, "server full: giving connections back to the others", nil,
+			"share", next, "was", s.share, "server_limit", load.Limit, "server_connected", load.Connected)
 	}
-	c.share = next
-	c.pool.SetShare(next)
+	s.share = next
+	s.pool.SetShare(next)
 	return true
 }

@@ -47,7 +47,7 @@ func (pc *physConn) releaseTrace() (context.Context, TraceReleaseData) {
 // traced, ends with fate f. The caller has pc to itself.
 func (pc *physConn) traceRelease(f fate) {
 	ctx, d := pc.releaseTrace()
-	d.Reset = f == fateReset || f == fateRollback || f == fateRollbackReset
+	d.Reset = f == fateReset || f == fateRollback || f == fateRollbackReset || f == fateCarry
 	d.Closed = f == fateDestroy
 	pc.env.releases.TraceReleaseContext(ctx, d)
 }
