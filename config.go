@@ -1,14 +1,106 @@
 package pooldriver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+// Config is a Connector's whole configuration: the pool's settings, its
+// hooks, credentials, logger, circuit breaker and tracer, as fields that
+// can be read, changed and printed. It is the way to configure a
+// Connector: [ParseConfig] makes one from a DSN, every setting filled in
+// (the DSN's pool_* parameters, else the defaults); [NewConnectorWithConfig]
+// opens a Connector with it, and [Connector.Config] reads back the one a
+// Connector uses. The settings carry pgxpool's names where pgxpool has the
+// setting. A Config must be made by ParseConfig (it holds the DSN's
+// credential template). What derives from other settings (the lifetime
+// jitter, a tenth of the lifetime unless given) is worked out again when
+// the Connector is made, from the final fields, so that a setting means
+// the same whether a DSN, an option or a field set it.
+//
+// [New], [Open] and [Wrap] are layers over it: the DSN's parameters, then
+// the options ([Option]), each of which sets one field and is checked as
+// the field is. String and LogValue print it without the password.
+type Config struct {
+	MaxConns               int           // pool_max_conns: at most this many physical connections, ≥ 1
+	MinConns               int           // pool_min_conns: kept open, opened in the background
+	MinIdleConns           int           // pool_min_idle_conns: kept idle, as far as MaxConns allows
+	AcquireTimeout         time.Duration // pool_acquire_timeout: bounds a wait for a connection; 0: only the caller's context
+	ConnectTimeout         time.Duration // pool_connect_timeout: bounds each attempt to open one; 0: only the driver's own
+	HealthCheckPeriod      time.Duration // pool_health_check_period: how often idle ones are checked; 0: never
+	MaxConnLifetime        time.Duration // pool_max_conn_lifetime: close one this old once idle; 0: never
+	MaxConnLifetimeJitter  time.Duration // pool_max_conn_lifetime_jitter: up to this much more, per connection; default a tenth of the final MaxConnLifetime
+	MaxConnIdleTime        time.Duration // pool_max_conn_idle_time: close one idle this long; 0: never
+	LeakDetectionThreshold time.Duration // pool_leak_detection_threshold: report one held longer; 0: off
+	CleanupTimeout         time.Duration // bounds each rollback and reset pooldriver runs by itself; > 0
+	Mode                   Mode          // pool_mode: the default mode of tasks (WithTask)
+	// pool_server_pooling: the pooler in front of the server, if any
+	// (PostgreSQL only: PgBouncer's session or transaction pooling).
+	ServerPooling dialects.ServerPooling
+	ResetAlways   bool // pool_reset_always: reset every connection at the end of every hold
+	// pool_trust_functions: a call of a function or procedure the dialect
+	// does not know counts as a session change only for what its text or
+	// the server shows; by default it counts as one (default-deny).
+	TrustFunctions bool
+	Name           string // pool_name: the pool's name in logs, metrics and spans; "": host:port/database (Connector.PoolName)
+
+	// The hooks on a physical connection's life: see WithBeforeConnect,
+	// WithAfterConnect, WithBeforeAcquire, WithAfterRelease and
+	// WithBeforeClose. nil: none.
+	BeforeConnect func(ctx context.Context, config any) error
+	AfterConnect  func(ctx context.Context, raw any) error
+	BeforeAcquire func(ctx context.Context, raw any) error
+	AfterRelease  func(raw any) bool
+	BeforeClose   func(raw any)
+
+	// Credentials, when set, gives the user and password of every new
+	// physical connection in place of the DSN's (WithCredentials).
+	Credentials func(ctx context.Context) (user, password string, err error)
+	// Logger receives what the Connector does on its own (WithLogger);
+	// nil: nothing is logged.
+	Logger *slog.Logger
+	// CircuitBreaker drives the pool's breaker (WithCircuitBreaker); nil:
+	// pool.NewThresholdStrategy(0, 250*time.Millisecond).
+	CircuitBreaker pool.Strategy
+	// Tracer hears of the pool's acquires and connects, for traces
+	// (WithTracer, otelpool.WithTracing); nil: nothing is traced.
+	Tracer Tracer
+
+	tmpl dialects.Template // the DSN's credential template; nil: not made by ParseConfig
+	// The jitter was given (DSN, option). Otherwise it is derived when the
+	// Connector is made, from the final MaxConnLifetime, unless the field
+	// no longer holds derivedJitter, the value ParseConfig derived from
+	// the DSN's lifetime (a user set it).
+	jitterGiven   bool
+	derivedJitter time.Duration
+}
+
+// Default settings, the same as the DSN's pool_* parameters' defaults.
+const (
+	defaultMaxConns          = 10
+	defaultMinConns          = 0
+	defaultAcquireTimeout    = 30 * time.Second
+	defaultHealthCheckPeriod = 30 * time.Second
+	defaultMaxConnLifetime   = time.Hour
+	defaultMaxConnIdleTime   = 30 * time.Minute
+	defaultCleanupTimeout    = 5 * time.Second
+	defaultConnectTimeout    = 10 * time.Second
+
+	// The default circuit breaker (see WithCircuitBreaker) acts only at
+	// the server's connection limit (defaultBreakerFailures 0: it never
+	// opens on failed connection attempts), and tries a new connection
+	// defaultBreakerCoolDown after it stopped opening them.
+	defaultBreakerFailures = 0
+	defaultBreakerCoolDown = 250 * time.Millisecond
 )
 
 // ParseConfig parses dsn into a Config: the dialect its scheme names (which
@@ -49,7 +141,7 @@ func defaultConfig(t dialects.Template) Config {
 	c := Config{tmpl: t}
 	for i := range settings {
 		if s := &settings[i]; s.def != nil {
-			s.in(&c).Set(reflect.ValueOf(s.def))
+			s.set(&c, s.def)
 		}
 	}
 	c.deriveJitter()
@@ -117,7 +209,7 @@ func (c *Config) validate() error {
 			if s.configOnly {
 				by = s.option
 			}
-			return fmt.Errorf("pooldriver: %s (%s) = %s: %w", s.field, by, format(s.in(c).Interface()), err)
+			return fmt.Errorf("pooldriver: %s (%s) = %s: %w", s.field, by, format(s.value(c)), err)
 		}
 	}
 	if err := c.checkCounts(); err != nil {
@@ -180,22 +272,43 @@ func (c *Config) LogValue() slog.Value {
 func (c *Config) attrs() []slog.Attr {
 	attrs := make([]slog.Attr, 0, len(settings)+1)
 	for i := range settings {
-		if v := format(settings[i].in(c).Interface()); v != "" {
+		if v := format(settings[i].value(c)); v != "" {
 			attrs = append(attrs, slog.String(settings[i].key, v))
 		}
 	}
 	var set []string
-	v := reflect.ValueOf(c).Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if f.IsExported() && settingBy(f.Name) == nil && !v.Field(i).IsZero() {
-			set = append(set, f.Name)
+	for _, f := range c.given() {
+		if f.set {
+			set = append(set, f.name)
 		}
 	}
 	if len(set) > 0 {
 		attrs = append(attrs, slog.String("set", strings.Join(set, ",")))
 	}
 	return attrs
+}
+
+// given lists the fields of c that hold no setting (hooks, credentials,
+// logger, breaker, tracer), in the order of Config, each with whether it
+// is set.
+func (c *Config) given() []struct {
+	name string
+	set  bool
+} {
+	return []struct {
+		name string
+		set  bool
+	}{
+		{"BeforeConnect", c.BeforeConnect != nil},
+		{"AfterConnect", c.AfterConnect != nil},
+		{"BeforeAcquire", c.BeforeAcquire != nil},
+		{"AfterRelease", c.AfterRelease != nil},
+		{"BeforeClose", c.BeforeClose != nil},
+		{"Credentials", c.Credentials != nil},
+		{"Logger", c.Logger != nil},
+		{"CircuitBreaker", c.CircuitBreaker != nil},
+		{"Tracer", c.Tracer != nil},
+	}
 }
 
 var (

@@ -17,14 +17,6 @@ import (
 // time and the caller's program counters (no allocation, no symbols); one
 // background goroutine looks for connections out too long.
 
-// WithLeakDetection turns leak detection on (pool_leak_detection_threshold):
-// a physical connection kept out of the pool longer than threshold is
-// reported once; 0 turns it off. Report times are precise to a quarter of
-// the threshold (at most a second).
-func WithLeakDetection(threshold time.Duration) Option {
-	return durationOption("WithLeakDetection", threshold, func(c *Config) { c.LeakDetectionThreshold = threshold })
-}
-
 // leakDetector watches the physical connections of one Connector.
 type leakDetector struct {
 	c         *Connector

@@ -2,7 +2,6 @@ package pooldriver
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -32,19 +31,6 @@ import (
 //	      connect failures in a row (the 2nd, 4th, 8th, ...), acquire timeouts,
 //	      leaks (leak.go), the circuit breaker open or limited (the server
 //	      at its connection limit)
-
-// WithPoolName names the Connector's pool: the attribute "pool" of every
-// log line, and the pool name of the exporters' metrics and spans
-// (pool_name in the DSN). Default: see Connector.PoolName.
-func WithPoolName(name string) Option {
-	return func(c *Config) error {
-		if name == "" {
-			return errors.New("pooldriver: WithPoolName(\"\"): a name is required")
-		}
-		c.Name = name
-		return nil
-	}
-}
 
 // PoolName returns the name of c's pool: the one WithPoolName or pool_name
 // gave, else host:port/database, the name the OpenTelemetry conventions

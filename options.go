@@ -2,6 +2,7 @@ package pooldriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -206,6 +207,103 @@ func hookOption(name string, missing bool, set func(*Config)) Option {
 			return fmt.Errorf("pooldriver: %s(nil): a function is required", name)
 		}
 		set(c)
+		return nil
+	}
+}
+
+// Hooks on the life of a physical connection, as pgxpool has them. Each
+// gets the real driver connection, raw, as RawConn gives it: a *pgx.Conn
+// (dialects/postgres), go-sql-driver/mysql's driver.Conn (dialects/mysql),
+// an *odbc.Conn (dialects/odbc), the wrapped driver's driver.Conn (Wrap).
+// A hook runs with the connection to itself, never at the same time as a
+// statement on it. A hook that panics counts as one that failed. Each
+// dialect has a typed adapter of every hook, whose function takes its own
+// connection type and which says so when given another dialect's:
+// postgres.AfterConnect(func(ctx, *pgx.Conn) error), mysql.AfterRelease,
+// odbc.BeforeClose, and so on.
+
+// WithBeforeConnect sets f to shape the driver's configuration of every new
+// physical connection before it connects: config is that connection's own
+// copy, with the credentials filled in, and f may change it. Use the
+// dialect's typed adapter, postgres.BeforeConnect (a *pgx.ConnConfig: a
+// tracer, DefaultQueryExecMode, OnNotice, ...). An error fails the
+// connection attempt. PostgreSQL only: it is rejected (see Connector.Err)
+// for other dialects, and with Wrap (configure the wrapped connector
+// instead).
+func WithBeforeConnect(f func(ctx context.Context, config any) error) Option {
+	return hookOption("WithBeforeConnect", f == nil, func(c *Config) { c.BeforeConnect = f })
+}
+
+// WithAfterConnect sets f to run on every new physical connection before
+// anyone uses it, and again after every session reset (a reset gives the
+// session back the state of a new connection, which undoes what f set):
+// register types (pgx's TypeMap), set what every session starts with
+// (HikariCP's connectionInitSql). What f leaves in the session is what
+// pooldriver resets to; f must not leave a transaction open. A reset does
+// not undo what lives in the driver (pgx's TypeMap): f may skip it when it
+// is there already, sparing a round trip per reset. An error
+// closes the connection unused: on a new one, the statement that needed it
+// fails with the error (errors.Is reaches it); after a reset, the
+// connection is closed instead of reused.
+func WithAfterConnect(f func(ctx context.Context, raw any) error) Option {
+	return hookOption("WithAfterConnect", f == nil, func(c *Config) { c.AfterConnect = f })
+}
+
+// WithBeforeAcquire sets f to run each time a physical connection is taken
+// from the pool for a statement, a *sql.Conn, a *sql.Tx or a task, with the
+// context of the statement (pgxpool's PrepareConn): check something of the
+// connection, say that the server is still the primary. An error closes the
+// connection unused and fails the statement with it; return
+// driver.ErrBadConn for database/sql to retry on another connection. f
+// must not change the session: pooldriver would not know (use
+// WithAfterConnect). It runs on every acquire: keep it cheap.
+func WithBeforeAcquire(f func(ctx context.Context, raw any) error) Option {
+	return hookOption("WithBeforeAcquire", f == nil, func(c *Config) { c.BeforeAcquire = f })
+}
+
+// WithAfterRelease sets f to run each time a physical connection goes back
+// to the pool, after pooldriver rolled back and reset what was left on it;
+// false closes it instead (pgxpool's AfterRelease). It runs in the
+// goroutine that ends the statement or hold: keep it cheap.
+func WithAfterRelease(f func(raw any) bool) Option {
+	return hookOption("WithAfterRelease", f == nil, func(c *Config) { c.AfterRelease = f })
+}
+
+// WithBeforeClose sets f to run just before a physical connection is closed
+// (pgxpool's BeforeClose).
+func WithBeforeClose(f func(raw any)) Option {
+	return hookOption("WithBeforeClose", f == nil, func(c *Config) { c.BeforeClose = f })
+}
+
+// WithLeakDetection turns leak detection on (pool_leak_detection_threshold):
+// a physical connection kept out of the pool longer than threshold is
+// reported once; 0 turns it off. Report times are precise to a quarter of
+// the threshold (at most a second).
+func WithLeakDetection(threshold time.Duration) Option {
+	return durationOption("WithLeakDetection", threshold, func(c *Config) { c.LeakDetectionThreshold = threshold })
+}
+
+// WithPoolName names the Connector's pool: the attribute "pool" of every
+// log line, and the pool name of the exporters' metrics and spans
+// (pool_name in the DSN). Default: see Connector.PoolName.
+func WithPoolName(name string) Option {
+	return func(c *Config) error {
+		if name == "" {
+			return errors.New("pooldriver: WithPoolName(\"\"): a name is required")
+		}
+		c.Name = name
+		return nil
+	}
+}
+
+// WithTracer sets t to trace the pool's acquires and connects (see
+// [Tracer]); without one, nothing is traced and nothing is paid for it.
+func WithTracer(t Tracer) Option {
+	return func(c *Config) error {
+		if t == nil {
+			return errors.New("pooldriver: WithTracer(nil): a Tracer is required")
+		}
+		c.Tracer = t
 		return nil
 	}
 }

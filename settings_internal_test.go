@@ -24,7 +24,7 @@ func defaultText(s *setting) string {
 		return s.words
 	}
 	c := defaultConfig(nil)
-	return format(s.in(&c).Interface())
+	return format(s.value(&c))
 }
 
 // TestSettingsTable: the table names every field of Config that holds a
@@ -41,9 +41,12 @@ func TestSettingsTable(t *testing.T) {
 			seen[name] = true
 		}
 		f, ok := reflect.TypeFor[Config]().FieldByName(s.field)
+		var c Config
 		switch {
 		case !ok:
 			t.Errorf("%s: no field %s in Config", s.key, s.field)
+		case reflect.ValueOf(s.at(&c)).Pointer() != reflect.ValueOf(&c).Elem().FieldByName(s.field).Addr().Pointer():
+			t.Errorf("%s: at points elsewhere than Config.%s", s.key, s.field)
 		case s.def != nil && reflect.TypeOf(s.def) != f.Type:
 			t.Errorf("%s: default %T for a field of type %s", s.key, s.def, f.Type)
 		case strings.HasPrefix(s.key, "pool_") == s.configOnly:
@@ -55,17 +58,28 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("%s: option %s for the field %s", s.key, s.option, s.field)
 		}
 	}
+	var given []string
+	for _, g := range (&Config{}).given() {
+		given = append(given, g.name)
+	}
+	var others []string
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
 		switch f.Type.Kind() {
 		case reflect.Func, reflect.Interface, reflect.Pointer:
 			if seen[f.Name] {
 				t.Errorf("%s, a %s, in the table of settings", f.Name, f.Type)
 			}
+			if f.IsExported() {
+				others = append(others, f.Name)
+			}
 		default:
 			if f.IsExported() && !seen[f.Name] {
 				t.Errorf("Config.%s is not in the table of settings", f.Name)
 			}
 		}
+	}
+	if !slices.Equal(given, others) {
+		t.Errorf("Config.given names %v, want the fields that hold no setting, in order: %v", given, others)
 	}
 }
 
@@ -177,7 +191,7 @@ func TestOptionsAreTheTable(t *testing.T) {
 		if err := tc.good(c); err != nil {
 			t.Errorf("%s: %v", s.option, err)
 		}
-		if a, b := def.String(), c.String(); a == b || strings.ReplaceAll(b, " "+s.key+"="+format(s.in(c).Interface()), "") != strings.ReplaceAll(a, " "+s.key+"="+format(s.in(def).Interface()), "") {
+		if a, b := def.String(), c.String(); a == b || strings.ReplaceAll(b, " "+s.key+"="+format(s.value(c)), "") != strings.ReplaceAll(a, " "+s.key+"="+format(s.value(def)), "") {
 			t.Errorf("%s changed more or less than %s:\n%s\n%s", s.option, s.key, a, b)
 		}
 		if (tc.bad == nil) != (s.check == nil) {

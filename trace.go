@@ -2,21 +2,8 @@ package pooldriver
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// WithTracer sets t to trace the pool's acquires and connects (see
-// [Tracer]); without one, nothing is traced and nothing is paid for it.
-func WithTracer(t Tracer) Option {
-	return func(c *Config) error {
-		if t == nil {
-			return errors.New("pooldriver: WithTracer(nil): a Tracer is required")
-		}
-		c.Tracer = t
-		return nil
-	}
-}
 
 // acquireTraced is acquire, told to c's Tracer.
 func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
