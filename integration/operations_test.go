@@ -118,7 +118,12 @@ func TestConnectorReset(t *testing.T) {
 		tn.waitConns(t, 3)
 		table := s.table(t, "reset", "id int")
 
-		tx, err := db.BeginTx(ctx(t), nil)
+		// The transaction's context outlives the waits below, each of
+		// which may take seconds on a loaded machine (database/sql rolls
+		// back a transaction whose context ends).
+		txCtx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
+		defer cancel()
+		tx, err := db.BeginTx(txCtx, nil)
 		require.NoError(t, err)
 		_, err = tx.ExecContext(ctx(t), "INSERT INTO "+table+" VALUES (1)")
 		require.NoError(t, err)
