@@ -19,7 +19,13 @@ import (
 // goodbye is the first answer the statement reads). Through pooldriver
 // the statement runs once, on another connection, and the caller sees no
 // error. The plain driver runs the same rounds beside it: whatever it
-// returns, it commits each row it reports done, and no other.
+// returns, it commits each row it reports done, and no other. MySQL's KILL
+// sends no goodbye, only the end of the stream: a statement written before
+// that end arrives cannot be told from one the server read, so on MySQL
+// "on its way" holds pooldriver to what it holds the plain driver to
+// (against a local server the end is in the socket as KILL returns; behind
+// Docker's proxy it may come a moment later, and the driver's "invalid
+// connection" is the statement's error, as the plain driver's is).
 func TestTerminatedIdleRunsOnce(t *testing.T) {
 	t.Parallel()
 	forEachServer(t, func(t *testing.T, s server) {
@@ -72,9 +78,9 @@ func TestTerminatedIdleRunsOnce(t *testing.T) {
 							sockets.waitClosed(t)
 						}
 						_, err = db.ExecContext(c, "INSERT INTO "+tbl+" (a) VALUES ("+s.placeholder(1)+")", round)
-						if mode.plain {
+						if mode.plain || !inSocket && s.name == "mysql" {
 							if err != nil {
-								t.Logf("plain driver, round %d: %v", round, err)
+								t.Logf("%s, round %d: %v", mode.name, round, err)
 								continue
 							}
 						} else {
