@@ -130,10 +130,10 @@ func (d *leakDetector) check(pc *physConn, now time.Duration) {
 	var pcs [leakStackDepth]uintptr
 	n := copy(pcs[:], m.pcs[:m.n])
 	m.mu.Unlock()
-	// Logged before it is counted: whoever sees the count sees the line.
+	// Counted before it is logged: whoever reads the line finds it counted.
+	d.c.stats.leaks.Add(1)
 	d.c.logWarn("connection held longer than the leak detection threshold; it was taken by", nil,
 		"held", (now - time.Duration(at-1)).Round(time.Millisecond), "threshold", d.threshold, "stack", formatStack(pcs[:n]))
-	d.c.stats.leaks.Add(1)
 }
 
 // formatStack formats the frames of pcs, leaving out pooldriver's own and
