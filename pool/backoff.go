@@ -28,11 +28,15 @@ var ErrBackoff = errors.New("pool: creating resources is failing, and the next a
 
 // backoff spaces factory calls after consecutive failures. After the n-th
 // failure in a row, a factory call for a waiting caller starts no earlier
-// than a random time between half and all of min·2^(n-1), capped at max;
-// one for the pool's own refill, capped at refillBackoffMax instead. Each
-// call started meanwhile pushes both times on by as much, so that calls
-// that hang (a black-holed network) do not pile up: the back-off spaces
-// the calls, not the callers. A success ends it. Its fields are guarded by
+// than a random time between half and all of min·2^(n-1), capped at max,
+// after the newest call started; one for the pool's own refill, capped at
+// refillBackoffMax instead. Each call started meanwhile pushes both times
+// on by as much, so that calls that hang (a black-holed network) do not
+// pile up: the back-off spaces the calls, not the callers. The spacing
+// runs from starts, not from failures: calls in flight that fail one after
+// another (a failover, each attempt refused by a standby) would otherwise
+// each push the next start on, and no new attempt would start until the
+// last of them had failed. A success ends it. Its fields are guarded by
 // the pool's mu.
 type backoff struct {
 	failures int           // consecutive failed factory calls
@@ -41,14 +45,15 @@ type backoff struct {
 	refill   time.Duration // no call for the refill before
 }
 
-// failed records a failed factory call at now.
-func (b *backoff) failed(now, lo, hi time.Duration) {
+// failed records a failed factory call; from is when the newest call
+// started (this one, or one started since).
+func (b *backoff) failed(from, lo, hi time.Duration) {
 	b.failures++
 	if lo <= 0 {
 		return // disabled
 	}
 	b.jitter = 0.5 + rand.Float64()/2 // callers that failed together do not retry together
-	b.spaceFrom(now, lo, hi)
+	b.spaceFrom(from, lo, hi)
 }
 
 // started records a factory call started at now while failing.

@@ -150,11 +150,11 @@ type Config[T any] struct {
 
 	// BackoffMin and BackoffMax space factory calls after failures: after
 	// the n-th failure in a row, the next factory call for a waiting
-	// caller starts after a random time between half and all of
-	// BackoffMin·2^(n-1), capped at BackoffMax (the pool's own refill
-	// backs off further, up to 2s or BackoffMax), and each call started
-	// meanwhile pushes the next one on as much: the back-off spaces the
-	// factory calls, not the callers. A caller that needs a new resource
+	// caller starts a random time between half and all of
+	// BackoffMin·2^(n-1), capped at BackoffMax, after the newest call
+	// started (the pool's own refill backs off further, up to 2s or
+	// BackoffMax), and each call started meanwhile pushes the next one on
+	// as much: the back-off spaces the factory calls, not the callers. A caller that needs a new resource
 	// meanwhile waits, within its context and AcquireTimeout, for a
 	// resource in use or for its turn of factory call; it gets that
 	// call's error when it fails with nothing in use, and is refused

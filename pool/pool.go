@@ -77,7 +77,7 @@ type Pool[T any] struct {
 	dials      *time.Timer
 	dialsArmed bool
 	dialAt     time.Duration
-	lastStart  time.Duration // when the newest factory call started (see staleLocked)
+	lastStart  time.Duration // when the newest factory call started (see backoff)
 	// trim gives back idle resources while the backend is at its limit
 	// (pressure.go): until pressureUntil, every half
 	// Config.IdleTimeUnderPressure.
@@ -595,8 +595,8 @@ func (p *Pool[T]) startFactoriesLocked() {
 		if now < 0 {
 			now = p.clock()
 		}
-		if !p.growthLocked() && !p.staleLocked(now) {
-			return // the next one made starts more (create), or staleLocked's timer
+		if !p.growthLocked() && !p.failingFastLocked() {
+			return // the next one made starts more (create)
 		}
 		if !p.dialAllowedLocked(now) {
 			p.noDialLocked(now)
@@ -627,31 +627,19 @@ func (p *Pool[T]) growthLocked() bool {
 	return false
 }
 
-// staleAfter is how long the newest factory call may be under way, while
-// factory calls fail, before another starts beside it past the growth
-// limit; see staleLocked.
-const staleAfter = 100 * time.Millisecond
-
-// staleLocked reports whether a waiter's factory call may start beside
-// those in flight although growthLocked says no: factory calls are
-// failing, and every call in flight began staleAfter ago or more. While
-// calls fail the backend may have moved (a failover: the old primary
-// silent until its connect timeout, the new one ready), and a call that
-// hangs on a silent backend must not hold back one that may find the
-// backend answering; one call per staleAfter at most, within Max. Not
+// failingFastLocked reports whether a waiter's factory call may start
+// beside those in flight although growthLocked says no: factory calls are
+// failing, and the last failure was an answer (a refusal, a standby where a
+// primary is wanted), not a timeout. While calls fail so, the backend may
+// be moving (a failover: the new primary ready at any moment, the old one
+// perhaps silent until its connect timeout), and each waiting caller's call
+// is one more chance to find it as soon as it answers, as a caller of a
+// plain driver dials for itself; the back-off still spaces the starts, and
+// Max and the waiters (one call each) bound how many are in flight. Not
 // while the last failure was a timeout: the backend said nothing (a black
 // hole, every host silent), and a call started now would wait as long.
-// When it says no, the dials timer looks again when the newest call turns
-// stale.
-func (p *Pool[T]) staleLocked(now time.Duration) bool {
-	if p.backoff.failures == 0 || p.creating == 0 || isTimeout(p.lastFailure) {
-		return false
-	}
-	if at := p.lastStart + staleAfter; now < at {
-		p.armDialsLocked(at, now)
-		return false
-	}
-	return true
+func (p *Pool[T]) failingFastLocked() bool {
+	return p.backoff.failures > 0 && p.creating > 0 && !isTimeout(p.lastFailure)
 }
 
 // noDialLocked tells the waiters that need a new resource, when none may
@@ -874,7 +862,7 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took tim
 	if p.backoff.failures == 0 {
 		p.failingSince = now
 	}
-	p.backoff.failed(now, p.cfg.BackoffMin, p.cfg.BackoffMax)
+	p.backoff.failed(p.lastStart, p.cfg.BackoffMin, p.cfg.BackoffMax)
 	p.lastFailure = err
 	p.permanent = permanent
 	if ev == EventAtLimit {

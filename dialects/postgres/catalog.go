@@ -271,13 +271,18 @@ type pgCatalog struct {
 // role may not read it: a reading of another server is borrowed only
 // from one with the same (hostOrder.sibling).
 func serverID(ctx context.Context, pc *pgconn.PgConn) string {
-	res, err := pc.Exec(ctx, `SELECT (SELECT system_identifier::text FROM pg_catalog.pg_control_system())
-	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')`).ReadAll()
+	res, err := pc.Exec(ctx, "SELECT ("+serverIDQuery+")").ReadAll()
 	if err != nil || len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
 		return ""
 	}
 	return string(res[0].Rows[0][0])
 }
+
+// serverIDQuery reads the system identifier, or nothing where the role may
+// not call pg_control_system (the gate is a one-time filter: the function
+// does not run then).
+const serverIDQuery = `SELECT system_identifier::text FROM pg_catalog.pg_control_system()
+	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')`
 
 // readCatalog reads the catalog on pc, which must be idle outside a
 // transaction (the reading's SET LOCAL would otherwise outlive it).

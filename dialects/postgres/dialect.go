@@ -129,22 +129,26 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 		_ = dc.Close()
 		return nil, fmt.Errorf("pooldriver: postgres: pgx stdlib returned %T, want *stdlib.Conn", dc)
 	}
-	if t.checkPooler {
-		if err := checkNoPooler(ctx, sc.Conn().PgConn()); err != nil {
-			_ = sc.Close()
-			return nil, err
-		}
-	}
-	pc := newConn(sc, w)
-	pc.unnamed = t.unnamed
-	pc.role = t.role
 	// The first connection to a server and database reads its catalog
 	// now; a due reading is read again by a statement's connection, not
 	// on the connect path (a new server process reads it slowest).
 	pg := sc.Conn().PgConn()
 	cat := dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database))
+	askID := t.hosts != nil && cat.Current() == nil // a sibling's reading may do (hostOrder.sibling)
+	id := func() string { return serverID(ctx, pg) }
+	if t.checkPooler {
+		sid, err := checkNoPooler(ctx, pg, askID)
+		if err != nil {
+			_ = sc.Close()
+			return nil, err
+		}
+		id = func() string { return sid }
+	}
+	pc := newConn(sc, w)
+	pc.unnamed = t.unnamed
+	pc.role = t.role
 	if t.hosts != nil {
-		t.hosts.sibling(cat, cfg.Database, func() string { return serverID(ctx, pg) })
+		t.hosts.sibling(cat, cfg.Database, id)
 	}
 	if cat.Current() == nil {
 		pc.shadows(pg, true)

@@ -26,7 +26,7 @@ import (
 // last too, while that try lasts: a primary killed mid-connect (its
 // postmaster accepted the connection and died without a word) holds its
 // tries until their connect timeout, and the attempts that the pool
-// starts meanwhile (see the pool's staleAfter) must reach the host that
+// starts meanwhile (see the pool's failingFastLocked) must reach the host that
 // answers, the promoted standby, first.
 type hostOrder struct {
 	mu      sync.Mutex
@@ -55,8 +55,8 @@ const (
 	// connect_timeout, failed slowly.
 	slowAttempt = time.Second
 	// silentTry: a try under way this long makes its host go last for
-	// the attempts that start meanwhile. The pool's own delay before an
-	// attempt beside stuck ones (pool.staleAfter) is the same.
+	// the attempts that start meanwhile (a handshake on this machine's
+	// loopback takes a few milliseconds; a loaded server's, tens).
 	silentTry = 100 * time.Millisecond
 )
 

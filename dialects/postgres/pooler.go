@@ -70,21 +70,39 @@ func execModeName(m pgx.QueryExecMode) string {
 }
 
 // checkNoPooler returns ErrPoolerFound when the session behind pc is not
-// the one whose process id the login announced.
-func checkNoPooler(ctx context.Context, pc *pgconn.PgConn) error {
+// the one whose process id the login announced. With withID it also
+// returns the server's system identifier (see serverID), read in the same
+// round trip: a new connection to a server whose catalog has no reading
+// yet asks for both (OpenConfigured).
+func checkNoPooler(ctx context.Context, pc *pgconn.PgConn, withID bool) (id string, err error) {
 	announced := pc.PID()
 	if announced == 0 {
-		return nil // no BackendKeyData: cannot tell
+		return idOf(ctx, pc, withID), nil // no BackendKeyData: cannot tell
 	}
-	res := pc.ExecParams(ctx, "SELECT pg_backend_pid()", nil, nil, nil, nil).Read()
-	if res.Err != nil || len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
-		return nil // not PostgreSQL's function: cannot tell
+	q := "SELECT pg_catalog.pg_backend_pid()"
+	if withID {
+		q += ", (" + serverIDQuery + ")"
 	}
-	pid, err := strconv.ParseUint(string(res.Rows[0][0]), 10, 32)
-	if err != nil || uint32(pid) == announced {
-		return nil
+	res := pc.ExecParams(ctx, q, nil, nil, nil, nil).Read()
+	if res.Err != nil || len(res.Rows) != 1 || len(res.Rows[0]) < 1 {
+		return idOf(ctx, pc, withID), nil // not PostgreSQL's functions: cannot tell
 	}
-	return fmt.Errorf("%w (the login announced backend %d, the session is backend %d)", ErrPoolerFound, announced, pid)
+	if withID && len(res.Rows[0]) > 1 {
+		id = string(res.Rows[0][1])
+	}
+	pid, perr := strconv.ParseUint(string(res.Rows[0][0]), 10, 32)
+	if perr != nil || uint32(pid) == announced {
+		return id, nil
+	}
+	return "", fmt.Errorf("%w (the login announced backend %d, the session is backend %d)", ErrPoolerFound, announced, pid)
+}
+
+// idOf is serverID where withID asks for it.
+func idOf(ctx context.Context, pc *pgconn.PgConn, withID bool) string {
+	if !withID {
+		return ""
+	}
+	return serverID(ctx, pc)
 }
 
 // PrepareContext prepares query as pgx's stdlib does (a named statement,
