@@ -167,7 +167,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if err != nil {
 			return err
 		}
-		x = &tx{l: l, pc: pc, open: openTx{drv: dtx}, task: le.t, ctx: ctx}
+		x = &tx{l: l, pc: pc, open: openTx{drv: dtx, nested: txs == txRaw}, task: le.t, ctx: ctx}
 		x.open.of = x
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on

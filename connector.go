@@ -199,8 +199,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		carryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		leaks:          c.leaks != nil,
 		stats:          &c.physStats,
-		poolName:       c.name,
-		releases:       releaseTracer(s.Tracer),
+		releases:       releaseTracer(s.Tracer, c.name),
 		log:            c.log,
 		owner:          c,
 	}
@@ -369,8 +368,6 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
 	return r.Value().checkIdle(ctx, r)
 }
-
-var errStale = errors.New("pooldriver: opened before Connector.Reset")
 
 // acquire takes a physical connection from the pool for a hold. Without a
 // Tracer, and before Shutdown, this is one check more than take.

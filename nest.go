@@ -84,12 +84,6 @@ func nestedIn(owner *openTx) (*savepointTx, bool) {
 	return s, ok
 }
 
-// isNested reports whether owner is a nested *sql.Tx's transaction.
-func isNested(owner *openTx) bool {
-	_, ok := nestedIn(owner)
-	return ok
-}
-
 // checkNestedOptions refuses options a savepoint cannot honour: an
 // isolation level or a read-only access mode other than the open
 // transaction's. Without options there is nothing to check, and no round

@@ -199,6 +199,9 @@ func (pc *physConn) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 // stale reports whether pc was opened before its Connector's last Reset.
 func (pc *physConn) stale() bool { return pc.gen != pc.env.gen.Load() }
 
+// errStale is why a stale connection is not handed out.
+var errStale = errors.New("pooldriver: opened before Connector.Reset")
+
 // setTx records the transaction now open on the server. The caller holds sem.
 func (pc *physConn) setTx(s txState, owner *openTx) {
 	pc.mu.Lock()
@@ -679,7 +682,7 @@ func rawTx(s dialects.TxStatus) txState {
 func (pc *physConn) rollback(owner *openTx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
 	defer cancel()
-	if _, nested := nestedIn(owner); nested {
+	if owner != nil && owner.nested {
 		owner = nil // a savepoint in a raw transaction: roll all of it back
 	}
 	var err error
@@ -787,12 +790,12 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		pc.st.holds++
 		return nil
 	}
-	var rel TraceReleaseData
+	var held time.Duration
 	var relCtx context.Context
 	traced := pc.traced
 	if traced {
 		// Taken before Park: then someone else may have pc.
-		relCtx, rel = pc.releaseTrace()
+		relCtx, held = pc.releaseTrace()
 	}
 	if !r.Park() {
 		pc.st.holds = 1
@@ -800,9 +803,25 @@ func (pc *physConn) park() *pool.Resource[*physConn] {
 		return nil
 	}
 	if traced {
-		pc.env.releases.TraceReleaseContext(relCtx, rel)
+		pc.env.releases.released(relCtx, held, fatePark)
 	}
 	return r // someone else may have pc already: it is not to be touched
+}
+
+// releaseTrace takes what the release of pc's traced hold is told: the
+// acquire's context and how long the hold had pc. The caller has pc to
+// itself; after it, pc keeps no context.
+func (pc *physConn) releaseTrace() (context.Context, time.Duration) {
+	ctx := pc.tracedCtx
+	pc.traced, pc.tracedCtx = false, nil
+	return ctx, time.Since(pc.tracedAt)
+}
+
+// traceRelease tells the release hook that pc's hold, whose acquire was
+// traced, ends with fate f. The caller has pc to itself.
+func (pc *physConn) traceRelease(f fate) {
+	ctx, held := pc.releaseTrace()
+	pc.env.releases.released(ctx, held, f)
 }
 
 // letGoVerdict is verdict for a connection a hold or a task lets go of,
@@ -1011,7 +1030,7 @@ func (pc *physConn) joinForEnd(t taskBinding, owner *openTx) (ok, session bool) 
 		// Its hold let go of pc meanwhile, and took the transaction along
 		// to roll it back (see letGo).
 		return false, false
-	case owner != nil && pc.st.task == t && isNested(owner):
+	case owner != nil && pc.st.task == t && owner.nested:
 		// A *sql.Tx nested in t's raw transaction: t's end on its bound
 		// connection rolls all of it back (with the care it takes for
 		// other holds still on it); claimed, the *sql.Tx runs nothing

@@ -35,10 +35,8 @@ type physEnv struct {
 	// the next connection let go asks, off the caller's path, before the
 	// pool has it back (settle), and is not parked meanwhile.
 	lookDue atomic.Bool
-	// releases: the Tracer, where it hears of releases too (trace.go);
-	// poolName names the pool to it.
-	releases ReleaseContextTracer
-	poolName string
+	// releases: the Tracer, where it hears of releases too (trace.go).
+	releases releaseHook
 	stats    *physStats
 	log      *slog.Logger // nil: nothing is logged
 	owner    physOwner
@@ -73,6 +71,13 @@ type physOwner interface {
 	lostRole(pc *physConn, server string)
 }
 
+// releaseHook hears of the end of each hold whose acquire was traced: the
+// acquire's context, how long the hold had the connection, and the fate
+// the connection met (fatePark: parked as it is).
+type releaseHook interface {
+	released(ctx context.Context, held time.Duration, f fate)
+}
+
 // taskBinding is the task a physical connection is bound to, as the
 // connection sees it: the task implements it (task.go).
 type taskBinding interface {
@@ -88,6 +93,9 @@ type taskBinding interface {
 // with it still open. The *sql.Tx's wrapper (tx) holds one.
 type openTx struct {
 	drv driver.Tx
+	// nested: drv is a savepoint in the task's raw transaction (nest.go),
+	// whose rollback is the raw transaction's.
+	nested bool
 	// of is the *sql.Tx's wrapper (tx), which says whether its task's end
 	// claimed it: a rollback settle runs then is the task's (see clean).
 	of taskClaim

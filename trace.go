@@ -21,24 +21,6 @@ func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
 	return pc, err
 }
 
-// releaseTrace takes what the release of pc's traced hold is told: the
-// acquire's context and the data, without the fate's part. The caller has
-// pc to itself; after it, pc keeps no context.
-func (pc *physConn) releaseTrace() (context.Context, TraceReleaseData) {
-	ctx := pc.tracedCtx
-	pc.traced, pc.tracedCtx = false, nil
-	return ctx, TraceReleaseData{PoolName: pc.env.poolName, Held: time.Since(pc.tracedAt)}
-}
-
-// traceRelease tells the release tracer that pc's hold, whose acquire was
-// traced, ends with fate f. The caller has pc to itself.
-func (pc *physConn) traceRelease(f fate) {
-	ctx, d := pc.releaseTrace()
-	d.Reset = f == fateReset || f == fateRollback || f == fateRollbackReset || f == fateCarry
-	d.Closed = f == fateDestroy
-	pc.env.releases.TraceReleaseContext(ctx, d)
-}
-
 // openTraced is open, told to c's Tracer.
 func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
 	t := c.cfg.Tracer
@@ -49,16 +31,35 @@ func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
 	return pc, err
 }
 
-// releaseTracer returns t where it hears of releases too, else nil: a
+// releaseTracer returns t, where it hears of releases too, as the physical
+// connections' releaseHook for the pool named name, else nil: a
 // ReleaseTracer that takes no context is called without it.
-func releaseTracer(t Tracer) ReleaseContextTracer {
+func releaseTracer(t Tracer, name string) releaseHook {
 	switch r := t.(type) {
 	case ReleaseContextTracer:
-		return r
+		return releaseTrace{r, name}
 	case ReleaseTracer:
-		return releaseWithoutContext{r}
+		return releaseTrace{releaseWithoutContext{r}, name}
 	}
 	return nil
+}
+
+// releaseTrace tells a ReleaseContextTracer of the end of a traced hold.
+type releaseTrace struct {
+	t        ReleaseContextTracer
+	poolName string
+}
+
+// released: a hold let go of a connection with fate f, which said whether
+// it was reset (a rollback, a reset, or a reset carried with the next
+// statement) or closed.
+func (r releaseTrace) released(ctx context.Context, held time.Duration, f fate) {
+	r.t.TraceReleaseContext(ctx, TraceReleaseData{
+		PoolName: r.poolName,
+		Held:     held,
+		Reset:    f == fateReset || f == fateRollback || f == fateRollbackReset || f == fateCarry,
+		Closed:   f == fateDestroy,
+	})
 }
 
 // releaseWithoutContext is a ReleaseTracer called as a ReleaseContextTracer.
