@@ -187,7 +187,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	c.name = c.poolName()
 	c.log = c.newLogger()
 	if s.LeakDetectionThreshold > 0 {
-		c.leaks = newLeakDetector(c, s.LeakDetectionThreshold)
+		c.leaks = newLeakDetector(c.log, &c.stats.leaks, s.LeakDetectionThreshold)
 	}
 	c.env = physEnv{
 		cleanupTimeout: s.CleanupTimeout,
@@ -363,6 +363,16 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 	}
 	return nil
 }
+
+// returned tells c's leak detection that pc is going back to the pool (or
+// being closed).
+func (c *Connector) returned(pc *physConn) { c.leaks.returned(pc) }
+
+// look asks the server through pc, which nobody else can reach (a
+// cleanup, see physConn.settle), how full it is, and sets the pool's share
+// from the answer (serverShare.look). It reports false when pc failed to
+// say: pc is lost.
+func (c *Connector) look(pc *physConn) bool { return c.share.look(pc) }
 
 // checkIdle is the pool's BeforeAcquire: see physConn.checkIdle.
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {

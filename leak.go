@@ -1,11 +1,13 @@
 package pooldriver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +21,8 @@ import (
 
 // leakDetector watches the physical connections of one Connector.
 type leakDetector struct {
-	c         *Connector
+	log       *slog.Logger  // the Connector's; nil: nothing is logged
+	count     *atomic.Int64 // the Connector's count of leaks, for Stats
 	threshold time.Duration
 	epoch     time.Time
 	done      chan struct{}
@@ -29,8 +32,8 @@ type leakDetector struct {
 	conns map[*physConn]struct{}
 }
 
-func newLeakDetector(c *Connector, threshold time.Duration) *leakDetector {
-	d := &leakDetector{c: c, threshold: threshold, epoch: time.Now(), done: make(chan struct{}), conns: map[*physConn]struct{}{}}
+func newLeakDetector(log *slog.Logger, count *atomic.Int64, threshold time.Duration) *leakDetector {
+	d := &leakDetector{log: log, count: count, threshold: threshold, epoch: time.Now(), done: make(chan struct{}), conns: map[*physConn]struct{}{}}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -71,10 +74,6 @@ func (d *leakDetector) taken(pc *physConn) {
 	m.takenAt.Store(int64(time.Since(d.epoch)) + 1)
 }
 
-// returned tells c's leak detection that pc is going back to the pool (or
-// being closed).
-func (c *Connector) returned(pc *physConn) { c.leaks.returned(pc) }
-
 // returned records that pc is going back to the pool (or being closed).
 func (d *leakDetector) returned(pc *physConn) {
 	m := &pc.leak
@@ -85,7 +84,7 @@ func (d *leakDetector) returned(pc *physConn) {
 	m.mu.Unlock()
 	if reported && at > 0 {
 		held := time.Since(d.epoch) - time.Duration(at-1)
-		d.c.logAt(slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
+		logAt(context.Background(), d.log, slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
 	}
 }
 
@@ -131,8 +130,8 @@ func (d *leakDetector) check(pc *physConn, now time.Duration) {
 	n := copy(pcs[:], m.pcs[:m.n])
 	m.mu.Unlock()
 	// Counted before it is logged: whoever reads the line finds it counted.
-	d.c.stats.leaks.Add(1)
-	d.c.logWarn("connection held longer than the leak detection threshold; it was taken by", nil,
+	d.count.Add(1)
+	logAt(context.Background(), d.log, slog.LevelWarn, "connection held longer than the leak detection threshold; it was taken by", nil,
 		"held", (now - time.Duration(at-1)).Round(time.Millisecond), "threshold", d.threshold, "stack", formatStack(pcs[:n]))
 }
 

@@ -205,8 +205,6 @@ func (s *serverShare) loop(stop <-chan struct{}) {
 // look asks the server through pc, which nobody else can reach (a
 // cleanup, see physConn.settle), how full it is, and sets the pool's share
 // from the answer. It reports false when pc failed to say: pc is lost.
-func (c *Connector) look(pc *physConn) bool { return c.share.look(pc) }
-
 func (s *serverShare) look(pc *physConn) bool {
 	lr, ok := pc.dc.(dialects.LoadReader)
 	if !ok {
