@@ -392,7 +392,7 @@ func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 // with a Tracer.
 func (c *Connector) acquireGated(ctx context.Context) (*physConn, error) {
 	if c.drainMark.Load() != 0 {
-		if t := taskFrom(ctx); t == nil || !c.admits(t) {
+		if t := ctxTaskFrom(ctx); t == nil || !c.admits(t.number()) {
 			return nil, ErrShuttingDown
 		}
 	}

@@ -45,20 +45,6 @@ type binding struct {
 	lost error     // why the connection was lost
 }
 
-// taskSeq numbers the tasks in the order they begin (Shutdown admits
-// those begun before it).
-var taskSeq atomic.Uint64
-
-type taskKey struct{}
-
-// tasksBegun is set by the first WithTask: until then no context can carry
-// a task, and a statement looks for none (taskFrom), which would walk the
-// whole context chain, every layer a service added, for a key that is not
-// there. Whoever is handed a task's context has a happens-before edge with
-// the WithTask that made it (a call, a go statement, a channel), so it sees
-// the flag set.
-var tasksBegun atomic.Bool
-
 // WithTask starts a task: it returns a context carrying it and the function
 // that ends it. Every statement run with the context (through any *sql.DB
 // method, sql.Conn or ORM on a pooldriver Connector) uses the task's
@@ -133,7 +119,7 @@ func (t *task) lookup(c *Connector) (*physConn, error) {
 			return b.pc, nil
 		}
 	}
-	if !c.admits(t) {
+	if !c.admits(t.seq) {
 		return nil, ErrShuttingDown
 	}
 	t.addBindingLocked(binding{c: c})
@@ -278,9 +264,8 @@ func (t *task) end() {
 	})
 }
 
-// taskBegun is the pools' Begun: whether ctx carries a task that already
-// took a connection. Called only when a caller must wait.
-func taskBegun(ctx context.Context) bool {
-	t := taskFrom(ctx)
-	return t != nil && t.begun.Load()
-}
+// began reports whether a statement of t took a connection (ctxTask).
+func (t *task) began() bool { return t.begun.Load() }
+
+// number is t's number, in the order tasks began (ctxTask).
+func (t *task) number() uint64 { return t.seq }
