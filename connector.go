@@ -64,7 +64,7 @@ type Connector struct {
 var (
 	_ driver.Connector = (*Connector)(nil)
 	_ fmt.Stringer     = (*Connector)(nil)
-	_ physOwner        = (*Connector)(nil)
+	_ physOwner        = (*connOwner)(nil)
 )
 
 // New returns a Connector for dsn. It never fails: a bad DSN or option is
@@ -201,7 +201,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		stats:          &c.physStats,
 		releases:       releaseTracer(s.Tracer, c.name),
 		log:            c.log,
-		owner:          c,
+		owner:          (*connOwner)(c),
 	}
 	// Before the pool: its first connections may start the catalog loop,
 	// which ends when closed is closed.
@@ -364,15 +364,31 @@ func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
 	return nil
 }
 
-// returned tells c's leak detection that pc is going back to the pool (or
+// connOwner is a Connector as its physical connections' owner (physOwner):
+// a type of its own, so that what they ask of it is not the Connector's
+// API. A *Connector converts to it at no cost.
+type connOwner Connector
+
+// prepareSession runs the AfterConnect hook (Connector.prepareSession).
+func (o *connOwner) prepareSession(ctx context.Context, dc dialects.Conn) error {
+	return (*Connector)(o).prepareSession(ctx, dc)
+}
+
+// afterRelease is the AfterRelease hook's verdict (Connector.afterRelease).
+func (o *connOwner) afterRelease(pc *physConn) bool { return (*Connector)(o).afterRelease(pc) }
+
+// returned tells the leak detection that pc is going back to the pool (or
 // being closed).
-func (c *Connector) returned(pc *physConn) { c.leaks.returned(pc) }
+func (o *connOwner) returned(pc *physConn) { o.leaks.returned(pc) }
 
 // look asks the server through pc, which nobody else can reach (a
 // cleanup, see physConn.settle), how full it is, and sets the pool's share
 // from the answer (serverShare.look). It reports false when pc failed to
 // say: pc is lost.
-func (c *Connector) look(pc *physConn) bool { return c.share.look(pc) }
+func (o *connOwner) look(pc *physConn) bool { return o.share.look(pc) }
+
+// lostRole retires the connections of pc's generation (Connector.lostRole).
+func (o *connOwner) lostRole(pc *physConn, server string) { (*Connector)(o).lostRole(pc, server) }
 
 // checkIdle is the pool's BeforeAcquire: see physConn.checkIdle.
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {

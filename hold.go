@@ -618,7 +618,7 @@ func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string
 // and returns why the connection is lost, or nil when it is not.
 func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, err error) error {
 	pc := le.pc
-	if err != nil && pc.broken(err) {
+	if err != nil && (pc.broken(err) || interrupted(err)) {
 		return err
 	}
 	obs := planObserve(k, l.rows > 0, err != nil)

@@ -568,11 +568,7 @@ func (pc *physConn) usable() bool {
 // broken reports whether err, or the driver, says the connection is no
 // longer usable. Only for a connection without open rows (see finish).
 func (pc *physConn) broken(err error) bool {
-	if errors.Is(err, driver.ErrBadConn) || !pc.usable() {
-		return true
-	}
-	var ie *interruptedError
-	return errors.As(err, &ie)
+	return errors.Is(err, driver.ErrBadConn) || !pc.usable()
 }
 
 // sent returns how many bytes the connection has written to the server,

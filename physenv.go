@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,7 @@ type physStats struct {
 }
 
 // physOwner is what a physical connection asks of its Connector while it is
-// settled: the Connector implements it.
+// settled: its Connector implements it (connOwner).
 type physOwner interface {
 	// prepareSession runs the AfterConnect hook on a session just reset.
 	prepareSession(ctx context.Context, dc dialects.Conn) error
@@ -130,6 +131,22 @@ func logAt(ctx context.Context, l *slog.Logger, level slog.Level, msg string, er
 		args = append(args, "error", err)
 	}
 	l.Log(ctx, level, "pooldriver: "+msg, args...)
+}
+
+// shortDuration writes d as a DSN would: 1h, 30m, 30s, 0 (Duration.String
+// writes 1h0m0s, 30m0s, 0s).
+func shortDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (e *physEnv) warn(msg string, err error) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -177,22 +176,6 @@ func format(v any) string {
 		return v.String()
 	}
 	return fmt.Sprint(v)
-}
-
-// shortDuration writes d as a DSN would: 1h, 30m, 30s, 0 (Duration.String
-// writes 1h0m0s, 30m0s, 0s).
-func shortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // nonNegative is the check of a count or a duration that may be 0.
