@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // settings is the table of the settings: every field of Config that holds
@@ -54,7 +55,7 @@ type setting struct {
 // Where a setting takes effect.
 const (
 	toPool        = "pool"        // the pool of physical connections (package pool)
-	toConnections = "connections" // each physical connection (physEnv, the dialect's template)
+	toConnections = "connections" // each physical connection (phys.Env, the dialect's template)
 	toConnector   = "connector"   // the Connector: connects, leak detection, logs
 	toTasks       = "tasks"       // tasks that choose no mode
 )
@@ -171,7 +172,7 @@ func parse(like any, text string) (any, error) {
 func format(v any) string {
 	switch v := v.(type) {
 	case time.Duration:
-		return shortDuration(v)
+		return phys.ShortDuration(v)
 	case fmt.Stringer:
 		return v.String()
 	}

@@ -72,7 +72,7 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 	inUse := c.pool.CloseAsync() // waiters fail now, and nothing new is opened for them
 	var cut []dialects.Cutter
 	for _, pc := range inUse {
-		if ct, ok := pc.dc.(dialects.Cutter); ok {
+		if ct, ok := pc.DC.(dialects.Cutter); ok {
 			cut = append(cut, ct)
 		}
 	}

@@ -3,6 +3,7 @@ package pooldriver
 import (
 	"context"
 	"fmt"
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"sync"
 	"sync/atomic"
 )
@@ -41,8 +42,8 @@ type task struct {
 // ends (Connector.tasks: Shutdown waits for them).
 type binding struct {
 	c    *Connector
-	pc   *physConn // nil: none bound, or lost
-	lost error     // why the connection was lost
+	pc   *phys.Conn // nil: none bound, or lost
+	lost error      // why the connection was lost
 }
 
 // WithTask starts a task: it returns a context carrying it and the function
@@ -105,7 +106,7 @@ func (t *task) modeFor(c *Connector) Mode {
 // statement of t on c now gets: t ended, or lost its connection there, or
 // c shuts down and t began after (see Connector.Shutdown). The first
 // lookup on c records the task there.
-func (t *task) lookup(c *Connector) (*physConn, error) {
+func (t *task) lookup(c *Connector) (*phys.Conn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -136,9 +137,9 @@ func (t *task) addBindingLocked(b binding) {
 	b.c.tasks.Add(1)
 }
 
-// bind binds pc, a connection of c, to t. The caller holds pc.mu. It fails
+// bind binds pc, a connection of c, to t. The caller holds pc.Mu. It fails
 // when t ended or already has a connection (or a lost one) there.
-func (t *task) bind(c *Connector, pc *physConn) bool {
+func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -156,13 +157,13 @@ func (t *task) bind(c *Connector, pc *physConn) bool {
 	default:
 		t.bindings[i].pc = pc
 	}
-	pc.bindLocked(t, t.modeFor(c))
+	pc.BindLocked(t, phys.Mode(t.modeFor(c)))
 	return true
 }
 
-// unbindConn forgets pc as t's connection, unless it was lost (the record
-// stays: the task's later statements must fail). The caller holds pc.mu.
-func (t *task) unbindConn(pc *physConn) {
+// UnbindConn forgets pc as t's connection, unless it was lost (the record
+// stays: the task's later statements must fail). The caller holds pc.Mu.
+func (t *task) UnbindConn(pc *phys.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.bindings {
@@ -173,9 +174,9 @@ func (t *task) unbindConn(pc *physConn) {
 	}
 }
 
-// lostConn records that pc, t's connection, was lost while it carried a
-// transaction or session of t's. The caller holds pc.mu.
-func (t *task) lostConn(pc *physConn, cause error) {
+// LostConn records that pc, t's connection, was lost while it carried a
+// transaction or session of t's. The caller holds pc.Mu.
+func (t *task) LostConn(pc *phys.Conn, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.bindings {
@@ -186,12 +187,12 @@ func (t *task) lostConn(pc *physConn, cause error) {
 	}
 }
 
-var _ taskBinding = (*task)(nil)
+var _ phys.TaskBinding = (*task)(nil)
 
 // markLost records that t's connection on c, lostPC, was lost while it
 // carried a transaction or session of t's (or may have: its state after a
 // statement of t's is unknown). The caller holds lostPC's mu, if it has it.
-func (t *task) markLost(c *Connector, lostPC *physConn, cause error) {
+func (t *task) markLost(c *Connector, lostPC *phys.Conn, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	err := &lostError{cause: cause}
@@ -253,11 +254,11 @@ func (t *task) end() {
 		}
 		t.cancel(ErrTaskEnded)
 		for _, x := range claimed {
-			x.pc.endTask(t.ctx, t, &x.open)
+			x.pc.EndTask(t.ctx, t, &x.open, ErrTaskEnded)
 		}
 		for _, b := range bs {
 			if b.pc != nil {
-				b.pc.endTask(t.ctx, t, nil)
+				b.pc.EndTask(t.ctx, t, nil, ErrTaskEnded)
 			}
 			b.c.tasks.Add(-1)
 		}

@@ -2,11 +2,12 @@ package pooldriver
 
 import (
 	"context"
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"time"
 )
 
 // acquireTraced is acquire, told to c's Tracer.
-func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
+func (c *Connector) acquireTraced(ctx context.Context) (*phys.Conn, error) {
 	t := c.cfg.Tracer
 	start := time.Now()
 	caller := ctx
@@ -14,15 +15,15 @@ func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
 	pc, err := c.take(ctx)
 	now := time.Now()
 	t.TraceAcquireEnd(ctx, TraceAcquireEndData{PoolName: c.name, Wait: now.Sub(start), Err: err})
-	if err == nil && c.env.releases != nil {
+	if err == nil && c.env.Releases != nil {
 		// Nobody else has pc: the hold's own.
-		pc.tracedAt, pc.tracedCtx, pc.traced = now, caller, true
+		pc.TracedAt, pc.TracedCtx, pc.Traced = now, caller, true
 	}
 	return pc, err
 }
 
 // openTraced is open, told to c's Tracer.
-func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
+func (c *Connector) openTraced(ctx context.Context) (*phys.Conn, error) {
 	t := c.cfg.Tracer
 	start := time.Now()
 	ctx = t.TraceConnectStart(ctx, TraceConnectStartData{PoolName: c.name})
@@ -34,7 +35,7 @@ func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
 // releaseTracer returns t, where it hears of releases too, as the physical
 // connections' releaseHook for the pool named name, else nil: a
 // ReleaseTracer that takes no context is called without it.
-func releaseTracer(t Tracer, name string) releaseHook {
+func releaseTracer(t Tracer, name string) phys.ReleaseHook {
 	switch r := t.(type) {
 	case ReleaseContextTracer:
 		return releaseTrace{r, name}
@@ -50,15 +51,15 @@ type releaseTrace struct {
 	poolName string
 }
 
-// released: a hold let go of a connection with fate f, which said whether
+// Released: a hold let go of a connection with fate f, which said whether
 // it was reset (a rollback, a reset, or a reset carried with the next
 // statement) or closed.
-func (r releaseTrace) released(ctx context.Context, held time.Duration, f fate) {
+func (r releaseTrace) Released(ctx context.Context, held time.Duration, f phys.Fate) {
 	r.t.TraceReleaseContext(ctx, TraceReleaseData{
 		PoolName: r.poolName,
 		Held:     held,
-		Reset:    f == fateReset || f == fateRollback || f == fateRollbackReset || f == fateCarry,
-		Closed:   f == fateDestroy,
+		Reset:    f == phys.FateReset || f == phys.FateRollback || f == phys.FateRollbackReset || f == phys.FateCarry,
+		Closed:   f == phys.FateDestroy,
 	})
 }
 
