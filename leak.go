@@ -3,13 +3,14 @@ package pooldriver
 import (
 	"context"
 	"fmt"
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // Leak detection (HikariCP's leakDetectionThreshold): a physical connection

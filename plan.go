@@ -2,6 +2,7 @@ package pooldriver
 
 import (
 	"fmt"
+
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 

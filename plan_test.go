@@ -2,8 +2,9 @@ package pooldriver
 
 import (
 	"fmt"
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"testing"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 var allOpKinds = [...]opKind{opExec, opStmt, opOpenRows, opCloseRows, opBegin, opEndTx, opPrepare, opPing, opRaw}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 

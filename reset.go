@@ -1,8 +1,9 @@
 package pooldriver
 
 import (
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"log/slog"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // Reset drops every physical connection, as after a failover or a

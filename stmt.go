@@ -3,6 +3,7 @@ package pooldriver
 import (
 	"context"
 	"database/sql/driver"
+
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 

@@ -3,9 +3,10 @@ package pooldriver
 import (
 	"context"
 	"fmt"
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // task is the unit of work a context carries. While it lasts, the physical

@@ -2,8 +2,9 @@ package pooldriver
 
 import (
 	"context"
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"time"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // acquireTraced is acquire, told to c's Tracer.

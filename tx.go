@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"sync/atomic"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // Transaction states. Exactly one of Commit, Rollback and the end of the
