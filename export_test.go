@@ -1,7 +1,7 @@
 package pooldriver
 
 // WaitCleanups waits until no session reset of c's runs in the background
-// (cleanup.go), so that a test reads Stats, hooks and the server after
+// (internal/phys/cleanup.go), so that a test reads Stats, hooks and the server after
 // them.
 func WaitCleanups(c *Connector) { c.cleanups.Wait() }
 

@@ -11,7 +11,7 @@ import (
 // state, the operation, its task; connFacts: the physical connection's
 // state, read under its mutex), and carried out by start, pick, share,
 // checkShared and finish (hold.go), which decide nothing themselves. Like
-// decide (fate.go) for the physical side, nothing here has side effects,
+// decide (internal/phys/fate.go) for the physical side, nothing here has side effects,
 // and plan_test.go tests every input.
 
 // A hold is database/sql's use of one logical conn: from the first

@@ -26,14 +26,14 @@ type Conn struct {
 	Drv driver.Conn
 	Res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
 	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
-	// For the log line that says it closed (log.go): closeReason is set
+	// For the log line that says it closed (the root's log.go): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
 	Born        time.Time
 	CloseReason string
-	Closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (stmt.go)
-	Leak        leakMark    // leak.go
+	Closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (the root's stmt.go)
+	Leak        leakMark    // the root's leak.go
 	// TracedAt: when the hold that has pc acquired it, where the acquire
-	// was traced and its release is to be (traced; trace.go), with the
+	// was traced and its release is to be (traced; the root's trace.go), with the
 	// context the acquire was traced with (tracedCtx), for the release's.
 	TracedAt  time.Time
 	TracedCtx context.Context
@@ -69,7 +69,7 @@ type Conn struct {
 	//     (from start to done), open result sets (until their Close), a
 	//     rollback or a reset. Statements on one physical conn never overlap.
 	//     One exception, a transition of the hold's state machine
-	//     (plan.go): the first operation of a hold outside any task runs
+	//     (the root's plan.go): the first operation of a hold outside any task runs
 	//     without it, as the only one that can reach pc, and so do the rows
 	//     of such a query (holdSoloRows) until they close or the hold's next
 	//     operation, which takes Sem for them before it can let anyone else
@@ -853,7 +853,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 	}
 	switch f {
 	case fateLook:
-		// The Connector's look at how full the server is (share.go), as a
+		// The Connector's look at how full the server is (the root's share.go), as a
 		// cleanup: a round trip off the caller's path, once a second at
 		// most. Whoever takes lookDue first looks.
 		if pc.Env.LookDue.CompareAndSwap(true, false) {

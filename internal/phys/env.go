@@ -32,11 +32,11 @@ type Env struct {
 	CarryResets bool
 	Leaks       bool         // leak detection is on: owner.returned is told
 	Gen         atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (Conn.Stale)
-	// LookDue: the Connector wants to know how full the server is (share.go):
+	// LookDue: the Connector wants to know how full the server is (the root's share.go):
 	// the next connection let go asks, off the caller's path, before the
 	// pool has it back (settle), and is not parked meanwhile.
 	LookDue atomic.Bool
-	// Releases: the Tracer, where it hears of releases too (trace.go).
+	// Releases: the Tracer, where it hears of releases too (the root's trace.go).
 	Releases ReleaseHook
 	Stats    *Stats
 	Log      *slog.Logger // nil: nothing is logged
@@ -80,7 +80,7 @@ type ReleaseHook interface {
 }
 
 // TaskBinding is the task a physical connection is bound to, as the
-// connection sees it: the task implements it (task.go).
+// connection sees it: the task implements it (the root's task.go).
 type TaskBinding interface {
 	// UnbindConn forgets pc, which goes back to the pool, as the task's.
 	UnbindConn(pc *Conn)
@@ -94,7 +94,7 @@ type TaskBinding interface {
 // with it still open. The *sql.Tx's wrapper (tx) holds one.
 type OpenTx struct {
 	Drv driver.Tx
-	// Nested: Drv is a savepoint in the task's raw transaction (nest.go),
+	// Nested: Drv is a savepoint in the task's raw transaction (the root's nest.go),
 	// whose rollback is the raw transaction's.
 	Nested bool
 	// Of is the *sql.Tx's wrapper (tx), which says whether its task's end
@@ -173,7 +173,7 @@ const (
 const LeakStackDepth = 32
 
 // leakMark is a physical connection's record for the leak detector
-// (leak.go).
+// (the root's leak.go).
 type leakMark struct {
 	TakenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
 

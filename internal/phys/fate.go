@@ -78,7 +78,7 @@ type ConnState struct {
 	// What the features that act on a let-go connection want of it, filled
 	// in each time a hold or a task lets go (Conn.letGoVerdict); a
 	// settled connection asks decide without them. lookDue: the Connector
-	// wants to know how full the server is (share.go), through a
+	// wants to know how full the server is (the root's share.go), through a
 	// connection on its way back. carries: the dialect can send a session
 	// reset with the next statement (carry.go). resetWaits: such a reset
 	// waits on the connection, from a hold before that ran nothing there.
@@ -111,7 +111,7 @@ const (
 
 	// The ways back to the pool that a feature asks for, in place of
 	// fateRelease, fatePark or fateReset.
-	fateLook         // look at how full the server is through it, off the caller's path, then back (share.go)
+	fateLook         // look at how full the server is through it, off the caller's path, then back (the root's share.go)
 	FateCarry        // its session reset goes with the next statement run there, where no other connection is to be had (carry.go)
 	fateReleaseCarry // back to the pool with the reset a hold before carried still waiting on it (carry.go)
 )
