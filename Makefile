@@ -218,10 +218,13 @@ release-check:
 # files in floors from the face down, the arrows between them (how many run
 # upward) and its longest, most complex functions; and the files one db.Exec
 # outside a task runs code in (coverage of BenchmarkExec, N and 2N times).
-ROOT_FLOORS := driver.go,connector.go,config.go,settings.go,options.go,dsn.go,middleware.go,doc.go,raw.go,reset.go,stats.go,hooks.go,log.go,loglimit.go,leak.go,share.go,trace.go,tracer.go;conn.go,stmt.go,rows.go,tx.go,hold.go,plan.go;task.go;physconn.go,physenv.go,connlock.go,fate.go,nest.go,cleanup.go;mode.go,errors.go
+# internal/phys, the physical connection, is a package under the root's
+# floors: the compiler keeps it from naming them.
+ROOT_FLOORS := driver.go,connector.go,config.go,settings.go,options.go,dsn.go,middleware.go,doc.go,raw.go,reset.go,stats.go,hooks.go,log.go,loglimit.go,leak.go,share.go,trace.go,tracer.go,catalogwatch.go,shutdown.go;conn.go,stmt.go,rows.go,tx.go,hold.go,plan.go;task.go,nest.go;taskctx.go,mode.go,errors.go
 .PHONY: arch
 arch:
 	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' .
+	@echo && $(GO) run ./internal/cmd/archstat ./internal/phys
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for n in 1000 2000; do \
 		$(GO) test -count=1 -run '^$$' -bench '^BenchmarkExec$$/^pooldriver$$' -benchtime=$${n}x -covermode=count \
 			-coverpkg=github.com/pooldriver/pooldriver -coverprofile=$$d/exec$$n.out . >/dev/null || exit 1; done && \

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // A dialect that reads the server's catalog (dialects.Catalog: the
@@ -86,15 +87,15 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	refresh := func(pc *physConn) error {
-		r, ok := pc.dc.(dialects.CatalogRefresher)
+	refresh := func(pc *phys.Conn) error {
+		r, ok := pc.DC.(dialects.CatalogRefresher)
 		if !ok {
 			return nil
 		}
 		rctx, rcancel := context.WithTimeout(ctx, c.cfg.CleanupTimeout)
 		defer rcancel()
 		if err := r.RefreshCatalog(rctx); err != nil {
-			pc.closeReason = closePing
+			pc.CloseReason = phys.ClosePing
 			return err
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -20,13 +21,13 @@ type conn struct {
 	// connection (which may be anyone's by then) and must not be used: it
 	// is left in place because most holds take the same connection back,
 	// and an unchanged pointer costs no write barrier.
-	pc    *physConn
+	pc    *phys.Conn
 	state holdState // changed only by step (plan.go)
 	lost  error     // in holdLost: what every later operation of the hold fails with
 	tx    *tx       // open transaction begun with BeginTx
 	rows  int       // open result sets
 	// The handle of the physical connection a hold of l last parked (see
-	// physConn.park): the next hold takes it back without the pool's lock,
+	// phys.Conn.Park): the next hold takes it back without the pool's lock,
 	// unless anyone took it meanwhile. It is not cleared when the hold
 	// takes it back, which spares a pointer write, and its write barrier,
 	// per hold: a handle someone else took is refused by Unpark, unless
@@ -34,7 +35,7 @@ type conn struct {
 	// any parked connection. It is cleared when a hold ends without
 	// parking, so that Close, right after the hold's end, Returns only a
 	// connection this logical conn parked.
-	parked *pool.Resource[*physConn]
+	parked *pool.Resource[*phys.Conn]
 	// The wrapper of the hold's result set, reused from one query to the
 	// next (see newRows).
 	rowsBuf rows
@@ -65,40 +66,40 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	if pc.evictions.Load() > 0 {
-		pc.dropEvicted()
+	if pc.Evictions.Load() > 0 {
+		pc.DropEvicted()
 	}
 	le := lease{pc: pc, leaseFacts: leaseFacts{fresh: true, solo: true}}
-	if pc.written != nil {
-		le.sent = pc.written.Written()
+	if pc.Written != nil {
+		le.sent = pc.Written.Written()
 	}
-	// pc.exec, written out.
+	// pc.Exec, written out.
 	var res driver.Result
-	if args, err = pc.convert(args); err == nil {
-		if pc.execer == nil {
-			res, err = pc.execPrepared(ctx, query, args)
-		} else if res, err = pc.execer.ExecContext(ctx, query, args); err != nil {
-			res, err = pc.execFailed(ctx, query, args, res, err)
+	if args, err = pc.Convert(args); err == nil {
+		if pc.Execer == nil {
+			res, err = pc.ExecPrepared(ctx, query, args)
+		} else if res, err = pc.Execer.ExecContext(ctx, query, args); err != nil {
+			res, err = pc.ExecFailed(ctx, query, args, res, err)
 		}
 	}
 	if err != nil || l.rows != 0 {
 		return res, l.finish(ctx, &le, opExec, query, err)
 	}
 	// finish's common case: the lease is not locked. With a
-	// StatementObserver, pc.observe written out, and observed skipped when
+	// StatementObserver, pc.Observe written out, and observed skipped when
 	// there is nothing to record.
 	var oerr error
-	if o := pc.observer; o != nil {
-		askTx := pc.st.tx != txBegun
+	if o := pc.Observer; o != nil {
+		askTx := pc.St.Tx != phys.TxBegun
 		changed, status, err := o.Observe(ctx, query, askTx)
-		if pc.toRecord(changed, askTx, status, err) {
-			oerr = pc.observed(changed, askTx, status, err)
+		if pc.ToRecord(changed, askTx, status, err) {
+			oerr = pc.Observed(changed, askTx, status, err)
 		}
 	} else {
-		oerr = pc.observe(ctx, query)
+		oerr = pc.Observe(ctx, query)
 	}
 	if oerr != nil {
-		pc.lose(oerr, false)
+		pc.Lose(oerr, false)
 		l.lose(oerr)
 	}
 	return res, nil
@@ -116,27 +117,27 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	if pc.evictions.Load() > 0 {
-		pc.dropEvicted()
+	if pc.Evictions.Load() > 0 {
+		pc.DropEvicted()
 	}
 	le := lease{pc: pc, leaseFacts: leaseFacts{fresh: true, solo: true}}
-	if pc.written != nil {
-		le.sent = pc.written.Written()
+	if pc.Written != nil {
+		le.sent = pc.Written.Written()
 	}
-	// pc.query, written out.
+	// pc.Query, written out.
 	var dr driver.Rows
-	if args, err = pc.convert(args); err == nil {
-		if pc.queryer == nil {
-			dr, err = pc.queryPrepared(ctx, query, args)
-		} else if dr, err = pc.queryer.QueryContext(ctx, query, args); err != nil {
-			dr, err = pc.queryFailed(ctx, query, args, dr, err)
+	if args, err = pc.Convert(args); err == nil {
+		if pc.Queryer == nil {
+			dr, err = pc.QueryPrepared(ctx, query, args)
+		} else if dr, err = pc.Queryer.QueryContext(ctx, query, args); err != nil {
+			dr, err = pc.QueryFailed(ctx, query, args, dr, err)
 		}
 	}
 	if err != nil {
 		return nil, l.finish(ctx, &le, opStmt, query, err)
 	}
 	// query's rest, outside any task.
-	pc.addRows(1, !l.state.alone())
+	pc.AddRows(1, !l.state.alone())
 	l.rows++
 	l.to(evSoloRows) // the hold's first operation: no other rows
 	return newRows(l, le, dr, query), nil
@@ -149,36 +150,36 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	var x *tx
 	le := &lease{}
-	err := l.do(ctx, opBegin, le, "", func(pc *physConn) error {
+	err := l.do(ctx, opBegin, le, "", func(pc *phys.Conn) error {
 		var dtx driver.Tx
 		var err error
-		txs := txBegun
-		if le.t != nil && pc.st.tx == txRaw {
+		txs := phys.TxBegun
+		if le.t != nil && pc.St.Tx == phys.TxRaw {
 			// pick chose the task's connection for its raw transaction.
 			dtx, err = beginNested(ctx, pc, opts)
-			txs = txRaw
-		} else if pc.beginner != nil {
-			dtx, err = pc.beginner.BeginTx(ctx, opts)
+			txs = phys.TxRaw
+		} else if pc.Beginner != nil {
+			dtx, err = pc.Beginner.BeginTx(ctx, opts)
 		} else if opts.Isolation != 0 || opts.ReadOnly {
 			err = errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
 		} else {
-			dtx, err = pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
+			dtx, err = pc.Drv.Begin() //nolint:staticcheck // the driver offers nothing newer
 		}
 		if err != nil {
 			return err
 		}
-		x = &tx{l: l, pc: pc, open: openTx{drv: dtx}, task: le.t, ctx: ctx}
-		x.open.of = x
+		x = &tx{l: l, pc: pc, open: phys.OpenTx{Drv: dtx, Nested: txs == phys.TxRaw}, task: le.t, ctx: ctx}
+		x.open.Of = x
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on
 		}
-		pc.setTx(txs, &x.open)
+		pc.SetTx(txs, &x.open)
 		l.tx = x
 		if le.t != nil && !le.t.addTx(x) {
 			// The task ended meanwhile: its transaction must not outlive it.
 			x.claim(txEndedByTask)
 			l.tx = nil
-			if rerr := pc.undo(ctx, &x.open, undoBegunAfterEnd); rerr != nil {
+			if rerr := pc.Undo(ctx, &x.open, phys.UndoBegunAfterEnd); rerr != nil {
 				return rerr
 			}
 			return errTaskEndedAtBegin
@@ -206,8 +207,8 @@ var errTaskEndedAtBegin = errors.New("pooldriver: the task ended as its transact
 // connection it later runs on (and cached there).
 func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	var st *stmt
-	err := l.do(ctx, opPrepare, &lease{}, query, func(pc *physConn) error {
-		s, err := pc.prepared(ctx, query)
+	err := l.do(ctx, opPrepare, &lease{}, query, func(pc *phys.Conn) error {
+		s, err := pc.Prepared(ctx, query)
 		if err != nil {
 			return err
 		}
@@ -223,13 +224,13 @@ func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 
 // Ping checks the hold's physical connection.
 func (l *conn) Ping(ctx context.Context) error {
-	return l.do(ctx, opPing, &lease{}, "", func(pc *physConn) error { return pc.dc.Ping(ctx) })
+	return l.do(ctx, opPing, &lease{}, "", func(pc *phys.Conn) error { return pc.DC.Ping(ctx) })
 }
 
 // CheckNamedValue accepts every argument as it is: no physical connection is
 // chosen yet when database/sql asks, so the real driver's own checker runs
 // on the chosen connection just before the statement (see
-// physConn.convert), and every type the real driver accepts still works.
+// phys.Conn.Convert), and every type the real driver accepts still works.
 func (l *conn) CheckNamedValue(*driver.NamedValue) error { return nil }
 
 // ResetSession is database/sql's hook before it reuses this conn. A logical
@@ -255,18 +256,18 @@ func (l *conn) IsValid() bool {
 		l.lost = nil // written only when set: see conn.parked
 	}
 	pc := l.pc
-	// physConn.park, written out (keep them alike) for the usual state:
+	// phys.Conn.Park, written out (keep them alike) for the usual state:
 	// the connection parks as it is, and its release is not traced.
-	if r := pc.res; !pc.traced && !r.Contended() && !pc.env.lookDue.Load() && pc.st.holds == 1 && parksClean(&pc.st) && !pc.stale() {
-		pc.st.holds, pc.st.stale = 0, false // as verdict would have written it
+	if r := pc.Res; !pc.Traced && !r.Contended() && !pc.Env.LookDue.Load() && pc.St.Holds == 1 && phys.ParksClean(&pc.St) && !pc.Stale() {
+		pc.St.Holds, pc.St.Stale = 0, false // as verdict would have written it
 		if r.Park() {
 			if l.parked != r {
 				l.parked = r
 			}
 			return l.state != holdClosed
 		}
-		pc.st.holds = 1 // Park refused: pc is still the hold's
-	} else if r := pc.park(); r != nil {
+		pc.St.Holds = 1 // Park refused: pc is still the hold's
+	} else if r := pc.Park(); r != nil {
 		if l.parked != r {
 			l.parked = r
 		}
@@ -275,7 +276,7 @@ func (l *conn) IsValid() bool {
 	if l.parked != nil {
 		l.parked = nil // see conn.parked: Close must not Return it
 	}
-	pc.letGoAlone()
+	pc.LetGoAlone()
 	return l.state != holdClosed
 }
 

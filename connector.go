@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -21,7 +22,7 @@ type Connector struct {
 	tmpl dialects.Template
 	err  error  // a configuration error, reported by Connect (see New)
 	cfg  Config // as given, validated; tmpl above is its template adapted to the pooler (behindPooler)
-	pool *pool.Pool[*physConn]
+	pool *pool.Pool[*phys.Conn]
 	log  *slog.Logger // nil: nothing is logged
 	// logLimit holds back repeated lines of log (nil: nothing is logged);
 	// Close writes what it holds.
@@ -48,9 +49,9 @@ type Connector struct {
 	// catalogs reads a due catalog at once (catalogwatch.go).
 	catalogs catalogWatch
 
-	env       physEnv   // what its physical connections need of it
-	physStats physStats // counted by its physical connections (env.stats)
-	cleanups  cleanups  // its physical connections' rollbacks and resets (env.cleanups)
+	env       phys.Env      // what its physical connections need of it
+	physStats phys.Stats    // counted by its physical connections (env.Stats)
+	cleanups  phys.Cleanups // its physical connections' rollbacks and resets (env.Cleanups)
 	stats     struct {
 		leaks atomic.Int64
 		// Opened while Reset ran and closed at once by the factory,
@@ -64,7 +65,7 @@ type Connector struct {
 var (
 	_ driver.Connector = (*Connector)(nil)
 	_ fmt.Stringer     = (*Connector)(nil)
-	_ physOwner        = (*Connector)(nil)
+	_ phys.Owner       = connOwner{}
 )
 
 // New returns a Connector for dsn. It never fails: a bad DSN or option is
@@ -187,28 +188,27 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	c.name = c.poolName()
 	c.log = c.newLogger()
 	if s.LeakDetectionThreshold > 0 {
-		c.leaks = newLeakDetector(c, s.LeakDetectionThreshold)
+		c.leaks = newLeakDetector(c.log, &c.stats.leaks, s.LeakDetectionThreshold)
 	}
-	c.env = physEnv{
-		cleanupTimeout: s.CleanupTimeout,
-		resetAlways:    s.ResetAlways,
-		trustFuncs:     s.TrustFunctions,
-		cleanups:       &c.cleanups,
-		parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
-		afterRelease:   s.AfterRelease != nil,
-		carryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
-		leaks:          c.leaks != nil,
-		stats:          &c.physStats,
-		poolName:       c.name,
-		releases:       releaseTracer(s.Tracer),
-		log:            c.log,
-		owner:          c,
+	c.env = phys.Env{
+		CleanupTimeout: s.CleanupTimeout,
+		ResetAlways:    s.ResetAlways,
+		TrustFuncs:     s.TrustFunctions,
+		Cleanups:       &c.cleanups,
+		Parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
+		AfterRelease:   s.AfterRelease != nil,
+		CarryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
+		Leaks:          c.leaks != nil,
+		Stats:          &c.physStats,
+		Releases:       releaseTracer(s.Tracer, c.name),
+		Log:            c.log,
+		Owner:          connOwner{c},
 	}
 	// Before the pool: its first connections may start the catalog loop,
 	// which ends when closed is closed.
 	c.closed = make(chan struct{})
 	c.catalogs.ready = make(chan struct{})
-	p, err := pool.New(pool.Config[*physConn]{
+	p, err := pool.New(pool.Config[*phys.Conn]{
 		Factory:             c.open,
 		Destructor:          c.closePhys,
 		Healthcheck:         c.healthcheck,
@@ -238,7 +238,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	c.pool = p
 	close(c.catalogs.ready)
 	c.gated.Store(c.cfg.Tracer != nil)
-	c.share.start(p, s.MinConns, s.MaxConns, &c.env.lookDue, c.logAt, c.closed)
+	c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
 }
@@ -260,7 +260,7 @@ func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Templ
 // by the AfterConnect hook. One opened while Reset ran is opened again. ctx
 // has the values of the acquire that needed it (a trace's span), or none
 // when the pool opens one by itself, and not its cancellation.
-func (c *Connector) open(ctx context.Context) (*physConn, error) {
+func (c *Connector) open(ctx context.Context) (*phys.Conn, error) {
 	if c.cfg.Tracer != nil {
 		return c.openTraced(ctx)
 	}
@@ -268,14 +268,14 @@ func (c *Connector) open(ctx context.Context) (*physConn, error) {
 }
 
 // connect is open, untraced.
-func (c *Connector) connect(ctx context.Context) (*physConn, error) {
+func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
 	if c.cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 		defer cancel()
 	}
 	for {
-		gen := c.env.gen.Load()
+		gen := c.env.Gen.Load()
 		pc, err := c.dial(ctx)
 		if err != nil {
 			if c.cfg.ConnectTimeout > 0 && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
@@ -288,21 +288,21 @@ func (c *Connector) connect(ctx context.Context) (*physConn, error) {
 			return nil, err
 		}
 		c.connected()
-		pc.gen = gen
-		if !pc.stale() {
+		pc.Gen = gen
+		if !pc.Stale() {
 			if c.leaks != nil {
 				c.leaks.add(pc)
 			}
 			return pc, nil
 		}
-		pc.closeReason = closeResetAll
+		pc.CloseReason = phys.CloseResetAll
 		c.closePhys(pc)
 		c.stats.openedStale.Add(1)
 	}
 }
 
 // dial opens one physical connection.
-func (c *Connector) dial(ctx context.Context) (*physConn, error) {
+func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
 	creds := c.tmpl.Credentials()
 	secret := creds.Password
 	if c.cfg.Credentials != nil {
@@ -326,55 +326,76 @@ func (c *Connector) dial(ctx context.Context) (*physConn, error) {
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
 	c.watchCatalog(dc)
-	return newPhysConn(&c.env, dc), nil
+	return phys.NewConn(&c.env, dc), nil
 }
 
 // closePhys is the pool's destructor.
-func (c *Connector) closePhys(pc *physConn) {
-	pc.closed.Store(true)
+func (c *Connector) closePhys(pc *phys.Conn) {
+	pc.Closed.Store(true)
 	if c.leaks != nil {
 		c.leaks.remove(pc)
 	}
 	c.beforeClose(pc)
-	pc.closeStmts()
-	c.logClosed(pc, pc.dc.Close())
+	pc.CloseStmts()
+	c.logClosed(pc, pc.DC.Close())
 }
 
 // healthcheck is the pool's check of an idle connection.
-func (c *Connector) healthcheck(ctx context.Context, pc *physConn) error {
-	if pc.stale() {
-		pc.closeReason = closeResetAll
-		return errStale
+func (c *Connector) healthcheck(ctx context.Context, pc *phys.Conn) error {
+	if pc.Stale() {
+		pc.CloseReason = phys.CloseResetAll
+		return phys.ErrStale
 	}
-	if err := pc.dc.Ping(ctx); err != nil {
-		pc.closeReason = closePing
+	if err := pc.DC.Ping(ctx); err != nil {
+		pc.CloseReason = phys.ClosePing
 		return err
 	}
-	if r, ok := pc.dc.(dialects.CatalogRefresher); ok {
+	if r, ok := pc.DC.(dialects.CatalogRefresher); ok {
 		if err := r.RefreshCatalog(ctx); err != nil {
-			pc.closeReason = closePing
+			pc.CloseReason = phys.ClosePing
 			return err
 		}
 	}
-	if pc.stale() {
+	if pc.Stale() {
 		// Reset ran during the check (a catalog reading can take a
 		// while), and its CloseIdle passed over pc, which was not idle.
-		pc.closeReason = closeResetAll
-		return errStale
+		pc.CloseReason = phys.CloseResetAll
+		return phys.ErrStale
 	}
 	return nil
 }
 
-// checkIdle is the pool's BeforeAcquire: see physConn.checkIdle.
-func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
-	return r.Value().checkIdle(ctx, r)
+// connOwner is a Connector as its physical connections' owner (phys.Owner):
+// a type of its own, so that what they ask of it is not the Connector's
+// API. Pointer-shaped, it is held in the interface as the *Connector is.
+type connOwner struct{ c *Connector }
+
+// PrepareSession runs the AfterConnect hook (Connector.prepareSession).
+func (o connOwner) PrepareSession(ctx context.Context, dc dialects.Conn) error {
+	return o.c.prepareSession(ctx, dc)
 }
 
-var errStale = errors.New("pooldriver: opened before Connector.Reset")
+// AfterRelease is the AfterRelease hook's verdict (Connector.afterRelease).
+func (o connOwner) AfterRelease(pc *phys.Conn) bool { return o.c.afterRelease(pc) }
+
+// Returned tells the leak detection that pc is going back to the pool (or
+// being closed).
+func (o connOwner) Returned(pc *phys.Conn) { o.c.leaks.returned(pc) }
+
+// Look asks the server through pc, which nobody else can reach (a
+// cleanup, see phys.Conn.settle), how full it is, and sets the pool's share
+// from the answer (serverShare.look). It reports false when pc failed to
+// say: pc is lost.
+func (o connOwner) Look(pc *phys.Conn) bool { return o.c.share.look(pc) }
+
+// checkIdle is the pool's BeforeAcquire: see phys.Conn.CheckIdle.
+func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*phys.Conn]) bool {
+	return r.Value().CheckIdle(ctx, r)
+}
 
 // acquire takes a physical connection from the pool for a hold. Without a
 // Tracer, and before Shutdown, this is one check more than take.
-func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
+func (c *Connector) acquire(ctx context.Context) (*phys.Conn, error) {
 	if c.gated.Load() {
 		return c.acquireGated(ctx)
 	}
@@ -383,9 +404,9 @@ func (c *Connector) acquire(ctx context.Context) (*physConn, error) {
 
 // acquireGated is acquire once Shutdown began (which refuses new work) or
 // with a Tracer.
-func (c *Connector) acquireGated(ctx context.Context) (*physConn, error) {
+func (c *Connector) acquireGated(ctx context.Context) (*phys.Conn, error) {
 	if c.drainMark.Load() != 0 {
-		if t := taskFrom(ctx); t == nil || !c.admits(t) {
+		if t := ctxTaskFrom(ctx); t == nil || !c.admits(t.number()) {
 			return nil, ErrShuttingDown
 		}
 	}
@@ -396,18 +417,18 @@ func (c *Connector) acquireGated(ctx context.Context) (*physConn, error) {
 }
 
 // take is acquire, untraced.
-func (c *Connector) take(ctx context.Context) (*physConn, error) {
+func (c *Connector) take(ctx context.Context) (*phys.Conn, error) {
 	r, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, c.acquireError(err)
 	}
 	pc := r.Value()
-	if pc.res == nil {
-		pc.res = r // the pool keeps one handle per connection for its life
+	if pc.Res == nil {
+		pc.Res = r // the pool keeps one handle per connection for its life
 	}
 	if c.cfg.BeforeAcquire != nil {
 		if err := c.beforeAcquire(ctx, pc); err != nil {
-			pc.closeReason = closeHook
+			pc.CloseReason = phys.CloseHook
 			r.Destroy()
 			return nil, err
 		}
@@ -437,7 +458,7 @@ func (c *Connector) closeNow() {
 			c.stopCatalog()
 		}
 		c.pool.Close()
-		c.cleanups.close() // those under way hand their connections back: destroyed now
+		c.cleanups.Close() // those under way hand their connections back: destroyed now
 	}
 	if c.leaks != nil {
 		c.leaks.stop()

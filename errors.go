@@ -385,3 +385,10 @@ func (e *interruptedError) Is(target error) bool {
 }
 
 func (e *interruptedError) As(target any) bool { return errors.As(e.cause, target) }
+
+// interrupted reports whether err says a Commit or Rollback was
+// interrupted: its connection was closed under it.
+func interrupted(err error) bool {
+	var ie *interruptedError
+	return errors.As(err, &ie)
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // A hold's operations, carried out: what they do is planned in plan.go,
@@ -44,7 +45,7 @@ func (l *conn) lose(cause error) {
 
 // lease is one operation's use of its hold's physical connection.
 type lease struct {
-	pc *physConn
+	pc *phys.Conn
 	t  *task // the task of the operation's context, or nil
 	leaseFacts
 }
@@ -57,14 +58,14 @@ type leaseFacts struct {
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
-	sent     uint64 // pc.sent() when the operation started: bytes written before it
+	sent     uint64 // pc.Sent() when the operation started: bytes written before it
 }
 
 // do runs one operation of kind k on l's hold: start, then fn on the
 // hold's physical connection, then finish with fn's error. le is the
 // operation's lease: a zero one, except for the end of a *sql.Tx, which
 // names its connection.
-func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn func(pc *physConn) error) error {
+func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn func(pc *phys.Conn) error) error {
 	if err := l.start(ctx, k, le); err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 	var res driver.Result
 	var err error
 	if s == nil {
-		res, err = le.pc.exec(ctx, query, args)
+		res, err = le.pc.Exec(ctx, query, args)
 	} else {
 		res, err = s.execOn(ctx, le.pc, args)
 	}
@@ -103,7 +104,7 @@ func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue
 	var dr driver.Rows
 	var err error
 	if s == nil {
-		dr, err = le.pc.query(ctx, query, args)
+		dr, err = le.pc.Query(ctx, query, args)
 	} else {
 		dr, err = s.queryOn(ctx, le.pc, args)
 	}
@@ -112,7 +113,7 @@ func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue
 	}
 	// The rows are open: counted here rather than in finish, which has
 	// nothing else to do for them outside a task.
-	le.pc.addRows(1, !l.state.alone())
+	le.pc.AddRows(1, !l.state.alone())
 	l.rows++
 	if le.solo {
 		l.to(evSoloRows) // the hold's first operation: no other rows
@@ -128,12 +129,12 @@ func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue
 // the task share may be busy with their rows, which may never be closed
 // while this goroutine waits (the reader may be waiting for it): that is a
 // busyError, with its bounded wait, not an unbounded wait for the lock.
-func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
-	if pc.sem.tryLock() {
+func (l *conn) lock(ctx context.Context, pc *phys.Conn, k opKind) error {
+	if pc.Sem.TryLock() {
 		return nil
 	}
 	if l.state != holdShared {
-		return pc.sem.lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
+		return pc.Sem.Lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
 	}
 	for {
 		if err := l.checkShared(pc, k); err != nil {
@@ -142,7 +143,7 @@ func (l *conn) lock(ctx context.Context, pc *physConn, k opKind) error {
 		// A statement of another hold runs: wait for it, but look again
 		// now and then, in case it left rows open.
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		err := pc.sem.lock(wctx)
+		err := pc.Sem.Lock(wctx)
 		cancel()
 		if err == nil {
 			return nil
@@ -193,14 +194,14 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 			return err
 		}
 		le.fresh = true
-		if solo := k == opExec || k == opStmt; solo || pc.sem.tryLock() {
-			if pc.evictions.Load() > 0 {
-				pc.dropEvicted()
+		if solo := k == opExec || k == opStmt; solo || pc.Sem.TryLock() {
+			if pc.Evictions.Load() > 0 {
+				pc.DropEvicted()
 			}
 			le.pc = pc
 			le.locked, le.solo = !solo, solo
-			if pc.written != nil {
-				le.sent = pc.written.Written()
+			if pc.Written != nil {
+				le.sent = pc.Written.Written()
 			}
 			return nil
 		}
@@ -213,7 +214,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		// there), and is the only operation left to a *sql.Tx that its
 		// task's end claimed (see tx.end).
 		if l.rows == 0 {
-			_ = le.pc.sem.lock(context.Background()) // held only by statements, which end
+			_ = le.pc.Sem.Lock(context.Background()) // held only by statements, which end
 			le.locked = true
 		}
 		return nil
@@ -245,18 +246,18 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 			if l.rows > 0 {
 				// The hold's own rows hold the lock: the driver decides,
 				// unless its server sends one result at a time.
-				if le.pc.oneResult && (k == opExec || k == opStmt) {
+				if le.pc.OneResult && (k == opExec || k == opStmt) {
 					return ErrResultOpen
 				}
 				return nil
 			}
 			if watchesTaskState(l.facts(k, t, le)) {
-				le.hadState = le.pc.keepsTaskState()
+				le.hadState = le.pc.KeepsTaskState()
 			}
-			if le.pc.evictions.Load() > 0 {
-				le.pc.dropEvicted() // statements closed since: pgx would still run them by their text
+			if le.pc.Evictions.Load() > 0 {
+				le.pc.DropEvicted() // statements closed since: pgx would still run them by their text
 			}
-			le.sent = le.pc.sent()
+			le.sent = le.pc.Sent()
 			return nil
 		}
 		if err != nil {
@@ -306,7 +307,7 @@ func (l *conn) startRound(ctx context.Context, k opKind, le *lease, p startPlan)
 	case err != nil:
 		return err
 	case p.lockRows:
-		if err := le.pc.sem.lock(ctx); err != nil {
+		if err := le.pc.Sem.Lock(ctx); err != nil {
 			return err
 		}
 		l.to(evRowsLocked)
@@ -316,7 +317,7 @@ func (l *conn) startRound(ctx context.Context, k opKind, le *lease, p startPlan)
 		}
 		le.locked = true
 		if err := l.checkLocked(le.pc, k); err != nil {
-			le.pc.sem.unlock()
+			le.pc.Sem.Unlock()
 			le.locked = false
 			return err
 		}
@@ -361,14 +362,14 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 			t.begun.Store(true)
 		}
 		if useTask && t.modeFor(l.c) == SessionMode {
-			pc.mu.Lock()
+			pc.Mu.Lock()
 			ok := t.bind(l.c, pc)
-			pc.mu.Unlock()
+			pc.Mu.Unlock()
 			if !ok {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
 				l.to(evDrop)
-				pc.letGo()
+				pc.LetGo()
 				continue
 			}
 			l.to(evShare)
@@ -381,11 +382,11 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 // takeOwn makes a connection from the pool the hold's own: the one the
 // logical conn last parked, if it is still there and passes the idle check,
 // else one the pool hands out.
-func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
-	var pc *physConn
+func (l *conn) takeOwn(ctx context.Context) (*phys.Conn, error) {
+	var pc *phys.Conn
 	if r := l.parked; r != nil && r.Unpark() {
-		if r.Value().checkIdle(ctx, r) {
-			pc = r.Value() // pc.res is r since its first acquire
+		if r.Value().CheckIdle(ctx, r) {
+			pc = r.Value() // pc.Res is r since its first acquire
 		} else if ctx.Err() != nil {
 			r.Destroy() // the caller gave up: nothing to tell the breaker
 		} else {
@@ -398,7 +399,7 @@ func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
 			return nil, err
 		}
 	}
-	pc.taken() // fresh from the pool: nobody else can reach it
+	pc.Taken() // fresh from the pool: nobody else can reach it
 	if l.pc != pc {
 		l.pc = pc
 	}
@@ -410,15 +411,15 @@ func (l *conn) takeOwn(ctx context.Context) (*physConn, error) {
 // task's rules forbid it (planShare): it is taken by a *sql.Tx of the task,
 // or busy with rows of another statement (then a transaction-mode
 // statement outside a transaction goes to the pool instead: le.separate).
-func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	st := &pc.st
-	c := connFactsOf(st, st.txOwner != nil)
-	c.bound = pc.boundToLocked(t)
+func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (bool, error) {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
+	st := &pc.St
+	c := connFactsOf(st, st.TxOwner != nil)
+	c.bound = pc.BoundToLocked(t)
 	switch v := planShare(k, t.modeFor(l.c), c); v {
 	case shareOK:
-		pc.joinLocked()
+		pc.JoinLocked()
 		l.pc, le.pc = pc, pc
 		l.to(evShare)
 		return true, nil
@@ -434,26 +435,26 @@ func (l *conn) share(pc *physConn, t *task, k opKind, le *lease) (bool, error) {
 
 // connFactsOf is what the task's rules read of st, a connection's state,
 // under its mutex; otherTx: another hold's *sql.Tx has it.
-func connFactsOf(st *connState, otherTx bool) connFacts {
+func connFactsOf(st *phys.ConnState, otherTx bool) connFacts {
 	return connFacts{
-		lost:    st.session == sessionLost,
-		dirty:   st.session == sessionDirty,
-		rows:    st.rows > 0,
-		tx:      st.tx,
+		lost:    st.Session == phys.SessionLost,
+		dirty:   st.Session == phys.SessionDirty,
+		rows:    st.Rows > 0,
+		tx:      st.Tx,
 		otherTx: otherTx,
 	}
 }
 
 // shareError is the error of verdict v, which refuses an operation of kind
-// k of l's hold on pc, whose state st the caller read under pc.mu, which it
+// k of l's hold on pc, whose state st the caller read under pc.Mu, which it
 // still holds.
-func (l *conn) shareError(v shareVerdict, pc *physConn, st *connState, k opKind) error {
+func (l *conn) shareError(v shareVerdict, pc *phys.Conn, st *phys.ConnState, k opKind) error {
 	switch v {
 	case shareLost:
 		l.lose(errLostShared)
 		return l.lost
 	case shareOwnerBusy:
-		return ownerBusy(st.txOwner, k)
+		return ownerBusy(st.TxOwner, k)
 	case shareBusyConn:
 		return &busyError{pc: pc, err: ErrConnBusy}
 	case shareBusySession:
@@ -464,9 +465,9 @@ func (l *conn) shareError(v shareVerdict, pc *physConn, st *connState, k opKind)
 
 // checkShared applies the task's rules (planShared) to a later operation of
 // a hold whose connection other holds of its task may use too.
-func (l *conn) checkShared(pc *physConn, k opKind) error {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
+func (l *conn) checkShared(pc *phys.Conn, k opKind) error {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
 	return l.sharedLocked(pc, k, l.rows > 0)
 }
 
@@ -474,10 +475,10 @@ func (l *conn) checkShared(pc *physConn, k opKind) error {
 // rows are open; with rows true, it is only what no operation on a shared
 // connection may meet, checked before the wait for its lock and again
 // after: the connection lost, another hold's transaction on it, or (for
-// BeginTx) any transaction open on it. The caller holds pc.mu.
-func (l *conn) sharedLocked(pc *physConn, k opKind, rows bool) error {
-	st := &pc.st
-	otherTx := st.txOwner != nil && (l.tx == nil || st.txOwner != &l.tx.open)
+// BeginTx) any transaction open on it. The caller holds pc.Mu.
+func (l *conn) sharedLocked(pc *phys.Conn, k opKind, rows bool) error {
+	st := &pc.St
+	otherTx := st.TxOwner != nil && (l.tx == nil || st.TxOwner != &l.tx.open)
 	if v := planShared(k, rows, connFactsOf(st, otherTx)); v != shareOK {
 		return l.shareError(v, pc, st, k)
 	}
@@ -487,7 +488,7 @@ func (l *conn) sharedLocked(pc *physConn, k opKind, rows bool) error {
 // ownerBusy is the error of an operation of kind k on a connection that
 // owner, another hold's *sql.Tx, has: a BeginTx waits for a nested one to
 // end, to nest in turn; anything else fails at once.
-func ownerBusy(owner *openTx, k opKind) error {
+func ownerBusy(owner *phys.OpenTx, k opKind) error {
 	if sp, ok := nestedIn(owner); ok && k == opBegin {
 		return &nestBusyError{done: sp.done}
 	}
@@ -505,7 +506,7 @@ const busyWait = 500 * time.Millisecond
 // busyError says that pc, which the statement must use, is busy with
 // another statement's open rows.
 type busyError struct {
-	pc  *physConn
+	pc  *phys.Conn
 	err error
 }
 
@@ -520,13 +521,13 @@ func (e *busyError) wait(ctx context.Context, deadline *time.Time) error {
 	}
 	wctx, cancel := context.WithDeadline(ctx, *deadline)
 	defer cancel()
-	if err := e.pc.sem.lock(wctx); err != nil {
+	if err := e.pc.Sem.Lock(wctx); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return e.err
 	}
-	e.pc.sem.unlock() // free now: look again, from the start
+	e.pc.Sem.Unlock() // free now: look again, from the start
 	return nil
 }
 
@@ -538,15 +539,15 @@ var errLostShared = errors.New("pooldriver: the connection broke during another 
 // after the task's rollback, outside the transaction); and, on a shared
 // connection, no statement runs inside another hold's transaction and
 // BeginTx never runs where a transaction is open.
-func (l *conn) checkLocked(pc *physConn, k opKind) error {
+func (l *conn) checkLocked(pc *phys.Conn, k opKind) error {
 	if x := l.tx; x != nil && x.endedByTask() {
 		return ErrTaskEnded
 	}
 	if l.state != holdShared {
 		return nil
 	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
 	return l.sharedLocked(pc, k, true)
 }
 
@@ -564,7 +565,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 		// nothing to learn before they close (err is nil), but the
 		// connection may have to be bound to the task.
 	case opCloseRows:
-		pc.addRows(-1, !l.state.alone())
+		pc.AddRows(-1, !l.state.alone())
 		l.rows--
 		if l.state == holdSoloRows {
 			l.to(evRowsLocked) // closed: the hold's only rows, without the lock
@@ -572,19 +573,19 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 			locked = true
 		}
 	}
-	if err == nil && le.t == nil && l.rows == 0 && (k == opExec || k == opStmt || k == opCloseRows && pc.usable()) {
+	if err == nil && le.t == nil && l.rows == 0 && (k == opExec || k == opStmt || k == opCloseRows && pc.Usable()) {
 		// The common case, outside any task: the statement succeeded (or
 		// the hold's last rows closed cleanly) and only what it did to the
 		// transaction and the session is left to learn.
 		// If that fails, the connection is lost as below; the statement
 		// itself succeeded, and says so, as with the plain driver (a COMMIT
 		// whose reply arrived committed).
-		if oerr := pc.observe(ctx, query); oerr != nil {
-			pc.lose(oerr, false)
+		if oerr := pc.Observe(ctx, query); oerr != nil {
+			pc.Lose(oerr, false)
 			l.lose(oerr)
 		}
 		if locked {
-			pc.sem.unlock()
+			pc.Sem.Unlock()
 		}
 		return nil
 	}
@@ -598,7 +599,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string, err error, locked bool) error {
 	pc := le.pc
 	if cause := l.lostBy(ctx, le, k, query, err); cause != nil {
-		carried := pc.lose(cause, le.fresh)
+		carried := pc.Lose(cause, le.fresh)
 		l.lose(cause)
 		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
 		err = l.lostError(le, err, carried || k == opEndTx)
@@ -608,7 +609,7 @@ func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string
 		}
 	}
 	if l.rows == 0 && locked {
-		pc.sem.unlock()
+		pc.Sem.Unlock()
 	}
 	return err
 }
@@ -618,7 +619,7 @@ func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string
 // and returns why the connection is lost, or nil when it is not.
 func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, err error) error {
 	pc := le.pc
-	if err != nil && pc.broken(err) {
+	if err != nil && (pc.Broken(err) || interrupted(err)) {
 		return err
 	}
 	obs := planObserve(k, l.rows > 0, err != nil)
@@ -626,10 +627,10 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 	case observeNothing:
 		return nil
 	case observeEndTx:
-		pc.observeEndTx(ctx, query)
+		pc.ObserveEndTx(ctx, query)
 		return nil
 	case observeRows:
-		if !pc.usable() {
+		if !pc.Usable() {
 			// Rows report a broken connection from Next, which the
 			// driver's Close may not repeat.
 			if err != nil {
@@ -638,10 +639,10 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 			return errors.New("pooldriver: the driver reports the connection unusable")
 		}
 	}
-	oerr := pc.observe(ctx, query)
+	oerr := pc.Observe(ctx, query)
 	if oerr == nil {
 		if obs == observeRaw {
-			pc.markDirty() // whatever the callback did, we could not see it
+			pc.MarkDirty() // whatever the callback did, we could not see it
 		}
 		return nil
 	}
@@ -667,7 +668,7 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 // session there that it did not find: the task must keep the connection
 // (bindForTask).
 func (l *conn) leavesTaskState(le *lease, k opKind) bool {
-	return le.t != nil && !le.hadState && watchesTaskState(l.facts(k, le.t, le)) && le.pc.keepsTaskState()
+	return le.t != nil && !le.hadState && watchesTaskState(l.facts(k, le.t, le)) && le.pc.KeepsTaskState()
 }
 
 // lostError is what an operation that lost its connection returns, err
@@ -692,7 +693,7 @@ func (l *conn) lostError(le *lease, err error, carried bool) error {
 	case le.fresh && errors.Is(err, dialects.ErrNotRun):
 		return err // sent, but the dialect knows it was not run
 	}
-	if sent := le.pc.written != nil && le.pc.sent() != le.sent; sent || !le.fresh {
+	if sent := le.pc.Written != nil && le.pc.Sent() != le.sent; sent || !le.fresh {
 		return &notRetriedError{cause: err, sent: sent}
 	}
 	return err
@@ -707,9 +708,9 @@ func (l *conn) lostError(le *lease, err error, carried bool) error {
 func (l *conn) bindForTask(le *lease) error {
 	pc, t := le.pc, le.t
 	if !le.separate {
-		pc.mu.Lock()
+		pc.Mu.Lock()
 		ok := t.bind(l.c, pc)
-		pc.mu.Unlock()
+		pc.Mu.Unlock()
 		if ok {
 			l.to(evBind)
 			return nil
@@ -718,8 +719,8 @@ func (l *conn) bindForTask(le *lease) error {
 			return err // ended: the hold's end settles the connection
 		}
 	}
-	if pc.st.tx == txRaw {
-		if err := pc.undo(context.Background(), nil, undoTaskBusy); err != nil {
+	if pc.St.Tx == phys.TxRaw {
+		if err := pc.Undo(context.Background(), nil, phys.UndoTaskBusy); err != nil {
 			l.lose(err)
 			return l.lost
 		}
@@ -739,7 +740,7 @@ func (l *conn) endHold() {
 		l.lost = nil // written only when set: see conn.parked
 	}
 	if alone {
-		if r := pc.park(); r != nil {
+		if r := pc.Park(); r != nil {
 			if l.parked != r {
 				l.parked = r
 			}
@@ -748,8 +749,8 @@ func (l *conn) endHold() {
 		if l.parked != nil {
 			l.parked = nil // see conn.parked: Close must not Return it
 		}
-		pc.letGoAlone()
+		pc.LetGoAlone()
 		return
 	}
-	pc.letGo()
+	pc.LetGo()
 }

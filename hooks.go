@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // checkHooks reports a hook that c's template cannot run.
@@ -68,18 +69,18 @@ func (c *Connector) openConfigured(ctx context.Context, creds dialects.Credentia
 }
 
 // beforeAcquire runs the BeforeAcquire hook on pc, just taken from the pool.
-func (c *Connector) beforeAcquire(ctx context.Context, pc *physConn) error {
+func (c *Connector) beforeAcquire(ctx context.Context, pc *phys.Conn) error {
 	f := c.cfg.BeforeAcquire
-	return call("BeforeAcquire", func() error { return f(ctx, pc.dc.Raw()) })
+	return call("BeforeAcquire", func() error { return f(ctx, pc.DC.Raw()) })
 }
 
 // afterRelease runs the AfterRelease hook on pc, settled and about to go
 // back to the pool.
-func (c *Connector) afterRelease(pc *physConn) bool {
+func (c *Connector) afterRelease(pc *phys.Conn) bool {
 	f := c.cfg.AfterRelease
 	ok := false
 	err := call("AfterRelease", func() error {
-		ok = f(pc.dc.Raw())
+		ok = f(pc.DC.Raw())
 		return nil
 	})
 	if err != nil {
@@ -89,9 +90,9 @@ func (c *Connector) afterRelease(pc *physConn) bool {
 }
 
 // beforeClose runs the BeforeClose hook on pc.
-func (c *Connector) beforeClose(pc *physConn) {
+func (c *Connector) beforeClose(pc *phys.Conn) {
 	if f := c.cfg.BeforeClose; f != nil {
-		if err := call("BeforeClose", func() error { f(pc.dc.Raw()); return nil }); err != nil {
+		if err := call("BeforeClose", func() error { f(pc.DC.Raw()); return nil }); err != nil {
 			c.logWarn("the BeforeClose hook failed", err)
 		}
 	}

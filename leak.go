@@ -1,12 +1,16 @@
 package pooldriver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // Leak detection (HikariCP's leakDetectionThreshold): a physical connection
@@ -19,18 +23,19 @@ import (
 
 // leakDetector watches the physical connections of one Connector.
 type leakDetector struct {
-	c         *Connector
+	log       *slog.Logger  // the Connector's; nil: nothing is logged
+	count     *atomic.Int64 // the Connector's count of leaks, for Stats
 	threshold time.Duration
 	epoch     time.Time
 	done      chan struct{}
 	wg        sync.WaitGroup
 
 	mu    sync.Mutex // protects conns
-	conns map[*physConn]struct{}
+	conns map[*phys.Conn]struct{}
 }
 
-func newLeakDetector(c *Connector, threshold time.Duration) *leakDetector {
-	d := &leakDetector{c: c, threshold: threshold, epoch: time.Now(), done: make(chan struct{}), conns: map[*physConn]struct{}{}}
+func newLeakDetector(log *slog.Logger, count *atomic.Int64, threshold time.Duration) *leakDetector {
+	d := &leakDetector{log: log, count: count, threshold: threshold, epoch: time.Now(), done: make(chan struct{}), conns: map[*phys.Conn]struct{}{}}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -49,43 +54,39 @@ func (d *leakDetector) stop() {
 	d.wg.Wait()
 }
 
-func (d *leakDetector) add(pc *physConn) {
+func (d *leakDetector) add(pc *phys.Conn) {
 	d.mu.Lock()
 	d.conns[pc] = struct{}{}
 	d.mu.Unlock()
 }
 
-func (d *leakDetector) remove(pc *physConn) {
+func (d *leakDetector) remove(pc *phys.Conn) {
 	d.mu.Lock()
 	delete(d.conns, pc)
 	d.mu.Unlock()
 }
 
 // taken records that pc left the pool, and who took it.
-func (d *leakDetector) taken(pc *physConn) {
-	m := &pc.leak
-	m.mu.Lock()
-	m.n = runtime.Callers(3, m.pcs[:]) // from the caller of Connector.acquire
-	m.reported = false
-	m.mu.Unlock()
-	m.takenAt.Store(int64(time.Since(d.epoch)) + 1)
+func (d *leakDetector) taken(pc *phys.Conn) {
+	m := &pc.Leak
+	m.Mu.Lock()
+	m.N = runtime.Callers(3, m.Pcs[:]) // from the caller of Connector.acquire
+	m.Reported = false
+	m.Mu.Unlock()
+	m.TakenAt.Store(int64(time.Since(d.epoch)) + 1)
 }
 
-// returned tells c's leak detection that pc is going back to the pool (or
-// being closed).
-func (c *Connector) returned(pc *physConn) { c.leaks.returned(pc) }
-
 // returned records that pc is going back to the pool (or being closed).
-func (d *leakDetector) returned(pc *physConn) {
-	m := &pc.leak
-	at := m.takenAt.Swap(0)
-	m.mu.Lock()
-	reported := m.reported
-	m.reported = false
-	m.mu.Unlock()
+func (d *leakDetector) returned(pc *phys.Conn) {
+	m := &pc.Leak
+	at := m.TakenAt.Swap(0)
+	m.Mu.Lock()
+	reported := m.Reported
+	m.Reported = false
+	m.Mu.Unlock()
 	if reported && at > 0 {
 		held := time.Since(d.epoch) - time.Duration(at-1)
-		d.c.logAt(slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
+		phys.LogAt(context.Background(), d.log, slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
 	}
 }
 
@@ -93,7 +94,7 @@ func (d *leakDetector) run() {
 	period := min(max(d.threshold/4, time.Millisecond), time.Second)
 	t := time.NewTicker(period)
 	defer t.Stop()
-	var conns []*physConn
+	var conns []*phys.Conn
 	for {
 		select {
 		case <-d.done:
@@ -115,24 +116,24 @@ func (d *leakDetector) run() {
 
 // check reports pc if it has been out of the pool longer than the
 // threshold and was not reported yet.
-func (d *leakDetector) check(pc *physConn, now time.Duration) {
-	m := &pc.leak
-	at := m.takenAt.Load()
+func (d *leakDetector) check(pc *phys.Conn, now time.Duration) {
+	m := &pc.Leak
+	at := m.TakenAt.Load()
 	if at == 0 || now-time.Duration(at-1) < d.threshold {
 		return
 	}
-	m.mu.Lock()
-	if m.reported || m.takenAt.Load() != at {
-		m.mu.Unlock()
+	m.Mu.Lock()
+	if m.Reported || m.TakenAt.Load() != at {
+		m.Mu.Unlock()
 		return
 	}
-	m.reported = true
-	var pcs [leakStackDepth]uintptr
-	n := copy(pcs[:], m.pcs[:m.n])
-	m.mu.Unlock()
+	m.Reported = true
+	var pcs [phys.LeakStackDepth]uintptr
+	n := copy(pcs[:], m.Pcs[:m.N])
+	m.Mu.Unlock()
 	// Counted before it is logged: whoever reads the line finds it counted.
-	d.c.stats.leaks.Add(1)
-	d.c.logWarn("connection held longer than the leak detection threshold; it was taken by", nil,
+	d.count.Add(1)
+	phys.LogAt(context.Background(), d.log, slog.LevelWarn, "connection held longer than the leak detection threshold; it was taken by", nil,
 		"held", (now - time.Duration(at-1)).Round(time.Millisecond), "threshold", d.threshold, "stack", formatStack(pcs[:n]))
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -77,7 +78,7 @@ func (c *Connector) newLogger() *slog.Logger {
 
 // logAt logs msg at level with err, when there is one, and args.
 func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) {
-	logAt(context.Background(), c.log, level, msg, err, args...)
+	phys.LogAt(context.Background(), c.log, level, msg, err, args...)
 }
 
 // logBreaker logs a change of the circuit breaker's state, in the words
@@ -123,7 +124,7 @@ func (c *Connector) connectFailed(err error) {
 	}
 	if n&(n-1) == 0 {
 		// Spaced already: not held back by the limiter.
-		logAt(context.WithValue(context.Background(), spacedKey{}, true), c.log, slog.LevelWarn, "connect failed repeatedly", err, "failures_in_a_row", n)
+		phys.LogAt(context.WithValue(context.Background(), spacedKey{}, true), c.log, slog.LevelWarn, "connect failed repeatedly", err, "failures_in_a_row", n)
 	}
 }
 
@@ -136,22 +137,22 @@ func (c *Connector) connected() {
 
 // closeReason says why pc is being closed: what pooldriver recorded, else
 // what the pool does by itself.
-func (c *Connector) closeReason(pc *physConn) string {
+func (c *Connector) closeReason(pc *phys.Conn) string {
 	switch {
-	case pc.closeReason != "":
-		return pc.closeReason
-	case pc.stale():
-		return closeResetAll
+	case pc.CloseReason != "":
+		return pc.CloseReason
+	case pc.Stale():
+		return phys.CloseResetAll
 	case c.closing.Load():
-		return closeConnector
+		return phys.CloseConnector
 	}
-	return closeExpired
+	return phys.CloseExpired
 }
 
 // logClosed logs the close of pc.
-func (c *Connector) logClosed(pc *physConn, err error) {
+func (c *Connector) logClosed(pc *phys.Conn, err error) {
 	if c.log == nil {
 		return
 	}
-	c.logAt(slog.LevelDebug, "connection closed", err, "reason", c.closeReason(pc), "age", time.Since(pc.born).Round(time.Millisecond))
+	c.logAt(slog.LevelDebug, "connection closed", err, "reason", c.closeReason(pc), "age", time.Since(pc.Born).Round(time.Millisecond))
 }

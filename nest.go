@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // A *sql.Tx begun in a task whose connection has a raw transaction open (a
@@ -32,7 +33,7 @@ const savepointName = "pooldriver_nested_tx"
 // savepointTx is the driver.Tx of a nested *sql.Tx: its transaction is a
 // savepoint inside the task's raw transaction on pc.
 type savepointTx struct {
-	pc   *physConn
+	pc   *phys.Conn
 	ctx  context.Context // bounds Commit and Rollback; set by tx.endOn
 	done chan struct{}   // closed when it ends, for a BeginTx waiting to nest
 }
@@ -42,11 +43,11 @@ var _ driver.Tx = (*savepointTx)(nil)
 // beginNested nests a *sql.Tx in the raw transaction open on pc: after
 // checking that opts can hold there, it takes the savepoint. The caller
 // holds pc's lock.
-func beginNested(ctx context.Context, pc *physConn, opts driver.TxOptions) (*savepointTx, error) {
+func beginNested(ctx context.Context, pc *phys.Conn, opts driver.TxOptions) (*savepointTx, error) {
 	if err := checkNestedOptions(ctx, pc, opts); err != nil {
 		return nil, err
 	}
-	if _, err := pc.exec(ctx, "SAVEPOINT "+savepointName, nil); err != nil {
+	if _, err := pc.Exec(ctx, "SAVEPOINT "+savepointName, nil); err != nil {
 		return nil, fmt.Errorf("pooldriver: nesting the *sql.Tx in the task's open transaction (SAVEPOINT): %w", err)
 	}
 	return &savepointTx{pc: pc, ctx: ctx, done: make(chan struct{})}, nil
@@ -68,7 +69,7 @@ func nestedEnd(commit bool) string {
 }
 
 func (s *savepointTx) run(query string) error {
-	if _, err := s.pc.exec(s.ctx, query, nil); err != nil {
+	if _, err := s.pc.Exec(s.ctx, query, nil); err != nil {
 		return fmt.Errorf("pooldriver: ending the *sql.Tx nested in the task's transaction (%s): %w", query, err)
 	}
 	return nil
@@ -76,25 +77,19 @@ func (s *savepointTx) run(query string) error {
 
 // nestedIn returns the savepointTx of owner, the transaction open on a
 // connection, when it is a nested *sql.Tx.
-func nestedIn(owner *openTx) (*savepointTx, bool) {
+func nestedIn(owner *phys.OpenTx) (*savepointTx, bool) {
 	if owner == nil {
 		return nil, false
 	}
-	s, ok := owner.drv.(*savepointTx)
+	s, ok := owner.Drv.(*savepointTx)
 	return s, ok
-}
-
-// isNested reports whether owner is a nested *sql.Tx's transaction.
-func isNested(owner *openTx) bool {
-	_, ok := nestedIn(owner)
-	return ok
 }
 
 // checkNestedOptions refuses options a savepoint cannot honour: an
 // isolation level or a read-only access mode other than the open
 // transaction's. Without options there is nothing to check, and no round
 // trip.
-func checkNestedOptions(ctx context.Context, pc *physConn, opts driver.TxOptions) error {
+func checkNestedOptions(ctx context.Context, pc *phys.Conn, opts driver.TxOptions) error {
 	if opts.Isolation == driver.IsolationLevel(sql.LevelDefault) && !opts.ReadOnly {
 		return nil
 	}
@@ -105,7 +100,7 @@ func checkNestedOptions(ctx context.Context, pc *physConn, opts driver.TxOptions
 			want += ", read-only"
 		}
 	}
-	in, ok := pc.dc.(dialects.OpenTxInspector)
+	in, ok := pc.DC.(dialects.OpenTxInspector)
 	if !ok {
 		return fmt.Errorf("pooldriver: a *sql.Tx nested in the task's open transaction cannot be %s: this database cannot tell the open transaction's isolation level and access mode; begin it without TxOptions", want)
 	}

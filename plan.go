@@ -1,13 +1,17 @@
 package pooldriver
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
+)
 
 // The logical side's decisions, pure: what an operation of a hold does is
 // planned here from facts the hold's goroutine gathers (opFacts: the hold's
 // state, the operation, its task; connFacts: the physical connection's
 // state, read under its mutex), and carried out by start, pick, share,
 // checkShared and finish (hold.go), which decide nothing themselves. Like
-// decide (fate.go) for the physical side, nothing here has side effects,
+// decide (internal/phys/fate.go) for the physical side, nothing here has side effects,
 // and plan_test.go tests every input.
 
 // A hold is database/sql's use of one logical conn: from the first
@@ -44,7 +48,7 @@ import "fmt"
 //	any held state ── evLose ──► lost;  ── evEnd ──► none;  none ── evClose ──► closed
 //
 // In own and soloRows the hold may write the connection's state without its
-// mutex (see physConn); in the others it takes the mutex, since someone else
+// mutex (see phys.Conn); in the others it takes the mutex, since someone else
 // may read it.
 type holdState uint8
 
@@ -84,7 +88,7 @@ func (s holdState) held() bool { return s != holdNone && s != holdClosed }
 
 // alone reports whether nothing but the hold can reach its connection: it
 // may write the connection's state without the mutex, and let go of it
-// without (physConn.park, letGoAlone).
+// without (phys.Conn.Park, letGoAlone).
 func (s holdState) alone() bool { return s == holdOwn || s == holdSoloRows }
 
 // holdEvent is what happened to a hold, the input of step.
@@ -289,10 +293,10 @@ type observation uint8
 
 const (
 	observeNothing   observation = iota // nothing to learn (rows of the hold still open, or an operation that changes nothing)
-	observeStatement                    // what the statement left: the transaction and the session (physConn.observe)
+	observeStatement                    // what the statement left: the transaction and the session (phys.Conn.Observe)
 	observeRows                         // the hold's last rows closed: first whether the driver still finds the connection usable, then observeStatement
 	observeRaw                          // observeStatement, and the session is dirty whatever it says: RawConn's callback could do anything
-	observeEndTx                        // a *sql.Tx's Commit or Rollback succeeded: the raw transaction it may have been nested in (physConn.observeEndTx)
+	observeEndTx                        // a *sql.Tx's Commit or Rollback succeeded: the raw transaction it may have been nested in (phys.Conn.ObserveEndTx)
 )
 
 // planObserve is what finish asks of the connection after an operation of
@@ -323,12 +327,12 @@ func planObserve(k opKind, rows, failed bool) observation {
 // connFacts is what the task's rules read of a physical connection, under
 // its mutex.
 type connFacts struct {
-	bound   bool    // bound to the operation's task
-	lost    bool    // its session is lost (sessionLost)
-	dirty   bool    // its session changed (sessionDirty)
-	rows    bool    // result sets are open on it
-	tx      txState // the transaction open on it
-	otherTx bool    // another hold's *sql.Tx has it (connState.txOwner)
+	bound   bool         // bound to the operation's task
+	lost    bool         // its session is lost (sessionLost)
+	dirty   bool         // its session changed (sessionDirty)
+	rows    bool         // result sets are open on it
+	tx      phys.TxState // the transaction open on it
+	otherTx bool         // another hold's *sql.Tx has it (connState.txOwner)
 }
 
 // shareVerdict is what the task's rules say of an operation on the task's
@@ -358,11 +362,11 @@ func planShare(k opKind, mode Mode, c connFacts) shareVerdict {
 		return shareGone
 	case c.otherTx:
 		return shareOwnerBusy
-	case k == opBegin && c.tx == txBegun:
+	case k == opBegin && c.tx == phys.TxBegun:
 		return shareSessionBusy
-	case k == opBegin && c.tx == txNone && mode == TransactionMode:
+	case k == opBegin && c.tx == phys.TxNone && mode == TransactionMode:
 		return shareSeparate // nothing to nest in: a transaction of its own
-	case c.rows && c.tx != txNone:
+	case c.rows && c.tx != phys.TxNone:
 		return shareBusyConn
 	case c.rows && (mode == SessionMode || c.dirty):
 		// Another connection would not have the task's session (its SET,
@@ -385,11 +389,11 @@ func planShared(k opKind, rows bool, c connFacts) shareVerdict {
 		return shareLost
 	case c.otherTx:
 		return shareOwnerBusy
-	case k == opBegin && c.tx == txBegun:
+	case k == opBegin && c.tx == phys.TxBegun:
 		return shareSessionBusy
 	case rows || !c.rows:
 		return shareOK
-	case c.tx != txNone:
+	case c.tx != phys.TxNone:
 		return shareBusyConn
 	}
 	return shareBusySession

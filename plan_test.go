@@ -3,6 +3,8 @@ package pooldriver
 import (
 	"fmt"
 	"testing"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 var allOpKinds = [...]opKind{opExec, opStmt, opOpenRows, opCloseRows, opBegin, opEndTx, opPrepare, opPing, opRaw}
@@ -145,7 +147,7 @@ func allConnFacts(fn func(connFacts)) {
 		for _, lost := range bools {
 			for _, dirty := range bools {
 				for _, rows := range bools {
-					for _, tx := range [...]txState{txNone, txBegun, txRaw} {
+					for _, tx := range [...]phys.TxState{phys.TxNone, phys.TxBegun, phys.TxRaw} {
 						for _, otherTx := range bools {
 							fn(connFacts{bound, lost, dirty, rows, tx, otherTx})
 						}
@@ -170,14 +172,14 @@ func TestPlanShare(t *testing.T) {
 		{opExec, sm, connFacts{bound: true}, shareOK},
 		{opExec, tm, connFacts{}, shareGone},
 		{opExec, tm, connFacts{bound: true, lost: true}, shareGone},
-		{opExec, tm, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
-		{opBegin, tm, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
-		{opBegin, tm, connFacts{bound: true, tx: txBegun}, shareSessionBusy},
+		{opExec, tm, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
+		{opBegin, tm, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
+		{opBegin, tm, connFacts{bound: true, tx: phys.TxBegun}, shareSessionBusy},
 		{opBegin, tm, connFacts{bound: true}, shareSeparate},
 		{opBegin, sm, connFacts{bound: true}, shareOK},
-		{opBegin, tm, connFacts{bound: true, tx: txRaw}, shareOK},
-		{opBegin, tm, connFacts{bound: true, tx: txRaw, rows: true}, shareBusyConn},
-		{opExec, tm, connFacts{bound: true, tx: txRaw, rows: true}, shareBusyConn},
+		{opBegin, tm, connFacts{bound: true, tx: phys.TxRaw}, shareOK},
+		{opBegin, tm, connFacts{bound: true, tx: phys.TxRaw, rows: true}, shareBusyConn},
+		{opExec, tm, connFacts{bound: true, tx: phys.TxRaw, rows: true}, shareBusyConn},
 		{opExec, sm, connFacts{bound: true, rows: true}, shareBusySession},
 		{opExec, tm, connFacts{bound: true, rows: true, dirty: true}, shareBusySession},
 		{opExec, tm, connFacts{bound: true, rows: true}, shareSeparate},
@@ -201,9 +203,9 @@ func TestPlanShare(t *testing.T) {
 					if got != shareGone {
 						t.Errorf("%s: not the task's to share", what)
 					}
-				case got == shareOK && (c.otherTx || c.rows || k == opBegin && c.tx == txBegun):
+				case got == shareOK && (c.otherTx || c.rows || k == opBegin && c.tx == phys.TxBegun):
 					t.Errorf("%s: joined a connection it must not", what)
-				case got == shareSeparate && (mode == SessionMode || c.tx != txNone):
+				case got == shareSeparate && (mode == SessionMode || c.tx != phys.TxNone):
 					t.Errorf("%s: left the task's session or transaction for another connection", what)
 				}
 			})
@@ -223,15 +225,15 @@ func TestPlanShared(t *testing.T) {
 		{opExec, false, connFacts{bound: true}, shareOK},
 		{opExec, false, connFacts{bound: true, lost: true, otherTx: true}, shareLost},
 		{opExec, true, connFacts{bound: true, lost: true}, shareLost},
-		{opExec, false, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
-		{opExec, true, connFacts{bound: true, tx: txBegun, otherTx: true}, shareOwnerBusy},
-		{opBegin, false, connFacts{bound: true, tx: txBegun}, shareSessionBusy},
-		{opBegin, true, connFacts{bound: true, tx: txBegun}, shareSessionBusy},
-		{opExec, false, connFacts{bound: true, tx: txBegun}, shareOK}, // its own *sql.Tx
-		{opBegin, false, connFacts{bound: true, tx: txRaw}, shareOK},
+		{opExec, false, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
+		{opExec, true, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
+		{opBegin, false, connFacts{bound: true, tx: phys.TxBegun}, shareSessionBusy},
+		{opBegin, true, connFacts{bound: true, tx: phys.TxBegun}, shareSessionBusy},
+		{opExec, false, connFacts{bound: true, tx: phys.TxBegun}, shareOK}, // its own *sql.Tx
+		{opBegin, false, connFacts{bound: true, tx: phys.TxRaw}, shareOK},
 		{opExec, false, connFacts{bound: true, rows: true}, shareBusySession},
-		{opExec, false, connFacts{bound: true, rows: true, tx: txRaw}, shareBusyConn},
-		{opExec, true, connFacts{bound: true, rows: true, tx: txRaw}, shareOK}, // its own rows
+		{opExec, false, connFacts{bound: true, rows: true, tx: phys.TxRaw}, shareBusyConn},
+		{opExec, true, connFacts{bound: true, rows: true, tx: phys.TxRaw}, shareOK}, // its own rows
 		{opExec, true, connFacts{bound: true, rows: true}, shareOK},
 	}
 	for _, c := range cases {

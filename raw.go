@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // RawConn runs f with the real driver connection under a logical one, for
@@ -37,11 +39,11 @@ func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 			return err
 		}
 	}
-	return l.do(ctx, opRaw, &lease{}, "", func(pc *physConn) error {
-		if err := pc.resetCarriedNow(); err != nil {
+	return l.do(ctx, opRaw, &lease{}, "", func(pc *phys.Conn) error {
+		if err := pc.ResetCarriedNow(); err != nil {
 			return err
 		}
-		return f(pc.dc.Raw())
+		return f(pc.DC.Raw())
 	})
 }
 

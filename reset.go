@@ -1,6 +1,10 @@
 package pooldriver
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
+)
 
 // Reset drops every physical connection, as after a failover or a
 // credential change: idle ones are closed now, and those in use (a
@@ -12,7 +16,7 @@ func (c *Connector) Reset() {
 	if c.pool == nil {
 		return
 	}
-	c.env.gen.Add(1)
+	c.env.Gen.Add(1)
 	n := c.pool.CloseIdle()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)
 }
@@ -21,10 +25,13 @@ func (c *Connector) Reset() {
 // role the DSN asks for (a primary turned read-only or standby): the other
 // connections to it fail their writes too, and those opened since (to the
 // server that has the role now) are not retired.
-func (c *Connector) lostRole(pc *physConn, server string) {
-	if !c.env.gen.CompareAndSwap(pc.gen, pc.gen+1) {
+func (c *Connector) lostRole(pc *phys.Conn, server string) {
+	if !c.env.Gen.CompareAndSwap(pc.Gen, pc.Gen+1) {
 		return // retired already
 	}
 	n := c.pool.CloseIdle()
 	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "server", server, "closed", n)
 }
+
+// LostRole retires the connections of pc's generation (Connector.lostRole).
+func (o connOwner) LostRole(pc *phys.Conn, server string) { o.c.lostRole(pc, server) }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // settings is the table of the settings: every field of Config that holds
@@ -55,7 +55,7 @@ type setting struct {
 // Where a setting takes effect.
 const (
 	toPool        = "pool"        // the pool of physical connections (package pool)
-	toConnections = "connections" // each physical connection (physEnv, the dialect's template)
+	toConnections = "connections" // each physical connection (phys.Env, the dialect's template)
 	toConnector   = "connector"   // the Connector: connects, leak detection, logs
 	toTasks       = "tasks"       // tasks that choose no mode
 )
@@ -172,27 +172,11 @@ func parse(like any, text string) (any, error) {
 func format(v any) string {
 	switch v := v.(type) {
 	case time.Duration:
-		return shortDuration(v)
+		return phys.ShortDuration(v)
 	case fmt.Stringer:
 		return v.String()
 	}
 	return fmt.Sprint(v)
-}
-
-// shortDuration writes d as a DSN would: 1h, 30m, 30s, 0 (Duration.String
-// writes 1h0m0s, 30m0s, 0s).
-func shortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // nonNegative is the check of a count or a duration that may be 0.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -135,9 +136,9 @@ func shareTick() time.Duration {
 // serverShare is what a pool knows of its share of a full server: its
 // own refusals since the last look, what the last look read, and the share
 // it set. Its loop asks for a look (lookDue) and the next connection let
-// go makes it (physConn.settle, fateLook).
+// go makes it (phys.Conn.settle, fateLook).
 type serverShare struct {
-	pool    *pool.Pool[*physConn]
+	pool    *pool.Pool[*phys.Conn]
 	lo, hi  int // the pool's MinConns and MaxConns
 	lookDue *atomic.Bool
 	logAt   func(level slog.Level, msg string, err error, args ...any)
@@ -158,7 +159,7 @@ type serverShare struct {
 
 // start starts the loop for pool p, whose MinConns and MaxConns are lo
 // and hi, until stop is closed (wait waits for its end).
-func (s *serverShare) start(p *pool.Pool[*physConn], lo, hi int, lookDue *atomic.Bool,
+func (s *serverShare) start(p *pool.Pool[*phys.Conn], lo, hi int, lookDue *atomic.Bool,
 	logAt func(level slog.Level, msg string, err error, args ...any), stop <-chan struct{},
 ) {
 	s.pool, s.lo, s.hi, s.lookDue, s.logAt = p, lo, hi, lookDue, logAt
@@ -203,25 +204,23 @@ func (s *serverShare) loop(stop <-chan struct{}) {
 }
 
 // look asks the server through pc, which nobody else can reach (a
-// cleanup, see physConn.settle), how full it is, and sets the pool's share
+// cleanup, see phys.Conn.settle), how full it is, and sets the pool's share
 // from the answer. It reports false when pc failed to say: pc is lost.
-func (c *Connector) look(pc *physConn) bool { return c.share.look(pc) }
-
-func (s *serverShare) look(pc *physConn) bool {
-	lr, ok := pc.dc.(dialects.LoadReader)
+func (s *serverShare) look(pc *phys.Conn) bool {
+	lr, ok := pc.DC.(dialects.LoadReader)
 	if !ok {
 		s.mu.Lock()
 		s.off = true
 		s.mu.Unlock()
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, pc.env.cleanupTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, pc.Env.CleanupTimeout))
 	load, err := lr.ServerLoad(ctx)
 	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		pc.lose(err, false)
+		pc.Lose(err, false)
 		if s.failed++; s.failed == 3 {
 			s.off = true
 			s.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)

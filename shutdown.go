@@ -72,7 +72,7 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 	inUse := c.pool.CloseAsync() // waiters fail now, and nothing new is opened for them
 	var cut []dialects.Cutter
 	for _, pc := range inUse {
-		if ct, ok := pc.dc.(dialects.Cutter); ok {
+		if ct, ok := pc.DC.(dialects.Cutter); ok {
 			cut = append(cut, ct)
 		}
 	}
@@ -119,9 +119,10 @@ func waitUntil(ctx context.Context, f func() bool) bool {
 	return true
 }
 
-// admits reports whether task t may take a connection from c: c does not
-// shut down, or t began before it did.
-func (c *Connector) admits(t *task) bool {
+// admits reports whether the task numbered seq (taskSeq) may take a
+// connection from c: c does not shut down, or the task began before it
+// did.
+func (c *Connector) admits(seq uint64) bool {
 	m := c.drainMark.Load()
-	return m == 0 || t.seq < m
+	return m == 0 || seq < m
 }

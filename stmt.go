@@ -3,6 +3,8 @@ package pooldriver
 import (
 	"context"
 	"database/sql/driver"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // stmt is a prepared statement of a logical conn. It is not tied to one
@@ -12,7 +14,7 @@ type stmt struct {
 	l        *conn
 	query    string
 	numInput int
-	on       []*physConn // the physical connections it was prepared on
+	on       []*phys.Conn // the physical connections it was prepared on
 }
 
 var (
@@ -27,7 +29,7 @@ var (
 // ran on, closed ones included, as database/sql's own Stmt does not. They
 // are looked at only when a connection is added, so a statement running on
 // connections it knows pays nothing.
-func (s *stmt) ranOn(pc *physConn) {
+func (s *stmt) ranOn(pc *phys.Conn) {
 	for _, p := range s.on {
 		if p == pc {
 			return
@@ -48,7 +50,7 @@ func (s *stmt) ranOn(pc *physConn) {
 // will be as soon as its current use ends: lost (broken, or its state
 // unknown) or stale (opened before its Connector's last Reset; never
 // handed out again).
-func gone(pc *physConn) bool { return pc.closed.Load() || pc.stale() || pc.isLost() }
+func gone(pc *phys.Conn) bool { return pc.Closed.Load() || pc.Stale() || pc.IsLost() }
 
 // Close drops the statement from the caches of the physical connections it
 // was prepared on (at their next use: they may be busy now), which closes
@@ -56,7 +58,7 @@ func gone(pc *physConn) bool { return pc.closed.Load() || pc.stale() || pc.isLos
 // afresh (after DDL changed what it returns, say).
 func (s *stmt) Close() error {
 	for _, pc := range s.on {
-		pc.evictLater(s.query)
+		pc.EvictLater(s.query)
 	}
 	s.on = nil
 	return nil
@@ -69,12 +71,12 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 // execOn runs s on pc (see readyOn).
-func (s *stmt) execOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Result, error) {
+func (s *stmt) execOn(ctx context.Context, pc *phys.Conn, args []driver.NamedValue) (driver.Result, error) {
 	ds, args, err := s.readyOn(ctx, pc, args)
 	if err != nil {
 		return nil, err
 	}
-	return pc.stmtExec(ctx, ds, s.query, args)
+	return pc.StmtExec(ctx, ds, s.query, args)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -82,24 +84,24 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 }
 
 // queryOn runs s on pc (see readyOn).
-func (s *stmt) queryOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Rows, error) {
+func (s *stmt) queryOn(ctx context.Context, pc *phys.Conn, args []driver.NamedValue) (driver.Rows, error) {
 	ds, args, err := s.readyOn(ctx, pc, args)
 	if err != nil {
 		return nil, err
 	}
-	return pc.stmtQuery(ctx, ds, s.query, args)
+	return pc.StmtQuery(ctx, ds, s.query, args)
 }
 
 // readyOn readies s to run on pc with args: prepared there (the first time, then
 // from pc's cache), recorded as prepared there, and args converted for pc's
 // driver.
-func (s *stmt) readyOn(ctx context.Context, pc *physConn, args []driver.NamedValue) (driver.Stmt, []driver.NamedValue, error) {
-	ds, err := pc.prepared(ctx, s.query)
+func (s *stmt) readyOn(ctx context.Context, pc *phys.Conn, args []driver.NamedValue) (driver.Stmt, []driver.NamedValue, error) {
+	ds, err := pc.Prepared(ctx, s.query)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.ranOn(pc)
-	if args, err = pc.convert(args); err != nil {
+	if args, err = pc.Convert(args); err != nil {
 		return nil, nil, err
 	}
 	return ds, args, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // task is the unit of work a context carries. While it lasts, the physical
@@ -41,23 +43,9 @@ type task struct {
 // ends (Connector.tasks: Shutdown waits for them).
 type binding struct {
 	c    *Connector
-	pc   *physConn // nil: none bound, or lost
-	lost error     // why the connection was lost
+	pc   *phys.Conn // nil: none bound, or lost
+	lost error      // why the connection was lost
 }
-
-// taskSeq numbers the tasks in the order they begin (Shutdown admits
-// those begun before it).
-var taskSeq atomic.Uint64
-
-type taskKey struct{}
-
-// tasksBegun is set by the first WithTask: until then no context can carry
-// a task, and a statement looks for none (taskFrom), which would walk the
-// whole context chain, every layer a service added, for a key that is not
-// there. Whoever is handed a task's context has a happens-before edge with
-// the WithTask that made it (a call, a go statement, a channel), so it sees
-// the flag set.
-var tasksBegun atomic.Bool
 
 // WithTask starts a task: it returns a context carrying it and the function
 // that ends it. Every statement run with the context (through any *sql.DB
@@ -119,7 +107,7 @@ func (t *task) modeFor(c *Connector) Mode {
 // statement of t on c now gets: t ended, or lost its connection there, or
 // c shuts down and t began after (see Connector.Shutdown). The first
 // lookup on c records the task there.
-func (t *task) lookup(c *Connector) (*physConn, error) {
+func (t *task) lookup(c *Connector) (*phys.Conn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -133,7 +121,7 @@ func (t *task) lookup(c *Connector) (*physConn, error) {
 			return b.pc, nil
 		}
 	}
-	if !c.admits(t) {
+	if !c.admits(t.seq) {
 		return nil, ErrShuttingDown
 	}
 	t.addBindingLocked(binding{c: c})
@@ -150,9 +138,9 @@ func (t *task) addBindingLocked(b binding) {
 	b.c.tasks.Add(1)
 }
 
-// bind binds pc, a connection of c, to t. The caller holds pc.mu. It fails
+// bind binds pc, a connection of c, to t. The caller holds pc.Mu. It fails
 // when t ended or already has a connection (or a lost one) there.
-func (t *task) bind(c *Connector, pc *physConn) bool {
+func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -170,13 +158,13 @@ func (t *task) bind(c *Connector, pc *physConn) bool {
 	default:
 		t.bindings[i].pc = pc
 	}
-	pc.bindLocked(t, t.modeFor(c))
+	pc.BindLocked(t, phys.Mode(t.modeFor(c)))
 	return true
 }
 
-// unbindConn forgets pc as t's connection, unless it was lost (the record
-// stays: the task's later statements must fail). The caller holds pc.mu.
-func (t *task) unbindConn(pc *physConn) {
+// UnbindConn forgets pc as t's connection, unless it was lost (the record
+// stays: the task's later statements must fail). The caller holds pc.Mu.
+func (t *task) UnbindConn(pc *phys.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.bindings {
@@ -187,9 +175,9 @@ func (t *task) unbindConn(pc *physConn) {
 	}
 }
 
-// lostConn records that pc, t's connection, was lost while it carried a
-// transaction or session of t's. The caller holds pc.mu.
-func (t *task) lostConn(pc *physConn, cause error) {
+// LostConn records that pc, t's connection, was lost while it carried a
+// transaction or session of t's. The caller holds pc.Mu.
+func (t *task) LostConn(pc *phys.Conn, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.bindings {
@@ -200,12 +188,12 @@ func (t *task) lostConn(pc *physConn, cause error) {
 	}
 }
 
-var _ taskBinding = (*task)(nil)
+var _ phys.TaskBinding = (*task)(nil)
 
 // markLost records that t's connection on c, lostPC, was lost while it
 // carried a transaction or session of t's (or may have: its state after a
 // statement of t's is unknown). The caller holds lostPC's mu, if it has it.
-func (t *task) markLost(c *Connector, lostPC *physConn, cause error) {
+func (t *task) markLost(c *Connector, lostPC *phys.Conn, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	err := &lostError{cause: cause}
@@ -267,20 +255,19 @@ func (t *task) end() {
 		}
 		t.cancel(ErrTaskEnded)
 		for _, x := range claimed {
-			x.pc.endTask(t.ctx, t, &x.open)
+			x.pc.EndTask(t.ctx, t, &x.open, ErrTaskEnded)
 		}
 		for _, b := range bs {
 			if b.pc != nil {
-				b.pc.endTask(t.ctx, t, nil)
+				b.pc.EndTask(t.ctx, t, nil, ErrTaskEnded)
 			}
 			b.c.tasks.Add(-1)
 		}
 	})
 }
 
-// taskBegun is the pools' Begun: whether ctx carries a task that already
-// took a connection. Called only when a caller must wait.
-func taskBegun(ctx context.Context) bool {
-	t := taskFrom(ctx)
-	return t != nil && t.begun.Load()
-}
+// began reports whether a statement of t took a connection (ctxTask).
+func (t *task) began() bool { return t.begun.Load() }
+
+// number is t's number, in the order tasks began (ctxTask).
+func (t *task) number() uint64 { return t.seq }

@@ -3,10 +3,12 @@ package pooldriver
 import (
 	"context"
 	"time"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // acquireTraced is acquire, told to c's Tracer.
-func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
+func (c *Connector) acquireTraced(ctx context.Context) (*phys.Conn, error) {
 	t := c.cfg.Tracer
 	start := time.Now()
 	caller := ctx
@@ -14,33 +16,15 @@ func (c *Connector) acquireTraced(ctx context.Context) (*physConn, error) {
 	pc, err := c.take(ctx)
 	now := time.Now()
 	t.TraceAcquireEnd(ctx, TraceAcquireEndData{PoolName: c.name, Wait: now.Sub(start), Err: err})
-	if err == nil && c.env.releases != nil {
+	if err == nil && c.env.Releases != nil {
 		// Nobody else has pc: the hold's own.
-		pc.tracedAt, pc.tracedCtx, pc.traced = now, caller, true
+		pc.TracedAt, pc.TracedCtx, pc.Traced = now, caller, true
 	}
 	return pc, err
 }
 
-// releaseTrace takes what the release of pc's traced hold is told: the
-// acquire's context and the data, without the fate's part. The caller has
-// pc to itself; after it, pc keeps no context.
-func (pc *physConn) releaseTrace() (context.Context, TraceReleaseData) {
-	ctx := pc.tracedCtx
-	pc.traced, pc.tracedCtx = false, nil
-	return ctx, TraceReleaseData{PoolName: pc.env.poolName, Held: time.Since(pc.tracedAt)}
-}
-
-// traceRelease tells the release tracer that pc's hold, whose acquire was
-// traced, ends with fate f. The caller has pc to itself.
-func (pc *physConn) traceRelease(f fate) {
-	ctx, d := pc.releaseTrace()
-	d.Reset = f == fateReset || f == fateRollback || f == fateRollbackReset || f == fateCarry
-	d.Closed = f == fateDestroy
-	pc.env.releases.TraceReleaseContext(ctx, d)
-}
-
 // openTraced is open, told to c's Tracer.
-func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
+func (c *Connector) openTraced(ctx context.Context) (*phys.Conn, error) {
 	t := c.cfg.Tracer
 	start := time.Now()
 	ctx = t.TraceConnectStart(ctx, TraceConnectStartData{PoolName: c.name})
@@ -49,16 +33,35 @@ func (c *Connector) openTraced(ctx context.Context) (*physConn, error) {
 	return pc, err
 }
 
-// releaseTracer returns t where it hears of releases too, else nil: a
+// releaseTracer returns t, where it hears of releases too, as the physical
+// connections' releaseHook for the pool named name, else nil: a
 // ReleaseTracer that takes no context is called without it.
-func releaseTracer(t Tracer) ReleaseContextTracer {
+func releaseTracer(t Tracer, name string) phys.ReleaseHook {
 	switch r := t.(type) {
 	case ReleaseContextTracer:
-		return r
+		return releaseTrace{r, name}
 	case ReleaseTracer:
-		return releaseWithoutContext{r}
+		return releaseTrace{releaseWithoutContext{r}, name}
 	}
 	return nil
+}
+
+// releaseTrace tells a ReleaseContextTracer of the end of a traced hold.
+type releaseTrace struct {
+	t        ReleaseContextTracer
+	poolName string
+}
+
+// Released: a hold let go of a connection with fate f, which said whether
+// it was reset (a rollback, a reset, or a reset carried with the next
+// statement) or closed.
+func (r releaseTrace) Released(ctx context.Context, held time.Duration, f phys.Fate) {
+	r.t.TraceReleaseContext(ctx, TraceReleaseData{
+		PoolName: r.poolName,
+		Held:     held,
+		Reset:    f == phys.FateReset || f == phys.FateRollback || f == phys.FateRollbackReset || f == phys.FateCarry,
+		Closed:   f == phys.FateDestroy,
+	})
 }
 
 // releaseWithoutContext is a ReleaseTracer called as a ReleaseContextTracer.

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync/atomic"
+
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // Transaction states. Exactly one of Commit, Rollback and the end of the
@@ -24,8 +26,8 @@ var errTxDone = errors.New("pooldriver: transaction has already been committed o
 // physical connection's transaction until it ends.
 type tx struct {
 	l     *conn
-	pc    *physConn
-	open  openTx          // the driver's transaction, as pc knows it
+	pc    *phys.Conn
+	open  phys.OpenTx     // the driver's transaction, as pc knows it
 	task  *task           // the task it was begun in, or nil
 	ctx   context.Context // BeginTx's: it bounds Commit and Rollback (see end)
 	state atomic.Int32
@@ -37,11 +39,11 @@ func (x *tx) claim(to int32) bool { return x.state.CompareAndSwap(txActive, to) 
 
 func (x *tx) endedByTask() bool { return x.state.Load() == txEndedByTask }
 
-// claimedByTask reports whether the end of x's task claimed it, with the
+// ClaimedByTask reports whether the end of x's task claimed it, with the
 // task's context: database/sql may close the connection (the task's
 // cancellation woke it) before the task's end rolls x back, and the
 // rollback settle runs then is the task's.
-func (x *tx) claimedByTask() (context.Context, bool) {
+func (x *tx) ClaimedByTask() (context.Context, bool) {
 	if x.task == nil || !x.endedByTask() {
 		return nil, false
 	}
@@ -82,13 +84,13 @@ func (x *tx) end(commit bool) error {
 	if commit {
 		query = "COMMIT"
 	}
-	return l.do(context.Background(), opEndTx, &lease{pc: x.pc}, query, func(pc *physConn) error {
+	return l.do(context.Background(), opEndTx, &lease{pc: x.pc}, query, func(pc *phys.Conn) error {
 		return x.endOn(pc, commit)
 	})
 }
 
 // endOn commits or rolls back x on pc, the hold's connection, locked for it.
-func (x *tx) endOn(pc *physConn, commit bool) error {
+func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	// The transaction's context bounds its end, as database/sql promises,
 	// also where the driver's Commit and Rollback take none: a Rollback
 	// that database/sql runs because the context already ended gets the
@@ -96,24 +98,24 @@ func (x *tx) endOn(pc *physConn, commit bool) error {
 	bound := x.ctx
 	if bound.Err() != nil {
 		var cancel context.CancelFunc
-		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.env.cleanupTimeout)
+		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.Env.CleanupTimeout)
 		defer cancel()
 	}
 	sp, nested := nestedIn(&x.open)
 	if nested {
 		sp.ctx = bound
 	}
-	stop := pc.watchBlocking(bound)
+	stop := pc.WatchBlocking(bound)
 	var err error
 	if commit {
-		err = x.open.drv.Commit()
+		err = x.open.Drv.Commit()
 	} else {
-		err = x.open.drv.Rollback()
+		err = x.open.Drv.Rollback()
 		if x.task != nil && x.task.ending() {
 			// database/sql rolls back because the task's context ended
 			// (its parent was cancelled, say) before the task's own end
 			// claimed the transaction: this is the task's rollback.
-			pc.countUndo()
+			pc.CountUndo()
 		}
 	}
 	if !stop() {
@@ -126,19 +128,19 @@ func (x *tx) endOn(pc *physConn, commit bool) error {
 		} else {
 			// It succeeded as the interruption came: the outcome stands,
 			// the connection's I/O does not.
-			pc.lose(errInterruptedLate, false)
+			pc.Lose(errInterruptedLate, false)
 		}
 	}
 	if nested {
 		// The task's transaction goes on, unless a statement of the
 		// *sql.Tx ended it: ask, as after any statement.
-		pc.setTx(pc.st.tx, nil)
-		if oerr := pc.observe(bound, nestedEnd(commit)); oerr != nil && err == nil {
+		pc.SetTx(pc.St.Tx, nil)
+		if oerr := pc.Observe(bound, nestedEnd(commit)); oerr != nil && err == nil {
 			err = oerr
 		}
 		close(sp.done)
 	} else {
-		pc.setTx(txNone, nil)
+		pc.SetTx(phys.TxNone, nil)
 	}
 	x.l.tx = nil
 	return err

@@ -1,4 +1,4 @@
-package pooldriver
+package phys
 
 import (
 	"context"
@@ -29,37 +29,37 @@ const carryIdleBound = 100 * time.Millisecond
 
 // carry hands pc's session reset to the dialect, if it takes it. Nobody
 // else can reach pc (settle).
-func (pc *physConn) carry() bool {
-	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
+func (pc *Conn) carry() bool {
+	_ = pc.Sem.Lock(context.Background()) // free: nobody else can reach pc
 	ok := pc.carrier.CarryReset(pc.carryDone)
-	pc.sem.unlock()
+	pc.Sem.Unlock()
 	if ok {
-		pc.mu.Lock()
-		pc.st.session = sessionClean // as it will be before anything else runs there
-		pc.mu.Unlock()
+		pc.Mu.Lock()
+		pc.St.Session = sessionClean // as it will be before anything else runs there
+		pc.Mu.Unlock()
 		// Counted now, as Stats has it once a hold let go (one that
 		// fails replaces the connection).
-		pc.env.stats.sessionResets.Add(1)
+		pc.Env.Stats.SessionResets.Add(1)
 	}
 	return ok
 }
 
 // carriedDone counts and logs a carried reset once it ran (the dialect
 // calls it): carried, in the write of a statement, or on its own.
-func (pc *physConn) carriedDone(carried bool) {
+func (pc *Conn) carriedDone(carried bool) {
 	if carried {
-		pc.env.stats.carriedResets.Add(1)
+		pc.Env.Stats.CarriedResets.Add(1)
 	} else {
-		pc.env.stats.separateResets.Add(1)
+		pc.Env.Stats.SeparateResets.Add(1)
 	}
-	pc.env.debug("session reset")
+	pc.Env.debug("session reset")
 }
 
 // resetWhenIdle runs pc's carried reset on its own if pc is still idle,
 // with the reset still waiting, carryIdleBound from now.
-func (pc *physConn) resetWhenIdle() {
-	pc.mu.Lock() // pc is back in the pool: another hold may have it already
-	defer pc.mu.Unlock()
+func (pc *Conn) resetWhenIdle() {
+	pc.Mu.Lock() // pc is back in the pool: another hold may have it already
+	defer pc.Mu.Unlock()
 	if pc.idleReset == nil {
 		pc.idleReset = time.AfterFunc(carryIdleBound, pc.resetIdle)
 		return
@@ -68,30 +68,30 @@ func (pc *physConn) resetWhenIdle() {
 }
 
 // resetIdle is resetWhenIdle's: the pool lends pc to it if it is idle.
-func (pc *physConn) resetIdle() {
-	pc.res.Tend(func(pc *physConn) error {
-		_ = pc.sem.lock(context.Background()) // free: the pool lent it to nobody else
-		defer pc.sem.unlock()
-		if err := pc.resetCarriedNow(); err != nil {
+func (pc *Conn) resetIdle() {
+	pc.Res.Tend(func(pc *Conn) error {
+		_ = pc.Sem.Lock(context.Background()) // free: the pool lent it to nobody else
+		defer pc.Sem.Unlock()
+		if err := pc.ResetCarriedNow(); err != nil {
 			return err
 		}
-		if pc.stale() {
-			pc.closeReason = closeResetAll
-			return errStale
+		if pc.Stale() {
+			pc.CloseReason = CloseResetAll
+			return ErrStale
 		}
 		return nil
 	})
 }
 
-// resetCarriedNow runs pc's carried reset on its own, if one waits; on
-// failure pc is lost. The caller holds sem.
-func (pc *physConn) resetCarriedNow() error {
+// ResetCarriedNow runs pc's carried reset on its own, if one waits; on
+// failure pc is lost. The caller holds Sem.
+func (pc *Conn) ResetCarriedNow() error {
 	if pc.carrier == nil || !pc.carrier.ResetPending() {
 		return nil
 	}
 	if err := pc.resetSession(); err != nil {
-		pc.closeReason = closeReset
-		pc.env.warn("session reset failed; the connection will be closed", err)
+		pc.CloseReason = closeReset
+		pc.Env.warn("session reset failed; the connection will be closed", err)
 		return err
 	}
 	pc.carriedDone(false)

@@ -1,4 +1,4 @@
-package pooldriver
+package phys
 
 import (
 	"context"
@@ -11,18 +11,18 @@ import (
 // someone waits. It is not fair: a goroutine arriving as the lock is
 // released may take it before a sleeping waiter, which then waits again.
 type connLock struct {
-	state   atomic.Int32  // 1: held
+	State   atomic.Int32  // 1: held
 	waiters atomic.Int32  // goroutines inside lock's slow path
 	wake    chan struct{} // capacity 1
 }
 
 func newConnLock() connLock { return connLock{wake: make(chan struct{}, 1)} }
 
-func (l *connLock) tryLock() bool { return l.state.CompareAndSwap(0, 1) }
+func (l *connLock) TryLock() bool { return l.State.CompareAndSwap(0, 1) }
 
-// lock takes the lock, or returns ctx's error if ctx ends first.
-func (l *connLock) lock(ctx context.Context) error {
-	if l.tryLock() {
+// Lock takes the lock, or returns ctx's error if ctx ends first.
+func (l *connLock) Lock(ctx context.Context) error {
+	if l.TryLock() {
 		return nil
 	}
 	// Counted before the retry below: an unlock that lets the retry fail
@@ -31,7 +31,7 @@ func (l *connLock) lock(ctx context.Context) error {
 	l.waiters.Add(1)
 	defer l.waiters.Add(-1)
 	for {
-		if l.tryLock() {
+		if l.TryLock() {
 			return nil
 		}
 		select {
@@ -42,8 +42,8 @@ func (l *connLock) lock(ctx context.Context) error {
 	}
 }
 
-func (l *connLock) unlock() {
-	l.state.Store(0)
+func (l *connLock) Unlock() {
+	l.State.Store(0)
 	if l.waiters.Load() > 0 {
 		select {
 		case l.wake <- struct{}{}:

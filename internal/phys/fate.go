@@ -1,24 +1,24 @@
-package pooldriver
+package phys
 
 import "fmt"
 
-// txState is what pooldriver knows of the transaction open on a physical
+// TxState is what pooldriver knows of the transaction open on a physical
 // connection's server session.
-type txState uint8
+type TxState uint8
 
 const (
-	txNone  txState = iota // no transaction open
-	txBegun                // begun with BeginTx: a *sql.Tx owns it
-	txRaw                  // begun by a statement (a raw BEGIN), as the server reports
+	TxNone  TxState = iota // no transaction open
+	TxBegun                // begun with BeginTx: a *sql.Tx owns it
+	TxRaw                  // begun by a statement (a raw BEGIN), as the server reports
 )
 
-func (s txState) String() string {
+func (s TxState) String() string {
 	switch s {
-	case txNone:
+	case TxNone:
 		return "none"
-	case txBegun:
+	case TxBegun:
 		return "begun"
-	case txRaw:
+	case TxRaw:
 		return "raw"
 	}
 	return fmt.Sprintf("txState(%d)", uint8(s))
@@ -29,32 +29,32 @@ type sessionState uint8
 
 const (
 	sessionClean sessionState = iota // as opened, or reset since
-	sessionDirty                     // a statement changed it (SET, a lock, a temporary table, ...): reset before reuse
-	sessionLost                      // the connection broke, or its state is unknown: destroy it
+	SessionDirty                     // a statement changed it (SET, a lock, a temporary table, ...): reset before reuse
+	SessionLost                      // the connection broke, or its state is unknown: destroy it
 )
 
 func (s sessionState) String() string {
 	switch s {
 	case sessionClean:
 		return "clean"
-	case sessionDirty:
+	case SessionDirty:
 		return "dirty"
-	case sessionLost:
+	case SessionLost:
 		return "lost"
 	}
 	return fmt.Sprintf("sessionState(%d)", uint8(s))
 }
 
-// connState is the whole state of a physical connection, the input of
-// decide. See physConn for who may change it and under which lock.
-type connState struct {
-	tx      txState
-	session sessionState
-	rows    int         // open result sets; they hold the connection's lock (but see physConn's lock rules)
-	holds   int         // holds using it: database/sql's logical conns, or a task's cleanup
-	task    taskBinding // the task it is bound to, or nil
+// ConnState is the whole state of a physical connection, the input of
+// decide. See Conn for who may change it and under which lock.
+type ConnState struct {
+	Tx      TxState
+	Session sessionState
+	Rows    int         // open result sets; they hold the connection's lock (but see Conn's lock rules)
+	Holds   int         // holds using it: database/sql's logical conns, or a task's cleanup
+	task    TaskBinding // the task it is bound to, or nil
 	mode    Mode        // task's mode on the connection's Connector, when task is set
-	txOwner *openTx     // the *sql.Tx's transaction open on it, when tx is txBegun
+	TxOwner *OpenTx     // the *sql.Tx's transaction open on it, when tx is txBegun
 
 	// resetAlways: whatever it saw, the Connector resets the session
 	// before the connection goes back to the pool (WithResetAlways), as
@@ -62,61 +62,61 @@ type connState struct {
 	// report search_path, which a function may set). Set when the
 	// connection is made, never changed.
 	resetAlways bool
-	// parkable: nothing is told of the connection's release (physEnv):
+	// parkable: nothing is told of the connection's release (Env):
 	// a hold that had it alone may park it rather than release it. Set
 	// when the connection is made, never changed.
 	parkable bool
-	// stale: opened before its Connector's last Reset. The connection
-	// fills it in each time it asks decide (physConn.verdict): a value
+	// Stale: opened before its Connector's last Reset. The connection
+	// fills it in each time it asks decide (Conn.verdict): a value
 	// left from before is never read.
-	stale bool
+	Stale bool
 	// rejected: the AfterRelease hook said no to the settled connection
 	// going back to the pool. Not kept: settle fills it in when it asks
 	// decide, after the hook ran.
 	rejected bool
 
 	// What the features that act on a let-go connection want of it, filled
-	// in each time a hold or a task lets go (physConn.letGoVerdict); a
+	// in each time a hold or a task lets go (Conn.letGoVerdict); a
 	// settled connection asks decide without them. lookDue: the Connector
-	// wants to know how full the server is (share.go), through a
+	// wants to know how full the server is (the root's share.go), through a
 	// connection on its way back. carries: the dialect can send a session
 	// reset with the next statement (carry.go). resetWaits: such a reset
 	// waits on the connection, from a hold before that ran nothing there.
 	lookDue, carries, resetWaits bool
 }
 
-func (s connState) String() string {
+func (s ConnState) String() string {
 	mode := "-" // the mode counts only for a bound connection
 	if s.task != nil {
 		mode = s.mode.String()
 	}
 	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t mode=%s owner=%t resetAlways=%t parkable=%t stale=%t rejected=%t lookDue=%t carries=%t resetWaits=%t",
-		s.tx, s.session, s.rows, s.holds, s.task != nil, mode, s.txOwner != nil, s.resetAlways, s.parkable, s.stale, s.rejected,
+		s.Tx, s.Session, s.Rows, s.Holds, s.task != nil, mode, s.TxOwner != nil, s.resetAlways, s.parkable, s.Stale, s.rejected,
 		s.lookDue, s.carries, s.resetWaits)
 }
 
-// fate is what happens to a physical connection when a hold or a task lets
+// Fate is what happens to a physical connection when a hold or a task lets
 // go of it.
-type fate uint8
+type Fate uint8
 
 const (
-	fateInUse         fate = iota // still held, or rows open: whoever lets go last decides
+	fateInUse         Fate = iota // still held, or rows open: whoever lets go last decides
 	fateKeepForTask               // stays bound to its task, out of the pool
 	fateRelease                   // back to the pool as it is
-	fatePark                      // back to the pool as it is, parked for the hold that had it alone (physConn.park)
-	fateRollback                  // roll the transaction back, then back to the pool
-	fateReset                     // reset the session, then back to the pool
-	fateRollbackReset             // both, in that order
-	fateDestroy                   // close it; the pool opens another when needed
+	fatePark                      // back to the pool as it is, parked for the hold that had it alone (Conn.Park)
+	FateRollback                  // roll the transaction back, then back to the pool
+	FateReset                     // reset the session, then back to the pool
+	FateRollbackReset             // both, in that order
+	FateDestroy                   // close it; the pool opens another when needed
 
 	// The ways back to the pool that a feature asks for, in place of
 	// fateRelease, fatePark or fateReset.
-	fateLook         // look at how full the server is through it, off the caller's path, then back (share.go)
-	fateCarry        // its session reset goes with the next statement run there, where no other connection is to be had (carry.go)
+	fateLook         // look at how full the server is through it, off the caller's path, then back (the root's share.go)
+	FateCarry        // its session reset goes with the next statement run there, where no other connection is to be had (carry.go)
 	fateReleaseCarry // back to the pool with the reset a hold before carried still waiting on it (carry.go)
 )
 
-func (f fate) String() string {
+func (f Fate) String() string {
 	switch f {
 	case fateInUse:
 		return "in use"
@@ -126,17 +126,17 @@ func (f fate) String() string {
 		return "release"
 	case fatePark:
 		return "park"
-	case fateRollback:
+	case FateRollback:
 		return "rollback"
-	case fateReset:
+	case FateReset:
 		return "reset"
-	case fateRollbackReset:
+	case FateRollbackReset:
 		return "rollback+reset"
-	case fateDestroy:
+	case FateDestroy:
 		return "destroy"
 	case fateLook:
 		return "look"
-	case fateCarry:
+	case FateCarry:
 		return "carry reset"
 	case fateReleaseCarry:
 		return "release, reset carried"
@@ -151,14 +151,14 @@ func (f fate) String() string {
 // what the share and the carried reset want. It has no side effects (it
 // reads *s only: a pointer, because the state is eight words and it runs
 // at the end of every hold): the caller applies the result
-// (physConn.settle, or park).
-func decide(s *connState, mode Mode) fate {
+// (Conn.settle, or park).
+func decide(s *ConnState, mode Mode) Fate {
 	f := decideState(s, mode)
 	switch {
 	case (f == fateRelease || f == fatePark) && s.lookDue:
 		return fateLook
-	case f == fateReset && s.carries:
-		return fateCarry
+	case f == FateReset && s.carries:
+		return FateCarry
 	case (f == fateRelease || f == fatePark) && s.resetWaits:
 		return fateReleaseCarry
 	}
@@ -167,26 +167,26 @@ func decide(s *connState, mode Mode) fate {
 
 // decideState is decide by the connection's state alone: what is to be
 // kept, undone or closed.
-func decideState(s *connState, mode Mode) fate {
-	if s.holds > 0 || s.rows > 0 {
+func decideState(s *ConnState, mode Mode) Fate {
+	if s.Holds > 0 || s.Rows > 0 {
 		return fateInUse
 	}
-	if s.session == sessionLost {
-		return fateDestroy
+	if s.Session == SessionLost {
+		return FateDestroy
 	}
 	if s.task != nil {
 		// A session-mode task keeps its connection to the end; a
 		// transaction-mode task keeps it while a raw transaction is open
 		// or once its session changed, so that the task's next statements
 		// still see them.
-		if mode == SessionMode || s.tx == txRaw || s.session == sessionDirty {
+		if mode == SessionMode || s.Tx == TxRaw || s.Session == SessionDirty {
 			return fateKeepForTask
 		}
 	}
-	if s.stale || s.rejected {
+	if s.Stale || s.rejected {
 		// Opened before Reset, or the AfterRelease hook wants it closed:
 		// closing it ends what it carried.
-		return fateDestroy
+		return FateDestroy
 	}
 	return poolFate(s)
 }
@@ -196,12 +196,12 @@ func decideState(s *connState, mode Mode) fate {
 // no task has it, and it may park. decide says fatePark for such a state
 // unless it is stale (the caller checks that) or rejected; when parksAsIs
 // says false, the caller asks decide (TestParksAsIs checks both).
-func parksAsIs(s *connState) bool { return s.holds == 0 && parksClean(s) }
+func parksAsIs(s *ConnState) bool { return s.Holds == 0 && ParksClean(s) }
 
-// parksClean is parksAsIs but for the holds: conn.IsValid asks it before
+// ParksClean is parksAsIs but for the holds: conn.IsValid asks it before
 // the hold's end is counted (one hold).
-func parksClean(s *connState) bool {
-	return s.rows == 0 && s.tx == txNone && s.session == sessionClean &&
+func ParksClean(s *ConnState) bool {
+	return s.Rows == 0 && s.Tx == TxNone && s.Session == sessionClean &&
 		s.task == nil && s.parkable && !s.resetAlways && !s.rejected
 }
 
@@ -210,16 +210,16 @@ func parksClean(s *connState) bool {
 // on it (that is how a hold takes a connection), so with resetAlways it is
 // dirty now; a task that keeps it is not told so (see decide): it resets at
 // the task's end, when the connection comes back here.
-func poolFate(s *connState) fate {
-	open := s.tx != txNone
-	dirty := s.session == sessionDirty || s.resetAlways
+func poolFate(s *ConnState) Fate {
+	open := s.Tx != TxNone
+	dirty := s.Session == SessionDirty || s.resetAlways
 	switch {
 	case open && dirty:
-		return fateRollbackReset
+		return FateRollbackReset
 	case open:
-		return fateRollback
+		return FateRollback
 	case dirty:
-		return fateReset
+		return FateReset
 	case s.parkable:
 		return fatePark
 	}

@@ -1,4 +1,4 @@
-package pooldriver
+package phys
 
 import (
 	"database/sql/driver"
@@ -34,8 +34,8 @@ func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
 		dc   dialects.Conn
 		want any
 	}{{"checked", dc, int64(7)}, {"as is", asIsConn{dc}, 7}} {
-		pc := newPhysConn(&physEnv{}, tc.dc)
-		args, err := pc.convert([]driver.NamedValue{{Ordinal: 1, Value: 7}})
+		pc := NewConn(&Env{}, tc.dc)
+		args, err := pc.Convert([]driver.NamedValue{{Ordinal: 1, Value: 7}})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

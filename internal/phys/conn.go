@@ -1,4 +1,4 @@
-package pooldriver
+package phys
 
 import (
 	"context"
@@ -18,42 +18,42 @@ import (
 // connection; past it, one is closed to make room.
 const maxCachedStmts = 128
 
-// physConn is one physical connection: a real driver connection owned by the
+// Conn is one physical connection: a real driver connection owned by the
 // pool, and the one owner of its state.
-type physConn struct {
-	env *physEnv // its Connector's, for everything it needs of it
-	dc  dialects.Conn
-	drv driver.Conn
-	res *pool.Resource[*physConn] // its pool handle, set at its first acquire (one per connection)
-	gen int64                     // the Connector's Reset generation when opened (physEnv.stale)
-	// For the log line that says it closed (log.go): closeReason is set
+type Conn struct {
+	Env *Env // its Connector's, for everything it needs of it
+	DC  dialects.Conn
+	Drv driver.Conn
+	Res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
+	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
+	// For the log line that says it closed (the root's log.go): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
-	born        time.Time
-	closeReason string
-	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (stmt.go)
-	leak        leakMark    // leak.go
-	// tracedAt: when the hold that has pc acquired it, where the acquire
-	// was traced and its release is to be (traced; trace.go), with the
+	Born        time.Time
+	CloseReason string
+	Closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (the root's stmt.go)
+	Leak        leakMark    // the root's leak.go
+	// TracedAt: when the hold that has pc acquired it, where the acquire
+	// was traced and its release is to be (traced; the root's trace.go), with the
 	// context the acquire was traced with (tracedCtx), for the release's.
-	tracedAt  time.Time
-	tracedCtx context.Context
-	traced    bool
+	TracedAt  time.Time
+	TracedCtx context.Context
+	Traced    bool
 
-	// The optional interfaces of drv and dc, resolved once.
-	execer      driver.ExecerContext
-	queryer     driver.QueryerContext
+	// The optional interfaces of Drv and DC, resolved once.
+	Execer      driver.ExecerContext
+	Queryer     driver.QueryerContext
 	preparer    driver.ConnPrepareContext
-	beginner    driver.ConnBeginTx
+	Beginner    driver.ConnBeginTx
 	checker     driver.NamedValueChecker
 	argsAsIs    bool // the dialect says the driver takes every argument as it is
-	oneResult   bool // the dialect says its server sends one result at a time (dialects.OneResult)
+	OneResult   bool // the dialect says its server sends one result at a time (dialects.OneResult)
 	validity    driver.Validator
 	tracker     dialects.SessionTracker
 	staleErr    dialects.StaleStatementDetector
 	roleLoss    dialects.RoleLossDetector // nil: the DSN asks for no role, or the dialect cannot tell
 	idleChecker dialects.IdleChecker
-	observer    dialects.StatementObserver
-	written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
+	Observer    dialects.StatementObserver
+	Written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
 	interrupter dialects.Interrupter  // nil: the driver honours every context itself
 	// carrier: the dialect sends a session reset with the next statement
 	// (nil: it cannot, or a hook must see every reset; carry.go);
@@ -61,63 +61,63 @@ type physConn struct {
 	// runs it on its own once pc sat idle carryIdleBound.
 	carrier   dialects.ResetCarrier
 	carryDone func(carried bool)
-	idleReset *time.Timer // under mu
+	idleReset *time.Timer // under Mu
 
 	// Lock rules, for everything below:
 	//
-	//   - sem is held by whoever runs something on drv or dc: a statement
+	//   - Sem is held by whoever runs something on Drv or DC: a statement
 	//     (from start to done), open result sets (until their Close), a
 	//     rollback or a reset. Statements on one physical conn never overlap.
 	//     One exception, a transition of the hold's state machine
-	//     (plan.go): the first operation of a hold outside any task runs
+	//     (the root's plan.go): the first operation of a hold outside any task runs
 	//     without it, as the only one that can reach pc, and so do the rows
 	//     of such a query (holdSoloRows) until they close or the hold's next
-	//     operation, which takes sem for them before it can let anyone else
-	//     reach pc; everything they count as held by sem below, they own
+	//     operation, which takes Sem for them before it can let anyone else
+	//     reach pc; everything they count as held by Sem below, they own
 	//     alone.
-	//   - st is read and written under mu. Its tx, txOwner and rows fields
-	//     are written only by the holder of sem, which may therefore read
-	//     them without mu; session is written by the holder of sem too, and
-	//     by a task's cleanup that cannot get sem (which marks it lost), so
-	//     everyone reads it under mu; holds and task are written by anyone.
-	//   - A physConn fresh from the pool is reachable only by its taker
-	//     until it binds it to a task; until then the taker may touch st
-	//     without mu. (A task that ended may keep a stale pointer to it,
-	//     through which it only reads st.task and st.txOwner under mu;
+	//   - St is read and written under Mu. Its tx, txOwner and rows fields
+	//     are written only by the holder of Sem, which may therefore read
+	//     them without Mu; session is written by the holder of Sem too, and
+	//     by a task's cleanup that cannot get Sem (which marks it lost), so
+	//     everyone reads it under Mu; holds and task are written by anyone.
+	//   - A Conn fresh from the pool is reachable only by its taker
+	//     until it binds it to a task; until then the taker may touch St
+	//     without Mu. (A task that ended may keep a stale pointer to it,
+	//     through which it only reads St.task and St.txOwner under Mu;
 	//     the taker writes those only when they are set.)
-	//   - Lock order: mu, then task.mu. Nothing waits for sem while holding
-	//     mu.
-	sem connLock
-	mu  sync.Mutex
-	st  connState
+	//   - Lock order: Mu, then task.Mu. Nothing waits for Sem while holding
+	//     Mu.
+	Sem connLock
+	Mu  sync.Mutex
+	St  ConnState
 
-	// Touched only by the holder of sem.
+	// Touched only by the holder of Sem.
 	stmts map[string]driver.Stmt
 
 	// Statements closed by their logical statements, to drop from stmts at
-	// the next chance; guarded by mu, counted in evictions so that the
+	// the next chance; guarded by Mu, counted in evictions so that the
 	// statement path needs no lock to learn there are none.
 	evict     []string
-	evictions atomic.Int32
+	Evictions atomic.Int32
 }
 
-func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
+func NewConn(env *Env, dc dialects.Conn) *Conn {
 	drv := dc.Driver()
-	pc := &physConn{env: env, dc: dc, drv: drv, sem: newConnLock(), born: time.Now()}
-	pc.st.resetAlways, pc.st.parkable = env.resetAlways, env.parkable
+	pc := &Conn{Env: env, DC: dc, Drv: drv, Sem: newConnLock(), Born: time.Now()}
+	pc.St.resetAlways, pc.St.parkable = env.ResetAlways, env.Parkable
 	// A dialect that runs queries or prepares statements its own way
 	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
 	// statements unnamed on the server) says so by implementing
 	// ExecerContext, QueryerContext or ConnPrepareContext itself.
 	if e, ok := dc.(driver.ExecerContext); ok {
-		pc.execer = e
+		pc.Execer = e
 	} else {
-		pc.execer, _ = drv.(driver.ExecerContext)
+		pc.Execer, _ = drv.(driver.ExecerContext)
 	}
 	if q, ok := dc.(driver.QueryerContext); ok {
-		pc.queryer = q
+		pc.Queryer = q
 	} else {
-		pc.queryer, _ = drv.(driver.QueryerContext)
+		pc.Queryer, _ = drv.(driver.QueryerContext)
 	}
 	if p, ok := dc.(driver.ConnPrepareContext); ok {
 		pc.preparer = p
@@ -125,16 +125,16 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 		pc.preparer, _ = drv.(driver.ConnPrepareContext)
 	}
 	if b, ok := dc.(driver.ConnBeginTx); ok {
-		pc.beginner = b
+		pc.Beginner = b
 	} else {
-		pc.beginner, _ = drv.(driver.ConnBeginTx)
+		pc.Beginner, _ = drv.(driver.ConnBeginTx)
 	}
 	pc.checker, _ = drv.(driver.NamedValueChecker)
 	if a, ok := dc.(dialects.ArgumentsAsIs); ok && a.ArgumentsAsIs() {
 		pc.argsAsIs = true
 	}
 	if o, ok := dc.(dialects.OneResult); ok && o.OneResultAtATime() {
-		pc.oneResult = true
+		pc.OneResult = true
 	}
 	if v, ok := dc.(driver.Validator); ok {
 		pc.validity = v
@@ -145,13 +145,13 @@ func newPhysConn(env *physEnv, dc dialects.Conn) *physConn {
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
 	pc.roleLoss, _ = dc.(dialects.RoleLossDetector)
 	pc.idleChecker, _ = dc.(dialects.IdleChecker)
-	pc.observer, _ = dc.(dialects.StatementObserver)
-	pc.written, _ = dc.(dialects.WriteCounter)
+	pc.Observer, _ = dc.(dialects.StatementObserver)
+	pc.Written, _ = dc.(dialects.WriteCounter)
 	pc.interrupter, _ = dc.(dialects.Interrupter)
-	if c, ok := dc.(dialects.ResetCarrier); ok && env.carryResets {
+	if c, ok := dc.(dialects.ResetCarrier); ok && env.CarryResets {
 		pc.carrier, pc.carryDone = c, pc.carriedDone
 	}
-	if t, ok := dc.(dialects.FunctionTruster); ok && env.trustFuncs {
+	if t, ok := dc.(dialects.FunctionTruster); ok && env.TrustFuncs {
 		t.TrustFunctions(true)
 	}
 	return pc
@@ -166,22 +166,22 @@ const idlePingAfter = time.Second
 // query within it is taken as unreachable for this connection.
 const idlePingTimeout = time.Second
 
-// checkIdle checks an idle connection before it is handed out, pre-warmed
+// CheckIdle checks an idle connection before it is handed out, pre-warmed
 // ones included: without a round trip when the dialect can (a connection
 // the server closed has an error or end-of-file waiting on its socket), and
 // with a ping when it sat idle long. The ping is bounded by the caller's
 // context and by idlePingTimeout, so a black-holed server costs a caller at
 // most that, and a caller whose context ended gets its error at once (the
 // pool stops trying further idle connections for it).
-func (pc *physConn) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) bool {
-	if pc.stale() {
-		pc.closeReason = closeResetAll
+func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
+	if pc.Stale() {
+		pc.CloseReason = CloseResetAll
 		return false
 	}
 	// Every idle hand-out is peeked at, one parked moments ago included:
 	// the server may have killed it since (TestServerKillsIdle).
 	if pc.idleChecker != nil && pc.idleChecker.CheckIdle() != nil {
-		pc.closeReason = closeIdleCheck
+		pc.CloseReason = closeIdleCheck
 		return false
 	}
 	if r.IdleFor() < idlePingAfter {
@@ -189,125 +189,128 @@ func (pc *physConn) checkIdle(ctx context.Context, r *pool.Resource[*physConn]) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
 	defer cancel()
-	if pc.dc.Ping(ctx) != nil {
-		pc.closeReason = closeIdleCheck
+	if pc.DC.Ping(ctx) != nil {
+		pc.CloseReason = closeIdleCheck
 		return false
 	}
 	return true
 }
 
-// stale reports whether pc was opened before its Connector's last Reset.
-func (pc *physConn) stale() bool { return pc.gen != pc.env.gen.Load() }
+// Stale reports whether pc was opened before its Connector's last Reset.
+func (pc *Conn) Stale() bool { return pc.Gen != pc.Env.Gen.Load() }
 
-// setTx records the transaction now open on the server. The caller holds sem.
-func (pc *physConn) setTx(s txState, owner *openTx) {
-	pc.mu.Lock()
-	pc.st.tx, pc.st.txOwner = s, owner
-	pc.mu.Unlock()
+// ErrStale is why a stale connection is not handed out.
+var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
+
+// SetTx records the transaction now open on the server. The caller holds Sem.
+func (pc *Conn) SetTx(s TxState, owner *OpenTx) {
+	pc.Mu.Lock()
+	pc.St.Tx, pc.St.TxOwner = s, owner
+	pc.Mu.Unlock()
 }
 
-// taken records that pc, fresh from the pool, is the hold's that took it:
+// Taken records that pc, fresh from the pool, is the hold's that took it:
 // nobody else can reach it yet.
-func (pc *physConn) taken() { pc.st.holds = 1 }
+func (pc *Conn) Taken() { pc.St.Holds = 1 }
 
-// joinLocked records one more hold on pc, bound to a task. The caller holds
-// mu.
-func (pc *physConn) joinLocked() { pc.st.holds++ }
+// JoinLocked records one more hold on pc, bound to a task. The caller holds
+// Mu.
+func (pc *Conn) JoinLocked() { pc.St.Holds++ }
 
-// bindLocked binds pc to task t, whose mode on pc's Connector is mode. The
-// caller holds mu (and t's: see task.bind).
-func (pc *physConn) bindLocked(t taskBinding, mode Mode) { pc.st.task, pc.st.mode = t, mode }
+// BindLocked binds pc to task t, whose mode on pc's Connector is mode. The
+// caller holds Mu (and t's: see task.bind).
+func (pc *Conn) BindLocked(t TaskBinding, mode Mode) { pc.St.task, pc.St.mode = t, mode }
 
-// boundTo reports whether pc is bound to t. The caller holds mu.
-func (pc *physConn) boundToLocked(t taskBinding) bool { return pc.st.task == t }
+// boundTo reports whether pc is bound to t. The caller holds Mu.
+func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.St.task == t }
 
-// keepsTaskState reports whether a raw transaction is open on pc or its
+// KeepsTaskState reports whether a raw transaction is open on pc or its
 // session changed: what a transaction-mode task keeps its connection for.
-// The caller holds sem.
-func (pc *physConn) keepsTaskState() bool {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.st.tx == txRaw || pc.st.session == sessionDirty
+// The caller holds Sem.
+func (pc *Conn) KeepsTaskState() bool {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
+	return pc.St.Tx == TxRaw || pc.St.Session == SessionDirty
 }
 
 // heldByOthers reports whether holds other than the caller's use pc.
-func (pc *physConn) heldByOthers() bool {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.st.holds > 1
+func (pc *Conn) heldByOthers() bool {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
+	return pc.St.Holds > 1
 }
 
-// isLost reports whether pc is lost.
-func (pc *physConn) isLost() bool {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.st.session == sessionLost
+// IsLost reports whether pc is lost.
+func (pc *Conn) IsLost() bool {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
+	return pc.St.Session == SessionLost
 }
 
-// markDirty records that the session changed. The caller holds sem.
-func (pc *physConn) markDirty() {
-	pc.mu.Lock()
-	if pc.st.session == sessionClean {
-		pc.st.session = sessionDirty
+// MarkDirty records that the session changed. The caller holds Sem.
+func (pc *Conn) MarkDirty() {
+	pc.Mu.Lock()
+	if pc.St.Session == sessionClean {
+		pc.St.Session = SessionDirty
 	}
-	pc.mu.Unlock()
+	pc.Mu.Unlock()
 }
 
-// lose records that the connection broke or its state is unknown, and
+// Lose records that the connection broke or its state is unknown, and
 // unbinds it from its task. If it carried something the task relied on (a
 // transaction, a changed session, or a session-mode session that was used
 // before: fresh says it was just made for the failing statement), the task
 // is told: its later statements on this Connector fail until it ends. It
-// reports whether the connection carried such state. The caller holds sem
+// reports whether the connection carried such state. The caller holds Sem
 // (or is a task's cleanup that could not get it).
-func (pc *physConn) lose(cause error, fresh bool) (carried bool) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.st.session == sessionLost {
+func (pc *Conn) Lose(cause error, fresh bool) (carried bool) {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
+	if pc.St.Session == SessionLost {
 		return false
 	}
-	carried = pc.st.tx != txNone || pc.st.session == sessionDirty
-	pc.st.session = sessionLost
-	if t := pc.st.task; t != nil {
-		if carried || !fresh && pc.st.mode == SessionMode {
-			t.lostConn(pc, cause)
+	carried = pc.St.Tx != TxNone || pc.St.Session == SessionDirty
+	pc.St.Session = SessionLost
+	if t := pc.St.task; t != nil {
+		if carried || !fresh && pc.St.mode == SessionMode {
+			t.LostConn(pc, cause)
 			carried = true
 		} else {
-			t.unbindConn(pc)
+			t.UnbindConn(pc)
 		}
-		pc.st.task = nil
+		pc.St.task = nil
 	}
 	return carried
 }
 
-// addRows counts the result sets open on pc. The caller holds sem (rows
+// AddRows counts the result sets open on pc. The caller holds Sem (rows
 // keep it while open), or runs solo (see the lock rules).
 //
 // shared says whether anything else may reach pc (it is bound to a task,
 // or a task's *sql.Tx is open on it, which the task's end reaches):
-// otherwise the caller may write st without mu (see the lock rules).
-func (pc *physConn) addRows(n int, shared bool) {
+// otherwise the caller may write St without Mu (see the lock rules).
+func (pc *Conn) AddRows(n int, shared bool) {
 	if !shared {
-		pc.st.rows += n
+		pc.St.Rows += n
 		return
 	}
-	pc.mu.Lock()
-	pc.st.rows += n
-	pc.mu.Unlock()
+	pc.Mu.Lock()
+	pc.St.Rows += n
+	pc.Mu.Unlock()
 }
 
-// convert prepares arguments for drv the way database/sql would have: the
+// Convert prepares arguments for Drv the way database/sql would have: the
 // driver's own NamedValueChecker first, then the default converter. The
 // logical connection accepted them unconverted because, when database/sql
 // checked them, no physical connection was chosen yet.
-func (pc *physConn) convert(args []driver.NamedValue) ([]driver.NamedValue, error) {
+func (pc *Conn) Convert(args []driver.NamedValue) ([]driver.NamedValue, error) {
 	if pc.argsAsIs {
 		return args, nil // the driver would accept each unchanged
 	}
 	return pc.convertEach(args)
 }
 
-func (pc *physConn) convertEach(args []driver.NamedValue) ([]driver.NamedValue, error) {
+func (pc *Conn) convertEach(args []driver.NamedValue) ([]driver.NamedValue, error) {
 	for i := 0; i < len(args); i++ {
 		nv := &args[i]
 		if pc.checker != nil {
@@ -343,11 +346,11 @@ func argName(nv *driver.NamedValue) string {
 	return fmt.Sprintf("$%d", nv.Ordinal)
 }
 
-// prepared returns drv's prepared statement for query, preparing it on this
-// connection the first time. The caller holds sem.
-func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, error) {
-	if pc.evictions.Load() > 0 {
-		pc.dropEvicted()
+// Prepared returns Drv's prepared statement for query, preparing it on this
+// connection the first time. The caller holds Sem.
+func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
+	if pc.Evictions.Load() > 0 {
+		pc.DropEvicted()
 	}
 	if s, ok := pc.stmts[query]; ok {
 		return s, nil
@@ -357,7 +360,7 @@ func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, er
 	if pc.preparer != nil {
 		s, err = pc.preparer.PrepareContext(ctx, query)
 	} else {
-		s, err = pc.drv.Prepare(query)
+		s, err = pc.Drv.Prepare(query)
 	}
 	if err != nil {
 		return nil, err
@@ -377,124 +380,124 @@ func (pc *physConn) prepared(ctx context.Context, query string) (driver.Stmt, er
 }
 
 // dropStmt closes and forgets the cached statement for query. The caller
-// holds sem.
-func (pc *physConn) dropStmt(query string) {
+// holds Sem.
+func (pc *Conn) dropStmt(query string) {
 	if s, ok := pc.stmts[query]; ok {
 		_ = s.Close() // best effort: it goes with the connection at the latest
 		delete(pc.stmts, query)
 	}
 }
 
-// evictLater asks for the cached statement for query to be dropped at the
+// EvictLater asks for the cached statement for query to be dropped at the
 // next chance (its logical statement was closed). Anyone may call it.
-func (pc *physConn) evictLater(query string) {
-	pc.mu.Lock()
+func (pc *Conn) EvictLater(query string) {
+	pc.Mu.Lock()
 	pc.evict = append(pc.evict, query)
-	pc.evictions.Add(1)
-	pc.mu.Unlock()
+	pc.Evictions.Add(1)
+	pc.Mu.Unlock()
 }
 
-// dropEvicted drops the statements evictLater asked for. The caller holds
-// sem.
-func (pc *physConn) dropEvicted() {
-	pc.mu.Lock()
+// DropEvicted drops the statements evictLater asked for. The caller holds
+// Sem.
+func (pc *Conn) DropEvicted() {
+	pc.Mu.Lock()
 	qs := pc.evict
 	pc.evict = nil
-	pc.evictions.Store(0)
-	pc.mu.Unlock()
+	pc.Evictions.Store(0)
+	pc.Mu.Unlock()
 	for _, q := range qs {
 		pc.dropStmt(q)
 	}
 }
 
-// closeStmts closes every cached prepared statement. The caller holds sem.
-func (pc *physConn) closeStmts() {
+// CloseStmts closes every cached prepared statement. The caller holds Sem.
+func (pc *Conn) CloseStmts() {
 	for q, s := range pc.stmts {
 		_ = s.Close() // best effort: it goes with the connection at the latest
 		delete(pc.stmts, q)
 	}
 }
 
-// exec runs a statement that returns no rows. conn.ExecContext has it
+// Exec runs a statement that returns no rows. conn.ExecContext has it
 // written out, with execFailed and execPrepared as here.
-func (pc *physConn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	args, err := pc.convert(args)
+func (pc *Conn) Exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	args, err := pc.Convert(args)
 	if err != nil {
 		return nil, err
 	}
-	if pc.execer != nil {
-		res, err := pc.execer.ExecContext(ctx, query, args)
+	if pc.Execer != nil {
+		res, err := pc.Execer.ExecContext(ctx, query, args)
 		if err == nil {
 			return res, nil
 		}
-		return pc.execFailed(ctx, query, args, res, err)
+		return pc.ExecFailed(ctx, query, args, res, err)
 	}
-	return pc.execPrepared(ctx, query, args)
+	return pc.ExecPrepared(ctx, query, args)
 }
 
-// execFailed is exec after the driver's ExecContext returned err (and
+// ExecFailed is exec after the driver's ExecContext returned err (and
 // res): its error, unless it is driver.ErrSkip, when the statement is run
 // prepared.
-func (pc *physConn) execFailed(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+func (pc *Conn) ExecFailed(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
 	if !errors.Is(err, driver.ErrSkip) {
 		pc.checkStale(query, err)
 		return res, err
 	}
-	return pc.execPrepared(ctx, query, args)
+	return pc.ExecPrepared(ctx, query, args)
 }
 
-// execPrepared runs query with its converted args as a cached prepared
+// ExecPrepared runs query with its converted args as a cached prepared
 // statement.
-func (pc *physConn) execPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	s, err := pc.prepared(ctx, query)
+func (pc *Conn) ExecPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	s, err := pc.Prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return pc.stmtExec(ctx, s, query, args)
+	return pc.StmtExec(ctx, s, query, args)
 }
 
-// query runs a statement that returns rows. conn.QueryContext has it
+// Query runs a statement that returns rows. conn.QueryContext has it
 // written out, with queryFailed and queryPrepared as here.
-func (pc *physConn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	args, err := pc.convert(args)
+func (pc *Conn) Query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	args, err := pc.Convert(args)
 	if err != nil {
 		return nil, err
 	}
-	if pc.queryer != nil {
-		rows, err := pc.queryer.QueryContext(ctx, query, args)
+	if pc.Queryer != nil {
+		rows, err := pc.Queryer.QueryContext(ctx, query, args)
 		if err == nil {
 			return rows, nil
 		}
-		return pc.queryFailed(ctx, query, args, rows, err)
+		return pc.QueryFailed(ctx, query, args, rows, err)
 	}
-	return pc.queryPrepared(ctx, query, args)
+	return pc.QueryPrepared(ctx, query, args)
 }
 
-// queryFailed is query after the driver's QueryContext returned err (and
+// QueryFailed is query after the driver's QueryContext returned err (and
 // rows): its error, unless it is driver.ErrSkip, when the statement is run
 // prepared.
-func (pc *physConn) queryFailed(ctx context.Context, query string, args []driver.NamedValue, rows driver.Rows, err error) (driver.Rows, error) {
+func (pc *Conn) QueryFailed(ctx context.Context, query string, args []driver.NamedValue, rows driver.Rows, err error) (driver.Rows, error) {
 	if !errors.Is(err, driver.ErrSkip) {
 		pc.checkStale(query, err)
 		return rows, err
 	}
-	return pc.queryPrepared(ctx, query, args)
+	return pc.QueryPrepared(ctx, query, args)
 }
 
-// queryPrepared runs query with its converted args as a cached prepared
+// QueryPrepared runs query with its converted args as a cached prepared
 // statement.
-func (pc *physConn) queryPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	s, err := pc.prepared(ctx, query)
+func (pc *Conn) QueryPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	s, err := pc.Prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return pc.stmtQuery(ctx, s, query, args)
+	return pc.StmtQuery(ctx, s, query, args)
 }
 
-// stmtExec runs the cached prepared statement s of query. An error that
+// StmtExec runs the cached prepared statement s of query. An error that
 // says the server no longer accepts it drops it from the cache, so that the
 // next run prepares it afresh.
-func (pc *physConn) stmtExec(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Result, error) {
+func (pc *Conn) StmtExec(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Result, error) {
 	var res driver.Result
 	var err error
 	if se, ok := s.(driver.StmtExecContext); ok {
@@ -509,7 +512,7 @@ func (pc *physConn) stmtExec(ctx context.Context, s driver.Stmt, query string, a
 	return res, err
 }
 
-func (pc *physConn) stmtQuery(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Rows, error) {
+func (pc *Conn) StmtQuery(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Rows, error) {
 	var rows driver.Rows
 	var err error
 	if sq, ok := s.(driver.StmtQueryContext); ok {
@@ -530,7 +533,7 @@ func (pc *physConn) stmtQuery(ctx context.Context, s driver.Stmt, query string, 
 // under the query text as its name) hit it on plain queries too. When err
 // says the server left the role the DSN asks for, every connection opened
 // so far is retired.
-func (pc *physConn) checkStale(query string, err error) {
+func (pc *Conn) checkStale(query string, err error) {
 	if err == nil {
 		return
 	}
@@ -541,7 +544,7 @@ func (pc *physConn) checkStale(query string, err error) {
 		return
 	}
 	if server, lost := pc.roleLoss.LostRole(err); lost {
-		pc.env.owner.lostRole(pc, server)
+		pc.Env.Owner.LostRole(pc, server)
 	}
 }
 
@@ -556,72 +559,68 @@ func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
 	return vals, nil
 }
 
-// usable reports whether the driver, if it can tell, says the connection is
+// Usable reports whether the driver, if it can tell, says the connection is
 // still usable. Only for a connection without open rows (see finish).
-func (pc *physConn) usable() bool {
+func (pc *Conn) Usable() bool {
 	return pc.validity == nil || pc.validity.IsValid()
 }
 
-// broken reports whether err, or the driver, says the connection is no
+// Broken reports whether err, or the driver, says the connection is no
 // longer usable. Only for a connection without open rows (see finish).
-func (pc *physConn) broken(err error) bool {
-	if errors.Is(err, driver.ErrBadConn) || !pc.usable() {
-		return true
-	}
-	var ie *interruptedError
-	return errors.As(err, &ie)
+func (pc *Conn) Broken(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || !pc.Usable()
 }
 
-// sent returns how many bytes the connection has written to the server,
-// when the dialect can tell; 0 otherwise. The caller holds sem, or runs
+// Sent returns how many bytes the connection has written to the server,
+// when the dialect can tell; 0 otherwise. The caller holds Sem, or runs
 // solo (see the lock rules).
-func (pc *physConn) sent() uint64 {
-	if pc.written == nil {
+func (pc *Conn) Sent() uint64 {
+	if pc.Written == nil {
 		return 0
 	}
-	return pc.written.Written()
+	return pc.Written.Written()
 }
 
-// watchBlocking bounds a call of the driver that ignores its context (a
+// WatchBlocking bounds a call of the driver that ignores its context (a
 // *sql.Tx's Commit or Rollback, on a dialect that says so by implementing
 // dialects.Interrupter): when ctx ends first, the call's I/O is
 // interrupted. stop reports whether it was not. Without an interrupter it
 // does nothing.
-func (pc *physConn) watchBlocking(ctx context.Context) (stop func() bool) {
+func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
 	if pc.interrupter == nil || ctx.Done() == nil {
 		return func() bool { return true }
 	}
 	return context.AfterFunc(ctx, pc.interrupter.Interrupt)
 }
 
-// observe records what the statement query left on the session: the
+// Observe records what the statement query left on the session: the
 // transaction the server reports (unless a BeginTx transaction is open, whose
 // state is known) and whether the session changed. It returns an error when
 // the transaction state cannot be established; the caller then treats the
-// connection as lost. The caller holds sem.
-func (pc *physConn) observe(ctx context.Context, query string) error {
-	askTx := pc.st.tx != txBegun
-	if pc.observer != nil {
-		changed, status, err := pc.observer.Observe(ctx, query, askTx)
-		return pc.observed(changed, askTx, status, err)
+// connection as lost. The caller holds Sem.
+func (pc *Conn) Observe(ctx context.Context, query string) error {
+	askTx := pc.St.Tx != TxBegun
+	if pc.Observer != nil {
+		changed, status, err := pc.Observer.Observe(ctx, query, askTx)
+		return pc.Observed(changed, askTx, status, err)
 	}
 	if pc.tracker != nil && pc.tracker.ChangesSession(query) {
-		pc.markDirty()
+		pc.MarkDirty()
 	}
 	var status dialects.TxStatus
 	var err error
 	if askTx {
-		status, err = pc.dc.TxStatus(ctx, query)
+		status, err = pc.DC.TxStatus(ctx, query)
 	}
-	return pc.observed(false, askTx, status, err)
+	return pc.Observed(false, askTx, status, err)
 }
 
-// observed is observe after the dialect answered: whether the session
+// Observed is observe after the dialect answered: whether the session
 // changed, and, when asked (askTx), the transaction status or why it is
 // unknown. conn.ExecContext skips it when there is nothing to record.
-func (pc *physConn) observed(changed, askTx bool, status dialects.TxStatus, err error) error {
+func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err error) error {
 	if changed {
-		pc.markDirty()
+		pc.MarkDirty()
 	}
 	if !askTx {
 		return nil
@@ -629,187 +628,203 @@ func (pc *physConn) observed(changed, askTx bool, status dialects.TxStatus, err 
 	if err != nil {
 		var rl *dialects.RoleLostError
 		if errors.As(err, &rl) {
-			pc.env.owner.lostRole(pc, rl.Server)
+			pc.Env.Owner.LostRole(pc, rl.Server)
 			return fmt.Errorf("pooldriver: %w", err)
 		}
 		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
 	}
-	if s := rawTx(status); s != pc.st.tx {
-		pc.setTx(s, nil)
+	if s := rawTx(status); s != pc.St.Tx {
+		pc.SetTx(s, nil)
 	}
 	return nil
 }
 
-// observeEndTx records whether the session changed during a *sql.Tx that
+// ObserveEndTx records whether the session changed during a *sql.Tx that
 // just ended: its statements are not asked while it is open (a setting
 // changed inside it, by SET LOCAL or set_config in a function, may still
 // revert), so the end asks, as it asks after a raw COMMIT: query is COMMIT
-// or ROLLBACK. The transaction state is known: none. The caller holds sem.
-func (pc *physConn) observeEndTx(ctx context.Context, query string) {
+// or ROLLBACK. The transaction state is known: none. The caller holds Sem.
+func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
 	var changed bool
-	if pc.observer != nil {
-		changed, _, _ = pc.observer.Observe(ctx, query, false) // no error without askTx
+	if pc.Observer != nil {
+		changed, _, _ = pc.Observer.Observe(ctx, query, false) // no error without askTx
 	} else if pc.tracker != nil {
 		changed = pc.tracker.ChangesSession(query)
 	}
 	if changed {
-		pc.markDirty()
+		pc.MarkDirty()
 	}
 }
 
-// toRecord reports whether what a StatementObserver said of a statement
+// ToRecord reports whether what a StatementObserver said of a statement
 // (see observed) changes anything pc knows: the session changed, or,
 // where the transaction was asked for, it could not be read or is not
 // the one pc believes. Inlined into ExecContext's written-out path.
-func (pc *physConn) toRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
-	return changed || askTx && (err != nil || rawTx(status) != pc.st.tx)
+func (pc *Conn) ToRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
+	return changed || askTx && (err != nil || rawTx(status) != pc.St.Tx)
 }
 
-func rawTx(s dialects.TxStatus) txState {
+func rawTx(s dialects.TxStatus) TxState {
 	if s == dialects.TxIdle {
-		return txNone
+		return TxNone
 	}
-	return txRaw
+	return TxRaw
 }
 
 // rollback ends the open transaction on a context detached from the
 // caller's (a cancelled context must not abort a cleanup) and bounded by the
 // cleanup timeout: owner's, through the driver's Tx, or else a raw one. The
-// caller holds sem. On failure the connection is lost.
-func (pc *physConn) rollback(owner *openTx) error {
-	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
+// caller holds Sem. On failure the connection is lost.
+func (pc *Conn) rollback(owner *OpenTx) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
 	defer cancel()
-	if _, nested := nestedIn(owner); nested {
+	if owner != nil && owner.Nested {
 		owner = nil // a savepoint in a raw transaction: roll all of it back
 	}
 	var err error
-	if rb, ok := pc.dc.(dialects.BeginTxRollbacker); ok && owner != nil {
+	if rb, ok := pc.DC.(dialects.BeginTxRollbacker); ok && owner != nil {
 		err = rb.RollbackBeginTx(ctx)
 	} else if owner != nil {
-		err = owner.drv.Rollback()
+		err = owner.Drv.Rollback()
 	} else {
-		err = pc.dc.Rollback(ctx)
+		err = pc.DC.Rollback(ctx)
 	}
 	if err != nil {
-		pc.lose(err, false)
+		pc.Lose(err, false)
 		return err
 	}
-	pc.setTx(txNone, nil)
+	pc.SetTx(TxNone, nil)
 	return nil
 }
 
 // resetSession returns the session to the state of a new connection. The
-// caller holds sem. On failure (or if the dialect cannot reset) the
+// caller holds Sem. On failure (or if the dialect cannot reset) the
 // connection is lost.
-func (pc *physConn) resetSession() error {
-	if k, ok := pc.dc.(dialects.StatementKeeper); !ok || !k.ResetKeepsStatements() {
-		pc.closeStmts() // the reset drops them on the server
+func (pc *Conn) resetSession() error {
+	if k, ok := pc.DC.(dialects.StatementKeeper); !ok || !k.ResetKeepsStatements() {
+		pc.CloseStmts() // the reset drops them on the server
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
 	defer cancel()
-	err := pc.dc.ResetSession(ctx)
-	if d, ok := pc.dc.(dialects.StatementDropper); ok && err == nil && d.ResetDroppedStatements() {
-		pc.closeStmts() // gone on the server too
+	err := pc.DC.ResetSession(ctx)
+	if d, ok := pc.DC.(dialects.StatementDropper); ok && err == nil && d.ResetDroppedStatements() {
+		pc.CloseStmts() // gone on the server too
 	}
 	if err == nil {
-		err = pc.env.owner.prepareSession(ctx, pc.dc)
+		err = pc.Env.Owner.PrepareSession(ctx, pc.DC)
 	}
 	if err != nil {
-		pc.lose(err, false)
+		pc.Lose(err, false)
 		return err
 	}
-	pc.mu.Lock()
-	pc.st.session = sessionClean
-	pc.mu.Unlock()
+	pc.Mu.Lock()
+	pc.St.Session = sessionClean
+	pc.Mu.Unlock()
 	return nil
 }
 
-// letGo ends one hold (or a task's cleanup) on pc and, if that was the last
+// LetGo ends one hold (or a task's cleanup) on pc and, if that was the last
 // thing using it, applies decide's verdict: keep it for its task, or unbind
 // it, settle it (roll back, reset) and give it back to the pool, or destroy
-// it. The caller does not hold sem.
-func (pc *physConn) letGo() {
-	pc.mu.Lock()
-	pc.st.holds--
-	f := pc.letGoVerdict(&pc.st)
+// it. The caller does not hold Sem.
+func (pc *Conn) LetGo() {
+	pc.Mu.Lock()
+	pc.St.Holds--
+	f := pc.letGoVerdict(&pc.St)
 	if f == fateInUse || f == fateKeepForTask {
-		pc.mu.Unlock()
+		pc.Mu.Unlock()
 		return
 	}
-	if t := pc.st.task; t != nil {
-		t.unbindConn(pc)
-		pc.st.task = nil
+	if t := pc.St.task; t != nil {
+		t.UnbindConn(pc)
+		pc.St.task = nil
 	}
 	// A task ending now must not find its *sql.Tx here: settle rolls it
 	// back.
-	owner := pc.st.txOwner
-	pc.st.txOwner = nil
-	pc.mu.Unlock()
+	owner := pc.St.TxOwner
+	pc.St.TxOwner = nil
+	pc.Mu.Unlock()
 	// Nothing reaches pc now: no hold, no rows, no task, no transaction
 	// owner, not in the pool.
 	pc.settle(f, owner)
 }
 
-// letGoAlone is letGo for a hold that had pc to itself throughout: never
+// LetGoAlone is letGo for a hold that had pc to itself throughout: never
 // bound to a task, no task's transaction on it. Nobody else can reach pc, so
 // it needs no lock.
-func (pc *physConn) letGoAlone() {
-	pc.st.holds--
-	f := pc.letGoVerdict(&pc.st)
+func (pc *Conn) LetGoAlone() {
+	pc.St.Holds--
+	f := pc.letGoVerdict(&pc.St)
 	if f == fateInUse {
 		return
 	}
-	owner := pc.st.txOwner
+	owner := pc.St.TxOwner
 	if owner != nil {
 		// Written only when set: a task that ended may still hold a stale
-		// pointer to pc and read txOwner under mu (cleanUp); a transaction
+		// pointer to pc and read txOwner under Mu (cleanUp); a transaction
 		// begun outside any task cannot be one of its.
-		pc.st.txOwner = nil
+		pc.St.TxOwner = nil
 	}
 	pc.settle(f, owner)
 }
 
-// park is letGoAlone for a connection decide says to park (fatePark: clean,
+// Park is letGoAlone for a connection decide says to park (fatePark: clean,
 // and nothing is to be told of its release): it is parked
 // (pool.Resource.Park), free for anyone, and the hold's logical conn takes
 // it back at its next hold without the pool's lock if nobody took it
 // meanwhile. It returns pc's handle for that, or nil when pc was not
 // parked: the caller still has it.
-func (pc *physConn) park() *pool.Resource[*physConn] {
-	r := pc.res
-	if r.Contended() || pc.env.lookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
+func (pc *Conn) Park() *pool.Resource[*Conn] {
+	r := pc.Res
+	if r.Contended() || pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // Park would refuse, settle is to look at the server, or a reset waits: spare decide
 	}
-	pc.st.holds--
-	if parksAsIs(&pc.st) && !pc.stale() {
-		pc.st.stale = false // as verdict would have written it: decide says fatePark
-	} else if pc.letGoVerdict(&pc.st) != fatePark {
-		pc.st.holds++
+	pc.St.Holds--
+	if parksAsIs(&pc.St) && !pc.Stale() {
+		pc.St.Stale = false // as verdict would have written it: decide says fatePark
+	} else if pc.letGoVerdict(&pc.St) != fatePark {
+		pc.St.Holds++
 		return nil
 	}
-	var rel TraceReleaseData
+	var held time.Duration
 	var relCtx context.Context
-	traced := pc.traced
+	traced := pc.Traced
 	if traced {
 		// Taken before Park: then someone else may have pc.
-		relCtx, rel = pc.releaseTrace()
+		relCtx, held = pc.releaseTrace()
 	}
 	if !r.Park() {
-		pc.st.holds = 1
-		pc.traced, pc.tracedCtx = traced, relCtx // the caller settles pc, and traces its release
+		pc.St.Holds = 1
+		pc.Traced, pc.TracedCtx = traced, relCtx // the caller settles pc, and traces its release
 		return nil
 	}
 	if traced {
-		pc.env.releases.TraceReleaseContext(relCtx, rel)
+		pc.Env.Releases.Released(relCtx, held, fatePark)
 	}
 	return r // someone else may have pc already: it is not to be touched
 }
 
+// releaseTrace takes what the release of pc's traced hold is told: the
+// acquire's context and how long the hold had pc. The caller has pc to
+// itself; after it, pc keeps no context.
+func (pc *Conn) releaseTrace() (context.Context, time.Duration) {
+	ctx := pc.TracedCtx
+	pc.Traced, pc.TracedCtx = false, nil
+	return ctx, time.Since(pc.TracedAt)
+}
+
+// traceRelease tells the release hook that pc's hold, whose acquire was
+// traced, ends with fate f. The caller has pc to itself.
+func (pc *Conn) traceRelease(f Fate) {
+	ctx, held := pc.releaseTrace()
+	pc.Env.Releases.Released(ctx, held, f)
+}
+
 // letGoVerdict is verdict for a connection a hold or a task lets go of,
 // with what the share and the carried reset want of it (written into st).
-// The caller holds mu, or has pc alone.
-func (pc *physConn) letGoVerdict(st *connState) fate {
-	st.lookDue = pc.env.lookDue.Load()
+// The caller holds Mu, or has pc alone.
+func (pc *Conn) letGoVerdict(st *ConnState) Fate {
+	st.lookDue = pc.Env.LookDue.Load()
 	st.carries = pc.carrier != nil
 	st.resetWaits = st.carries && pc.carrier.ResetPending()
 	return pc.verdict(st)
@@ -817,9 +832,9 @@ func (pc *physConn) letGoVerdict(st *connState) fate {
 
 // verdict is decide on st, pc's state (or what it is about to be), with
 // what pc knows besides: whether it is stale (written into st.stale), and
-// the mode of its task. The caller holds mu, or has pc alone.
-func (pc *physConn) verdict(st *connState) fate {
-	st.stale = pc.stale()
+// the mode of its task. The caller holds Mu, or has pc alone.
+func (pc *Conn) verdict(st *ConnState) Fate {
+	st.Stale = pc.Stale()
 	mode := TransactionMode
 	if st.task != nil {
 		mode = st.mode
@@ -832,50 +847,50 @@ func (pc *physConn) verdict(st *connState) fate {
 // it, if any. A rollback or reset it runs leaves pc either settled or lost;
 // the AfterRelease hook's verdict on the settled connection is then decide's
 // last input (connState.rejected), so that every close is decide's.
-func (pc *physConn) settle(f fate, owner *openTx) {
-	if pc.traced {
+func (pc *Conn) settle(f Fate, owner *OpenTx) {
+	if pc.Traced {
 		pc.traceRelease(f)
 	}
 	switch f {
 	case fateLook:
-		// The Connector's look at how full the server is (share.go), as a
+		// The Connector's look at how full the server is (the root's share.go), as a
 		// cleanup: a round trip off the caller's path, once a second at
 		// most. Whoever takes lookDue first looks.
-		if pc.env.lookDue.CompareAndSwap(true, false) {
-			if pc.env.cleanups.start(func() {
+		if pc.Env.LookDue.CompareAndSwap(true, false) {
+			if pc.Env.Cleanups.start(func() {
 				g := fateRelease
-				if !pc.env.owner.look(pc) {
-					g = fateDestroy
+				if !pc.Env.Owner.Look(pc) {
+					g = FateDestroy
 				}
 				pc.settleNow(g, owner)
 			}) {
 				return
 			}
-			pc.env.lookDue.Store(true) // closing: the next one, if any
+			pc.Env.LookDue.Store(true) // closing: the next one, if any
 		}
 		f = fateRelease
-	case fateCarry:
+	case FateCarry:
 		// The reset goes with the next statement (carry.go) where no
 		// other connection is to be had, so that resetting this one off
 		// the callers' path would keep someone waiting.
-		if !pc.res.Spare() && pc.carry() {
+		if !pc.Res.Spare() && pc.carry() {
 			pc.settleNow(fateRelease, owner)
 			pc.resetWhenIdle()
 			return
 		}
-		f = fateReset
+		f = FateReset
 	case fateReleaseCarry:
 		pc.settleNow(fateRelease, owner)
 		pc.resetWhenIdle()
 		return
 	}
-	if f == fateReset {
+	if f == FateReset {
 		// A session reset, the price of default-deny tracking: a round
 		// trip or two, off the caller's path. Nobody can reach pc
 		// meanwhile; the pool counts it in use until it is handed back.
 		// (A rollback, of a transaction a hold left open, is a misuse's
 		// cost and stays on the caller's path, where it is logged.)
-		if pc.env.cleanups.start(func() { pc.settleNow(f, owner) }) {
+		if pc.Env.Cleanups.start(func() { pc.settleNow(f, owner) }) {
 			return
 		}
 	}
@@ -883,31 +898,31 @@ func (pc *physConn) settle(f fate, owner *openTx) {
 }
 
 // settleNow is settle on the calling goroutine.
-func (pc *physConn) settleNow(f fate, owner *openTx) {
-	env := pc.env
-	if env.leaks {
-		env.owner.returned(pc)
+func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
+	env := pc.Env
+	if env.Leaks {
+		env.Owner.Returned(pc)
 	}
-	if f == fateRollback || f == fateReset || f == fateRollbackReset {
+	if f == FateRollback || f == FateReset || f == FateRollbackReset {
 		f = pc.clean(f, owner)
 	}
-	if f == fateRelease && env.afterRelease {
-		rejected := !env.owner.afterRelease(pc)
-		if f = pc.verdict(&connState{rejected: rejected}); f == fateDestroy && rejected && !pc.stale() {
-			pc.closeReason = closeReject
+	if f == fateRelease && env.AfterRelease {
+		rejected := !env.Owner.AfterRelease(pc)
+		if f = pc.verdict(&ConnState{rejected: rejected}); f == FateDestroy && rejected && !pc.Stale() {
+			pc.CloseReason = closeReject
 		}
 	}
 	switch f {
 	case fateRelease, fatePark: // park is letGoAlone's to try first
-		pc.res.Release()
+		pc.Res.Release()
 	default: // fateDestroy
 		switch {
-		case pc.stale():
-			pc.closeReason = closeResetAll
-		case pc.closeReason == "":
-			pc.closeReason = closeLost
+		case pc.Stale():
+			pc.CloseReason = CloseResetAll
+		case pc.CloseReason == "":
+			pc.CloseReason = closeLost
 		}
-		pc.res.Destroy()
+		pc.Res.Destroy()
 	}
 }
 
@@ -915,32 +930,32 @@ func (pc *physConn) settleNow(f fate, owner *openTx) {
 // which nobody else can reach, and returns what is left to do: fateRelease,
 // or fateDestroy when a step failed (pc is lost then; closing it ends what
 // the server still has).
-func (pc *physConn) clean(f fate, owner *openTx) fate {
-	env := pc.env
-	_ = pc.sem.lock(context.Background()) // free: nobody else can reach pc
-	defer pc.sem.unlock()
-	if f == fateRollback || f == fateRollbackReset {
+func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
+	env := pc.Env
+	_ = pc.Sem.Lock(context.Background()) // free: nobody else can reach pc
+	defer pc.Sem.Unlock()
+	if f == FateRollback || f == FateRollbackReset {
 		ctx, why := context.Background(), undoLeftOpen
-		if owner != nil && owner.of != nil {
-			if tctx, claimed := owner.of.claimedByTask(); claimed {
+		if owner != nil && owner.Of != nil {
+			if tctx, claimed := owner.Of.ClaimedByTask(); claimed {
 				ctx, why = tctx, undoTaskEnded // its task's end claimed it first
 			}
 		}
-		if err := pc.undo(ctx, owner, why); err != nil {
-			pc.closeReason = closeRollback
-			return fateDestroy
+		if err := pc.Undo(ctx, owner, why); err != nil {
+			pc.CloseReason = closeRollback
+			return FateDestroy
 		}
 	}
-	if f == fateReset || f == fateRollbackReset {
+	if f == FateReset || f == FateRollbackReset {
 		if err := pc.resetSession(); err != nil {
-			pc.closeReason = closeReset
+			pc.CloseReason = closeReset
 			if !errors.Is(err, dialects.ErrUnsupported) {
 				env.warn("session reset failed; the connection will be closed", err)
 			}
-			return fateDestroy
+			return FateDestroy
 		}
-		env.stats.sessionResets.Add(1)
-		env.stats.separateResets.Add(1)
+		env.Stats.SessionResets.Add(1)
+		env.Stats.SeparateResets.Add(1)
 		env.debug("session reset")
 	}
 	return fateRelease
@@ -953,11 +968,11 @@ type undoReason uint8
 const (
 	undoLeftOpen      undoReason = iota // the hold ended with it open (settle)
 	undoTaskEnded                       // its task ended (endTask)
-	undoBegunAfterEnd                   // a task's *sql.Tx begun as the task ended (BeginTx)
-	undoTaskBusy                        // a raw transaction its task cannot keep: it has another connection (bindForTask)
+	UndoBegunAfterEnd                   // a task's *sql.Tx begun as the task ended (BeginTx)
+	UndoTaskBusy                        // a raw transaction its task cannot keep: it has another connection (bindForTask)
 )
 
-// undo rolls back the transaction open on pc (owner's, or a raw one when
+// Undo rolls back the transaction open on pc (owner's, or a raw one when
 // owner is nil), counts it in Stats.AutoRollbacks (and TaskEndRollbacks)
 // and logs it: what needs attention at WARN (a transaction a hold left
 // open, a rollback that failed), a task's end at DEBUG with ctx, the
@@ -967,101 +982,103 @@ const (
 // has that error, and the server rolled the transaction back as the
 // connection closed. Every rollback pooldriver runs by itself goes through
 // it. On failure the connection is lost (see rollback). The caller holds
-// sem.
-func (pc *physConn) undo(ctx context.Context, owner *openTx, why undoReason) error {
-	closed := why == undoTaskEnded && !pc.usable()
+// Sem.
+func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
+	closed := why == undoTaskEnded && !pc.Usable()
 	err := pc.rollback(owner)
 	if err == nil {
-		pc.env.stats.autoRollbacks.Add(1)
-		if why == undoTaskEnded || why == undoBegunAfterEnd {
-			pc.env.stats.taskEndRollbacks.Add(1)
+		pc.Env.Stats.AutoRollbacks.Add(1)
+		if why == undoTaskEnded || why == UndoBegunAfterEnd {
+			pc.Env.Stats.TaskEndRollbacks.Add(1)
 		}
 	}
 	switch {
 	case why == undoLeftOpen && err != nil:
-		pc.env.warn("rollback of a transaction left open failed; the connection will be closed", err)
+		pc.Env.warn("rollback of a transaction left open failed; the connection will be closed", err)
 	case why == undoLeftOpen:
-		pc.env.warn("rolled back a transaction left open", nil)
+		pc.Env.warn("rolled back a transaction left open", nil)
 	case why == undoTaskEnded && err != nil && closed:
-		logAt(ctx, pc.env.log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
+		LogAt(ctx, pc.Env.Log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
 	case why == undoTaskEnded && err != nil:
-		logAt(ctx, pc.env.log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
+		LogAt(ctx, pc.Env.Log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
 	case why == undoTaskEnded:
-		logAt(ctx, pc.env.log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
+		LogAt(ctx, pc.Env.Log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
 	}
 	return err
 }
 
-// countUndo counts a rollback database/sql ran for a task whose context
+// CountUndo counts a rollback database/sql ran for a task whose context
 // ended before the task's own end could (tx.endOn): the task's, as if undo
 // had run it.
-func (pc *physConn) countUndo() {
-	pc.env.stats.autoRollbacks.Add(1)
-	pc.env.stats.taskEndRollbacks.Add(1)
+func (pc *Conn) CountUndo() {
+	pc.Env.Stats.AutoRollbacks.Add(1)
+	pc.Env.Stats.TaskEndRollbacks.Add(1)
 }
 
 // joinForEnd joins pc for t's end (endTask), unless nothing is left for
 // the end to do there; session reports that pc was bound to t in session
 // mode, and is unbound now: its session must be reset before reuse.
-func (pc *physConn) joinForEnd(t taskBinding, owner *openTx) (ok, session bool) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
+func (pc *Conn) joinForEnd(t TaskBinding, owner *OpenTx) (ok, session bool) {
+	pc.Mu.Lock()
+	defer pc.Mu.Unlock()
 	switch {
-	case owner != nil && pc.st.txOwner != owner:
+	case owner != nil && pc.St.TxOwner != owner:
 		// Its hold let go of pc meanwhile, and took the transaction along
 		// to roll it back (see letGo).
 		return false, false
-	case owner != nil && pc.st.task == t && isNested(owner):
+	case owner != nil && pc.St.task == t && owner.Nested:
 		// A *sql.Tx nested in t's raw transaction: t's end on its bound
 		// connection rolls all of it back (with the care it takes for
 		// other holds still on it); claimed, the *sql.Tx runs nothing
 		// more meanwhile.
 		return false, false
-	case owner == nil && pc.st.task != t:
+	case owner == nil && pc.St.task != t:
 		return false, false
 	case owner == nil:
-		session = pc.st.mode == SessionMode
-		pc.st.task = nil
+		session = pc.St.mode == SessionMode
+		pc.St.task = nil
 	}
-	pc.st.holds++
+	pc.St.Holds++
 	return true, session
 }
 
-// endTask is a task's end on pc (ctx is the task's, for the log's handler): it rolls back owner (the transaction of a
-// *sql.Tx of t's) or, for pc bound to t, the raw transaction, unbinds pc (a
-// session-mode session is then reset before reuse) and lets go of it. It
-// waits for pc's lock at most the cleanup timeout: a connection still busy
-// then (rows nobody closes) is marked lost and destroyed when its last user
-// lets go.
-func (pc *physConn) endTask(ctx context.Context, t taskBinding, owner *openTx) {
+// EndTask is a task's end on pc (ctx is the task's, for the log's
+// handler): it rolls back owner (the transaction of a *sql.Tx of t's) or,
+// for pc bound to t, the raw transaction, unbinds pc (a session-mode
+// session is then reset before reuse) and lets go of it. It waits for pc's
+// lock at most the cleanup timeout: a connection still busy then (rows
+// nobody closes) is marked lost and destroyed when its last user lets go.
+// ended is the error the statements of holds still on pc after the
+// rollback fail with.
+func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended error) {
 	ok, session := pc.joinForEnd(t, owner)
 	if !ok {
 		return
 	}
-	lctx, cancel := context.WithTimeout(context.Background(), pc.env.cleanupTimeout)
-	err := pc.sem.lock(lctx)
+	lctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
+	err := pc.Sem.Lock(lctx)
 	cancel()
 	if err != nil {
-		pc.lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
-		pc.env.warn("connection still busy when its task ended; it will be closed", err)
-		pc.letGo()
+		pc.Lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
+		pc.Env.warn("connection still busy when its task ended; it will be closed", err)
+		pc.LetGo()
 		return
 	}
 	if session {
-		pc.markDirty() // the task's session: reset it before reuse
+		pc.MarkDirty() // the task's session: reset it before reuse
 	}
 	undone := false // the task's raw transaction, which other holds may be inside
-	if !pc.isLost() && (owner != nil && pc.st.txOwner == owner || owner == nil && pc.st.tx == txRaw) {
+	if !pc.IsLost() && (owner != nil && pc.St.TxOwner == owner || owner == nil && pc.St.Tx == TxRaw) {
 		undone = owner == nil
-		_ = pc.undo(ctx, owner, undoTaskEnded) // on failure pc is lost
+		_ = pc.Undo(ctx, owner, undoTaskEnded) // on failure pc is lost
 	}
 	if undone && pc.heldByOthers() {
 		// A *sql.Conn of the task still holds pc: its next statements
 		// would run outside the transaction just rolled back, and
 		// autocommit. They fail instead, and pc is closed when the last of
 		// them lets go.
-		pc.lose(ErrTaskEnded, false)
+		pc.Lose(ended, false)
 	}
-	pc.sem.unlock()
-	pc.letGo()
+	pc.Sem.Unlock()
+	pc.LetGo()
 }

@@ -1,23 +1,23 @@
-package pooldriver
+package phys
 
 import "sync"
 
-// cleanups runs the session resets of connections let go of
-// (physConn.settle) on goroutines of their own, so that the statement whose
+// Cleanups runs the session resets of connections let go of
+// (Conn.settle) on goroutines of their own, so that the statement whose
 // hold ended, or the task's end, does not wait a round trip for them: the
 // connection is out of everyone's reach until its cleanup hands it back to
 // the pool. The Connector's Close waits for those under way; once it began,
 // a cleanup runs on the goroutine that let go, as before.
-type cleanups struct {
+type Cleanups struct {
 	mu     sync.Mutex // protects the fields below
-	idle   *sync.Cond // on mu: running reached 0
+	idle   *sync.Cond // on Mu: running reached 0
 	closed bool
 	n      int // cleanups running
 }
 
 // start runs f on a goroutine of its own and reports true, unless the
 // Connector is closing: then it reports false and the caller runs f.
-func (c *cleanups) start(f func()) bool {
+func (c *Cleanups) start(f func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -31,7 +31,7 @@ func (c *cleanups) start(f func()) bool {
 	return true
 }
 
-func (c *cleanups) finish() {
+func (c *Cleanups) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n--; c.n == 0 && c.idle != nil {
@@ -39,9 +39,9 @@ func (c *cleanups) finish() {
 	}
 }
 
-// wait waits until no cleanup runs (each is bounded by the cleanup
+// Wait waits until no cleanup runs (each is bounded by the cleanup
 // timeout).
-func (c *cleanups) wait() {
+func (c *Cleanups) Wait() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.idle == nil {
@@ -52,11 +52,11 @@ func (c *cleanups) wait() {
 	}
 }
 
-// close makes every later cleanup run on its caller's goroutine and waits
+// Close makes every later cleanup run on its caller's goroutine and waits
 // for those under way.
-func (c *cleanups) close() {
+func (c *Cleanups) Close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	c.wait()
+	c.Wait()
 }

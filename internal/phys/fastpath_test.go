@@ -1,4 +1,4 @@
-package pooldriver
+package phys
 
 import "testing"
 
@@ -6,16 +6,16 @@ import "testing"
 // combination of the state's values: where parksAsIs says yes and the
 // connection is not stale, decide says fatePark, whatever the task's mode.
 func TestParksAsIs(t *testing.T) {
-	tk := &task{}
+	tk := &boundTask{}
 	yes := 0
-	for _, tx := range []txState{txNone, txBegun, txRaw} {
-		for _, sess := range []sessionState{sessionClean, sessionDirty, sessionLost} {
+	for _, tx := range []TxState{TxNone, TxBegun, TxRaw} {
+		for _, sess := range []sessionState{sessionClean, SessionDirty, SessionLost} {
 			for _, use := range []struct{ holds, rows int }{{0, 0}, {1, 0}, {0, 1}, {2, 3}, {-1, 0}} {
-				for _, bound := range []taskBinding{nil, tk} {
+				for _, bound := range []TaskBinding{nil, tk} {
 					for _, mode := range []Mode{TransactionMode, SessionMode} {
 						for i := range 16 {
 							always, parkable, stale, rejected := i&1 != 0, i&2 != 0, i&4 != 0, i&8 != 0
-							st := connState{tx: tx, session: sess, holds: use.holds, rows: use.rows, task: bound, mode: mode, resetAlways: always, parkable: parkable, stale: stale, rejected: rejected}
+							st := ConnState{Tx: tx, Session: sess, Holds: use.holds, Rows: use.rows, task: bound, mode: mode, resetAlways: always, parkable: parkable, Stale: stale, rejected: rejected}
 							if !parksAsIs(&st) || stale {
 								continue
 							}

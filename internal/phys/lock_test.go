@@ -1,4 +1,4 @@
-package pooldriver
+package phys
 
 import (
 	"context"
@@ -25,13 +25,13 @@ func TestConnLockExcludes(t *testing.T) {
 				var ok bool
 				switch i % 3 {
 				case 0:
-					ok = l.tryLock()
+					ok = l.TryLock()
 				case 1:
 					ctx, cancel := context.WithTimeout(context.Background(), 50*time.Microsecond)
-					ok = l.lock(ctx) == nil
+					ok = l.Lock(ctx) == nil
 					cancel()
 				default:
-					ok = l.lock(context.Background()) == nil
+					ok = l.Lock(context.Background()) == nil
 				}
 				if !ok {
 					continue
@@ -41,32 +41,32 @@ func TestConnLockExcludes(t *testing.T) {
 				}
 				got.Add(1)
 				holders.Add(-1)
-				l.unlock()
+				l.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if got.Load() == 0 || l.waiters.Load() != 0 || !l.tryLock() {
+	if got.Load() == 0 || l.waiters.Load() != 0 || !l.TryLock() {
 		t.Fatalf("after the load: %d acquisitions, %d waiters, lock free: false", got.Load(), l.waiters.Load())
 	}
 }
 
 func TestConnLockWaitEndsWithContext(t *testing.T) {
 	l := newConnLock()
-	_ = l.lock(context.Background())
+	_ = l.Lock(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- l.lock(ctx) }()
+	go func() { done <- l.Lock(ctx) }()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("lock with a cancelled context: %v", err)
 	}
 	acquired := make(chan struct{})
 	go func() {
-		_ = l.lock(context.Background())
+		_ = l.Lock(context.Background())
 		close(acquired)
 	}()
-	l.unlock()
+	l.Unlock()
 	select {
 	case <-acquired:
 	case <-time.After(5 * time.Second):

@@ -1,0 +1,184 @@
+package phys
+
+import (
+	"context"
+	"database/sql/driver"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// Env is what the physical connections of one Connector need of it,
+// handed to each when it is made, so that a physical connection never
+// reaches up into the Connector, a task or a transaction: the Connector
+// fills it once (newConnector) and never changes it, but for gen, which
+// Reset bumps.
+type Env struct {
+	CleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
+	ResetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
+	TrustFuncs     bool          // WithTrustFunctions: the dialect's default-deny for unknown calls is off
+	Cleanups       *Cleanups     // runs rollbacks and resets off the goroutine that let go (settle)
+	// Nothing is told of a connection's release (no leak detection, no
+	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
+	Parkable     bool
+	AfterRelease bool // the AfterRelease hook is set: owner.afterRelease has a say
+	// CarryResets: no hook must see a session just reset (AfterConnect
+	// runs again after each reset; AfterRelease and BeforeAcquire get the
+	// raw connection), so a dialect may carry a reset (carry.go).
+	CarryResets bool
+	Leaks       bool         // leak detection is on: owner.returned is told
+	Gen         atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (Conn.Stale)
+	// LookDue: the Connector wants to know how full the server is (the root's share.go):
+	// the next connection let go asks, off the caller's path, before the
+	// pool has it back (settle), and is not parked meanwhile.
+	LookDue atomic.Bool
+	// Releases: the Tracer, where it hears of releases too (the root's trace.go).
+	Releases ReleaseHook
+	Stats    *Stats
+	Log      *slog.Logger // nil: nothing is logged
+	Owner    Owner
+}
+
+// Stats are the counters the physical connections keep for their
+// Connector's Stats.
+type Stats struct {
+	AutoRollbacks    atomic.Int64 // transactions rolled back by pooldriver (undo)
+	TaskEndRollbacks atomic.Int64 // of which: at a task's end
+	SessionResets    atomic.Int64
+	CarriedResets    atomic.Int64 // of which: run in the write of the next statement (carry.go)
+	SeparateResets   atomic.Int64 // of which: run in round trips of their own
+}
+
+// Owner is what a physical connection asks of its Connector while it is
+// settled: its Connector implements it (connOwner).
+type Owner interface {
+	// PrepareSession runs the AfterConnect hook on a session just reset.
+	PrepareSession(ctx context.Context, dc dialects.Conn) error
+	// AfterRelease is the AfterRelease hook's verdict on a connection about
+	// to go back to the pool (asked only when Env.AfterRelease).
+	AfterRelease(pc *Conn) bool
+	// Returned tells leak detection that pc is back (only when
+	// Env.Leaks).
+	Returned(pc *Conn)
+	// Look asks the server through pc how full it is (when lookDue); false
+	// when pc failed to say and is lost.
+	Look(pc *Conn) bool
+	// LostRole retires every connection of pc's generation: pc's server
+	// left the role the DSN asks for (dialects.RoleLossDetector).
+	LostRole(pc *Conn, server string)
+}
+
+// ReleaseHook hears of the end of each hold whose acquire was traced: the
+// acquire's context, how long the hold had the connection, and the fate
+// the connection met (fatePark: parked as it is).
+type ReleaseHook interface {
+	Released(ctx context.Context, held time.Duration, f Fate)
+}
+
+// TaskBinding is the task a physical connection is bound to, as the
+// connection sees it: the task implements it (the root's task.go).
+type TaskBinding interface {
+	// UnbindConn forgets pc, which goes back to the pool, as the task's.
+	UnbindConn(pc *Conn)
+	// LostConn records that pc broke while it carried the task's state:
+	// the task's later statements on its Connector fail until it ends.
+	LostConn(pc *Conn, cause error)
+}
+
+// OpenTx is a transaction begun with BeginTx, as its physical connection
+// sees it: the driver's, to roll back should the connection be settled
+// with it still open. The *sql.Tx's wrapper (tx) holds one.
+type OpenTx struct {
+	Drv driver.Tx
+	// Nested: Drv is a savepoint in the task's raw transaction (the root's nest.go),
+	// whose rollback is the raw transaction's.
+	Nested bool
+	// Of is the *sql.Tx's wrapper (tx), which says whether its task's end
+	// claimed it: a rollback settle runs then is the task's (see clean).
+	Of TaskClaim
+}
+
+// TaskClaim is a *sql.Tx as its physical connection sees it: whether the
+// end of its task claimed it, and that task's context (for the log line).
+type TaskClaim interface {
+	ClaimedByTask() (context.Context, bool)
+}
+
+// LogAt logs msg on l at level with err, when there is one, and args, with
+// ctx for the handler (a task's or request's attributes). A nil l logs
+// nothing. Durations are written as the DSN writes them ("5s", "1m30s"),
+// whatever the handler: a JSON handler would write a time.Duration in
+// nanoseconds.
+func LogAt(ctx context.Context, l *slog.Logger, level slog.Level, msg string, err error, args ...any) {
+	if l == nil || !l.Enabled(ctx, level) {
+		return
+	}
+	for i, a := range args {
+		switch v := a.(type) {
+		case time.Duration:
+			args[i] = ShortDuration(v)
+		case slog.Attr:
+			if v.Value.Kind() == slog.KindDuration {
+				args[i] = slog.String(v.Key, ShortDuration(v.Value.Duration()))
+			}
+		}
+	}
+	if err != nil {
+		args = append(args, "error", err)
+	}
+	l.Log(ctx, level, "pooldriver: "+msg, args...)
+}
+
+// ShortDuration writes d as a DSN would: 1h, 30m, 30s, 0 (Duration.String
+// writes 1h0m0s, 30m0s, 0s).
+func ShortDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (e *Env) warn(msg string, err error) {
+	LogAt(context.Background(), e.Log, slog.LevelWarn, msg, err)
+}
+
+func (e *Env) debug(msg string) { LogAt(context.Background(), e.Log, slog.LevelDebug, msg, nil) }
+
+// Why a physical connection was closed, for the DEBUG line that says so.
+const (
+	closeLost      = "broken or in an unknown state"
+	closeRollback  = "rollback failed"
+	closeReset     = "session reset failed"
+	closeReject    = "WithAfterRelease said no"
+	CloseResetAll  = "Connector.Reset"
+	CloseHook      = "a hook failed"
+	closeIdleCheck = "found closed or not answering when taken from idle"
+	ClosePing      = "healthcheck ping failed"
+	CloseConnector = "connector closed"
+	CloseExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
+)
+
+// LeakStackDepth bounds the frames recorded per acquire.
+const LeakStackDepth = 32
+
+// leakMark is a physical connection's record for the leak detector
+// (the root's leak.go).
+type leakMark struct {
+	TakenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
+
+	Mu       sync.Mutex // protects the fields below
+	Reported bool       // this acquisition was reported
+	N        int
+	Pcs      [LeakStackDepth]uintptr
+}
