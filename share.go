@@ -2,6 +2,7 @@ package pooldriver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -77,7 +78,7 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	if load.Limit <= 0 {
 		return hi
 	}
-	if load.Connected < load.Limit {
+	if !atLimit(load) {
 		if wasFull {
 			return share // room just given back: the others' turn first
 		}
@@ -121,7 +122,24 @@ func refusedOthers(prev, prevLimit int64, load dialects.ServerLoad, mine int64) 
 // for dialects.IdleFor there, and ServerLoad.Idle counts other clients'. A
 // pool that fills the server alone keeps its idle ones (and parks). Pure.
 func sharedFull(load dialects.ServerLoad, total int) bool {
-	return load.Limit > 0 && load.Connected >= load.Limit && load.Connected > int64(total)
+	return atLimit(load) && load.Connected > int64(total)
+}
+
+// timedOut reports an error that says time ran out: a context deadline,
+// or an error that says Timeout (net.Error's convention).
+func timedOut(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
+}
+
+// atLimit reports whether the server is at its limit or within a
+// sixteenth of it: at a full server the connections given back and taken
+// again, and the attempts it refuses, leave a few slots free at any
+// instant, and a look that lands then must not take them for room (in
+// containers, 7 looks of 10 found 1 to 4 of 60 free while late replicas
+// starved, and the pools that held the most grew their shares back). Pure.
+func atLimit(load dialects.ServerLoad) bool {
+	return load.Limit > 0 && load.Connected >= load.Limit-load.Limit/16
 }
 
 // shareTick is the wait before a pool's next look: shareInterval, a
@@ -221,9 +239,16 @@ func (s *serverShare) look(pc *phys.Conn) bool {
 	defer s.mu.Unlock()
 	if err != nil {
 		pc.Lose(err, false)
-		if s.failed++; s.failed == 3 {
-			s.off = true
-			s.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
+		// Three failed looks in a row end the looks: the server cannot
+		// say. A look that ran out of time says nothing of that (a loaded
+		// machine, a busy server), and ending the looks for it left the
+		// first replicas of a rolling deploy holding all they had while
+		// the later ones starved.
+		if !timedOut(err) {
+			if s.failed++; s.failed == 3 {
+				s.off = true
+				s.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
+			}
 		}
 		return false
 	}
@@ -233,7 +258,7 @@ func (s *serverShare) look(pc *phys.Conn) bool {
 	s.refused, s.limit = load.Refused, load.Limit
 	total := s.pool.Stats().Total
 	next := nextShare(s.share, total, s.lo, s.hi, load, others, s.full)
-	s.full = load.Limit > 0 && load.Connected >= load.Limit
+	s.full = atLimit(load)
 	if sharedFull(load, total) {
 		s.pool.Pressure()
 	}

@@ -55,7 +55,10 @@ func TestNextShare(t *testing.T) {
 		{"room just after a full look, MariaDB: left to the others", 8, 8, 0, 20, maria(60, 52), false, true, 8},
 		{"room at a second look in a row: grows", 8, 8, 0, 20, pg(60, 52), false, false, 9},
 		{"full after full: shares as ever", 20, 20, 0, 20, pg(60, 60), false, true, 15},
-		{"a little room, however many pools it counts: grows", 1, 1, 0, 20, pg(60, 59), false, false, 2},
+		{"a little room, however many pools it counts: grows", 1, 1, 0, 20, pg(60, 56), false, false, 2},
+		{"within a sixteenth of the limit: full, three pools", 20, 20, 0, 20, pg(60, 57), false, false, 15},
+		{"within a sixteenth of the limit: no room to grow", 1, 1, 0, 20, pg(60, 59), false, false, 1},
+		{"a limit under sixteen: full only at it", 4, 4, 0, 20, pg(10, 9), false, false, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := nextShare(tc.share, tc.total, tc.lo, tc.hi, tc.load, tc.othersRefused, tc.wasFull); got != tc.want {
@@ -102,6 +105,7 @@ func TestSharedFull(t *testing.T) {
 		{"full, others connected", dialects.ServerLoad{Limit: 16, Connected: 16, Idle: 6, Refused: -1}, 10, true},
 		{"full, this pool alone", dialects.ServerLoad{Limit: 16, Connected: 16, Refused: -1}, 16, false},
 		{"room", dialects.ServerLoad{Limit: 16, Connected: 12, Refused: -1}, 6, false},
+		{"within a sixteenth of the limit, others connected", dialects.ServerLoad{Limit: 64, Connected: 60, Refused: -1}, 10, true},
 		{"no limit known", dialects.ServerLoad{}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
