@@ -62,14 +62,3 @@ func (p *Pool[T]) InUse() []T {
 	defer p.mu.Unlock()
 	return p.inUseLocked()
 }
-
-// inUseLocked is InUse with mu held.
-func (p *Pool[T]) inUseLocked() []T {
-	var vs []T
-	for _, r := range p.all {
-		if r.state.Load() == stateAcquired {
-			vs = append(vs, r.value)
-		}
-	}
-	return vs
-}

@@ -33,7 +33,7 @@ type Pool[T any] struct {
 	// last tick, once coarseOn.
 	coarse   atomic.Int64
 	coarseOn atomic.Bool
-	// mayBeParked is false only while no resource is parked (park.go):
+	// mayBeParked is false only while no resource is parked (park.go, steal.go):
 	// Park sets it, a steal that finds nothing parked clears it, so that
 	// a waiter does not scan every resource when none can be parked.
 	mayBeParked atomic.Bool
@@ -58,7 +58,7 @@ type Pool[T any] struct {
 	trial       bool // Recovering: the one trial factory call is under way
 	strategy    Strategy
 	onRelease   bool           // the strategy wants to hear of releases (see ignoresReleases)
-	all         []*Resource[T] // every resource in existence, for stealLocked (park.go)
+	all         []*Resource[T] // every resource in existence, for stealLocked (steal.go)
 	backoff     backoff
 	lastFailure error // the last factory error since the last success, for AcquireError
 	// permanent: lastFailure is permanent (Config.Permanent); connected:
@@ -120,6 +120,20 @@ func (p *Pool[T]) goBackground(f func()) {
 		defer p.wg.Done()
 		f()
 	}()
+}
+
+// every calls f every d until the pool closes.
+func (p *Pool[T]) every(d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.bgCtx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }
 
 // Acquire returns an idle resource, a new one, or waits for one in FIFO
@@ -683,14 +697,6 @@ func (p *Pool[T]) noDialLocked(now time.Duration) {
 	}
 }
 
-// belowMinLocked reports whether fewer than Min resources exist, or fewer
-// than MinIdle are idle, being created or being checked (an idle resource
-// the healthcheck holds comes back idle, or is destroyed and then
-// replaced: counting it as missing would make one too many).
-func (p *Pool[T]) belowMinLocked() bool {
-	return p.total < p.cfg.Min || p.cfg.MinIdle > 0 && p.idleLocked()+p.creating+p.checking < p.cfg.MinIdle
-}
-
 // fillToMinLocked starts factory calls until Min resources exist and MinIdle
 // are idle or being created. During the back-off, the dials timer tries
 // again when it ends; while the breaker allows no factory call, its next
@@ -999,19 +1005,6 @@ func (p *Pool[T]) refusalLocked(w *waiter[T], now time.Duration) error {
 	return nil
 }
 
-// reportCheckFailed tells the strategy that an idle resource failed its
-// check.
-func (p *Pool[T]) reportCheckFailed() {
-	p.mu.Lock()
-	strategy := p.strategy
-	p.mu.Unlock()
-	if strategy != nil {
-		p.report(strategy, EventCheckFailed, errCheckFailed)
-	}
-}
-
-var errCheckFailed = fmt.Errorf("pool: an idle resource failed its check")
-
 // Close closes the pool: every waiter fails with ErrClosed, idle resources
 // are destroyed, resources in use are destroyed when they are released,
 // factory calls in flight are cancelled, and Close returns once every
@@ -1104,10 +1097,6 @@ func (p *Pool[T]) IdleCount() int {
 	defer p.mu.Unlock()
 	return p.idleLocked()
 }
-
-// idleLocked counts the idle resources, parked ones included. The caller
-// holds mu.
-func (p *Pool[T]) idleLocked() int { return p.idle.Len() + p.parkedLocked() }
 
 // ActiveCount returns the number of resources handed out and not yet
 // released or destroyed.
