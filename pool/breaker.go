@@ -1,7 +1,5 @@
 package pool
 
-import "time"
-
 // A pool is the [Breaker] its [Strategy] drives: the state changes below.
 var _ Breaker = (*Pool[int])(nil)
 
@@ -68,29 +66,4 @@ func (p *Pool[T]) setStrategyLocked(s Strategy) {
 	_, quiet := s.(ignoresReleases)
 	p.onRelease = s != nil && !quiet
 	p.releaseEvents.Store(p.onRelease)
-}
-
-// dialAllowedLocked reports whether a factory call for a caller may start
-// now: always while Active (unless backing off), once at a time while
-// Recovering.
-func (p *Pool[T]) dialAllowedLocked(now time.Duration) bool {
-	switch p.state {
-	case Active:
-		// While refusing, one factory call at a time (see Config.Permanent).
-		return !p.backoff.active(now) && (p.creating == 0 || !p.refusingLocked(now))
-	case Recovering:
-		// The cool-down that led here outranks the back-off: the trial
-		// is the next attempt.
-		return !p.trial
-	}
-	return false
-}
-
-// refillAllowedLocked is dialAllowedLocked for the pool's own refill, which
-// backs off longer (see backoff).
-func (p *Pool[T]) refillAllowedLocked(now time.Duration) bool {
-	if p.state == Active {
-		return !p.backoff.refillActive(now)
-	}
-	return p.dialAllowedLocked(now)
 }
