@@ -122,3 +122,16 @@ func (p *Pool[T]) callOnStateChange(from, to State, cause error) {
 	}()
 	p.cfg.OnStateChange(from, to, cause)
 }
+
+// reportCheckFailed tells the strategy that an idle resource failed its
+// check.
+func (p *Pool[T]) reportCheckFailed() {
+	p.mu.Lock()
+	strategy := p.strategy
+	p.mu.Unlock()
+	if strategy != nil {
+		p.report(strategy, EventCheckFailed, errCheckFailed)
+	}
+}
+
+var errCheckFailed = fmt.Errorf("pool: an idle resource failed its check")

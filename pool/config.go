@@ -18,6 +18,9 @@ const DefaultPermanentGrace = 5 * time.Second
 // Config.HealthcheckTimeout is 0.
 const DefaultHealthcheckTimeout = 5 * time.Second
 
+// DefaultIdleTimeUnderPressure is Config.IdleTimeUnderPressure's default.
+const DefaultIdleTimeUnderPressure = time.Second
+
 // Config configures a [Pool]. Only Factory is required; the zero value of
 // every other field is a documented default.
 type Config[T any] struct {

@@ -1,24 +1,8 @@
 package pool
 
-import "time"
-
 // healthLoop runs the background healthcheck every HealthcheckInterval until
 // the pool closes.
 func (p *Pool[T]) healthLoop() { p.every(p.cfg.HealthcheckInterval, p.CheckNow) }
-
-// every calls f every d until the pool closes.
-func (p *Pool[T]) every(d time.Duration, f func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.bgCtx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
-}
 
 // CheckNow runs one healthcheck round at once: make parked resources idle
 // (see Park), destroy the idle resources

@@ -16,60 +16,34 @@ func (p *Pool[T]) lifetime() time.Duration {
 	return d
 }
 
-// CloseIdle destroys every idle resource (parked ones included) now and starts refilling to Min
-// and MinIdle with new ones; resources in use are not touched (their
-// holder decides, on Release or Destroy). It returns how many it destroyed.
-func (p *Pool[T]) CloseIdle() int {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return 0
-	}
-	p.unparkAllLocked(p.clock())
-	var idle []*Resource[T]
-	for r, ok := p.idle.PopBack(); ok; r, ok = p.idle.PopBack() {
-		r.state.Store(stateDestroyed)
-		idle = append(idle, r)
-	}
-	p.mu.Unlock()
-	for _, r := range idle {
-		p.destroy(r, true)
-	}
-	p.mu.Lock()
-	p.fillToMinLocked()
-	p.mu.Unlock()
-	return len(idle)
-}
+// timedExpiry reports whether resources expire with time at all.
+func (p *Pool[T]) timedExpiry() bool { return p.cfg.MaxLifetime > 0 || p.cfg.MaxIdleTime > 0 }
 
-// Drain readies the pool for its holders' last uses before Close: every
-// parked resource is made idle (its Unpark fails) and none is parked from
-// then on, so that each use begins with Acquire, where the caller can
-// refuse it. Acquire serves as before.
-func (p *Pool[T]) Drain() {
+// expired is expiredLocked for a resource the caller holds.
+func (p *Pool[T]) expired(r *Resource[T]) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.closing.Store(true)
-	p.unparkAllLocked(p.clock())
+	return p.expiredLocked(r, p.clock())
 }
 
-// InUse returns the values of the resources handed out and not yet
-// released or destroyed (parked ones are not).
-func (p *Pool[T]) InUse() []T {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.inUseLocked()
+// expiredLocked reports whether r, idle or just taken from idle, is to be
+// destroyed rather than used: it outlived its lifetime, or it sat idle
+// MaxIdleTime while the pool holds more than Min resources. Idle time never
+// takes the pool below Min (as pgxpool keeps its minimum): the refill would
+// open another at once, and a pool at rest would churn its minimum every
+// MaxIdleTime. The caller holds mu.
+func (p *Pool[T]) expiredLocked(r *Resource[T], now time.Duration) bool {
+	return p.outlivedLocked(r, now) || p.idleTooLongLocked(r, now) && p.total > p.cfg.Min
 }
 
-// inUseLocked is InUse with mu held.
-func (p *Pool[T]) inUseLocked() []T {
-	var vs []T
-	for _, r := range p.all {
-		if r.state.Load() == stateAcquired {
-			vs = append(vs, r.value)
-		}
-	}
-	return vs
+// outlivedLocked reports whether r outlived its lifetime (MaxLifetime plus
+// its jitter): it goes, whatever the minimum.
+func (p *Pool[T]) outlivedLocked(r *Resource[T], now time.Duration) bool {
+	return r.lifetime > 0 && now-r.created >= r.lifetime
+}
+
+// idleTooLongLocked reports whether r has been idle MaxIdleTime; whether
+// it goes depends on the minimums (expiredLocked, CheckNow).
+func (p *Pool[T]) idleTooLongLocked(r *Resource[T], now time.Duration) bool {
+	return p.cfg.MaxIdleTime > 0 && now-r.idleSince >= p.cfg.MaxIdleTime
 }

@@ -19,9 +19,6 @@ import "time"
 // turns (database/sql reuses its idle connections oldest first) would keep
 // every resource in use now and then, so that none ever looks surplus.
 
-// DefaultIdleTimeUnderPressure is Config.IdleTimeUnderPressure's default.
-const DefaultIdleTimeUnderPressure = time.Second
-
 // pressureWindow is how long after a factory call last found the backend
 // at its limit the pool trims its idle resources.
 const pressureWindow = time.Minute

@@ -82,24 +82,3 @@ func (r *Resource[T]) IdleFor() time.Duration {
 	}
 	return 0
 }
-
-// Release returns the resource to the pool, or straight to the next waiter
-// in turn.
-// If Config.BeforeRelease says no, or the pool is closed, or the resource
-// has outlived Config.MaxLifetime, it is destroyed instead.
-func (r *Resource[T]) Release() {
-	if !r.state.CompareAndSwap(stateAcquired, stateReleasing) {
-		r.pool.misuse()
-		return
-	}
-	r.pool.release(r)
-}
-
-// Destroy destroys the resource (it is broken) and frees its slot.
-func (r *Resource[T]) Destroy() {
-	if !r.state.CompareAndSwap(stateAcquired, stateDestroyed) {
-		r.pool.misuse()
-		return
-	}
-	r.pool.destroyAcquired(r)
-}

@@ -51,16 +51,3 @@ func (p *Pool[T]) Share() int {
 	defer p.mu.Unlock()
 	return p.maxLocked()
 }
-
-// maxLocked is the most resources the pool may hold now. The caller holds
-// mu.
-func (p *Pool[T]) maxLocked() int {
-	if p.share > 0 {
-		return p.share
-	}
-	return p.cfg.Max
-}
-
-// aboveShareLocked reports whether a resource being released is to be
-// destroyed to bring the pool down to its share. The caller holds mu.
-func (p *Pool[T]) aboveShareLocked() bool { return p.share > 0 && p.total > p.share }

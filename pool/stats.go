@@ -59,19 +59,91 @@ type Stats struct {
 	UntimedUses int64
 }
 
-// counters are the cumulative part of Stats, guarded by Pool.mu.
-type counters struct {
-	acquires, waits, canceled, timeouts, circuitRejects   int64
-	created, createErrors, destroyed, expired, hcFailures int64
-	releaseRejects, panics, backoffRejects, trimmed       int64
-	stateChanges, failFast                                int64
-	waitDuration                                          time.Duration
+// Stats returns a snapshot of the pool's gauges and counters.
+func (p *Pool[T]) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.stats
+	// Resources taken back with Unpark are acquires served at once, counted
+	// on each resource so that Unpark takes no lock.
+	parked := 0
+	for _, r := range p.all {
+		c.reuses += r.reuses.Load()
+		if r.state.Load() == stateParked {
+			parked++
+		}
+	}
+	c.acquires += c.reuses
+	c.immediate += c.reuses
+	// A park ended a use, untimed; it ended since by Unpark (a reuse), by
+	// the pool (parkEnds), or not yet (see park.go).
+	c.untimed += c.reuses + c.parkEnds + int64(parked)
+	// Acquires served at once from idle are waits of 0, counted here
+	// rather than on their path.
+	c.waitTime.Buckets[0] += c.immediate
+	c.waitTime.Count += c.immediate
+	return Stats{
+		Total:               p.total,
+		Idle:                p.idle.Len() + parked,
+		Active:              p.acquired - parked,
+		Creating:            p.creating,
+		Waiting:             p.waiters.len(),
+		Max:                 p.cfg.Max,
+		State:               p.state,
+		CreateFailures:      p.backoff.failures,
+		LastCreateError:     p.lastFailure,
+		Acquires:            c.acquires,
+		Waits:               c.waits,
+		WaitDuration:        c.waitDuration,
+		CanceledAcquires:    c.canceled,
+		Timeouts:            c.timeouts,
+		CircuitRejects:      c.circuitRejects,
+		Created:             c.created,
+		CreateErrors:        c.createErrors,
+		Destroyed:           c.destroyed,
+		Expired:             c.expired,
+		HealthcheckFailures: c.hcFailures,
+		ReleaseRejects:      c.releaseRejects,
+		CallbackPanics:      c.panics,
+		Misuses:             p.misuses.Load(),
+		BackoffRejects:      c.backoffRejects,
+		FailFastRejects:     c.failFast,
+		IdleTrimmed:         c.trimmed,
+		StateChanges:        c.stateChanges,
+		WaitTime:            c.waitTime,
+		UseTime:             c.useTime,
+		UntimedUses:         c.untimed,
+		CreateTime:          c.createTime,
+	}
+}
 
-	// immediate counts the acquires served at once from idle: waits of 0,
-	// added to waitTime by Stats so that their path only adds one.
-	immediate                     int64
-	reuses                        int64 // Unparks of resources destroyed since (the others count on each resource)
-	parkEnds                      int64 // parks ended other than by Unpark: taken by the pool, or expired at Unpark
-	untimed                       int64 // uses that ended untimed, other than by Park (Stats adds those)
-	waitTime, useTime, createTime Histogram
+// Count returns the number of resources in existence: idle, in use and being
+// created or checked.
+func (p *Pool[T]) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// IdleCount returns the number of idle resources.
+func (p *Pool[T]) IdleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idleLocked()
+}
+
+// ActiveCount returns the number of resources handed out and not yet
+// released or destroyed.
+func (p *Pool[T]) ActiveCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acquired - p.parkedLocked()
+}
+
+// InUse returns the values of the resources handed out and not yet
+// released or destroyed (parked ones are not).
+func (p *Pool[T]) InUse() []T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inUseLocked()
 }

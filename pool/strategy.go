@@ -7,6 +7,83 @@ import (
 	"time"
 )
 
+// Breaker is the circuit-breaker side of a pool, as a [Strategy] sees it.
+// *Pool implements it.
+type Breaker interface {
+	State() State
+	Activate()
+	Deactivate()
+	Recover()
+	Limit()
+}
+
+// Event is what the pool tells its [Strategy].
+type Event int
+
+const (
+	// EventCreated: the factory made a resource.
+	EventCreated Event = iota
+	// EventCreateFailed: the factory failed, and Config.AtLimit did not
+	// say that the backend is full: it is unreachable or refusing.
+	EventCreateFailed
+	// EventAtLimit: the factory failed and Config.AtLimit says the backend
+	// has no room for another connection.
+	EventAtLimit
+	// EventCheckFailed: an idle resource failed BeforeAcquire (for a caller
+	// whose context had not ended) or the background Healthcheck.
+	EventCheckFailed
+	// EventReleased: a resource came back and passed BeforeRelease.
+	EventReleased
+	// EventReleaseFailed: a resource failed BeforeRelease.
+	EventReleaseFailed
+)
+
+// String names the event, for logs.
+func (e Event) String() string {
+	switch e {
+	case EventCreated:
+		return "created"
+	case EventCreateFailed:
+		return "create failed"
+	case EventAtLimit:
+		return "at limit"
+	case EventCheckFailed:
+		return "check failed"
+	case EventReleased:
+		return "released"
+	case EventReleaseFailed:
+		return "release failed"
+	case eventCoolDownEnded:
+		return "cool-down ended"
+	}
+	return fmt.Sprintf("Event(%d)", int(e))
+}
+
+// Strategy drives the circuit breaker. The pool calls Report after every
+// factory call, failed idle check and release, with the error when there is
+// one. Calls come from the goroutines doing those things, concurrently,
+// never with the pool's lock held, so a strategy may call the Breaker's
+// methods. Report runs on every Release: it must be cheap for
+// EventReleased.
+type Strategy interface {
+	Report(b Breaker, ev Event, err error)
+}
+
+// Manual is a [Strategy] that ignores every event: the breaker changes state
+// only when driven by hand.
+var Manual Strategy = manual{}
+
+type manual struct{}
+
+func (manual) Report(Breaker, Event, error) {}
+
+func (manual) ignoresReleases() {}
+
+// ignoresReleases is implemented by this package's strategies, which do
+// nothing on EventReleased and EventReleaseFailed: the pool then spares
+// every Release the call.
+type ignoresReleases interface{ ignoresReleases() }
+
 // ThresholdStrategy is the ready [Strategy]. It tells three kinds of trouble
 // apart:
 //
