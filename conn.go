@@ -86,8 +86,9 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return res, l.finish(ctx, &le, opExec, query, err)
 	}
 	// finish's common case: the lease is not locked. With a
-	// StatementObserver, pc.Observe written out, and observed skipped when
-	// there is nothing to record.
+	// StatementObserver, pc.Observe written out (pc.Ask's first branch, not
+	// inlined on its own), and Observed, which applies the verdict,
+	// skipped when there is nothing to record.
 	var oerr error
 	if o := pc.Observer; o != nil {
 		askTx := pc.St.Tx != phys.TxBegun

@@ -143,15 +143,15 @@ func (g *genericConn) txStatus(f sqllex.Facts) TxStatus {
 func (g *genericConn) Observe(_ context.Context, query string, askTx bool) (bool, TxStatus, error) {
 	f := g.facts(query)
 	if !askTx {
-		return f.Changes(g.trust), TxIdle, nil
+		return sqllex.Verdict(f.Session(g.trust)), TxIdle, nil
 	}
-	return f.Changes(g.trust), g.txStatus(f), nil
+	return sqllex.Verdict(f.Session(g.trust)), g.txStatus(f), nil
 }
 
 // ChangesSession applies the PostgreSQL and MySQL rules together, and a
 // few of other databases'; see Wrap.
 func (g *genericConn) ChangesSession(query string) bool {
-	return g.facts(query).Changes(g.trust)
+	return sqllex.Verdict(g.facts(query).Session(g.trust))
 }
 
 // Rollback is unsupported: the statement that rolls back differs between

@@ -83,7 +83,7 @@ func TestCatalogServer(t *testing.T) {
 	}
 	// counts reports whether the catalog alone makes q count: the text
 	// against the current reading, whatever the server's flags say.
-	counts := func(q string) bool { return c.read(q, c.snapshot()).changesSession }
+	counts := func(q string) bool { return c.read(q, c.snapshot()).changesSession() }
 
 	const shadowed = "SELECT regexp_like('a', 'a')"
 	if counts(shadowed) {

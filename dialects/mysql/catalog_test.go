@@ -185,8 +185,8 @@ func TestLexWithShadows(t *testing.T) {
 			if got := c.ChangesSession(tc.query); got != want {
 				t.Errorf("trust %v: ChangesSession(%q) = %v, want %v", trust, tc.query, got, want)
 			}
-			if got := c.read(tc.query, c.snapshot()); got.untrusted != tc.untrusted {
-				t.Errorf("trust %v: %q untrusted = %v, want %v", trust, tc.query, got.untrusted, tc.untrusted)
+			if got := c.read(tc.query, c.snapshot()); got.untrusted() != tc.untrusted {
+				t.Errorf("trust %v: %q untrusted = %v, want %v", trust, tc.query, got.untrusted(), tc.untrusted)
 			}
 		}
 	}

@@ -78,11 +78,23 @@ type conn struct {
 
 // lexedFacts is what the lexers read in a statement's text.
 type lexedFacts struct {
-	changesSession bool // sqllex's rules and calls, the catalog's shadows, or a statement whose changes the server may not report
-	untrusted      bool // changesSession as if the user did not trust their functions
-	mayChangeTx    bool // see mayChangeTx
-	ddl            bool // the text may change what the catalog says (sqllex.Refs.DDL)
-	writes         bool // a statement that may write (see writes): it can fire triggers
+	session     sqllex.SessionFacts // what the text does and what the catalog says it runs, for sqllex.Verdict
+	mayChangeTx bool                // see mayChangeTx
+	ddl         bool                // the text may change what the catalog says (sqllex.Refs.DDL)
+	writes      bool                // a statement that may write (see writes): it can fire triggers
+}
+
+// changesSession is the verdict on the text alone: sqllex's rules and
+// calls, the catalog's shadows, or a statement whose changes the server
+// may not report.
+func (f lexedFacts) changesSession() bool { return sqllex.Verdict(f.session) }
+
+// untrusted is changesSession as if the user did not trust their
+// functions.
+func (f lexedFacts) untrusted() bool {
+	s := f.session
+	s.Trust = false
+	return sqllex.Verdict(s)
 }
 
 // wiredConn is a conn whose socket the dialect dialed and watches: it
@@ -204,17 +216,17 @@ func (c *conn) lex(query string, snap *catalogSnap) lexedFacts {
 		sh = snap.Value.s
 		blind = tf.writes && snap.Value.writesBlind(c.db, f.Refs)
 	}
-	untrusted := blind || tf.hidesChanges || f.ChangesWith(false, sh) && !(snap != nil && snap.Value.provedCall(query, f))
-	changes := untrusted
-	if c.trust {
-		changes = f.Changes(true) || tf.hidesChanges
+	s := f.SessionWith(c.trust, sh)
+	s.Text = s.Text || tf.hidesChanges
+	if snap != nil && !blind && !s.Text && (s.Runs || s.Calls && !s.Vouched) && snap.Value.provedCall(query, f) {
+		s.Vouched, s.Runs = true, false // one CALL the reading proves harmless: it runs nothing else
 	}
+	s.Runs = s.Runs || blind
 	return lexedFacts{
-		changesSession: changes,
-		untrusted:      untrusted,
-		mayChangeTx:    tf.mayChangeTx,
-		ddl:            f.Refs != nil && f.Refs.DDL,
-		writes:         tf.writes,
+		session:     s,
+		mayChangeTx: tf.mayChangeTx,
+		ddl:         f.Refs != nil && f.Refs.DDL,
+		writes:      tf.writes,
 	}
 }
 
@@ -275,34 +287,32 @@ func (c *conn) Observe(ctx context.Context, query string, askTx bool) (bool, dia
 func (c *conn) observe(ctx context.Context, query string, askTx, mayRead bool) (changed bool, status dialects.TxStatus, err error) {
 	snap := c.snapshot()
 	facts := c.read(query, snap)
-	changed = facts.changesSession
+	v := facts.session
 	if c.w != nil {
 		// A change the server reported stands though the framing was
 		// lost since; and the loss itself counts as one (see lose).
 		if c.w.state.Load()&wireChanged != 0 && c.w.takeChanged() {
-			changed = true
+			v.Reported = true
 		}
 	}
 	s, wired := c.wired()
-	if wired && s&wireErr != 0 && query != "" && (facts.mayChangeTx || facts.untrusted || facts.writes) {
-		// A failed statement's ERR packet has no flags: a change it
-		// made before it failed (a compound statement, a procedure, a
-		// trusted function, a trigger, one the catalog did not show
-		// yet) goes unreported, so the user's trust, which leans on
-		// the server's report, does not hold. Any statement that can
-		// run code counts (DML, CALL, anything that fires triggers):
-		// errors are rare, and a reset after one costs little. A read
-		// that runs nothing but listed built-ins changed nothing,
-		// failed or not.
-		changed = true
-	}
+	// A failed statement's ERR packet has no flags: a change it made
+	// before it failed (a compound statement, a procedure, a trusted
+	// function, a trigger, one the catalog did not show yet) goes
+	// unreported, so the user's trust, which leans on the server's
+	// report, does not hold. Any statement that can run code counts (DML,
+	// CALL, anything that fires triggers): errors are rare, and a reset
+	// after one costs little. A read that runs nothing but listed
+	// built-ins changed nothing, failed or not.
+	v.Failed = wired && s&wireErr != 0 && query != ""
+	v.MayRunCode = facts.mayChangeTx || facts.writes
 	var autocommit, knownAC, idle bool
 	switch {
 	case askTx:
 		var inTx bool
 		inTx, autocommit, err = c.txState(ctx, query, facts.mayChangeTx)
 		if err != nil {
-			return changed, dialects.TxIdle, err
+			return sqllex.Verdict(v), dialects.TxIdle, err
 		}
 		knownAC = true
 		if inTx {
@@ -318,7 +328,7 @@ func (c *conn) observe(ctx context.Context, query string, askTx, mayRead bool) (
 	if knownAC && (c.baseAuto < 0 && !autocommit || c.baseAuto >= 0 && autocommit != (c.baseAuto == 1)) {
 		// Autocommit off where the session had it on: the next user's
 		// statements would run in a transaction nobody commits.
-		changed = true
+		v.Reported = true
 	}
 	c.taint(query, facts.mayChangeTx)
 	if idle && autocommit && knownAC && mayRead && c.cat != nil && query != "" && (snap == nil || facts.ddl) {
@@ -326,33 +336,37 @@ func (c *conn) observe(ctx context.Context, query string, askTx, mayRead bool) (
 		// run inside one; not at all where it can (autocommit off,
 		// a transaction open, the state unknown), and another
 		// connection's reading serves.
-		if more, err := c.readCatalogAfter(ctx, query, snap, facts.ddl); more || err != nil {
-			changed = true
-			if askTx && err != nil {
-				return changed, status, err
-			}
+		if err := c.readCatalogAfter(ctx, query, snap, facts.ddl, &v); err != nil && askTx {
+			return sqllex.Verdict(v), status, err
 		}
 	}
-	return changed, status, nil
+	return sqllex.Verdict(v), status, nil
 }
 
 // readCatalogAfter reads the catalog after query, if it is due or query
 // may have changed it (ddl: a CREATE, a DROP; the reading snap then
 // expires for every connection to the server, and this one reads it
-// again at once), and reports whether query counts as a change with the
-// new reading (a text that creates a trigger and then writes its table).
-func (c *conn) readCatalogAfter(ctx context.Context, query string, snap *catalogSnap, ddl bool) (bool, error) {
+// again at once), and adds to v what the new reading says of query (a
+// text that creates a trigger and then writes its table), or that none
+// could be had.
+func (c *conn) readCatalogAfter(ctx context.Context, query string, snap *catalogSnap, ddl bool, v *sqllex.SessionFacts) error {
 	if ddl {
 		c.cat.Expire()
 	}
 	next, err := c.loadCatalog(ctx, ddl)
 	if err != nil {
-		return true, err
+		v.Unread = true
+		return err
 	}
 	if ddl && (next == nil || next.Due()) {
-		return true, nil // judged by a reading older than the DDL: nothing is known
+		v.Unread = true // judged by a reading older than the DDL: nothing is known
+		return nil
 	}
-	return next != snap && c.lex(query, next).changesSession, nil
+	if next != snap {
+		n := c.lex(query, next).session
+		v.Later, v.LaterVouched, v.LaterRuns = true, n.Vouched, n.Runs
+	}
+	return nil
 }
 
 // taint notes a statement that may have changed autocommit.

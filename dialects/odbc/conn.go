@@ -80,7 +80,7 @@ func (c *conn) TxStatus(ctx context.Context, lastQuery string) (dialects.TxStatu
 // from a string) counts, unless the user trusts their functions: ODBC
 // reports nothing of what a function did to the session.
 func (c *conn) ChangesSession(query string) bool {
-	return sqllex.Of(query, c.d.server.flavor()).Changes(c.trust)
+	return sqllex.Verdict(sqllex.Of(query, c.d.server.flavor()).Session(c.trust))
 }
 
 // TrustFunctions says whether the user vouches for their functions and

@@ -32,14 +32,14 @@ type conn struct {
 	differs bool
 
 	// lexed is the text the lexer last read on this connection, and
-	// lexedChanges its answer: a connection runs the same few texts again
-	// and again, and this spares the shared memo's hash and its two cache
-	// lines, cold by the time a statement ends. Texts the memo would not
-	// keep are not kept here either.
-	lexed        string
-	lexedChanges bool
-	lexedDDL     bool                                  // the text may change the catalog
-	lexedSnap    *dialects.CatalogSnapshot[*pgCatalog] // the catalog reading lexedChanges was judged by
+	// lexedFacts what it and the catalog said of it: a connection runs the
+	// same few texts again and again, and this spares the shared memo's
+	// hash and its two cache lines, cold by the time a statement ends.
+	// Texts the memo would not keep are not kept here either.
+	lexed      string
+	lexedFacts sqllex.SessionFacts
+	lexedDDL   bool                                  // the text may change the catalog
+	lexedSnap  *dialects.CatalogSnapshot[*pgCatalog] // the catalog reading lexedFacts was read with
 
 	// catalog is what the server's catalog says runs code no statement
 	// names (catalog.go), shared with the other connections to the same
@@ -242,19 +242,30 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			}
 			shadows = c.vouching(snap)
 		}
-		c.lexedChanges = f.ChangesWith(c.trust, shadows) // nil: nothing read, every naming text counts
-		c.lexedDDL = expires                             // judged again each time: each run may change the catalog
+		c.lexedFacts = f.SessionWith(c.trust, shadows) // nil: nothing read, every naming text counts
+		c.lexedDDL = expires                           // read again each time: each run may change the catalog
 		c.lexed, c.lexedSnap = "", snap
 		if len(query) <= maxLexedText {
 			c.lexed = query
 		}
 	}
-	if c.lexedChanges {
-		return true
+	v := c.lexedFacts
+	if !sqllex.Verdict(v) {
+		// The server's facts, read only where the text's leave the
+		// verdict open: reading them notes a standby and clears the
+		// watch.
+		v.TxOpen = pc.TxStatus() != 'I'
+		if !v.TxOpen {
+			v.Params = c.reportedDiffer(pc)
+		}
 	}
-	if pc.TxStatus() != 'I' {
-		return false
-	}
+	return sqllex.Verdict(v)
+}
+
+// reportedDiffer reports whether a reported parameter differs from the
+// session's start, outside a transaction: compared again only where the
+// watch saw a report since the last comparison.
+func (c *conn) reportedDiffer(pc *pgconn.PgConn) bool {
 	if c.watch != nil && !c.watch.maybeChanged() {
 		return c.differs
 	}

@@ -600,24 +600,29 @@ func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
 // connection as lost. The caller holds Sem.
 func (pc *Conn) Observe(ctx context.Context, query string) error {
 	askTx := pc.St.Tx != TxBegun
+	changed, status, err := pc.Ask(ctx, query, askTx)
+	return pc.Observed(changed, askTx, status, err)
+}
+
+// Ask returns what the dialect says query left: its session verdict (the
+// dialect's, which combines its facts in sqllex.Verdict) and, when askTx,
+// the transaction status or why it is unknown. It records nothing:
+// Observed does. The caller holds Sem.
+func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
 	if pc.Observer != nil {
-		changed, status, err := pc.Observer.Observe(ctx, query, askTx)
-		return pc.Observed(changed, askTx, status, err)
+		return pc.Observer.Observe(ctx, query, askTx)
 	}
-	if pc.tracker != nil && pc.tracker.ChangesSession(query) {
-		pc.MarkDirty()
-	}
-	var status dialects.TxStatus
-	var err error
+	changed = pc.tracker != nil && pc.tracker.ChangesSession(query)
 	if askTx {
 		status, err = pc.DC.TxStatus(ctx, query)
 	}
-	return pc.Observed(false, askTx, status, err)
+	return changed, status, err
 }
 
-// Observed is observe after the dialect answered: whether the session
+// Observed records what the dialect answered (Ask): whether the session
 // changed, and, when asked (askTx), the transaction status or why it is
-// unknown. conn.ExecContext skips it when there is nothing to record.
+// unknown. It is the one place a statement's session verdict is applied.
+// conn.ExecContext skips it when there is nothing to record (ToRecord).
 func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err error) error {
 	if changed {
 		pc.MarkDirty()
@@ -645,15 +650,8 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 // revert), so the end asks, as it asks after a raw COMMIT: query is COMMIT
 // or ROLLBACK. The transaction state is known: none. The caller holds Sem.
 func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
-	var changed bool
-	if pc.Observer != nil {
-		changed, _, _ = pc.Observer.Observe(ctx, query, false) // no error without askTx
-	} else if pc.tracker != nil {
-		changed = pc.tracker.ChangesSession(query)
-	}
-	if changed {
-		pc.MarkDirty()
-	}
+	changed, _, _ := pc.Ask(ctx, query, false) // no error without askTx
+	_ = pc.Observed(changed, false, dialects.TxIdle, nil)
 }
 
 // ToRecord reports whether what a StatementObserver said of a statement

@@ -38,7 +38,7 @@ const (
 // trustFunctions (the user vouches for their functions), by a call of a
 // function the flavor does not know.
 func (f Facts) Changes(trustFunctions bool) bool {
-	return f.ChangesSession || f.Calls == CallsText || f.Calls == CallsUnknown && !trustFunctions
+	return Verdict(f.Session(trustFunctions))
 }
 
 // CallsOf reports what the statements in query call (see Calls), read as

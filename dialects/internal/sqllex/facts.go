@@ -2,8 +2,9 @@ package sqllex
 
 // Facts are what the lexer tells of a text of statements: whether it may
 // change the session by what its words show (ChangesSession), what it
-// calls that they do not show (CallsOf; Changes combines the two), and what
-// it does to the transaction (TxEffectOf).
+// calls that they do not show (CallsOf), and what it does to the
+// transaction (TxEffectOf). Session and SessionWith hand the first two to
+// Verdict.
 type Facts struct {
 	ChangesSession bool
 	Calls          Calls
@@ -13,21 +14,6 @@ type Facts struct {
 	// names of the functions called that are not on the list
 	// (UnknownCallsOf); nil where a call names none.
 	Unknown []string
-}
-
-// ChangesWith is Changes, and also a text that names what shadows says
-// runs code the text does not show, unless the user trusts their
-// functions (that code is theirs: an overload, a trigger, a policy); but
-// a call of a user's function that shadows proves harmless
-// (Shadows.Vouched) does not count.
-func (f Facts) ChangesWith(trustFunctions bool, shadows *Shadows) bool {
-	if f.ChangesSession || f.Calls == CallsText {
-		return true
-	}
-	if f.Calls == CallsUnknown && !trustFunctions && !shadows.Vouched(f.Unknown) {
-		return true
-	}
-	return !trustFunctions && f.Refs.Meets(shadows)
 }
 
 // Of returns the Facts of query read as flavor f, remembered for the texts
