@@ -95,7 +95,7 @@ type pkg struct {
 // load type-checks the package in dir, its imports read from the export
 // data that `go list -export -deps` builds.
 func load(dir string) (*pkg, error) {
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export,DepOnly", dir)
+	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,CgoFiles,Export,DepOnly", dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -109,7 +109,7 @@ func load(dir string) (*pkg, error) {
 	for d := json.NewDecoder(strings.NewReader(string(out))); d.More(); {
 		var l struct {
 			ImportPath, Dir, Export string
-			GoFiles                 []string
+			GoFiles, CgoFiles       []string
 			DepOnly                 bool
 		}
 		if err := d.Decode(&l); err != nil {
@@ -117,7 +117,9 @@ func load(dir string) (*pkg, error) {
 		}
 		exports[l.ImportPath] = l.Export
 		if !l.DepOnly {
-			target.ImportPath, target.Dir, target.GoFiles = l.ImportPath, l.Dir, l.GoFiles
+			// A file that imports "C" is one of the package's files too
+			// (its uses of C are checked by name only: FakeImportC).
+			target.ImportPath, target.Dir, target.GoFiles = l.ImportPath, l.Dir, append(l.GoFiles, l.CgoFiles...)
 		}
 	}
 	p := &pkg{path: target.ImportPath, fset: token.NewFileSet()}
@@ -129,7 +131,7 @@ func load(dir string) (*pkg, error) {
 		p.files, p.names = append(p.files, f), append(p.names, name)
 	}
 	lookup := func(path string) (io.ReadCloser, error) { return os.Open(exports[path]) }
-	conf := types.Config{Importer: importer.ForCompiler(p.fset, "gc", lookup)}
+	conf := types.Config{Importer: importer.ForCompiler(p.fset, "gc", lookup), FakeImportC: true}
 	p.info = &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 	p.types, err = conf.Check(p.path, p.fset, p.files, p.info)
 	return p, err
