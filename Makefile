@@ -225,6 +225,7 @@ ROOT_FLOORS := driver.go,connector.go,config.go,settings.go,options.go,dsn.go,mi
 arch:
 	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' .
 	@echo && $(GO) run ./internal/cmd/archstat ./internal/phys
+	@echo && $(GO) run ./internal/cmd/archstat ./pool
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for n in 1000 2000; do \
 		$(GO) test -count=1 -run '^$$' -bench '^BenchmarkExec$$/^pooldriver$$' -benchtime=$${n}x -covermode=count \
 			-coverpkg=github.com/pooldriver/pooldriver -coverprofile=$$d/exec$$n.out . >/dev/null || exit 1; done && \
