@@ -1,0 +1,77 @@
+package dialects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// A dialect whose DSN may name a primary and its standbys (PostgreSQL's
+// multi-host DSN) lets pooldriver send reads to the standbys
+// (pool_reads=standby) and keep them causally consistent: a task that
+// committed a write reads only from a standby that has replayed it. What
+// the dialect offers for that is below.
+
+// Position is a place in the log a primary writes and its standbys replay
+// (PostgreSQL's LSN), comparable across them: a standby whose replayed
+// Position is at or past a commit's has the commit. 0 is no position.
+type Position uint64
+
+// String writes p as PostgreSQL writes an LSN: two hexadecimal halves,
+// such as 0/16B3748.
+func (p Position) String() string {
+	return strconv.FormatUint(uint64(p)>>32, 16) + "/" + strings.ToUpper(strconv.FormatUint(uint64(p)&0xFFFFFFFF, 16))
+}
+
+// ParsePosition reads a Position written as String writes it (either
+// case).
+func ParsePosition(s string) (Position, error) {
+	hi, lo, ok := strings.Cut(s, "/")
+	if ok && hi != "" && lo != "" && len(hi) <= 8 && len(lo) <= 8 {
+		h, herr := strconv.ParseUint(hi, 16, 32)
+		l, lerr := strconv.ParseUint(lo, 16, 32)
+		if herr == nil && lerr == nil {
+			return Position(h<<32 | l), nil
+		}
+	}
+	return 0, fmt.Errorf("pooldriver: %q is not a log position (want two hexadecimal halves, such as 0/16B3748)", s)
+}
+
+// StandbyTemplates is implemented by a Template whose DSN names several
+// hosts that may be one database's primary and standbys.
+type StandbyTemplates interface {
+	// Standbys returns one Template per host the DSN names, in its order,
+	// each opening connections to that host alone and only while it is a
+	// standby (a host that is, or becomes, a primary refuses them, as
+	// target_session_attrs=standby does); its Address names the host, its
+	// String the DSN of that host without the password. nil: the DSN
+	// names one host.
+	Standbys() []Template
+}
+
+// Positioner is implemented by a Conn that can say, in one round trip,
+// where its server is in the log.
+type Positioner interface {
+	// LogPosition returns, for a primary, the end of its log as inserted
+	// so far (at or past every commit it acknowledged), standby false; for
+	// a standby, the position it has replayed, standby true.
+	LogPosition(ctx context.Context) (pos Position, standby bool, err error)
+}
+
+// PositionCommitter is implemented by a Conn that can commit the
+// transaction a driver.Tx of its Driver() has open and learn, in the same
+// round trip, a Position at or past the commit's.
+type PositionCommitter interface {
+	// CommitAt commits the open transaction as the driver's Tx.Commit
+	// would (the same errors: a failed transaction's COMMIT rolls back and
+	// reports it as the driver does) and returns the position. After
+	// CommitAt, pooldriver does not call the driver's Tx.Commit or
+	// Rollback.
+	CommitAt(ctx context.Context) (Position, error)
+}
+
+// ErrNotStandby is what a standby's Template's connect returns, wrapped,
+// when the host is a primary.
+var ErrNotStandby = errors.New("pooldriver: the server is not a standby")
