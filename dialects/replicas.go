@@ -22,7 +22,7 @@ type Position uint64
 // String writes p as PostgreSQL writes an LSN: two hexadecimal halves,
 // such as 0/16B3748.
 func (p Position) String() string {
-	return strconv.FormatUint(uint64(p)>>32, 16) + "/" + strings.ToUpper(strconv.FormatUint(uint64(p)&0xFFFFFFFF, 16))
+	return strings.ToUpper(strconv.FormatUint(uint64(p)>>32, 16) + "/" + strconv.FormatUint(uint64(p)&0xFFFFFFFF, 16))
 }
 
 // ParsePosition reads a Position written as String writes it (either
