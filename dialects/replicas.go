@@ -66,7 +66,8 @@ type Positioner interface {
 type PositionCommitter interface {
 	// CommitAt commits the open transaction as the driver's Tx.Commit
 	// would (the same errors: a failed transaction's COMMIT rolls back and
-	// reports it as the driver does) and returns the position. After
+	// reports it as the driver does) and returns the position; 0 with a
+	// nil error: committed, but the position could not be read. After
 	// CommitAt, pooldriver does not call the driver's Tx.Commit or
 	// Rollback.
 	CommitAt(ctx context.Context) (Position, error)
