@@ -102,7 +102,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 	if !ok {
 		return nil, fmt.Errorf("pooldriver: pool_reads=standby: the %s dialect cannot send reads to standbys (PostgreSQL's can)", c.scheme())
 	}
-	if s.ServerPooling != dialects.ServerPoolingNone {
+	if s.ServerPooling == dialects.ServerPoolingSession || s.ServerPooling == dialects.ServerPoolingTransaction {
 		return nil, errors.New("pooldriver: pool_reads=standby cannot be used with pool_server_pooling: the pooler hides which server a connection reaches")
 	}
 	hosts := st.Standbys()
