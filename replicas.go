@@ -71,10 +71,11 @@ type sample struct {
 
 // standby is one host's Connector and what the last look saw of it.
 type standby struct {
-	c    *Connector
-	host string
-	mon  monitor
-	seen atomic.Pointer[standbySeen]
+	c       *Connector
+	host    string
+	mon     monitor
+	seen    atomic.Pointer[standbySeen]
+	refused func(error) bool // dialects.StandbyRefusals; nil: none retried
 }
 
 // standbySeen is a standby's last look: nil until the first answers.
@@ -127,7 +128,11 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 			r.close()
 			return nil, err
 		}
-		r.hosts = append(r.hosts, &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}})
+		sb := &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}}
+		if rf, ok := h.(dialects.StandbyRefusals); ok {
+			sb.refused = rf.RefusedByStandby
+		}
+		r.hosts = append(r.hosts, sb)
 	}
 	return r, nil
 }

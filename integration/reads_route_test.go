@@ -51,6 +51,23 @@ func TestReadsRoute(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	require.True(t, b, "a read-only *sql.Tx")
 
+	// A write the standby refuses runs again on the primary, once: outside
+	// a transaction; in a read-only one it is the caller's error.
+	_, err = db.ExecContext(pooldriver.ReadOnly(bg), "INSERT INTO reads_route VALUES (-1)")
+	require.NoError(t, err, "a write with a ReadOnly context, outside a transaction")
+	wctx, wend := pooldriver.WithTask(pooldriver.ReadOnly(bg))
+	_, err = db.ExecContext(wctx, "INSERT INTO reads_route VALUES (-2)")
+	require.NoError(t, err, "a write of a read-only task, outside a transaction")
+	wend()
+	tx, err = db.BeginTx(bg, &sql.TxOptions{ReadOnly: true})
+	require.NoError(t, err)
+	_, err = tx.ExecContext(bg, "INSERT INTO reads_route VALUES (-3)")
+	require.ErrorContains(t, err, "25006")
+	require.NoError(t, tx.Rollback())
+	var n int
+	require.NoError(t, db.QueryRowContext(bg, "SELECT count(*) FROM reads_route WHERE k < 0").Scan(&n))
+	require.Equal(t, 2, n, "each refused write ran once on the primary")
+
 	for k := range 200 {
 		tctx, end := pooldriver.WithTask(bg)
 		tx, err := db.BeginTx(tctx, nil)
@@ -61,7 +78,6 @@ func TestReadsRoute(t *testing.T) {
 		require.NotEmpty(t, pooldriver.ReadToken(tctx))
 		rtx, err := db.BeginTx(tctx, &sql.TxOptions{ReadOnly: true})
 		require.NoError(t, err)
-		var n int
 		require.NoError(t, rtx.QueryRowContext(tctx, "SELECT count(*) FROM reads_route WHERE k = $1", k).Scan(&n))
 		require.NoError(t, rtx.Commit())
 		require.Equal(t, 1, n, "task %d read its own write", k)
