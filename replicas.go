@@ -20,7 +20,7 @@ import (
 //
 // Which standby can serve a read is known from their positions in the
 // log, read off the callers' paths on connections of their own (one per
-// host): every positionEvery, the primary's insert position and each
+// host): every positionEvery, the primary's flushed position and each
 // standby's replayed one. A standby serves a read when it answered its
 // last look (which is recent), is still a standby, lags the primary by
 // at most pool_max_replica_lag, and has replayed the position the read
@@ -167,11 +167,17 @@ func (r *replicas) loop(look func(ctx context.Context)) {
 	}
 }
 
-// lookPrimary records the primary's position.
+// lookPrimary records the primary's flushed position: what a standby can
+// have replayed (its inserted one may hold records it flushes only with
+// the next write).
 func (r *replicas) lookPrimary(ctx context.Context) {
-	p, standby, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
-	if err != nil || standby {
+	st, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
+	if err != nil || st.Standby {
 		return
+	}
+	p := st.Flushed
+	if p == 0 {
+		p = st.Position
 	}
 	r.mu.Lock()
 	r.seen[r.next] = sample{at: time.Now(), pos: p}
@@ -182,9 +188,9 @@ func (r *replicas) lookPrimary(ctx context.Context) {
 
 // lookStandby records h's replayed position and its lag.
 func (r *replicas) lookStandby(ctx context.Context, h *standby) {
-	p, standby, err := h.mon.position(ctx, r.c.cfg.CleanupTimeout)
+	st, err := h.mon.position(ctx, r.c.cfg.CleanupTimeout)
 	now := time.Now()
-	if err != nil || !standby {
+	if err != nil || !st.Standby {
 		if old := h.seen.Load(); old == nil || old.up {
 			if err == nil {
 				r.c.logAt(slog.LevelInfo, "a standby is a primary now: no reads go to it", nil, "host", h.host)
@@ -193,12 +199,12 @@ func (r *replicas) lookStandby(ctx context.Context, h *standby) {
 			}
 		}
 		h.seen.Store(&standbySeen{at: now})
-		if standby || err == nil {
+		if err == nil {
 			h.mon.drop() // a primary now: the next look connects again, and is refused while it stays one
 		}
 		return
 	}
-	h.seen.Store(&standbySeen{at: now, up: true, replayed: p, lag: r.lag(p, now)})
+	h.seen.Store(&standbySeen{at: now, up: true, replayed: st.Position, lag: r.lag(st.Position, now)})
 }
 
 // lag is how long the primary has had a position that p, a standby's
@@ -228,11 +234,11 @@ func (r *replicas) lag(p dialects.Position, now time.Time) time.Duration {
 
 // primaryPosition asks the primary for its position now.
 func (r *replicas) primaryPosition(ctx context.Context) (dialects.Position, error) {
-	p, standby, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
-	if err == nil && standby {
+	st, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
+	if err == nil && st.Standby {
 		err = errors.New("pooldriver: the primary's host is a standby now")
 	}
-	return p, err
+	return st.Position, err
 }
 
 // source returns the Connector whose pool serves a read that must see
@@ -277,14 +283,14 @@ func (r *replicas) close() {
 
 // position reads the server's position on m's connection, connecting
 // first where it has none (not before m.retry); a failure drops it.
-func (m *monitor) position(ctx context.Context, timeout time.Duration) (dialects.Position, bool, error) {
+func (m *monitor) position(ctx context.Context, timeout time.Duration) (dialects.LogState, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if m.dc == nil {
 		if time.Now().Before(m.retry) {
-			return 0, false, errors.New("pooldriver: connecting to look at the server's position failed; retrying soon")
+			return dialects.LogState{}, errors.New("pooldriver: connecting to look at the server's position failed; retrying soon")
 		}
 		creds, err := m.creds(ctx)
 		if err == nil {
@@ -292,21 +298,21 @@ func (m *monitor) position(ctx context.Context, timeout time.Duration) (dialects
 		}
 		if err != nil {
 			m.retry = time.Now().Add(monitorRetry)
-			return 0, false, err
+			return dialects.LogState{}, err
 		}
 	}
 	pr, ok := m.dc.(dialects.Positioner)
 	if !ok {
 		m.dropLocked()
 		m.retry = time.Now().Add(time.Hour)
-		return 0, false, errors.New("pooldriver: the dialect's connections cannot say their position in the log")
+		return dialects.LogState{}, errors.New("pooldriver: the dialect's connections cannot say their position in the log")
 	}
-	p, standby, err := pr.LogPosition(ctx)
+	st, err := pr.LogPosition(ctx)
 	if err != nil {
 		m.dropLocked()
 		m.retry = time.Now().Add(monitorRetry)
 	}
-	return p, standby, err
+	return st, err
 }
 
 // drop closes m's connection.

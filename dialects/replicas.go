@@ -54,10 +54,23 @@ type StandbyTemplates interface {
 // Positioner is implemented by a Conn that can say, in one round trip,
 // where its server is in the log.
 type Positioner interface {
-	// LogPosition returns, for a primary, the end of its log as inserted
-	// so far (at or past every commit it acknowledged), standby false; for
-	// a standby, the position it has replayed, standby true.
-	LogPosition(ctx context.Context) (pos Position, standby bool, err error)
+	LogPosition(ctx context.Context) (LogState, error)
+}
+
+// LogState is where a server stands in its log.
+type LogState struct {
+	Standby bool // the server is in recovery
+	// Position is, for a standby, the position it has replayed; for a
+	// primary, the end of its log as inserted so far, at or past every
+	// commit it acknowledged.
+	Position Position
+	// Flushed is, for a primary, the end of its log as flushed, which is
+	// as far as its standbys can have received: a primary inserts records
+	// that it flushes only with the next write (PostgreSQL's standby
+	// snapshots, every 15 s), so that on a primary that only reads, a
+	// standby that has replayed all it can stays behind Position. 0 for a
+	// standby.
+	Flushed Position
 }
 
 // PositionCommitter is implemented by a Conn that can commit the

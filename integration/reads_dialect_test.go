@@ -39,9 +39,9 @@ func TestReadsDialectPostgres(t *testing.T) {
 	}
 	position := func(c dialects.Conn) (dialects.Position, bool) {
 		t.Helper()
-		pos, sb, err := c.(dialects.Positioner).LogPosition(ctx(t))
+		st, err := c.(dialects.Positioner).LogPosition(ctx(t))
 		require.NoError(t, err)
-		return pos, sb
+		return st.Position, st.Standby
 	}
 	begin := func(c dialects.Conn) driver.Tx {
 		t.Helper()

@@ -17,13 +17,14 @@ var (
 
 // positionSQL reads whether the server is in recovery and its position:
 // the replayed one for a standby (NULL on one that has replayed nothing
-// yet), the end of the log inserted so far for a primary. The subquery
-// asks pg_is_in_recovery() once (PostgreSQL does not flatten a subquery
-// with a volatile function), so a promotion under way cannot pair a
-// standby's answer with a primary's position. Every name is pg_catalog's,
-// so the session's search_path cannot bend it.
+// yet), for a primary the end of the log inserted so far and the end
+// flushed. The subquery asks pg_is_in_recovery() once (PostgreSQL does
+// not flatten a subquery with a volatile function), so a promotion under
+// way cannot pair a standby's answer with a primary's position. Every name
+// is pg_catalog's, so the session's search_path cannot bend it.
 const positionSQL = `SELECT r, CASE WHEN r THEN pg_catalog.pg_last_wal_replay_lsn() ` +
-	`ELSE pg_catalog.pg_current_wal_insert_lsn() END ` +
+	`ELSE pg_catalog.pg_current_wal_insert_lsn() END, ` +
+	`CASE WHEN r THEN NULL ELSE pg_catalog.pg_current_wal_flush_lsn() END ` +
 	`FROM (SELECT pg_catalog.pg_is_in_recovery() AS r) s`
 
 // commitAtSQL commits and reads the position in one simple-protocol query.
@@ -42,35 +43,38 @@ const commitAtSQL = "COMMIT; " + positionSQL
 // the query reads no setting a session can change, so running the reset
 // first would cost a round trip for nothing. Inside a transaction it runs
 // in it; in a failed one it fails as any statement does.
-func (c *conn) LogPosition(ctx context.Context) (dialects.Position, bool, error) {
+func (c *conn) LogPosition(ctx context.Context) (dialects.LogState, error) {
 	if c.carry.broken != nil {
-		return 0, false, c.carry.broken
+		return dialects.LogState{}, c.carry.broken
 	}
 	res, err := c.pgx().PgConn().Exec(ctx, positionSQL).ReadAll()
 	if err != nil {
-		return 0, false, fmt.Errorf("pooldriver: postgres: reading the log position: %w", err)
+		return dialects.LogState{}, fmt.Errorf("pooldriver: postgres: reading the log position: %w", err)
 	}
 	if len(res) != 1 {
-		return 0, false, fmt.Errorf("pooldriver: postgres: reading the log position: %d results, want 1", len(res))
+		return dialects.LogState{}, fmt.Errorf("pooldriver: postgres: reading the log position: %d results, want 1", len(res))
 	}
 	return readPosition(res[0])
 }
 
 // readPosition reads positionSQL's row.
-func readPosition(r *pgconn.Result) (dialects.Position, bool, error) {
-	if len(r.Rows) != 1 || len(r.Rows[0]) != 2 {
-		return 0, false, fmt.Errorf("pooldriver: postgres: reading the log position: want one row of two columns")
+func readPosition(r *pgconn.Result) (dialects.LogState, error) {
+	if len(r.Rows) != 1 || len(r.Rows[0]) != 3 {
+		return dialects.LogState{}, fmt.Errorf("pooldriver: postgres: reading the log position: want one row of three columns")
 	}
 	row := r.Rows[0]
-	standby := string(row[0]) == "t"
-	if row[1] == nil {
-		return 0, standby, nil // a standby that has replayed nothing
+	s := dialects.LogState{Standby: string(row[0]) == "t"}
+	for i, at := range []*dialects.Position{&s.Position, &s.Flushed} {
+		if row[i+1] == nil {
+			continue // a standby that has replayed nothing; a standby's flush
+		}
+		pos, err := dialects.ParsePosition(string(row[i+1]))
+		if err != nil {
+			return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: postgres: reading the log position: %w", err)
+		}
+		*at = pos
 	}
-	pos, err := dialects.ParsePosition(string(row[1]))
-	if err != nil {
-		return 0, standby, fmt.Errorf("pooldriver: postgres: reading the log position: %w", err)
-	}
-	return pos, standby, nil
+	return s, nil
 }
 
 // CommitAt commits the transaction that the stdlib's BeginTx opened and
@@ -117,9 +121,9 @@ func (c *conn) CommitAt(ctx context.Context) (dialects.Position, error) {
 	if err != nil || len(res) != 2 {
 		return 0, nil
 	}
-	pos, _, err := readPosition(res[1])
+	st, err := readPosition(res[1])
 	if err != nil {
 		return 0, nil
 	}
-	return pos, nil
+	return st.Position, nil
 }

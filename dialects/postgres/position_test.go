@@ -8,25 +8,25 @@ import (
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
-// TestReadPosition: positionSQL's row read as a position and a role; a
+// TestReadPosition: positionSQL's row read as a role and positions; a
 // standby that has replayed nothing (NULL) is at 0; a malformed row is an
 // error.
 func TestReadPosition(t *testing.T) {
 	for _, tc := range []struct {
-		row     [][]byte
-		pos     dialects.Position
-		standby bool
-		err     bool
+		row  [][]byte
+		want dialects.LogState
+		err  bool
 	}{
-		{row: [][]byte{[]byte("f"), []byte("0/16B3748")}, pos: 0x16B3748},
-		{row: [][]byte{[]byte("t"), []byte("1A/0000FF00")}, pos: 0x1A_0000FF00, standby: true},
-		{row: [][]byte{[]byte("t"), nil}, standby: true},
-		{row: [][]byte{[]byte("f"), []byte("nonsense")}, err: true},
-		{row: [][]byte{[]byte("f")}, err: true},
+		{row: [][]byte{[]byte("f"), []byte("0/16B3748"), []byte("0/16B3700")}, want: dialects.LogState{Position: 0x16B3748, Flushed: 0x16B3700}},
+		{row: [][]byte{[]byte("t"), []byte("1A/0000FF00"), nil}, want: dialects.LogState{Standby: true, Position: 0x1A_0000FF00}},
+		{row: [][]byte{[]byte("t"), nil, nil}, want: dialects.LogState{Standby: true}},
+		{row: [][]byte{[]byte("f"), []byte("nonsense"), []byte("0/1")}, err: true},
+		{row: [][]byte{[]byte("f"), []byte("0/1"), []byte("nonsense")}, err: true},
+		{row: [][]byte{[]byte("f"), []byte("0/1")}, err: true},
 	} {
-		pos, standby, err := readPosition(&pgconn.Result{Rows: [][][]byte{tc.row}})
-		if pos != tc.pos || standby != tc.standby || (err != nil) != tc.err {
-			t.Errorf("%q: %v, %v, %v; want %v, %v, error %v", tc.row, pos, standby, err, tc.pos, tc.standby, tc.err)
+		got, err := readPosition(&pgconn.Result{Rows: [][][]byte{tc.row}})
+		if (err != nil) != tc.err || !tc.err && got != tc.want {
+			t.Errorf("%q: %+v, %v; want %+v, error %v", tc.row, got, err, tc.want, tc.err)
 		}
 	}
 }
