@@ -52,6 +52,12 @@ type Config struct {
 	// the server shows; by default it counts as one (default-deny).
 	TrustFunctions bool
 	Name           string // pool_name: the pool's name in logs, metrics and spans; "": host:port/database (Connector.PoolName)
+	// pool_reads: where reads may go; ReadsStandby sends them to the
+	// standbys of a multi-host PostgreSQL DSN (see ReadOnly, reads.go).
+	Reads Reads
+	// pool_max_replica_lag: a standby further behind the primary than
+	// this serves no reads; > 0.
+	MaxReplicaLag time.Duration
 
 	// The hooks on a physical connection's life: see WithBeforeConnect,
 	// WithAfterConnect, WithBeforeAcquire, WithAfterRelease and
@@ -94,6 +100,7 @@ const (
 	defaultMaxConnIdleTime   = 30 * time.Minute
 	defaultCleanupTimeout    = 5 * time.Second
 	defaultConnectTimeout    = 10 * time.Second
+	defaultMaxReplicaLag     = time.Second
 
 	// The default circuit breaker (see WithCircuitBreaker) acts only at
 	// the server's connection limit (defaultBreakerFailures 0: it never

@@ -2,6 +2,7 @@ package pooldriver
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 
@@ -62,7 +63,7 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return l.exec(ctx, query, args, nil)
 	}
 	// start's first branch, for opExec outside any task.
-	pc, err := l.takeOwn(ctx)
+	pc, err := l.takeOwn(ctx, nil, opExec, false)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return l.query(ctx, query, args, nil)
 	}
 	// start's first branch, for opStmt outside any task.
-	pc, err := l.takeOwn(ctx)
+	pc, err := l.takeOwn(ctx, nil, opStmt, false)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +152,9 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	var x *tx
 	le := &lease{}
+	// A standby serves a read-only transaction, but not a serializable
+	// one: PostgreSQL refuses it in recovery.
+	le.readTx = l.c.reads != nil && opts.ReadOnly && opts.Isolation != driver.IsolationLevel(sql.LevelSerializable)
 	err := l.do(ctx, opBegin, le, "", func(pc *phys.Conn) error {
 		var dtx driver.Tx
 		var err error
@@ -170,6 +174,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			return err
 		}
 		x = &tx{l: l, pc: pc, open: phys.OpenTx{Drv: dtx, Nested: txs == phys.TxRaw}, task: le.t, ctx: ctx}
+		x.tellsPosition = le.t != nil && l.c.reads != nil && !opts.ReadOnly && pc.Env == &l.c.env
 		x.open.Of = x
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on

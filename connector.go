@@ -48,6 +48,9 @@ type Connector struct {
 
 	// catalogs reads a due catalog at once (catalogwatch.go).
 	catalogs catalogWatch
+	// reads: the standbys that serve reads (pool_reads=standby,
+	// replicas.go); nil: every statement runs on the primary.
+	reads *replicas
 
 	env       phys.Env      // what its physical connections need of it
 	physStats phys.Stats    // counted by its physical connections (env.Stats)
@@ -239,6 +242,13 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	close(c.catalogs.ready)
 	c.gated.Store(c.cfg.Tracer != nil)
 	c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
+	if s.Reads == ReadsStandby {
+		if c.reads, err = newReplicas(c, t, s); err != nil {
+			c.closeNow()
+			return nil, err
+		}
+		c.reads.start()
+	}
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
 }
@@ -303,14 +313,10 @@ func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
 
 // dial opens one physical connection.
 func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
-	creds := c.tmpl.Credentials()
-	secret := creds.Password
-	if c.cfg.Credentials != nil {
-		u, p, err := c.cfg.Credentials(ctx)
-		if err != nil {
-			return nil, redact(fmt.Errorf("pooldriver: credentials: %w", err), p)
-		}
-		creds = dialects.Credentials{User: u, Password: p}
+	secret := c.tmpl.Credentials().Password
+	creds, err := c.credentials(ctx)
+	if err != nil {
+		return nil, err
 	}
 	dc, err := c.openConfigured(ctx, creds)
 	if err == nil {
@@ -456,6 +462,9 @@ func (c *Connector) closeNow() {
 			close(c.closed)
 			c.share.wait()
 			c.stopCatalog()
+			if c.reads != nil {
+				c.reads.close()
+			}
 		}
 		c.pool.Close()
 		c.cleanups.Close() // those under way hand their connections back: destroyed now

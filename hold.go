@@ -55,6 +55,7 @@ type lease struct {
 type leaseFacts struct {
 	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or it runs solo)
 	solo     bool   // the hold's first operation, outside any task, run without the lock (see start)
+	readTx   bool   // it begins a read-only *sql.Tx that a standby may serve (pool_reads=standby)
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
@@ -189,7 +190,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		// (see startWith) before it can let a task reach the connection.
 		// Anything else takes it. Were the lock taken after all, the
 		// general path waits for it under ctx.
-		pc, err := l.takeOwn(ctx)
+		pc, err := l.takeOwn(ctx, nil, k, le.readTx)
 		if err != nil {
 			return err
 		}
@@ -354,7 +355,15 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 		if useTask && t.modeFor(l.c) == SessionMode && l.c.cfg.ServerPooling == dialects.ServerPoolingTransaction {
 			return ErrNoServerSession
 		}
-		pc, err := l.takeOwn(ctx)
+		var own *task
+		readTx := le.readTx
+		if useTask {
+			own = t
+			// A connection a session-mode task binds serves its writes
+			// too: only a read-only task's may be a standby's.
+			readTx = readTx && t.modeFor(l.c) == TransactionMode
+		}
+		pc, err := l.takeOwn(ctx, own, k, readTx)
 		if err != nil {
 			return err
 		}
@@ -381,10 +390,18 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 
 // takeOwn makes a connection from the pool the hold's own: the one the
 // logical conn last parked, if it is still there and passes the idle check,
-// else one the pool hands out.
-func (l *conn) takeOwn(ctx context.Context) (*phys.Conn, error) {
+// else one the pool hands out. With standbys (pool_reads=standby), the
+// pool is a standby's where the operation of kind k, of task t (or nil),
+// only reads (readTx: it begins a read-only *sql.Tx) and one can serve it.
+func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx bool) (*phys.Conn, error) {
+	from := l.c
+	if l.c.reads != nil {
+		if h := l.c.reads.route(ctx, t, k, readTx); h != nil {
+			from = h.c
+		}
+	}
 	var pc *phys.Conn
-	if r := l.parked; r != nil && r.Unpark() {
+	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {
 		if r.Value().CheckIdle(ctx, r) {
 			pc = r.Value() // pc.Res is r since its first acquire
 		} else if ctx.Err() != nil {
@@ -395,7 +412,7 @@ func (l *conn) takeOwn(ctx context.Context) (*phys.Conn, error) {
 	}
 	if pc == nil {
 		var err error
-		if pc, err = l.c.acquire(ctx); err != nil {
+		if pc, err = from.acquire(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -422,6 +439,9 @@ func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (bool, error) 
 		pc.JoinLocked()
 		l.pc, le.pc = pc, pc
 		l.to(evShare)
+		if l.tx == nil {
+			l.c.wroteOn(t, k)
+		}
 		return true, nil
 	case shareSeparate:
 		le.separate = true

@@ -33,6 +33,8 @@ var settings = []setting{
 	{key: "pool_min_idle_conns", field: "MinIdleConns", at: func(c *Config) any { return &c.MinIdleConns }, option: "WithMinIdleConns", check: nonNegative, goes: toPool},
 	{key: "pool_mode", field: "Mode", at: func(c *Config) any { return &c.Mode }, option: "WithMode", def: TransactionMode, check: knownMode, goes: toTasks},
 	{key: "pool_name", field: "Name", at: func(c *Config) any { return &c.Name }, option: "WithPoolName", words: "host:port/database", goes: toConnector}, // Connector.PoolName
+	{key: "pool_reads", field: "Reads", at: func(c *Config) any { return &c.Reads }, option: "WithReads", def: ReadsPrimary, check: knownReads, goes: toConnector},
+	{key: "pool_max_replica_lag", field: "MaxReplicaLag", at: func(c *Config) any { return &c.MaxReplicaLag }, option: "WithMaxReplicaLag", def: defaultMaxReplicaLag, check: positive, goes: toConnector},
 	{key: "pool_reset_always", field: "ResetAlways", at: func(c *Config) any { return &c.ResetAlways }, option: "WithResetAlways", goes: toConnections},
 	{key: "pool_trust_functions", field: "TrustFunctions", at: func(c *Config) any { return &c.TrustFunctions }, option: "WithTrustFunctions", goes: toConnections},
 	{key: "pool_server_pooling", field: "ServerPooling", at: func(c *Config) any { return &c.ServerPooling }, words: "unset", goes: toConnections},
@@ -84,6 +86,8 @@ func (s *setting) value(c *Config) any {
 		return *p
 	case *Mode:
 		return *p
+	case *Reads:
+		return *p
 	case *dialects.ServerPooling:
 		return *p
 	}
@@ -103,6 +107,8 @@ func (s *setting) set(c *Config, v any) {
 		*p = v.(string)
 	case *Mode:
 		*p = v.(Mode)
+	case *Reads:
+		*p = v.(Reads)
 	case *dialects.ServerPooling:
 		*p = v.(dialects.ServerPooling)
 	default:
@@ -161,6 +167,9 @@ func parse(like any, text string) (any, error) {
 	case Mode:
 		m, err := ParseMode(text)
 		return m, err
+	case Reads:
+		r, err := ParseReads(text)
+		return r, err
 	case dialects.ServerPooling:
 		p, err := dialects.ParseServerPooling(text)
 		return p, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // ErrShuttingDown is returned, once Shutdown has begun, by a statement that
@@ -56,11 +57,25 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 	if c.pool == nil {
 		return c.err
 	}
-	c.drainMark.CompareAndSwap(0, taskSeq.Load()+1)
-	c.gated.Store(true)
-	c.pool.Drain()
+	mark := taskSeq.Load() + 1
+	pools := c.pools()
+	for _, pc := range pools {
+		pc.drainMark.CompareAndSwap(0, mark)
+		pc.gated.Store(true)
+		pc.pool.Drain()
+	}
 	c.logAt(slog.LevelInfo, "shutting down: new work refused, waiting for the work under way", nil)
-	drained := func() bool { return c.tasks.Load() == 0 && c.pool.Stats().Active == 0 }
+	drained := func() bool {
+		if c.tasks.Load() != 0 {
+			return false
+		}
+		for _, pc := range pools {
+			if pc.pool.Stats().Active != 0 {
+				return false
+			}
+		}
+		return true
+	}
 	if waitUntil(ctx, drained) {
 		c.logAt(slog.LevelInfo, "shut down: the work under way ended", nil)
 		select {
@@ -69,7 +84,10 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 		}
 		return nil
 	}
-	inUse := c.pool.CloseAsync() // waiters fail now, and nothing new is opened for them
+	var inUse []*phys.Conn
+	for _, pc := range pools {
+		inUse = append(inUse, pc.pool.CloseAsync()...) // waiters fail now, and nothing new is opened for them
+	}
 	var cut []dialects.Cutter
 	for _, pc := range inUse {
 		if ct, ok := pc.DC.(dialects.Cutter); ok {
@@ -81,6 +99,17 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 	c.logWarn("shut down before the work under way ended", err, "cut", len(cut))
 	c.closeInBackground(cut)
 	return err
+}
+
+// pools returns c and its standbys' Connectors (pool_reads=standby).
+func (c *Connector) pools() []*Connector {
+	out := []*Connector{c}
+	if c.reads != nil {
+		for _, h := range c.reads.hosts {
+			out = append(out, h.c)
+		}
+	}
+	return out
 }
 
 // closeInBackground cuts the connections in cut, then closes c, on a

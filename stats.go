@@ -69,6 +69,21 @@ type Stats struct {
 	// timed: UntimedUses then grows by the idle check's refusals
 	// (IdleCheckFailures) only.
 	UntimedUses int64
+
+	// With pool_reads=standby (see ReadOnly): the reads a standby served,
+	// and those that went to the primary because none could. The
+	// standbys' own pools are in Connector.Standbys.
+	ReadsOnStandby int64
+	ReadsOnPrimary int64
+}
+
+// StandbyStats is one standby's state (Connector.Standbys).
+type StandbyStats struct {
+	Host     string        // host:port
+	Up       bool          // it answered the last look, as a standby
+	Replayed string        // the log position it had replayed then ("" before it answered)
+	Lag      time.Duration // how long the primary has had a position it has not replayed
+	Pool     Stats         // its pool of connections
 }
 
 // Stats returns a snapshot of the Connector's state. It never contains
@@ -92,7 +107,7 @@ func (c *Connector) Stats() Stats {
 	}
 	p := c.pool.Stats()
 	stale := c.stats.openedStale.Load()
-	return Stats{
+	s := Stats{
 		MaxConns:             p.Max,
 		MinConns:             c.cfg.MinConns,
 		MinIdle:              c.cfg.MinIdleConns,
@@ -133,6 +148,30 @@ func (c *Connector) Stats() Stats {
 		UntimedUses:          p.UntimedUses,
 		CreateTime:           p.CreateTime,
 	}
+	if r := c.reads; r != nil {
+		s.ReadsOnStandby, s.ReadsOnPrimary = r.onStandby.Load(), r.onPrimary.Load()
+	}
+	return s
+}
+
+// Standbys returns, with pool_reads=standby, each standby of the DSN as
+// the last look at it saw it, with its pool's Stats; nil otherwise.
+func (c *Connector) Standbys() []StandbyStats {
+	if c.reads == nil {
+		return nil
+	}
+	var out []StandbyStats
+	for _, h := range c.reads.hosts {
+		st := StandbyStats{Host: h.host, Pool: h.c.Stats()}
+		if seen := h.seen.Load(); seen != nil {
+			st.Up, st.Lag = seen.up, seen.lag
+			if seen.up {
+				st.Replayed = seen.replayed.String()
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // Observe calls f with each duration the pool measures (waits, uses and

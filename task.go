@@ -29,6 +29,7 @@ type task struct {
 	// (taskBegun), so that the tasks under way finish before new ones
 	// start, whether or not they hold a connection between statements.
 	begun atomic.Bool
+	reads taskReads // what its reads must see (reads.go)
 
 	mu       sync.Mutex // protects the fields below
 	ended    bool
@@ -76,6 +77,10 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 		tasksBegun.Store(true)
 	}
 	t.seq = taskSeq.Add(1)
+	if m := readMarkFrom(ctx); m != (readMark{}) {
+		t.reads.readOnly = m.readOnly
+		t.readAfter(m.after)
+	}
 	ctx, t.cancel = context.WithCancelCause(ctx)
 	t.done = ctx.Done()
 	ctx = context.WithValue(ctx, taskKey{}, t)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
@@ -31,6 +32,9 @@ type tx struct {
 	task  *task           // the task it was begun in, or nil
 	ctx   context.Context // BeginTx's: it bounds Commit and Rollback (see end)
 	state atomic.Int32
+	// tellsPosition: its commit learns the position its task's reads
+	// must see (pool_reads=standby): it may write, on the primary.
+	tellsPosition bool
 }
 
 var _ driver.Tx = (*tx)(nil)
@@ -89,6 +93,22 @@ func (x *tx) end(commit bool) error {
 	})
 }
 
+// commit commits x on pc; where its task reads from standbys, in the
+// round trip that learns the commit's position (dialects.PositionCommitter).
+func (x *tx) commit(ctx context.Context, pc *phys.Conn, nested bool) error {
+	if x.tellsPosition && !nested {
+		if pcm, ok := pc.DC.(dialects.PositionCommitter); ok {
+			p, err := pcm.CommitAt(ctx)
+			if err == nil {
+				x.task.readAfter(p)
+			}
+			return err
+		}
+		x.task.reads.wroteUnseen.Store(true)
+	}
+	return x.open.Drv.Commit()
+}
+
 // endOn commits or rolls back x on pc, the hold's connection, locked for it.
 func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	// The transaction's context bounds its end, as database/sql promises,
@@ -108,7 +128,7 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	stop := pc.WatchBlocking(bound)
 	var err error
 	if commit {
-		err = x.open.Drv.Commit()
+		err = x.commit(bound, pc, nested)
 	} else {
 		err = x.open.Drv.Rollback()
 		if x.task != nil && x.task.ending() {

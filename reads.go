@@ -1,0 +1,240 @@
+package pooldriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// Reads says where reads may go (pool_reads).
+type Reads int
+
+const (
+	// ReadsPrimary (the default): everything runs on the primary.
+	ReadsPrimary Reads = iota
+	// ReadsStandby: with a DSN that names a primary and its standbys
+	// (PostgreSQL's multi-host DSN), reads go to a standby that has
+	// replayed what they must see: a read-only *sql.Tx, and every
+	// statement run with a context from ReadOnly. See docs/reads.md.
+	ReadsStandby
+)
+
+// String returns "primary" or "standby", the pool_reads values.
+func (r Reads) String() string {
+	switch r {
+	case ReadsPrimary:
+		return "primary"
+	case ReadsStandby:
+		return "standby"
+	}
+	return fmt.Sprintf("Reads(%d)", int(r))
+}
+
+// ParseReads parses a pool_reads value: "primary" or "standby".
+func ParseReads(s string) (Reads, error) {
+	switch s {
+	case "primary":
+		return ReadsPrimary, nil
+	case "standby":
+		return ReadsStandby, nil
+	}
+	return 0, fmt.Errorf("unknown reads %q (want primary or standby)", s)
+}
+
+// knownReads is pool_reads's check.
+func knownReads(v any) error {
+	if r := v.(Reads); r != ReadsPrimary && r != ReadsStandby {
+		return errors.New("unknown reads")
+	}
+	return nil
+}
+
+// WithReads sets where reads may go (pool_reads).
+func WithReads(r Reads) Option {
+	return option("WithReads", int(r), func(c *Config) { c.Reads = r })
+}
+
+// WithMaxReplicaLag bounds how far behind the primary a standby that
+// serves reads may be (pool_max_replica_lag, default 1s).
+func WithMaxReplicaLag(d time.Duration) Option {
+	return option("WithMaxReplicaLag", d, func(c *Config) { c.MaxReplicaLag = d })
+}
+
+// readsKey is the context key of a readMark.
+type readsKey struct{}
+
+// readMark is what a context says of its reads: that its statements only
+// read, and the log position they must see.
+type readMark struct {
+	readOnly bool
+	after    dialects.Position
+}
+
+func readMarkFrom(ctx context.Context) readMark {
+	m, _ := ctx.Value(readsKey{}).(readMark)
+	return m
+}
+
+// ReadOnly returns a context whose statements only read: with
+// pool_reads=standby they run on a standby (one that has replayed what
+// they must see, and is within pool_max_replica_lag of the primary), else
+// on the primary. A task started from it (WithTask) is read-only: all its
+// statements run on standbys. A statement that writes fails there, as on a
+// read-only connection. Without pool_reads=standby it changes nothing.
+func ReadOnly(ctx context.Context) context.Context {
+	m := readMarkFrom(ctx)
+	m.readOnly = true
+	return context.WithValue(ctx, readsKey{}, m)
+}
+
+// ReadToken returns what a later request must read after to see the
+// writes of ctx's task: the log position of its last write on the
+// primary, written as text to hand to the client (a cookie, a header),
+// "" when the task wrote nothing that pooldriver knows of. Give it back
+// with WithReadToken. A task that wrote outside a *sql.Tx has no position
+// for it: ReadToken asks the primary for its position now (a round trip),
+// with ctx's deadline.
+func ReadToken(ctx context.Context) string {
+	t := taskFrom(ctx)
+	if t == nil {
+		if m := readMarkFrom(ctx); m.after != 0 {
+			return m.after.String()
+		}
+		return ""
+	}
+	if t.reads.wroteUnseen.Load() {
+		t.primaryPosition(ctx)
+	}
+	p := t.readsAfter()
+	if p == 0 {
+		return ""
+	}
+	return p.String()
+}
+
+// WithReadToken returns a context whose statements, and the tasks started
+// from it, read only from standbys that have replayed the writes token
+// stands for (see ReadToken), else from the primary. An empty token
+// changes nothing; one ReadToken did not write is an error.
+func WithReadToken(ctx context.Context, token string) (context.Context, error) {
+	if token == "" {
+		return ctx, nil
+	}
+	p, err := dialects.ParsePosition(token)
+	if err != nil {
+		return ctx, fmt.Errorf("pooldriver: WithReadToken: %w", err)
+	}
+	m := readMarkFrom(ctx)
+	m.after = max(m.after, p)
+	if t := taskFrom(ctx); t != nil {
+		t.readAfter(p)
+	}
+	return context.WithValue(ctx, readsKey{}, m), nil
+}
+
+// taskReads is what a task's reads must see, where its Connector sends
+// reads to standbys: the log position of its writes and of what it read,
+// and the standby it last read from. One task may use several Connectors;
+// positions are of one database's log, so a task reads after its writes
+// on the one Connector with standbys it uses (a second one's positions
+// would not compare).
+type taskReads struct {
+	readOnly bool // started from a ReadOnly context
+	// after: the position its reads must see (its commits, the standby
+	// it read from, a token).
+	after atomic.Uint64
+	// wroteUnseen: a statement of the task ran on the primary outside a
+	// *sql.Tx, where nothing tells its position: its reads go to the
+	// primary (ReadToken asks the primary for the position).
+	wroteUnseen atomic.Bool
+	on          atomic.Pointer[replicas] // the Connector's, once it ran a statement there
+	last        atomic.Pointer[standby]  // the standby it last read from, taken again while it can serve
+}
+
+func (t *task) readsAfter() dialects.Position { return dialects.Position(t.reads.after.Load()) }
+
+// readAfter raises the position t's reads must see to p.
+func (t *task) readAfter(p dialects.Position) {
+	for {
+		old := t.reads.after.Load()
+		if uint64(p) <= old || t.reads.after.CompareAndSwap(old, uint64(p)) {
+			return
+		}
+	}
+}
+
+// primaryPosition asks the primary of the Connector t wrote on for its log
+// position.
+func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
+	r := t.reads.on.Load()
+	if r == nil || !t.reads.wroteUnseen.CompareAndSwap(true, false) {
+		return 0, false
+	}
+	p, err := r.primaryPosition(ctx)
+	if err != nil {
+		t.reads.wroteUnseen.Store(true)
+		return 0, false
+	}
+	t.readAfter(p)
+	return p, true
+}
+
+// route returns the standby that serves an operation of kind k with ctx,
+// of task t (nil: none, or one whose connection it will not be), where it
+// only reads: it runs with a ReadOnly context or in a read-only task, or
+// begins a read-only *sql.Tx (readTx); nil: the primary serves it. A read
+// must see what ctx's token and the task's writes and earlier reads saw.
+// A task's statement on the primary outside a *sql.Tx may have written
+// where nothing tells the position: the task's reads go to the primary
+// from then on (see taskReads).
+func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool) *standby {
+	m := readMarkFrom(ctx)
+	read := readTx || m.readOnly
+	after := m.after
+	var last *standby
+	if t != nil {
+		if t.reads.on.Load() == nil {
+			t.reads.on.Store(r)
+		}
+		read = read || t.reads.readOnly
+		if !read {
+			if k != opBegin {
+				t.reads.wroteUnseen.Store(true)
+			}
+			return nil
+		}
+		if t.reads.wroteUnseen.Load() {
+			r.onPrimary.Add(1)
+			return nil
+		}
+		after = max(after, t.readsAfter())
+		last = t.reads.last.Load()
+	}
+	if !read {
+		return nil
+	}
+	h := r.source(after, last)
+	if h != nil && t != nil {
+		// Monotonic reads: the task's next read is on a standby at
+		// least as far as this one was seen.
+		if s := h.seen.Load(); s != nil {
+			t.readAfter(s.replayed)
+		}
+		if last != h {
+			t.reads.last.Store(h)
+		}
+	}
+	return h
+}
+
+// wroteOn records that task t ran an operation of kind k on a connection
+// of c's primary that its task kept bound, outside a *sql.Tx (see route).
+func (c *Connector) wroteOn(t *task, k opKind) {
+	if c.reads != nil && !t.reads.readOnly && k != opBegin && k != opEndTx {
+		t.reads.wroteUnseen.Store(true)
+	}
+}

@@ -1,0 +1,332 @@
+package pooldriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// With pool_reads=standby, a Connector keeps, beside its own pool (the
+// primary's, as the DSN's target_session_attrs finds it), one Connector
+// per host of the DSN that connects to that host only while it is a
+// standby: replicas. A read (reads.go) takes a connection from a standby
+// that can serve it, else from the primary.
+//
+// Which standby can serve a read is known from their positions in the
+// log, read off the callers' paths on connections of their own (one per
+// host): every positionEvery, the primary's insert position and each
+// standby's replayed one. A standby serves a read when it answered its
+// last look (which is recent), is still a standby, lags the primary by
+// at most pool_max_replica_lag, and has replayed the position the read
+// must see (its task's writes: their commits' positions, learnt in the
+// COMMIT's round trip).
+//
+// A standby's lag is read from the primary's positions over time: it is
+// the time since the primary's first position the standby has not
+// replayed was seen, 0 where it replayed the newest (a primary without
+// writes has nothing to lag behind).
+
+const (
+	// positionEvery spaces the looks at the positions: a task that wrote
+	// reads from a standby once a look has seen it replay the write.
+	positionEvery = 20 * time.Millisecond
+	// positionHistory is how many of the primary's positions are kept
+	// to tell a standby's lag: positionEvery × positionHistory (5 s) is
+	// the longest lag told; a standby further behind lags "too much".
+	positionHistory = 256
+	// monitorRetry spaces the connects of a look's connection that fail.
+	monitorRetry = 250 * time.Millisecond
+)
+
+// replicas is a Connector's standbys.
+type replicas struct {
+	c      *Connector // the primary's
+	hosts  []*standby
+	maxLag time.Duration
+	rr     atomic.Uint32 // spreads reads over the standbys that can serve them
+
+	onStandby atomic.Int64 // reads served by a standby
+	onPrimary atomic.Int64 // reads that went to the primary: no standby could serve them
+
+	primary monitor // the look at the primary
+	mu      sync.Mutex
+	seen    [positionHistory]sample // the primary's positions, a ring
+	next    int                     // seen's next slot
+	n       int                     // how many of seen are filled
+
+	wg sync.WaitGroup // the loops
+}
+
+// sample is a position of the primary and when it was seen.
+type sample struct {
+	at  time.Time
+	pos dialects.Position
+}
+
+// standby is one host's Connector and what the last look saw of it.
+type standby struct {
+	c    *Connector
+	host string
+	mon  monitor
+	seen atomic.Pointer[standbySeen]
+}
+
+// standbySeen is a standby's last look: nil until the first answers.
+type standbySeen struct {
+	at       time.Time
+	up       bool // answered, as a standby
+	replayed dialects.Position
+	lag      time.Duration
+}
+
+// monitor is a connection of a loop's own to one server, for its
+// position.
+type monitor struct {
+	tmpl  dialects.Template
+	creds func(ctx context.Context) (dialects.Credentials, error)
+	mu    sync.Mutex // one look at a time: the loop's, or ReadToken's
+	dc    dialects.Conn
+	retry time.Time // no connect before
+}
+
+// newReplicas opens the standbys' Connectors for c, whose template is
+// t; s is c's Config. An error names what is wrong.
+func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error) {
+	st, ok := t.(dialects.StandbyTemplates)
+	if !ok {
+		return nil, fmt.Errorf("pooldriver: pool_reads=standby: the %s dialect cannot send reads to standbys (PostgreSQL's can)", c.scheme())
+	}
+	if s.ServerPooling != dialects.ServerPoolingNone {
+		return nil, errors.New("pooldriver: pool_reads=standby cannot be used with pool_server_pooling: the pooler hides which server a connection reaches")
+	}
+	hosts := st.Standbys()
+	if len(hosts) == 0 {
+		return nil, errors.New("pooldriver: pool_reads=standby: the DSN names one host; name the primary and its standbys (host1,host2,...)")
+	}
+	r := &replicas{c: c, maxLag: s.MaxReplicaLag}
+	r.primary = monitor{tmpl: t, creds: c.credentials}
+	for _, h := range hosts {
+		sub := s
+		sub.tmpl = h
+		sub.Reads = ReadsPrimary
+		host := h.String()
+		if a, ok := h.(dialects.AddressedTemplate); ok && a.Address().Host != "" {
+			host = a.Address().String()
+		}
+		if s.Name != "" {
+			sub.Name = s.Name + " standby " + host
+		}
+		sc, err := newConnector(sub, nil)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.hosts = append(r.hosts, &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}})
+	}
+	return r, nil
+}
+
+// start starts the looks, which end when c closes.
+func (r *replicas) start() {
+	r.wg.Add(1 + len(r.hosts))
+	go r.loop(r.lookPrimary)
+	for _, h := range r.hosts {
+		go r.loop(func(ctx context.Context) { r.lookStandby(ctx, h) })
+	}
+}
+
+// loop runs look every positionEvery until the Connector closes.
+func (r *replicas) loop(look func(ctx context.Context)) {
+	defer r.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-r.c.closed
+		cancel()
+	}()
+	tick := time.NewTicker(positionEvery)
+	defer tick.Stop()
+	for {
+		look(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// lookPrimary records the primary's position.
+func (r *replicas) lookPrimary(ctx context.Context) {
+	p, standby, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
+	if err != nil || standby {
+		return
+	}
+	r.mu.Lock()
+	r.seen[r.next] = sample{at: time.Now(), pos: p}
+	r.next = (r.next + 1) % positionHistory
+	r.n = min(r.n+1, positionHistory)
+	r.mu.Unlock()
+}
+
+// lookStandby records h's replayed position and its lag.
+func (r *replicas) lookStandby(ctx context.Context, h *standby) {
+	p, standby, err := h.mon.position(ctx, r.c.cfg.CleanupTimeout)
+	now := time.Now()
+	if err != nil || !standby {
+		if old := h.seen.Load(); old == nil || old.up {
+			if err == nil {
+				r.c.logAt(slog.LevelInfo, "a standby is a primary now: no reads go to it", nil, "host", h.host)
+			} else {
+				r.c.logAt(slog.LevelInfo, "a standby does not answer: no reads go to it", err, "host", h.host)
+			}
+		}
+		h.seen.Store(&standbySeen{at: now})
+		if standby || err == nil {
+			h.mon.drop() // a primary now: the next look connects again, and is refused while it stays one
+		}
+		return
+	}
+	h.seen.Store(&standbySeen{at: now, up: true, replayed: p, lag: r.lag(p, now)})
+}
+
+// lag is how long the primary has had a position that p, a standby's
+// replayed one, does not reach: 0 where it reaches the newest seen.
+func (r *replicas) lag(p dialects.Position, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return 0 // the primary not seen yet: nothing to lag behind
+	}
+	var behindSince time.Time
+	for i := 1; i <= r.n; i++ { // newest first
+		s := r.seen[(r.next-i+positionHistory)%positionHistory]
+		if s.pos <= p {
+			break
+		}
+		behindSince = s.at
+	}
+	if behindSince.IsZero() {
+		return 0
+	}
+	if r.n == positionHistory && behindSince.Equal(r.seen[r.next].at) {
+		return max(now.Sub(behindSince), positionEvery*positionHistory) // behind all that is kept
+	}
+	return now.Sub(behindSince)
+}
+
+// primaryPosition asks the primary for its position now.
+func (r *replicas) primaryPosition(ctx context.Context) (dialects.Position, error) {
+	p, standby, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
+	if err == nil && standby {
+		err = errors.New("pooldriver: the primary's host is a standby now")
+	}
+	return p, err
+}
+
+// source returns the Connector whose pool serves a read that must see
+// after: a standby that can, else the primary's (c). last, the standby
+// the read's task read from last, is taken first while it can serve.
+func (r *replicas) source(after dialects.Position, last *standby) *standby {
+	now := time.Now()
+	if last != nil && r.serves(last, after, now) {
+		r.onStandby.Add(1)
+		return last
+	}
+	n := uint32(len(r.hosts))
+	first := r.rr.Add(1)
+	for i := range n {
+		h := r.hosts[(first+i)%n]
+		if r.serves(h, after, now) {
+			r.onStandby.Add(1)
+			return h
+		}
+	}
+	r.onPrimary.Add(1)
+	return nil
+}
+
+// serves reports whether h can serve a read that must see after, from
+// its last look.
+func (r *replicas) serves(h *standby, after dialects.Position, now time.Time) bool {
+	s := h.seen.Load()
+	return s != nil && s.up && now.Sub(s.at) <= r.maxLag && s.lag <= r.maxLag && s.replayed >= after
+}
+
+// close closes the standbys' Connectors and the looks' connections, once
+// c's closed is closed.
+func (r *replicas) close() {
+	r.wg.Wait()
+	for _, h := range r.hosts {
+		h.c.closeNow()
+		h.mon.drop()
+	}
+	r.primary.drop()
+}
+
+// position reads the server's position on m's connection, connecting
+// first where it has none (not before m.retry); a failure drops it.
+func (m *monitor) position(ctx context.Context, timeout time.Duration) (dialects.Position, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if m.dc == nil {
+		if time.Now().Before(m.retry) {
+			return 0, false, errors.New("pooldriver: connecting to look at the server's position failed; retrying soon")
+		}
+		creds, err := m.creds(ctx)
+		if err == nil {
+			m.dc, err = m.tmpl.Open(ctx, creds)
+		}
+		if err != nil {
+			m.retry = time.Now().Add(monitorRetry)
+			return 0, false, err
+		}
+	}
+	pr, ok := m.dc.(dialects.Positioner)
+	if !ok {
+		m.dropLocked()
+		m.retry = time.Now().Add(time.Hour)
+		return 0, false, errors.New("pooldriver: the dialect's connections cannot say their position in the log")
+	}
+	p, standby, err := pr.LogPosition(ctx)
+	if err != nil {
+		m.dropLocked()
+		m.retry = time.Now().Add(monitorRetry)
+	}
+	return p, standby, err
+}
+
+// drop closes m's connection.
+func (m *monitor) drop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dropLocked()
+}
+
+func (m *monitor) dropLocked() {
+	if m.dc != nil {
+		_ = m.dc.Close()
+		m.dc = nil
+	}
+}
+
+// credentials are what a new connection of c logs in with: the DSN's, or
+// those WithCredentials returns now.
+func (c *Connector) credentials(ctx context.Context) (dialects.Credentials, error) {
+	if c.cfg.Credentials == nil {
+		return c.tmpl.Credentials(), nil
+	}
+	u, p, err := c.cfg.Credentials(ctx)
+	if err != nil {
+		return dialects.Credentials{}, redact(fmt.Errorf("pooldriver: credentials: %w", err), p)
+	}
+	return dialects.Credentials{User: u, Password: p}, nil
+}
