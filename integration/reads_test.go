@@ -19,6 +19,9 @@ import (
 	gormpostgres "gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // Reads on standbys (issue 58). Each test starts a private primary with two
@@ -109,6 +112,18 @@ func (cl *readsCluster) dsn(hosts ...*localPG) string {
 		addrs[i] = fmt.Sprintf("127.0.0.1:%d", h.port)
 	}
 	return "postgres://postgres@" + strings.Join(addrs, ",") + "/postgres?sslmode=disable&target_session_attrs=read-write"
+}
+
+// openReadsPooldriver opens pooldriver on dsn (a multi-host DSN of cl)
+// with pool_reads=standby, readsConns connections per host, and GORM over
+// it.
+func openReadsPooldriver(t *testing.T, dsn string) (*pooldriver.Connector, *gorm.DB) {
+	t.Helper()
+	c := pooldriver.New(dsn + fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d", readsMaxLag, readsConns))
+	require.NoError(t, c.Err())
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return c, openReadsGORM(t, db)
 }
 
 // waitReplayed waits until every standby named has replayed what the
@@ -343,6 +358,34 @@ func resolverSubject(t *testing.T, cl *readsCluster) readsSubject {
 	}
 }
 
+// pooldriverSubject runs each task in a pooldriver task: a write-then-read
+// task marks its read ReadOnly, as a service marks the reads it lets go
+// to standbys (unmarked, the read runs on the primary and cannot miss);
+// a read-only task is started from a ReadOnly context.
+func pooldriverSubject(g *gorm.DB) readsSubject {
+	return readsSubject{
+		name: "pooldriver",
+		writeRead: func(body string) (bool, error) {
+			ctx, end := pooldriver.WithTask(context.Background())
+			defer end()
+			return writeThenRead(ctx, pooldriver.ReadOnly(ctx), g, g, body)
+		},
+		readOnly: func(id int64) (readsServer, error) {
+			ctx, end := pooldriver.WithTask(pooldriver.ReadOnly(context.Background()))
+			defer end()
+			return readSeeded(ctx, g, id)
+		},
+	}
+}
+
+// logStandbys logs what c knows of its standbys.
+func logStandbys(t *testing.T, c *pooldriver.Connector) {
+	t.Helper()
+	for _, s := range c.Standbys() {
+		t.Logf("standby %s: up %v, replayed %s, lag %v, acquires %d", s.Host, s.Up, s.Replayed, s.Lag, s.Pool.Acquires)
+	}
+}
+
 // TestReadsOnStandbys: tasks that write a row and read it back, and
 // read-only tasks, through GORM, on pooldriver with pool_reads=standby,
 // beside a dbresolver-style split and the primary alone.
@@ -351,11 +394,294 @@ func TestReadsOnStandbys(t *testing.T) {
 	n := readsN(t)
 	cl := startReadsCluster(t)
 	ids := cl.seed(t)
-	var results []*readsResult
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.prompt, cl.delayed))
+	pd := pooldriverSubject(g)
+
+	// A primary without writes for longer than pool_max_replica_lag
+	// leaves its standbys nothing to lag behind: they serve reads.
+	time.Sleep(3 * time.Second)
+	idle := 0
+	for range 20 {
+		where, err := pd.readOnly(ids[rand.IntN(len(ids))])
+		require.NoError(t, err, "a read-only task after the primary was idle")
+		if where.InRecovery {
+			idle++
+		}
+	}
+	t.Logf("after 3 s without writes: %d of 20 read-only tasks on standbys", idle)
+	require.GreaterOrEqual(t, idle, 16, "read-only tasks on standbys after the primary was idle for longer than pool_max_replica_lag")
+
+	before := c.Stats()
+	res := runReads(pd, n, ids)
+	after := c.Stats()
+	t.Logf("pooldriver Stats: ReadsOnStandby +%d, ReadsOnPrimary +%d", after.ReadsOnStandby-before.ReadsOnStandby, after.ReadsOnPrimary-before.ReadsOnPrimary)
+	logStandbys(t, c)
+	results := []*readsResult{res}
 	for _, s := range []readsSubject{resolverSubject(t, cl), primaryOnlySubject(t, cl)} {
 		r := runReads(s, n, ids)
 		require.Zero(t, r.writeErrs.Load()+r.readErrs.Load(), "%s: errors: %v", r.subject, r.errs)
 		results = append(results, r)
 	}
 	logReads(t, results...)
+	require.Zero(t, res.writeErrs.Load(), "pooldriver: writes that failed (on a standby?): %v", res.errs)
+	require.Zero(t, res.readErrs.Load(), "pooldriver: reads that failed: %v", res.errs)
+	require.Zero(t, res.missed.Load(), "pooldriver: reads that missed their task's own write")
+	require.GreaterOrEqual(t, res.readOnlyOnStandby.Load()*10, int64(n)*8, "pooldriver: read-only tasks on standbys (want 80%%)")
+}
+
+// TestReadsToken: a write in request 1, its ReadToken handed to request
+// 2, whose read-only task reads the row from a context WithReadToken: it
+// sees it, with the standby that replays 500 ms late the only one. Beside
+// it, a read-only task without the token right after the write, which
+// that standby serves without the row (counted, logged). Then, with the
+// standby waited for until it replayed the token, the read runs there.
+func TestReadsToken(t *testing.T) {
+	skipShort(t)
+	const rounds, workers, caughtUp = 1000, 8, 20
+	cl := startReadsCluster(t)
+	cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.delayed))
+	bg := context.Background()
+	// request1 writes a row in a task and returns the row and the token.
+	request1 := func(body string) (readsRow, string, error) {
+		ctx, end := pooldriver.WithTask(bg)
+		defer end()
+		row := readsRow{Body: body}
+		if err := g.WithContext(ctx).Create(&row).Error; err != nil {
+			return row, "", err
+		}
+		return row, pooldriver.ReadToken(ctx), nil
+	}
+	// request2 reads row in a read-only task, after token if not "".
+	request2 := func(row readsRow, token string) (found bool, where readsServer, err error) {
+		rctx, err := pooldriver.WithReadToken(pooldriver.ReadOnly(bg), token)
+		if err != nil {
+			return false, where, err
+		}
+		ctx, end := pooldriver.WithTask(rctx)
+		defer end()
+		var got readsRow
+		err = g.WithContext(ctx).First(&got, row.ID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return false, where, nil
+		} else if err != nil {
+			return false, where, err
+		}
+		err = g.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, inet_server_port() AS port").Scan(&where).Error
+		return got.Body == row.Body, where, err
+	}
+
+	var missed, stale, noToken, tokenOnStandby atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1); i <= rounds; i = next.Add(1) {
+				row, token, err := request1(fmt.Sprintf("token %d", i))
+				if err != nil {
+					errs <- fmt.Errorf("request 1: %w", err)
+					return
+				}
+				if token == "" {
+					noToken.Add(1)
+				}
+				if found, _, err := request2(row, ""); err != nil {
+					errs <- fmt.Errorf("request 2 without the token: %w", err)
+					return
+				} else if !found {
+					stale.Add(1)
+				}
+				found, where, err := request2(row, token)
+				if err != nil {
+					errs <- fmt.Errorf("request 2 with the token %q: %w", token, err)
+					return
+				}
+				if !found {
+					missed.Add(1)
+				}
+				if where.InRecovery {
+					tokenOnStandby.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d rounds in %v: with the token %d missed the write (%d read on the standby); without it %d missed; %d empty tokens",
+		rounds, time.Since(start).Round(time.Millisecond), missed.Load(), tokenOnStandby.Load(), stale.Load(), noToken.Load())
+	require.Zero(t, noToken.Load(), "ReadToken after a committed write returned \"\"")
+	require.Zero(t, missed.Load(), "request 2 with the token missed request 1's write")
+
+	// Once the standby has replayed the token, the read is its.
+	onStandby := 0
+	for i := range caughtUp {
+		row, token, err := request1(fmt.Sprintf("caught up %d", i))
+		require.NoError(t, err)
+		p, err := dialects.ParsePosition(token)
+		require.NoError(t, err, "the token")
+		waitFor(t, "the delayed standby to replay "+token, func() bool {
+			for _, s := range c.Standbys() {
+				if r, err := dialects.ParsePosition(s.Replayed); err == nil && s.Up && r >= p {
+					return true
+				}
+			}
+			return false
+		})
+		found, where, err := request2(row, token)
+		require.NoError(t, err)
+		require.True(t, found, "request 2 with the token %s, the standby past it", token)
+		if where.InRecovery {
+			onStandby++
+		}
+	}
+	t.Logf("the standby past the token: %d of %d reads with it on the standby", onStandby, caughtUp)
+	logStandbys(t, c)
+	require.GreaterOrEqual(t, onStandby*10, caughtUp*8, "reads with a token the standby has replayed, on the standby")
+}
+
+// readsEvent is one task of TestReadsStandbyStopped.
+type readsEvent struct {
+	began, ended time.Time
+	write        bool
+	missed       bool
+	port         int // a read-only task's server
+	err          error
+}
+
+// TestReadsStandbyStopped: 16 callers run read-only tasks, and tasks that
+// write and read back, every fourth, while the standby that serves reads
+// at once is stopped (pg_ctl stop -m immediate) and, 2 s later, started
+// again. No write fails and no read misses its write; no read-only task
+// begun once the standby is down fails (the other standby or the primary
+// serves it); those under way as it stopped may fail, and are counted.
+// Once it is back it serves reads again.
+func TestReadsStandbyStopped(t *testing.T) {
+	skipShort(t)
+	cl := startReadsCluster(t)
+	ids := cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.prompt, cl.delayed))
+	pd := pooldriverSubject(g)
+
+	var mu sync.Mutex
+	var events []readsEvent
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range readsWorkers {
+		wg.Go(func() {
+			var mine []readsEvent
+			defer func() {
+				mu.Lock()
+				events = append(events, mine...)
+				mu.Unlock()
+			}()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e := readsEvent{began: time.Now(), write: next.Add(1)%4 == 0}
+				if e.write {
+					e.missed, e.err = pd.writeRead(fmt.Sprintf("churn %d", next.Load()))
+				} else {
+					var where readsServer
+					where, e.err = pd.readOnly(ids[rand.IntN(len(ids))])
+					e.port = where.Port
+				}
+				e.ended = time.Now()
+				mine = append(mine, e)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	stopping := time.Now()
+	cl.prompt.stop(t)
+	stopped := time.Now()
+	time.Sleep(2 * time.Second)
+	restarting := time.Now()
+	cl.prompt.start(t)
+	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
+	waitFor(t, "the restarted standby to be up again", func() bool {
+		for _, s := range c.Standbys() {
+			if s.Host == promptHost && s.Up {
+				return true
+			}
+		}
+		return false
+	})
+	back := time.Now()
+	waitFor(t, "a read-only task on the restarted standby", func() bool {
+		where, err := pd.readOnly(ids[rand.IntN(len(ids))])
+		return err == nil && where.Port == cl.prompt.port
+	})
+	served := time.Now()
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	// Tally by phase: before the stop, under way as it stopped, begun
+	// after it (down, and back).
+	type tally struct{ tasks, writes, writeErrs, missed, readErrs, onPrompt int }
+	var before, during, after tally
+	var errMsgs []string
+	for _, e := range events {
+		p := &after
+		switch {
+		case e.ended.Before(stopping):
+			p = &before
+		case e.began.Before(stopped):
+			p = &during
+		}
+		p.tasks++
+		if e.write {
+			p.writes++
+		}
+		switch {
+		case e.err != nil && e.write:
+			p.writeErrs++
+		case e.err != nil:
+			p.readErrs++
+		}
+		if e.missed {
+			p.missed++
+		}
+		if e.port == cl.prompt.port {
+			p.onPrompt++
+		}
+		if e.err != nil && len(errMsgs) < 8 {
+			errMsgs = append(errMsgs, fmt.Sprintf("%s after the stop began, begun %s after: %v",
+				e.ended.Sub(stopping).Round(time.Millisecond), e.began.Sub(stopping).Round(time.Millisecond), e.err))
+		}
+	}
+	var downOnPrompt int
+	for _, e := range events {
+		if e.port == cl.prompt.port && !e.began.Before(stopped) && e.ended.Before(restarting) {
+			downOnPrompt++
+		}
+	}
+	t.Logf("stop took %v; up again %v after the restart began, serving reads %v after",
+		stopped.Sub(stopping).Round(time.Millisecond), back.Sub(restarting).Round(time.Millisecond), served.Sub(back).Round(time.Millisecond))
+	for _, r := range []struct {
+		name string
+		tally
+	}{{"before the stop", before}, {"under way at it", during}, {"begun after it", after}} {
+		t.Logf("%-16s tasks %6d, writes %5d (failed %d, missed own %d), read-only failed %d, on the stopped standby %d",
+			r.name, r.tasks, r.writes, r.writeErrs, r.missed, r.readErrs, r.onPrompt)
+	}
+	for _, m := range errMsgs {
+		t.Log(m)
+	}
+	logStandbys(t, c)
+	require.Zero(t, before.writeErrs+during.writeErrs+after.writeErrs, "writes that failed")
+	require.Zero(t, before.missed+during.missed+after.missed, "reads that missed their task's write")
+	require.Zero(t, before.readErrs, "read-only tasks that failed before the stop")
+	require.Zero(t, after.readErrs, "read-only tasks begun after the standby stopped that failed")
+	require.LessOrEqual(t, during.readErrs, readsWorkers, "read-only tasks under way as the standby stopped that failed")
+	require.Zero(t, downOnPrompt, "read-only tasks served by the stopped standby while it was down")
 }
