@@ -599,6 +599,14 @@ func TestReadsStandbyStopped(t *testing.T) {
 			}
 		})
 	}
+	// The callers end before the cleanups close the DB, also where the
+	// test fails early.
+	stopCallers := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(stopCallers)
+
 	time.Sleep(time.Second)
 	stopping := time.Now()
 	cl.prompt.stop(t)
@@ -622,8 +630,7 @@ func TestReadsStandbyStopped(t *testing.T) {
 	})
 	served := time.Now()
 	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
+	stopCallers()
 
 	// Tally by phase: before the stop, under way as it stopped, begun
 	// after it (down, and back).
