@@ -26,6 +26,8 @@ var paramSamples = map[string][2]string{
 	"pool_min_conns":                {"2", "2"},
 	"pool_min_idle_conns":           {"1", "1"},
 	"pool_mode":                     {"session", "session"},
+	"pool_reads":                    {"standby", "standby"},
+	"pool_max_replica_lag":          {"250ms", "250ms"},
 	"pool_name":                     {"orders", "orders"},
 	"pool_reset_always":             {"1", "true"},
 	"pool_trust_functions":          {"1", "true"},
@@ -83,6 +85,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 		MaxConnLifetimeJitter: 3 * time.Minute, MaxConnIdleTime: 2 * time.Hour,
 		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: defaultCleanupTimeout, Mode: SessionMode,
 		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, TrustFunctions: true, Name: "orders",
+		Reads: ReadsStandby, MaxReplicaLag: 250 * time.Millisecond,
 	}
 	if got := *cfg; got.tmpl == nil || !sameSettings(got, want) {
 		t.Fatalf("ParseConfig:\n got %+v\nwant %+v", got, want)
@@ -130,7 +133,8 @@ func sameSettings(a, b Config) bool {
 		a.MaxConnLifetime == b.MaxConnLifetime && a.MaxConnLifetimeJitter == b.MaxConnLifetimeJitter &&
 		a.MaxConnIdleTime == b.MaxConnIdleTime && a.LeakDetectionThreshold == b.LeakDetectionThreshold &&
 		a.CleanupTimeout == b.CleanupTimeout && a.Mode == b.Mode && a.ServerPooling == b.ServerPooling &&
-		a.ResetAlways == b.ResetAlways && a.TrustFunctions == b.TrustFunctions && a.Name == b.Name
+		a.ResetAlways == b.ResetAlways && a.TrustFunctions == b.TrustFunctions && a.Name == b.Name &&
+		a.Reads == b.Reads && a.MaxReplicaLag == b.MaxReplicaLag
 }
 
 // TestConfigParamErrors: a bad value of every parameter is an error that
@@ -143,6 +147,7 @@ func TestConfigParamErrors(t *testing.T) {
 		"pool_max_conn_lifetime_jitter": "-1m", "pool_max_conns": "0", "pool_min_conns": "-1", "pool_min_idle_conns": "two",
 		"pool_mode": "statement", "pool_name": "", "pool_reset_always": "maybe", "pool_server_pooling": "statement",
 		"pool_trust_functions": "yes please",
+		"pool_reads": "replica", "pool_max_replica_lag": "0s",
 	}
 	for _, p := range dsnSettings() {
 		v, ok := bad[p.key]

@@ -164,6 +164,8 @@ var optionCases = map[string]struct {
 	"WithMinConns":              {WithMinConns(1), WithMinConns(-1), "-1"},
 	"WithMinIdleConns":          {WithMinIdleConns(1), WithMinIdleConns(-1), "-1"},
 	"WithMode":                  {WithMode(SessionMode), WithMode(7), ""},
+	"WithReads":                 {WithReads(ReadsStandby), WithReads(5), ""},
+	"WithMaxReplicaLag":         {WithMaxReplicaLag(3 * time.Second), WithMaxReplicaLag(0), ""},
 	"WithPoolName":              {good: WithPoolName("orders")},
 	"WithResetAlways":           {good: WithResetAlways(true)},
 	"WithTrustFunctions":        {good: WithTrustFunctions(true)},

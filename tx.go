@@ -99,7 +99,11 @@ func (x *tx) commit(ctx context.Context, pc *phys.Conn, nested bool) error {
 	if x.tellsPosition && !nested {
 		if pcm, ok := pc.DC.(dialects.PositionCommitter); ok {
 			p, err := pcm.CommitAt(ctx)
-			if err == nil {
+			switch {
+			case err != nil:
+			case p == 0: // committed, the position not learnt: read from the primary
+				x.task.reads.wroteUnseen.Store(true)
+			default:
 				x.task.readAfter(p)
 			}
 			return err

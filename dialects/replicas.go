@@ -22,7 +22,7 @@ type Position uint64
 // String writes p as PostgreSQL writes an LSN: two hexadecimal halves,
 // such as 0/16B3748.
 func (p Position) String() string {
-	return strconv.FormatUint(uint64(p)>>32, 16) + "/" + strings.ToUpper(strconv.FormatUint(uint64(p)&0xFFFFFFFF, 16))
+	return strings.ToUpper(strconv.FormatUint(uint64(p)>>32, 16) + "/" + strconv.FormatUint(uint64(p)&0xFFFFFFFF, 16))
 }
 
 // ParsePosition reads a Position written as String writes it (either
@@ -66,7 +66,8 @@ type Positioner interface {
 type PositionCommitter interface {
 	// CommitAt commits the open transaction as the driver's Tx.Commit
 	// would (the same errors: a failed transaction's COMMIT rolls back and
-	// reports it as the driver does) and returns the position. After
+	// reports it as the driver does) and returns the position; 0 with a
+	// nil error: committed, but the position could not be read. After
 	// CommitAt, pooldriver does not call the driver's Tx.Commit or
 	// Rollback.
 	CommitAt(ctx context.Context) (Position, error)

@@ -92,6 +92,17 @@
 // server itself (the backend id announced at login is the session's own)
 // and is refused with [ErrPoolerFound] when a pooler answered.
 //
+// # Reads on standbys
+//
+// A DSN that names several hosts (a primary and its standbys) offers one
+// template per host that connects to that host only while it is a standby
+// (Standbys; a primary refuses with dialects.ErrNotStandby). A connection
+// reads its server's log position in one round trip (LogPosition: the
+// replayed position on a standby, the inserted end of the log on a
+// primary), and commits a transaction begun through pgx's stdlib with the
+// position read in the same round trip (CommitAt), failing as the stdlib's
+// Commit does.
+//
 // # Wrap
 //
 // Importing this package also teaches pooldriver.Wrap to recognize pgx's
