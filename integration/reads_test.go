@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 	gormpostgres "gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -116,10 +118,11 @@ func (cl *readsCluster) dsn(hosts ...*localPG) string {
 
 // openReadsPooldriver opens pooldriver on dsn (a multi-host DSN of cl)
 // with pool_reads=standby, readsConns connections per host, and GORM over
-// it.
+// it. pool_server_pooling=none says what the default (unset) means here,
+// which pool_reads=standby refuses as if it named a pooler.
 func openReadsPooldriver(t *testing.T, dsn string) (*pooldriver.Connector, *gorm.DB) {
 	t.Helper()
-	c := pooldriver.New(dsn + fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d", readsMaxLag, readsConns))
+	c := pooldriver.New(dsn + fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d&pool_server_pooling=none", readsMaxLag, readsConns))
 	require.NoError(t, c.Err())
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
@@ -229,7 +232,7 @@ func readSeeded(ctx context.Context, r *gorm.DB, id int64) (readsServer, error) 
 		return readsServer{}, fmt.Errorf("seeded row %d: %w", id, err)
 	}
 	var where readsServer
-	err := r.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, inet_server_port() AS port").Scan(&where).Error
+	err := r.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, current_setting('port')::int AS port").Scan(&where).Error
 	return where, err
 }
 
@@ -427,6 +430,31 @@ func TestReadsOnStandbys(t *testing.T) {
 	require.Zero(t, res.readErrs.Load(), "pooldriver: reads that failed: %v", res.errs)
 	require.Zero(t, res.missed.Load(), "pooldriver: reads that missed their task's own write")
 	require.GreaterOrEqual(t, res.readOnlyOnStandby.Load()*10, int64(n)*8, "pooldriver: read-only tasks on standbys (want 80%%)")
+
+	// A read-only task that changes its session: its standby's connection
+	// is reset as it goes back to the pool, and kept.
+	destroyed := func() (n int64) {
+		for _, s := range c.Standbys() {
+			n += s.Pool.Destroyed
+		}
+		return n
+	}
+	was := destroyed()
+	for i := range 50 {
+		ctx, end := pooldriver.WithTask(pooldriver.ReadOnly(context.Background()))
+		var timeout string
+		require.NoError(t, g.WithContext(ctx).Exec("SET statement_timeout = '42s'").Error)
+		where, err := readSeeded(ctx, g, ids[i])
+		require.NoError(t, err)
+		require.NoError(t, g.WithContext(ctx).Raw("SHOW statement_timeout").Scan(&timeout).Error)
+		require.Equal(t, "42s", timeout, "in the task that set it (on port %d)", where.Port)
+		end()
+		ctx, end = pooldriver.WithTask(pooldriver.ReadOnly(context.Background()))
+		require.NoError(t, g.WithContext(ctx).Raw("SHOW statement_timeout").Scan(&timeout).Error)
+		end()
+		require.Equal(t, "0", timeout, "a later read-only task's session")
+	}
+	require.Zero(t, destroyed()-was, "standby connections closed after a read-only task changed its session (see the log for why)")
 }
 
 // TestReadsToken: a write in request 1, its ReadToken handed to request
@@ -467,7 +495,7 @@ func TestReadsToken(t *testing.T) {
 		} else if err != nil {
 			return false, where, err
 		}
-		err = g.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, inet_server_port() AS port").Scan(&where).Error
+		err = g.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, current_setting('port')::int AS port").Scan(&where).Error
 		return got.Body == row.Body, where, err
 	}
 
@@ -558,7 +586,9 @@ type readsEvent struct {
 // at once is stopped (pg_ctl stop -m immediate) and, 2 s later, started
 // again. No write fails and no read misses its write; no read-only task
 // begun once the standby is down fails (the other standby or the primary
-// serves it); those under way as it stopped may fail, and are counted.
+// serves it); those under way as it stopped may fail where their
+// statement was cut (counted), not where they failed to connect to it,
+// which sent nothing.
 // Once it is back it serves reads again.
 func TestReadsStandbyStopped(t *testing.T) {
 	skipShort(t)
@@ -617,7 +647,7 @@ func TestReadsStandbyStopped(t *testing.T) {
 	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
 	waitFor(t, "the restarted standby to be up again", func() bool {
 		for _, s := range c.Standbys() {
-			if s.Host == promptHost && s.Up {
+			if (s.Host == promptHost || strings.HasPrefix(s.Host, promptHost+"/")) && s.Up {
 				return true
 			}
 		}
@@ -634,7 +664,7 @@ func TestReadsStandbyStopped(t *testing.T) {
 
 	// Tally by phase: before the stop, under way as it stopped, begun
 	// after it (down, and back).
-	type tally struct{ tasks, writes, writeErrs, missed, readErrs, onPrompt int }
+	type tally struct{ tasks, writes, writeErrs, missed, readErrs, notSent, onPrompt int }
 	var before, during, after tally
 	var errMsgs []string
 	for _, e := range events {
@@ -654,6 +684,10 @@ func TestReadsStandbyStopped(t *testing.T) {
 			p.writeErrs++
 		case e.err != nil:
 			p.readErrs++
+			var oe *net.OpError
+			if errors.As(e.err, &oe) && oe.Op == "dial" {
+				p.notSent++
+			}
 		}
 		if e.missed {
 			p.missed++
@@ -678,8 +712,8 @@ func TestReadsStandbyStopped(t *testing.T) {
 		name string
 		tally
 	}{{"before the stop", before}, {"under way at it", during}, {"begun after it", after}} {
-		t.Logf("%-16s tasks %6d, writes %5d (failed %d, missed own %d), read-only failed %d, on the stopped standby %d",
-			r.name, r.tasks, r.writes, r.writeErrs, r.missed, r.readErrs, r.onPrompt)
+		t.Logf("%-16s tasks %6d, writes %5d (failed %d, missed own %d), read-only failed %d (connecting, nothing sent: %d), on the stopped standby %d",
+			r.name, r.tasks, r.writes, r.writeErrs, r.missed, r.readErrs, r.notSent, r.onPrompt)
 	}
 	for _, m := range errMsgs {
 		t.Log(m)
@@ -689,6 +723,71 @@ func TestReadsStandbyStopped(t *testing.T) {
 	require.Zero(t, before.missed+during.missed+after.missed, "reads that missed their task's write")
 	require.Zero(t, before.readErrs, "read-only tasks that failed before the stop")
 	require.Zero(t, after.readErrs, "read-only tasks begun after the standby stopped that failed")
+	require.Zero(t, during.notSent, "read-only tasks that failed connecting to the stopped standby (nothing sent: the primary or the other standby could serve them)")
 	require.LessOrEqual(t, during.readErrs, readsWorkers, "read-only tasks under way as the standby stopped that failed")
 	require.Zero(t, downOnPrompt, "read-only tasks served by the stopped standby while it was down")
+}
+
+// TestReadsStandbyFull: the only standby is at its connection limit
+// while it still answers pooldriver's look at its position (on a
+// connection made before). Read-only tasks that find no connection to it
+// sent nothing there: they run on the primary, and none fails.
+func TestReadsStandbyFull(t *testing.T) {
+	skipShort(t)
+	cl := startReadsCluster(t)
+	ids := cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.prompt))
+	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
+	waitFor(t, "the standby to be up", func() bool {
+		for _, s := range c.Standbys() {
+			if (s.Host == promptHost || strings.HasPrefix(s.Host, promptHost+"/")) && s.Up {
+				return true
+			}
+		}
+		return false
+	})
+	// Fill the standby: connections until it refuses (SQLSTATE 53300).
+	var held []*pgconn.PgConn
+	t.Cleanup(func() {
+		for _, pc := range held {
+			_ = pc.Close(context.Background())
+		}
+	})
+	for {
+		pc, err := pgconn.Connect(ctx(t), cl.prompt.dsn())
+		if err != nil {
+			var pe *pgconn.PgError
+			require.True(t, errors.As(err, &pe) && pe.Code == "53300", "filling the standby: %v", err)
+			break
+		}
+		held = append(held, pc)
+		require.Less(t, len(held), 100, "the standby takes more connections than its max_connections")
+	}
+	t.Logf("the standby is full with %d connections of ours", len(held))
+	// Each task has 5 s, where the primary serves it in milliseconds; the
+	// loop stops at the second failure, to bound the test where they fail.
+	const tasks = 20
+	failed, onStandby, ran := 0, 0, 0
+	var firstErr error
+	for i := 0; i < tasks && failed < 2; i++ {
+		ran++
+		c5, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		task, end := pooldriver.WithTask(pooldriver.ReadOnly(c5))
+		where, err := readSeeded(task, g, ids[i])
+		end()
+		cancel()
+		switch {
+		case err != nil:
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+		case where.InRecovery:
+			onStandby++
+		}
+	}
+	s := c.Stats()
+	t.Logf("%d read-only tasks, the standby full: %d failed (first: %v), %d on the standby; ReadsOnStandby %d, ReadsOnPrimary %d",
+		ran, failed, firstErr, onStandby, s.ReadsOnStandby, s.ReadsOnPrimary)
+	require.Zero(t, failed, "read-only tasks that failed while the standby was full (the primary could serve them)")
 }
