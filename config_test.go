@@ -147,7 +147,7 @@ func TestConfigParamErrors(t *testing.T) {
 		"pool_max_conn_lifetime_jitter": "-1m", "pool_max_conns": "0", "pool_min_conns": "-1", "pool_min_idle_conns": "two",
 		"pool_mode": "statement", "pool_name": "", "pool_reset_always": "maybe", "pool_server_pooling": "statement",
 		"pool_trust_functions": "yes please",
-		"pool_reads": "replica", "pool_max_replica_lag": "0s",
+		"pool_reads":           "replica", "pool_max_replica_lag": "0s",
 	}
 	for _, p := range dsnSettings() {
 		v, ok := bad[p.key]

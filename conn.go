@@ -37,6 +37,9 @@ type conn struct {
 	// parking, so that Close, right after the hold's end, Returns only a
 	// connection this logical conn parked.
 	parked *pool.Resource[*phys.Conn]
+	// standby: the standby whose connection the hold took last, nil
+	// where the primary's (pool_reads=standby; see retryOnPrimary).
+	standby *standby
 	// The wrapper of the hold's result set, reused from one query to the
 	// next (see newRows).
 	rowsBuf rows
@@ -84,7 +87,12 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		}
 	}
 	if err != nil || l.rows != 0 {
-		return res, l.finish(ctx, &le, opExec, query, err)
+		if err = l.finish(ctx, &le, opExec, query, err); err != nil && l.standby != nil {
+			if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
+				return l.exec(pctx, query, args, nil)
+			}
+		}
+		return res, err
 	}
 	// finish's common case: the lease is not locked. With a
 	// StatementObserver, pc.Observe written out (pc.Ask's first branch, not
@@ -136,7 +144,12 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		}
 	}
 	if err != nil {
-		return nil, l.finish(ctx, &le, opStmt, query, err)
+		if err = l.finish(ctx, &le, opStmt, query, err); l.standby != nil {
+			if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
+				return l.query(pctx, query, args, nil)
+			}
+		}
+		return nil, err
 	}
 	// query's rest, outside any task.
 	pc.AddRows(1, !l.state.alone())

@@ -89,7 +89,12 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 	} else {
 		res, err = s.execOn(ctx, le.pc, args)
 	}
-	return res, l.finish(ctx, &le, opExec, query, err)
+	if err = l.finish(ctx, &le, opExec, query, err); err != nil && l.standby != nil {
+		if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
+			return l.exec(pctx, query, args, s)
+		}
+	}
+	return res, err
 }
 
 // query is do for an operation that returns rows: they keep the
@@ -110,7 +115,12 @@ func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue
 		dr, err = s.queryOn(ctx, le.pc, args)
 	}
 	if err != nil {
-		return nil, l.finish(ctx, &le, opStmt, query, err)
+		if err = l.finish(ctx, &le, opStmt, query, err); l.standby != nil {
+			if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
+				return l.query(pctx, query, args, s)
+			}
+		}
+		return nil, err
 	}
 	// The rows are open: counted here rather than in finish, which has
 	// nothing else to do for them outside a task.
@@ -396,9 +406,11 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx bool) (*phys.Conn, error) {
 	from := l.c
 	if l.c.reads != nil {
-		if h := l.c.reads.route(ctx, t, k, readTx); h != nil {
+		h := l.c.reads.route(ctx, t, k, readTx)
+		if h != nil {
 			from = h.c
 		}
+		l.standby = h
 	}
 	var pc *phys.Conn
 	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {

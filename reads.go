@@ -71,6 +71,7 @@ type readsKey struct{}
 // read, and the log position they must see.
 type readMark struct {
 	readOnly bool
+	primary  bool // a statement a standby refused, run again on the primary
 	after    dialects.Position
 }
 
@@ -193,6 +194,13 @@ func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
 // from then on (see taskReads).
 func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool) *standby {
 	m := readMarkFrom(ctx)
+	if m.primary {
+		if t != nil && k != opBegin {
+			t.reads.wroteUnseen.Store(true)
+		}
+		r.onPrimary.Add(1)
+		return nil
+	}
 	read := readTx || m.readOnly
 	after := m.after
 	var last *standby
@@ -237,4 +245,22 @@ func (c *Connector) wroteOn(t *task, k opKind) {
 	if c.reads != nil && !t.reads.readOnly && k != opBegin && k != opEndTx {
 		t.reads.wroteUnseen.Store(true)
 	}
+}
+
+// retryOnPrimary reports whether a statement that failed with err on a
+// standby's connection runs again on the primary, with the context it
+// returns: the standby refused it as a primary would not have (a write,
+// a conflict with its recovery); it was its hold's first (fresh: a
+// *sql.Conn's later statements keep their connection and session) and
+// ran outside a transaction, on a connection of the hold's own (not a
+// session-mode task's). The hold ends first: the retry starts another.
+func (l *conn) retryOnPrimary(ctx context.Context, err error, fresh bool) (context.Context, bool) {
+	h := l.standby
+	if h.refused == nil || !fresh || l.tx != nil || l.rows != 0 || l.state != holdOwn || !h.refused(err) {
+		return ctx, false
+	}
+	l.endHold()
+	m := readMarkFrom(ctx)
+	m.primary = true
+	return context.WithValue(ctx, readsKey{}, m), true
 }

@@ -71,10 +71,11 @@ type sample struct {
 
 // standby is one host's Connector and what the last look saw of it.
 type standby struct {
-	c    *Connector
-	host string
-	mon  monitor
-	seen atomic.Pointer[standbySeen]
+	c       *Connector
+	host    string
+	mon     monitor
+	seen    atomic.Pointer[standbySeen]
+	refused func(error) bool // dialects.StandbyRefusals; nil: none retried
 }
 
 // standbySeen is a standby's last look: nil until the first answers.
@@ -102,7 +103,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 	if !ok {
 		return nil, fmt.Errorf("pooldriver: pool_reads=standby: the %s dialect cannot send reads to standbys (PostgreSQL's can)", c.scheme())
 	}
-	if s.ServerPooling != dialects.ServerPoolingNone {
+	if s.ServerPooling == dialects.ServerPoolingSession || s.ServerPooling == dialects.ServerPoolingTransaction {
 		return nil, errors.New("pooldriver: pool_reads=standby cannot be used with pool_server_pooling: the pooler hides which server a connection reaches")
 	}
 	hosts := st.Standbys()
@@ -127,7 +128,11 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 			r.close()
 			return nil, err
 		}
-		r.hosts = append(r.hosts, &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}})
+		sb := &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}}
+		if rf, ok := h.(dialects.StandbyRefusals); ok {
+			sb.refused = rf.RefusedByStandby
+		}
+		r.hosts = append(r.hosts, sb)
 	}
 	return r, nil
 }

@@ -76,3 +76,13 @@ type PositionCommitter interface {
 // ErrNotStandby is what a standby's Template's connect returns, wrapped,
 // when the host is a primary.
 var ErrNotStandby = errors.New("pooldriver: the server is not a standby")
+
+// StandbyRefusals is implemented by a standby's Template (StandbyTemplates)
+// that can tell the errors a primary would not have returned: a write
+// refused because the server is a standby, a query cancelled for a
+// conflict with the standby's recovery. pooldriver runs such a statement
+// again on the primary, once, where it ran outside a transaction and
+// returned no rows.
+type StandbyRefusals interface {
+	RefusedByStandby(err error) bool
+}

@@ -155,3 +155,17 @@ func quoteKeywordValue(v string) string {
 	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
 	return "'" + r.Replace(v) + "'"
 }
+
+var _ dialects.StandbyRefusals = (*template)(nil)
+
+// serializationFailure is SQLSTATE 40001, which a standby also returns
+// for a query it cancels for a conflict with recovery.
+const serializationFailure = "40001"
+
+// RefusedByStandby reports whether err, a statement's on a standby's
+// connection, is one the primary would not have returned: a write refused
+// (25006) or a query cancelled for a conflict with recovery (40001).
+func (t *template) RefusedByStandby(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == readOnlyTransaction || pe.Code == serializationFailure)
+}

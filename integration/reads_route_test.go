@@ -1,0 +1,92 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pooldriver/pooldriver"
+)
+
+// TestReadsRoute: with pool_reads=standby on a private primary and its
+// streaming standby, a read-only task, a ReadOnly context and a
+// read-only *sql.Tx run on the standby, every other statement on the
+// primary; a task's read-only transaction after its commit sees the
+// commit.
+func TestReadsRoute(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=standby&pool_max_replica_lag=5s", primary.port, standby.port)
+	c := pooldriver.New(dsn)
+	require.NoError(t, c.Err())
+	db := sql.OpenDB(c)
+	defer db.Close()
+	bg := ctx(t)
+	_, err := db.ExecContext(bg, "CREATE TABLE reads_route (k int PRIMARY KEY)")
+	require.NoError(t, err)
+	waitFor(t, "the standby's first look", func() bool {
+		s := c.Standbys()
+		return len(s) == 2 && s[1].Up && !s[0].Up
+	})
+	inRecovery := func(ctx context.Context) bool {
+		t.Helper()
+		var b bool
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&b))
+		return b
+	}
+	require.False(t, inRecovery(bg), "a plain statement")
+	require.True(t, inRecovery(pooldriver.ReadOnly(bg)), "a ReadOnly context")
+	tctx, end := pooldriver.WithTask(pooldriver.ReadOnly(bg))
+	require.True(t, inRecovery(tctx), "a read-only task")
+	end()
+	tx, err := db.BeginTx(bg, &sql.TxOptions{ReadOnly: true})
+	require.NoError(t, err)
+	var b bool
+	require.NoError(t, tx.QueryRowContext(bg, "SELECT pg_is_in_recovery()").Scan(&b))
+	require.NoError(t, tx.Commit())
+	require.True(t, b, "a read-only *sql.Tx")
+
+	// A write the standby refuses runs again on the primary, once: outside
+	// a transaction; in a read-only one it is the caller's error.
+	_, err = db.ExecContext(pooldriver.ReadOnly(bg), "INSERT INTO reads_route VALUES (-1)")
+	require.NoError(t, err, "a write with a ReadOnly context, outside a transaction")
+	wctx, wend := pooldriver.WithTask(pooldriver.ReadOnly(bg))
+	_, err = db.ExecContext(wctx, "INSERT INTO reads_route VALUES (-2)")
+	require.NoError(t, err, "a write of a read-only task, outside a transaction")
+	wend()
+	tx, err = db.BeginTx(bg, &sql.TxOptions{ReadOnly: true})
+	require.NoError(t, err)
+	_, err = tx.ExecContext(bg, "INSERT INTO reads_route VALUES (-3)")
+	require.ErrorContains(t, err, "25006")
+	require.NoError(t, tx.Rollback())
+	var n int
+	require.NoError(t, db.QueryRowContext(bg, "SELECT count(*) FROM reads_route WHERE k < 0").Scan(&n))
+	require.Equal(t, 2, n, "each refused write ran once on the primary")
+
+	for k := range 200 {
+		tctx, end := pooldriver.WithTask(bg)
+		tx, err := db.BeginTx(tctx, nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(tctx, "INSERT INTO reads_route VALUES ($1)", k)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		require.NotEmpty(t, pooldriver.ReadToken(tctx))
+		rtx, err := db.BeginTx(tctx, &sql.TxOptions{ReadOnly: true})
+		require.NoError(t, err)
+		require.NoError(t, rtx.QueryRowContext(tctx, "SELECT count(*) FROM reads_route WHERE k = $1", k).Scan(&n))
+		require.NoError(t, rtx.Commit())
+		require.Equal(t, 1, n, "task %d read its own write", k)
+		end()
+		if k%50 == 0 {
+			time.Sleep(30 * time.Millisecond) // let a look see the standby replay it
+		}
+	}
+	st := c.Stats()
+	t.Logf("reads on standby %d, on primary %d, standbys %+v", st.ReadsOnStandby, st.ReadsOnPrimary, c.Standbys())
+	require.NotZero(t, st.ReadsOnStandby)
+}
