@@ -118,11 +118,10 @@ func (cl *readsCluster) dsn(hosts ...*localPG) string {
 
 // openReadsPooldriver opens pooldriver on dsn (a multi-host DSN of cl)
 // with pool_reads=standby, readsConns connections per host, and GORM over
-// it. pool_server_pooling=none says what the default (unset) means here,
-// which pool_reads=standby refuses as if it named a pooler.
+// it.
 func openReadsPooldriver(t *testing.T, dsn string) (*pooldriver.Connector, *gorm.DB) {
 	t.Helper()
-	c := pooldriver.New(dsn + fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d&pool_server_pooling=none", readsMaxLag, readsConns))
+	c := pooldriver.New(dsn + fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d", readsMaxLag, readsConns))
 	require.NoError(t, c.Err())
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
