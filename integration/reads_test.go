@@ -118,10 +118,22 @@ func (cl *readsCluster) dsn(hosts ...*localPG) string {
 
 // openReadsPooldriver opens pooldriver on dsn (a multi-host DSN of cl)
 // with pool_reads=standby, readsConns connections per host, and GORM over
-// it.
+// it. Its warnings are logged where the test fails.
 func openReadsPooldriver(t *testing.T, dsn string) (*pooldriver.Connector, *gorm.DB) {
 	t.Helper()
-	c := pooldriver.New(dsn + fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d", readsMaxLag, readsConns))
+	lines, logger := newLogLines()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		warns := lines.with("WARN")
+		for _, l := range warns[:min(len(warns), 10)] {
+			t.Log("pooldriver: " + l)
+		}
+		t.Logf("pooldriver: %d log lines at WARN", len(warns))
+	})
+	c := pooldriver.New(dsn+fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d", readsMaxLag, readsConns),
+		pooldriver.WithLogger(logger))
 	require.NoError(t, c.Err())
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
@@ -453,7 +465,7 @@ func TestReadsOnStandbys(t *testing.T) {
 		end()
 		require.Equal(t, "0", timeout, "a later read-only task's session")
 	}
-	require.Zero(t, destroyed()-was, "standby connections closed after a read-only task changed its session (see the log for why)")
+	require.Zero(t, destroyed()-was, "standby connections closed after a read-only task changed its session (the warnings logged say why)")
 }
 
 // TestReadsToken: a write in request 1, its ReadToken handed to request
