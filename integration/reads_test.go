@@ -1,0 +1,804 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+	gormpostgres "gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// Reads on standbys (issue 58). Each test starts a private primary with two
+// asynchronous streaming standbys, one of which replays 500 ms behind
+// (recovery_min_apply_delay), and runs tasks through an unchanged GORM
+// model: tasks that write a row and read it back, and read-only tasks. The
+// same workload runs through a dbresolver-style split (writes to the
+// primary, every read to a standby) and on the primary alone, and the
+// three are logged side by side.
+
+const (
+	readsWorkers  = 16   // concurrent callers, for every subject
+	readsConns    = 8    // connections per host, for every subject
+	readsSeedRows = 1000 // rows on every server before the workload
+	readsMaxLag   = "2s" // pool_max_replica_lag
+)
+
+// readsN returns how many write-then-read tasks, and as many read-only
+// tasks, each subject runs: POOLDRIVER_READS_N, or 2,000. The issue asks for
+// 10,000 of each; 2,000 keep the three subjects of TestReadsOnStandbys
+// within a minute under -race on a 2-core machine shared with other work.
+func readsN(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("POOLDRIVER_READS_N")
+	if s == "" {
+		return 2000
+	}
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, "POOLDRIVER_READS_N")
+	require.Positive(t, n, "POOLDRIVER_READS_N")
+	return n
+}
+
+// readsCluster is a primary and its two asynchronous standbys: prompt
+// replays as soon as it receives, delayed 500 ms after the commit.
+type readsCluster struct {
+	primary, prompt, delayed *localPG
+	admin                    *sql.DB // the primary's
+}
+
+func startReadsCluster(t *testing.T) *readsCluster {
+	t.Helper()
+	pg := startLocalPG(t)
+	cl := &readsCluster{
+		primary: pg,
+		prompt:  pg.startAsyncStandby(t, ""),
+		delayed: pg.startAsyncStandby(t, "recovery_min_apply_delay = '500ms'\n"),
+		admin:   pg.admin(t),
+	}
+	waitFor(t, "both standbys to stream", func() bool {
+		var n int
+		err := cl.admin.QueryRowContext(ctx(t), "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'").Scan(&n)
+		return err == nil && n == 2
+	})
+	return cl
+}
+
+// startAsyncStandby makes a streaming standby of pg (pg_basebackup -R) on
+// a port of its own, with conf appended to its postgresql.conf, started,
+// and stopped and removed when the test ends. Unlike startStandby, the
+// primary waits for no standby: a commit is acknowledged before any
+// standby has it, as in most deployments that read from standbys.
+func (pg *localPG) startAsyncStandby(t *testing.T, conf string) *localPG {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pooldriver-pg-standby-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sb := &localPG{bin: pg.bin, dir: dir, cred: pg.cred, port: freePort(t)}
+	if sb.cred != nil {
+		require.NoError(t, os.Chown(dir, int(sb.cred.Uid), int(sb.cred.Gid)))
+	}
+	sb.run(t, pgCtlLimit, "pg_basebackup", "-D", sb.data(), "-h", "127.0.0.1", "-p", fmt.Sprint(pg.port), "-U", "postgres", "-R", "-X", "stream", "--no-sync")
+	f, err := os.OpenFile(filepath.Join(sb.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(f, "port = %d\nunix_socket_directories = '%s'\n%s", sb.port, dir, conf)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	sb.start(t)
+	t.Cleanup(func() { _ = sb.runErr(pgCtlLimit, "pg_ctl", "-D", sb.data(), "-w", "stop", "-m", "immediate") })
+	return sb
+}
+
+// dsn returns a multi-host DSN naming hosts, for the postgres database,
+// that connects to the one taking writes.
+func (cl *readsCluster) dsn(hosts ...*localPG) string {
+	addrs := make([]string, len(hosts))
+	for i, h := range hosts {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", h.port)
+	}
+	return "postgres://postgres@" + strings.Join(addrs, ",") + "/postgres?sslmode=disable&target_session_attrs=read-write"
+}
+
+// openReadsPooldriver opens pooldriver on dsn (a multi-host DSN of cl)
+// with pool_reads=standby, readsConns connections per host, and GORM over
+// it. Its warnings are logged where the test fails.
+func openReadsPooldriver(t *testing.T, dsn string) (*pooldriver.Connector, *gorm.DB) {
+	t.Helper()
+	lines, logger := newLogLines()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		warns := lines.with("WARN")
+		for _, l := range warns[:min(len(warns), 10)] {
+			t.Log("pooldriver: " + l)
+		}
+		t.Logf("pooldriver: %d log lines at WARN", len(warns))
+	})
+	c := pooldriver.New(dsn+fmt.Sprintf("&pool_reads=standby&pool_max_replica_lag=%s&pool_max_conns=%d", readsMaxLag, readsConns),
+		pooldriver.WithLogger(logger))
+	require.NoError(t, c.Err())
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return c, openReadsGORM(t, db)
+}
+
+// waitReplayed waits until every standby named has replayed what the
+// primary had written when it was called.
+func (cl *readsCluster) waitReplayed(t *testing.T, standbys ...*localPG) {
+	t.Helper()
+	var lsn string
+	require.NoError(t, cl.admin.QueryRowContext(ctx(t), "SELECT pg_current_wal_lsn()::text").Scan(&lsn))
+	for _, sb := range standbys {
+		db := sb.admin(t)
+		waitFor(t, fmt.Sprintf("the standby on %d to replay %s", sb.port, lsn), func() bool {
+			var ok bool
+			err := db.QueryRowContext(ctx(t), "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&ok)
+			return err == nil && ok
+		})
+		_ = db.Close()
+	}
+}
+
+// readsRow is the model every subject writes and reads, as a service
+// declares it.
+type readsRow struct {
+	ID   int64
+	Body string
+}
+
+// openReadsGORM hands db to GORM, as a service does.
+func openReadsGORM(t *testing.T, db *sql.DB) *gorm.DB {
+	t.Helper()
+	g, err := gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: db}), &gorm.Config{
+		Logger: logger.New(gormLogWriter{t}, logger.Config{
+			LogLevel:                  logger.Warn,
+			IgnoreRecordNotFoundError: true,
+			SlowThreshold:             5 * time.Second,
+		}),
+	})
+	require.NoError(t, err)
+	return g
+}
+
+// openPgx opens plain pgx stdlib on dsn with readsConns connections.
+func openPgx(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	db.SetMaxOpenConns(readsConns)
+	db.SetMaxIdleConns(readsConns)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// seed creates readsRow's table on the primary with readsSeedRows rows,
+// waits until both standbys have them, and returns their ids.
+func (cl *readsCluster) seed(t *testing.T) []int64 {
+	t.Helper()
+	g := openReadsGORM(t, openPgx(t, cl.primary.dsn()))
+	require.NoError(t, g.WithContext(ctx(t)).AutoMigrate(&readsRow{}))
+	rows := make([]readsRow, readsSeedRows)
+	for i := range rows {
+		rows[i].Body = fmt.Sprintf("seed %d", i)
+	}
+	require.NoError(t, g.WithContext(ctx(t)).CreateInBatches(rows, 500).Error)
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	cl.waitReplayed(t, cl.prompt, cl.delayed)
+	return ids
+}
+
+// errReadsWrite marks a write's failure, counted apart from the reads'.
+var errReadsWrite = errors.New("write")
+
+// writeThenRead creates a row through w with wctx and reads it back by id
+// through r with rctx: missed if the read does not see it.
+func writeThenRead(wctx, rctx context.Context, w, r *gorm.DB, body string) (missed bool, err error) {
+	row := readsRow{Body: body}
+	if err := w.WithContext(wctx).Create(&row).Error; err != nil {
+		return false, fmt.Errorf("%w: %w", errReadsWrite, err)
+	}
+	var got readsRow
+	err = r.WithContext(rctx).First(&got, row.ID).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading back: %w", err)
+	}
+	return got.Body != body, nil
+}
+
+// readsServer is where a read-only task's statements ran.
+type readsServer struct {
+	InRecovery bool // a standby's
+	Port       int
+}
+
+// readSeeded reads the seeded row id through r with ctx, and then asks
+// the server where it runs.
+func readSeeded(ctx context.Context, r *gorm.DB, id int64) (readsServer, error) {
+	var got readsRow
+	if err := r.WithContext(ctx).First(&got, id).Error; err != nil {
+		return readsServer{}, fmt.Errorf("seeded row %d: %w", id, err)
+	}
+	var where readsServer
+	err := r.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, current_setting('port')::int AS port").Scan(&where).Error
+	return where, err
+}
+
+// readsSubject is one way to run the workload.
+type readsSubject struct {
+	name string
+	// writeRead runs one task that writes a row with body and reads it
+	// back: missed if the read did not see it.
+	writeRead func(body string) (missed bool, err error)
+	// readOnly runs one read-only task that reads the seeded row id.
+	readOnly func(id int64) (readsServer, error)
+}
+
+// readsResult is what a subject's workload counted.
+type readsResult struct {
+	subject                    string
+	tasks                      int // of each kind
+	missed                     atomic.Int64
+	writeErrs, readErrs        atomic.Int64
+	readOnlyOnStandby          atomic.Int64
+	elapsed                    time.Duration
+	mu                         sync.Mutex // protects errs
+	errs                       []string   // the first few errors
+	standbyStatements, primary int64      // pooldriver's Stats deltas, where known
+}
+
+func (r *readsResult) fail(err error) {
+	if errors.Is(err, errReadsWrite) {
+		r.writeErrs.Add(1)
+	} else {
+		r.readErrs.Add(1)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs) < 5 {
+		r.errs = append(r.errs, err.Error())
+	}
+}
+
+// runReads runs n write-then-read tasks and n read-only tasks of seeded
+// rows (ids), interleaved, on readsWorkers goroutines.
+func runReads(s readsSubject, n int, ids []int64) *readsResult {
+	r := &readsResult{subject: s.name, tasks: n}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range readsWorkers {
+		wg.Go(func() {
+			for {
+				j := next.Add(1) - 1
+				if j >= int64(2*n) {
+					return
+				}
+				if j%2 == 0 {
+					missed, err := s.writeRead(fmt.Sprintf("%s %d", s.name, j))
+					if err != nil {
+						r.fail(err)
+					} else if missed {
+						r.missed.Add(1)
+					}
+					continue
+				}
+				where, err := s.readOnly(ids[rand.IntN(len(ids))])
+				if err != nil {
+					r.fail(err)
+				} else if where.InRecovery {
+					r.readOnlyOnStandby.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.elapsed = time.Since(start)
+	return r
+}
+
+// logReads logs one line per result, under a header.
+func logReads(t *testing.T, results ...*readsResult) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-22s %7s %12s %12s %18s %9s\n", "subject", "tasks", "missed own", "errors w/r", "read-only on sb", "tasks/s")
+	for _, r := range results {
+		fmt.Fprintf(&b, "%-22s %7d %12d %12s %11d (%3.0f%%) %9.0f\n", r.subject, 2*r.tasks, r.missed.Load(),
+			fmt.Sprintf("%d/%d", r.writeErrs.Load(), r.readErrs.Load()),
+			r.readOnlyOnStandby.Load(), 100*float64(r.readOnlyOnStandby.Load())/float64(r.tasks),
+			float64(2*r.tasks)/r.elapsed.Seconds())
+	}
+	t.Logf("%d write-then-read and %d read-only tasks each, %d callers, %d connections per host:\n%s",
+		results[0].tasks, results[0].tasks, readsWorkers, readsConns, b.String())
+	for _, r := range results {
+		if len(r.errs) > 0 {
+			t.Logf("%s: first errors: %s", r.subject, strings.Join(r.errs, "; "))
+		}
+	}
+}
+
+// primaryOnlySubject runs everything on the primary through plain pgx.
+func primaryOnlySubject(t *testing.T, cl *readsCluster) readsSubject {
+	g := openReadsGORM(t, openPgx(t, cl.primary.dsn()))
+	return readsSubject{
+		name: "primary only (pgx)",
+		writeRead: func(body string) (bool, error) {
+			return writeThenRead(context.Background(), context.Background(), g, g, body)
+		},
+		readOnly: func(id int64) (readsServer, error) { return readSeeded(context.Background(), g, id) },
+	}
+}
+
+// resolverSubject splits as dbresolver does, by statement kind: writes
+// through plain pgx on the primary, every read through plain pgx on a
+// standby, the two taken in turn.
+func resolverSubject(t *testing.T, cl *readsCluster) readsSubject {
+	w := openReadsGORM(t, openPgx(t, cl.primary.dsn()))
+	replicas := []*gorm.DB{
+		openReadsGORM(t, openPgx(t, cl.prompt.dsn())),
+		openReadsGORM(t, openPgx(t, cl.delayed.dsn())),
+	}
+	var turn atomic.Uint64
+	replica := func() *gorm.DB { return replicas[turn.Add(1)%2] }
+	return readsSubject{
+		name: "dbresolver-style (pgx)",
+		writeRead: func(body string) (bool, error) {
+			return writeThenRead(context.Background(), context.Background(), w, replica(), body)
+		},
+		readOnly: func(id int64) (readsServer, error) { return readSeeded(context.Background(), replica(), id) },
+	}
+}
+
+// pooldriverSubject runs each task in a pooldriver task: a write-then-read
+// task marks its read ReadOnly, as a service marks the reads it lets go
+// to standbys (unmarked, the read runs on the primary and cannot miss);
+// a read-only task is started from a ReadOnly context.
+func pooldriverSubject(g *gorm.DB) readsSubject {
+	return readsSubject{
+		name: "pooldriver",
+		writeRead: func(body string) (bool, error) {
+			ctx, end := pooldriver.WithTask(context.Background())
+			defer end()
+			return writeThenRead(ctx, pooldriver.ReadOnly(ctx), g, g, body)
+		},
+		readOnly: func(id int64) (readsServer, error) {
+			ctx, end := pooldriver.WithTask(pooldriver.ReadOnly(context.Background()))
+			defer end()
+			return readSeeded(ctx, g, id)
+		},
+	}
+}
+
+// logStandbys logs what c knows of its standbys.
+func logStandbys(t *testing.T, c *pooldriver.Connector) {
+	t.Helper()
+	for _, s := range c.Standbys() {
+		t.Logf("standby %s: up %v, replayed %s, lag %v, acquires %d", s.Host, s.Up, s.Replayed, s.Lag, s.Pool.Acquires)
+	}
+}
+
+// TestReadsOnStandbys: tasks that write a row and read it back, and
+// read-only tasks, through GORM, on pooldriver with pool_reads=standby,
+// beside a dbresolver-style split and the primary alone.
+func TestReadsOnStandbys(t *testing.T) {
+	skipShort(t)
+	n := readsN(t)
+	cl := startReadsCluster(t)
+	ids := cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.prompt, cl.delayed))
+	pd := pooldriverSubject(g)
+
+	// A primary without writes for longer than pool_max_replica_lag
+	// leaves its standbys nothing to lag behind: they serve reads.
+	time.Sleep(3 * time.Second)
+	idle := 0
+	for range 20 {
+		where, err := pd.readOnly(ids[rand.IntN(len(ids))])
+		require.NoError(t, err, "a read-only task after the primary was idle")
+		if where.InRecovery {
+			idle++
+		}
+	}
+	t.Logf("after 3 s without writes: %d of 20 read-only tasks on standbys", idle)
+	require.GreaterOrEqual(t, idle, 16, "read-only tasks on standbys after the primary was idle for longer than pool_max_replica_lag")
+
+	before := c.Stats()
+	res := runReads(pd, n, ids)
+	after := c.Stats()
+	t.Logf("pooldriver Stats: ReadsOnStandby +%d, ReadsOnPrimary +%d", after.ReadsOnStandby-before.ReadsOnStandby, after.ReadsOnPrimary-before.ReadsOnPrimary)
+	logStandbys(t, c)
+	results := []*readsResult{res}
+	for _, s := range []readsSubject{resolverSubject(t, cl), primaryOnlySubject(t, cl)} {
+		r := runReads(s, n, ids)
+		require.Zero(t, r.writeErrs.Load()+r.readErrs.Load(), "%s: errors: %v", r.subject, r.errs)
+		results = append(results, r)
+	}
+	logReads(t, results...)
+	require.Zero(t, res.writeErrs.Load(), "pooldriver: writes that failed (on a standby?): %v", res.errs)
+	require.Zero(t, res.readErrs.Load(), "pooldriver: reads that failed: %v", res.errs)
+	require.Zero(t, res.missed.Load(), "pooldriver: reads that missed their task's own write")
+	require.GreaterOrEqual(t, res.readOnlyOnStandby.Load()*10, int64(n)*8, "pooldriver: read-only tasks on standbys (want 80%%)")
+
+	// A read-only task that changes its session: its standby's connection
+	// is reset as it goes back to the pool, and kept.
+	destroyed := func() (n int64) {
+		for _, s := range c.Standbys() {
+			n += s.Pool.Destroyed
+		}
+		return n
+	}
+	was := destroyed()
+	for i := range 50 {
+		ctx, end := pooldriver.WithTask(pooldriver.ReadOnly(context.Background()))
+		var timeout string
+		require.NoError(t, g.WithContext(ctx).Exec("SET statement_timeout = '42s'").Error)
+		where, err := readSeeded(ctx, g, ids[i])
+		require.NoError(t, err)
+		require.NoError(t, g.WithContext(ctx).Raw("SHOW statement_timeout").Scan(&timeout).Error)
+		require.Equal(t, "42s", timeout, "in the task that set it (on port %d)", where.Port)
+		end()
+		ctx, end = pooldriver.WithTask(pooldriver.ReadOnly(context.Background()))
+		require.NoError(t, g.WithContext(ctx).Raw("SHOW statement_timeout").Scan(&timeout).Error)
+		end()
+		require.Equal(t, "0", timeout, "a later read-only task's session")
+	}
+	require.Zero(t, destroyed()-was, "standby connections closed after a read-only task changed its session (the warnings logged say why)")
+}
+
+// TestReadsToken: a write in request 1, its ReadToken handed to request
+// 2, whose read-only task reads the row from a context WithReadToken: it
+// sees it, with the standby that replays 500 ms late the only one. Beside
+// it, a read-only task without the token right after the write, which
+// that standby serves without the row (counted, logged). Then, with the
+// standby waited for until it replayed the token, the read runs there.
+func TestReadsToken(t *testing.T) {
+	skipShort(t)
+	const rounds, workers, caughtUp = 1000, 8, 20
+	cl := startReadsCluster(t)
+	cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.delayed))
+	bg := context.Background()
+	// request1 writes a row in a task and returns the row and the token.
+	request1 := func(body string) (readsRow, string, error) {
+		ctx, end := pooldriver.WithTask(bg)
+		defer end()
+		row := readsRow{Body: body}
+		if err := g.WithContext(ctx).Create(&row).Error; err != nil {
+			return row, "", err
+		}
+		return row, pooldriver.ReadToken(ctx), nil
+	}
+	// request2 reads row in a read-only task, after token if not "".
+	request2 := func(row readsRow, token string) (found bool, where readsServer, err error) {
+		rctx, err := pooldriver.WithReadToken(pooldriver.ReadOnly(bg), token)
+		if err != nil {
+			return false, where, err
+		}
+		ctx, end := pooldriver.WithTask(rctx)
+		defer end()
+		var got readsRow
+		err = g.WithContext(ctx).First(&got, row.ID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return false, where, nil
+		} else if err != nil {
+			return false, where, err
+		}
+		err = g.WithContext(ctx).Raw("SELECT pg_is_in_recovery() AS in_recovery, current_setting('port')::int AS port").Scan(&where).Error
+		return got.Body == row.Body, where, err
+	}
+
+	var missed, stale, noToken, tokenOnStandby atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1); i <= rounds; i = next.Add(1) {
+				row, token, err := request1(fmt.Sprintf("token %d", i))
+				if err != nil {
+					errs <- fmt.Errorf("request 1: %w", err)
+					return
+				}
+				if token == "" {
+					noToken.Add(1)
+				}
+				if found, _, err := request2(row, ""); err != nil {
+					errs <- fmt.Errorf("request 2 without the token: %w", err)
+					return
+				} else if !found {
+					stale.Add(1)
+				}
+				found, where, err := request2(row, token)
+				if err != nil {
+					errs <- fmt.Errorf("request 2 with the token %q: %w", token, err)
+					return
+				}
+				if !found {
+					missed.Add(1)
+				}
+				if where.InRecovery {
+					tokenOnStandby.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d rounds in %v: with the token %d missed the write (%d read on the standby); without it %d missed; %d empty tokens",
+		rounds, time.Since(start).Round(time.Millisecond), missed.Load(), tokenOnStandby.Load(), stale.Load(), noToken.Load())
+	require.Zero(t, noToken.Load(), "ReadToken after a committed write returned \"\"")
+	require.Zero(t, missed.Load(), "request 2 with the token missed request 1's write")
+
+	// Once the standby has replayed the token, the read is its.
+	onStandby := 0
+	for i := range caughtUp {
+		row, token, err := request1(fmt.Sprintf("caught up %d", i))
+		require.NoError(t, err)
+		p, err := dialects.ParsePosition(token)
+		require.NoError(t, err, "the token")
+		waitFor(t, "the delayed standby to replay "+token, func() bool {
+			for _, s := range c.Standbys() {
+				if r, err := dialects.ParsePosition(s.Replayed); err == nil && s.Up && r >= p {
+					return true
+				}
+			}
+			return false
+		})
+		found, where, err := request2(row, token)
+		require.NoError(t, err)
+		require.True(t, found, "request 2 with the token %s, the standby past it", token)
+		if where.InRecovery {
+			onStandby++
+		}
+	}
+	t.Logf("the standby past the token: %d of %d reads with it on the standby", onStandby, caughtUp)
+	logStandbys(t, c)
+	require.GreaterOrEqual(t, onStandby*10, caughtUp*8, "reads with a token the standby has replayed, on the standby")
+}
+
+// readsEvent is one task of TestReadsStandbyStopped.
+type readsEvent struct {
+	began, ended time.Time
+	write        bool
+	missed       bool
+	port         int // a read-only task's server
+	err          error
+}
+
+// TestReadsStandbyStopped: 16 callers run read-only tasks, and tasks that
+// write and read back, every fourth, while the standby that serves reads
+// at once is stopped (pg_ctl stop -m immediate) and, 2 s later, started
+// again. No write fails and no read misses its write; no read-only task
+// begun once the standby is down fails (the other standby or the primary
+// serves it); those under way as it stopped may fail where their
+// statement was cut (counted), not where they failed to connect to it,
+// which sent nothing.
+// Once it is back it serves reads again.
+func TestReadsStandbyStopped(t *testing.T) {
+	skipShort(t)
+	cl := startReadsCluster(t)
+	ids := cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.prompt, cl.delayed))
+	pd := pooldriverSubject(g)
+
+	var mu sync.Mutex
+	var events []readsEvent
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range readsWorkers {
+		wg.Go(func() {
+			var mine []readsEvent
+			defer func() {
+				mu.Lock()
+				events = append(events, mine...)
+				mu.Unlock()
+			}()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e := readsEvent{began: time.Now(), write: next.Add(1)%4 == 0}
+				if e.write {
+					e.missed, e.err = pd.writeRead(fmt.Sprintf("churn %d", next.Load()))
+				} else {
+					var where readsServer
+					where, e.err = pd.readOnly(ids[rand.IntN(len(ids))])
+					e.port = where.Port
+				}
+				e.ended = time.Now()
+				mine = append(mine, e)
+			}
+		})
+	}
+	// The callers end before the cleanups close the DB, also where the
+	// test fails early.
+	stopCallers := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(stopCallers)
+
+	time.Sleep(time.Second)
+	stopping := time.Now()
+	cl.prompt.stop(t)
+	stopped := time.Now()
+	time.Sleep(2 * time.Second)
+	restarting := time.Now()
+	cl.prompt.start(t)
+	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
+	waitFor(t, "the restarted standby to be up again", func() bool {
+		for _, s := range c.Standbys() {
+			if (s.Host == promptHost || strings.HasPrefix(s.Host, promptHost+"/")) && s.Up {
+				return true
+			}
+		}
+		return false
+	})
+	back := time.Now()
+	waitFor(t, "a read-only task on the restarted standby", func() bool {
+		where, err := pd.readOnly(ids[rand.IntN(len(ids))])
+		return err == nil && where.Port == cl.prompt.port
+	})
+	served := time.Now()
+	time.Sleep(time.Second)
+	stopCallers()
+
+	// Tally by phase: before the stop, under way as it stopped, begun
+	// after it (down, and back).
+	type tally struct{ tasks, writes, writeErrs, missed, readErrs, notSent, onPrompt int }
+	var before, during, after tally
+	var errMsgs []string
+	for _, e := range events {
+		p := &after
+		switch {
+		case e.ended.Before(stopping):
+			p = &before
+		case e.began.Before(stopped):
+			p = &during
+		}
+		p.tasks++
+		if e.write {
+			p.writes++
+		}
+		switch {
+		case e.err != nil && e.write:
+			p.writeErrs++
+		case e.err != nil:
+			p.readErrs++
+			var oe *net.OpError
+			if errors.As(e.err, &oe) && oe.Op == "dial" {
+				p.notSent++
+			}
+		}
+		if e.missed {
+			p.missed++
+		}
+		if e.port == cl.prompt.port {
+			p.onPrompt++
+		}
+		if e.err != nil && len(errMsgs) < 8 {
+			errMsgs = append(errMsgs, fmt.Sprintf("%s after the stop began, begun %s after: %v",
+				e.ended.Sub(stopping).Round(time.Millisecond), e.began.Sub(stopping).Round(time.Millisecond), e.err))
+		}
+	}
+	var downOnPrompt int
+	for _, e := range events {
+		if e.port == cl.prompt.port && !e.began.Before(stopped) && e.ended.Before(restarting) {
+			downOnPrompt++
+		}
+	}
+	t.Logf("stop took %v; up again %v after the restart began, serving reads %v after",
+		stopped.Sub(stopping).Round(time.Millisecond), back.Sub(restarting).Round(time.Millisecond), served.Sub(back).Round(time.Millisecond))
+	for _, r := range []struct {
+		name string
+		tally
+	}{{"before the stop", before}, {"under way at it", during}, {"begun after it", after}} {
+		t.Logf("%-16s tasks %6d, writes %5d (failed %d, missed own %d), read-only failed %d (connecting, nothing sent: %d), on the stopped standby %d",
+			r.name, r.tasks, r.writes, r.writeErrs, r.missed, r.readErrs, r.notSent, r.onPrompt)
+	}
+	for _, m := range errMsgs {
+		t.Log(m)
+	}
+	logStandbys(t, c)
+	require.Zero(t, before.writeErrs+during.writeErrs+after.writeErrs, "writes that failed")
+	require.Zero(t, before.missed+during.missed+after.missed, "reads that missed their task's write")
+	require.Zero(t, before.readErrs, "read-only tasks that failed before the stop")
+	require.Zero(t, after.readErrs, "read-only tasks begun after the standby stopped that failed")
+	require.Zero(t, during.notSent, "read-only tasks that failed connecting to the stopped standby (nothing sent: the primary or the other standby could serve them)")
+	require.LessOrEqual(t, during.readErrs, readsWorkers, "read-only tasks under way as the standby stopped that failed")
+	require.Zero(t, downOnPrompt, "read-only tasks served by the stopped standby while it was down")
+}
+
+// TestReadsStandbyFull: the only standby is at its connection limit
+// while it still answers pooldriver's look at its position (on a
+// connection made before). Read-only tasks that find no connection to it
+// sent nothing there: they run on the primary, and none fails.
+func TestReadsStandbyFull(t *testing.T) {
+	skipShort(t)
+	cl := startReadsCluster(t)
+	ids := cl.seed(t)
+	c, g := openReadsPooldriver(t, cl.dsn(cl.primary, cl.prompt))
+	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
+	waitFor(t, "the standby to be up", func() bool {
+		for _, s := range c.Standbys() {
+			if (s.Host == promptHost || strings.HasPrefix(s.Host, promptHost+"/")) && s.Up {
+				return true
+			}
+		}
+		return false
+	})
+	// Fill the standby: connections until it refuses (SQLSTATE 53300).
+	var held []*pgconn.PgConn
+	t.Cleanup(func() {
+		for _, pc := range held {
+			_ = pc.Close(context.Background())
+		}
+	})
+	for {
+		pc, err := pgconn.Connect(ctx(t), cl.prompt.dsn())
+		if err != nil {
+			var pe *pgconn.PgError
+			require.True(t, errors.As(err, &pe) && pe.Code == "53300", "filling the standby: %v", err)
+			break
+		}
+		held = append(held, pc)
+		require.Less(t, len(held), 100, "the standby takes more connections than its max_connections")
+	}
+	t.Logf("the standby is full with %d connections of ours", len(held))
+	// Each task has 5 s, where the primary serves it in milliseconds; the
+	// loop stops at the second failure, to bound the test where they fail.
+	const tasks = 20
+	failed, onStandby, ran := 0, 0, 0
+	var firstErr error
+	for i := 0; i < tasks && failed < 2; i++ {
+		ran++
+		c5, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		task, end := pooldriver.WithTask(pooldriver.ReadOnly(c5))
+		where, err := readSeeded(task, g, ids[i])
+		end()
+		cancel()
+		switch {
+		case err != nil:
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+		case where.InRecovery:
+			onStandby++
+		}
+	}
+	s := c.Stats()
+	t.Logf("%d read-only tasks, the standby full: %d failed (first: %v), %d on the standby; ReadsOnStandby %d, ReadsOnPrimary %d",
+		ran, failed, firstErr, onStandby, s.ReadsOnStandby, s.ReadsOnPrimary)
+	require.Zero(t, failed, "read-only tasks that failed while the standby was full (the primary could serve them)")
+}
