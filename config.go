@@ -88,6 +88,8 @@ type Config struct {
 	// the DSN's lifetime (a user set it).
 	jitterGiven   bool
 	derivedJitter time.Duration
+	// standbyPool: the Config of a standby's pool (replicas.go).
+	standbyPool bool
 }
 
 // Default settings, the same as the DSN's pool_* parameters' defaults.

@@ -31,6 +31,7 @@ type Connector struct {
 
 	leaks        *leakDetector // nil unless leak detection is on
 	dialFailures atomic.Int64  // failed connects in a row
+	dialFailedAt atomic.Int64  // when the last failed, in Unix nanoseconds
 	closing      atomic.Bool
 	closers      sync.WaitGroup // a Shutdown's cuts and close (closeInBackground)
 	// gated sends each acquire the slow way (acquireGated): a Tracer
@@ -187,6 +188,12 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		breaker = st
 	}
 	atLimit, permanent := connectErrors(t)
+	if s.standbyPool {
+		// A full standby serves no reads (the primary does): its refusal
+		// fails the acquire at once rather than waiting for a connection
+		// to come free, and its share is not looked at.
+		atLimit = nil
+	}
 	c := &Connector{tmpl: t, cfg: s, atLimit: atLimit}
 	c.name = c.poolName()
 	c.log = c.newLogger()
@@ -241,7 +248,9 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	c.pool = p
 	close(c.catalogs.ready)
 	c.gated.Store(c.cfg.Tracer != nil)
-	c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
+	if !s.standbyPool {
+		c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
+	}
 	if s.Reads == ReadsStandby {
 		if c.reads, err = newReplicas(c, t, s); err != nil {
 			c.closeNow()

@@ -425,7 +425,16 @@ func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx bool) (*ph
 	if pc == nil {
 		var err error
 		if pc, err = from.acquire(ctx); err != nil {
-			return nil, err
+			if from == l.c || ctx.Err() != nil {
+				return nil, err
+			}
+			// The standby's pool could not connect: the primary serves
+			// the read.
+			l.c.reads.missed()
+			l.standby = nil
+			if pc, err = l.c.acquire(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	pc.Taken() // fresh from the pool: nobody else can reach it

@@ -117,6 +117,7 @@ func (c *Connector) connectFailed(err error) {
 	if c.atLimit != nil && c.atLimit(err) {
 		c.share.refusals.Add(1)
 	}
+	c.dialFailedAt.Store(time.Now().UnixNano())
 	n := c.dialFailures.Add(1)
 	if n == 1 {
 		c.logAt(slog.LevelDebug, "connect failed", err)

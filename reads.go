@@ -250,17 +250,30 @@ func (c *Connector) wroteOn(t *task, k opKind) {
 // retryOnPrimary reports whether a statement that failed with err on a
 // standby's connection runs again on the primary, with the context it
 // returns: the standby refused it as a primary would not have (a write,
-// a conflict with its recovery); it was its hold's first (fresh: a
-// *sql.Conn's later statements keep their connection and session) and
-// ran outside a transaction, on a connection of the hold's own (not a
-// session-mode task's). The hold ends first: the retry starts another.
+// a conflict with its recovery), or its connection was lost under it (a
+// standby going down: whatever it ran there, it wrote nothing). It must
+// have been its hold's first (fresh: a *sql.Conn's later statements keep
+// their connection and session), outside a transaction, on a connection of
+// the hold's own (not a session-mode task's). The hold ends first: the
+// retry starts another.
 func (l *conn) retryOnPrimary(ctx context.Context, err error, fresh bool) (context.Context, bool) {
+	if !fresh || l.tx != nil || l.rows != 0 {
+		return ctx, false
+	}
 	h := l.standby
-	if h.refused == nil || !fresh || l.tx != nil || l.rows != 0 || l.state != holdOwn || !h.refused(err) {
+	refused := l.state == holdOwn && h.refused != nil && h.refused(err)
+	if !refused && l.state != holdLost {
 		return ctx, false
 	}
 	l.endHold()
 	m := readMarkFrom(ctx)
 	m.primary = true
 	return context.WithValue(ctx, readsKey{}, m), true
+}
+
+// missed moves a read counted as served by a standby, whose pool could not
+// connect, to those the primary served.
+func (r *replicas) missed() {
+	r.onStandby.Add(-1)
+	r.onPrimary.Add(1)
 }

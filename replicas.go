@@ -42,6 +42,9 @@ const (
 	positionHistory = 256
 	// monitorRetry spaces the connects of a look's connection that fail.
 	monitorRetry = 250 * time.Millisecond
+	// standbyRetry: a standby whose pool failed to connect serves reads
+	// again after this long, when its next connect shows whether it can.
+	standbyRetry = time.Second
 )
 
 // replicas is a Connector's standbys.
@@ -116,9 +119,10 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 		sub := s
 		sub.tmpl = h
 		sub.Reads = ReadsPrimary
+		sub.standbyPool = true
 		host := h.String()
 		if a, ok := h.(dialects.AddressedTemplate); ok && a.Address().Host != "" {
-			host = a.Address().String()
+			host = dialects.Address{Host: a.Address().Host, Port: a.Address().Port}.String()
 		}
 		if s.Name != "" {
 			sub.Name = s.Name + " standby " + host
@@ -267,7 +271,12 @@ func (r *replicas) source(after dialects.Position, last *standby) *standby {
 // its last look.
 func (r *replicas) serves(h *standby, after dialects.Position, now time.Time) bool {
 	s := h.seen.Load()
-	return s != nil && s.up && now.Sub(s.at) <= r.maxLag && s.lag <= r.maxLag && s.replayed >= after
+	if s == nil || !s.up || now.Sub(s.at) > r.maxLag || s.lag > r.maxLag || s.replayed < after {
+		return false
+	}
+	// A standby its pool failed to connect to lately (full, or going
+	// down before a look saw it) is tried again after standbyRetry.
+	return h.c.dialFailures.Load() == 0 || now.UnixNano()-h.c.dialFailedAt.Load() >= int64(standbyRetry)
 }
 
 // close closes the standbys' Connectors and the looks' connections, once

@@ -73,7 +73,7 @@ type Stats struct {
 	// With pool_reads=standby (see ReadOnly): the reads a standby served,
 	// and those that went to the primary because none could. The
 	// standbys' own pools are in Connector.Standbys.
-	ReadsOnStandby int64
+	ReadsOnStandby int64 // reads a standby's pool served (or failed, for the statement's own error)
 	ReadsOnPrimary int64
 }
 
@@ -154,8 +154,10 @@ func (c *Connector) Stats() Stats {
 	return s
 }
 
-// Standbys returns, with pool_reads=standby, each standby of the DSN as
-// the last look at it saw it, with its pool's Stats; nil otherwise.
+// Standbys returns, with pool_reads=standby, each host of the DSN as a
+// standby, as the last look at it saw it, with its pool's Stats: the
+// primary's host is among them, not Up (it serves reads as the primary,
+// and as a standby once it is one); nil otherwise.
 func (c *Connector) Standbys() []StandbyStats {
 	if c.reads == nil {
 		return nil

@@ -658,7 +658,7 @@ func TestReadsStandbyStopped(t *testing.T) {
 	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
 	waitFor(t, "the restarted standby to be up again", func() bool {
 		for _, s := range c.Standbys() {
-			if (s.Host == promptHost || strings.HasPrefix(s.Host, promptHost+"/")) && s.Up {
+			if s.Host == promptHost && s.Up {
 				return true
 			}
 		}
@@ -735,7 +735,7 @@ func TestReadsStandbyStopped(t *testing.T) {
 	require.Zero(t, before.readErrs, "read-only tasks that failed before the stop")
 	require.Zero(t, after.readErrs, "read-only tasks begun after the standby stopped that failed")
 	require.Zero(t, during.notSent, "read-only tasks that failed connecting to the stopped standby (nothing sent: the primary or the other standby could serve them)")
-	require.LessOrEqual(t, during.readErrs, readsWorkers, "read-only tasks under way as the standby stopped that failed")
+	require.Zero(t, during.readErrs, "read-only tasks under way as the standby stopped that failed (a read cut by the standby's end runs again on the primary)")
 	require.Zero(t, downOnPrompt, "read-only tasks served by the stopped standby while it was down")
 }
 
@@ -751,7 +751,7 @@ func TestReadsStandbyFull(t *testing.T) {
 	promptHost := fmt.Sprintf("127.0.0.1:%d", cl.prompt.port)
 	waitFor(t, "the standby to be up", func() bool {
 		for _, s := range c.Standbys() {
-			if (s.Host == promptHost || strings.HasPrefix(s.Host, promptHost+"/")) && s.Up {
+			if s.Host == promptHost && s.Up {
 				return true
 			}
 		}

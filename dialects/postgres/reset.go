@@ -284,7 +284,10 @@ const (
 )
 
 // originResetSQL ends the session's replication origin, if it has one.
-const originResetSQL = `SELECT pg_catalog.pg_replication_origin_session_reset() WHERE pg_catalog.pg_replication_origin_session_is_setup()`
+// A standby's session can have none, and refuses even the question: the
+// CASE asks only outside recovery (its branches run in order).
+const originResetSQL = `SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN false ` +
+	`WHEN pg_catalog.pg_replication_origin_session_is_setup() THEN pg_catalog.pg_replication_origin_session_reset() IS NULL END`
 
 // originAnswer reads the privilege resetSQL asked about: the result
 // just before the statements' list.
