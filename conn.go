@@ -40,6 +40,9 @@ type conn struct {
 	// standby: the standby whose connection the hold took last, nil
 	// where the primary's (pool_reads=standby; see retryOnPrimary).
 	standby *standby
+	// text: the statement the hold's next connection is taken for, where
+	// it may be a read's (pool_reads=selects); "" otherwise.
+	text string
 	// The wrapper of the hold's result set, reused from one query to the
 	// next (see newRows).
 	rowsBuf rows
@@ -66,6 +69,9 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return l.exec(ctx, query, args, nil)
 	}
 	// start's first branch, for opExec outside any task.
+	if l.c.reads != nil {
+		l.text = query
+	}
 	pc, err := l.takeOwn(ctx, nil, opExec, false)
 	if err != nil {
 		return nil, err
@@ -123,6 +129,9 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return l.query(ctx, query, args, nil)
 	}
 	// start's first branch, for opStmt outside any task.
+	if l.c.reads != nil {
+		l.text = query
+	}
 	pc, err := l.takeOwn(ctx, nil, opStmt, false)
 	if err != nil {
 		return nil, err

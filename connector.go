@@ -251,7 +251,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	if !s.standbyPool {
 		c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
 	}
-	if s.Reads == ReadsStandby {
+	if s.Reads != ReadsPrimary {
 		if c.reads, err = newReplicas(c, t, s); err != nil {
 			c.closeNow()
 			return nil, err

@@ -79,6 +79,9 @@ func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn fun
 // common case written out.
 func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue, s *stmt) (driver.Result, error) {
 	var le lease
+	if l.c.reads != nil {
+		l.text = query // for a read's route (pool_reads=selects)
+	}
 	if err := l.start(ctx, opExec, &le); err != nil {
 		return nil, err
 	}
@@ -104,6 +107,9 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 // Like exec, it runs query with args, or the prepared statement s.
 func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue, s *stmt) (driver.Rows, error) {
 	var le lease
+	if l.c.reads != nil {
+		l.text = query
+	}
 	if err := l.start(ctx, opStmt, &le); err != nil {
 		return nil, err
 	}
@@ -406,7 +412,8 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx bool) (*phys.Conn, error) {
 	from := l.c
 	if l.c.reads != nil {
-		h := l.c.reads.route(ctx, t, k, readTx)
+		h := l.c.reads.route(ctx, t, k, readTx, l.text)
+		l.text = ""
 		if h != nil {
 			from = h.c
 		}

@@ -21,33 +21,44 @@ const (
 	// replayed what they must see: a read-only *sql.Tx, and every
 	// statement run with a context from ReadOnly. See docs/reads.md.
 	ReadsStandby
+	// ReadsSelects: as ReadsStandby, and a statement outside a
+	// transaction that the dialect proves only reads by its text (one
+	// SELECT of built-ins that write nothing) goes to a standby too,
+	// whatever its context says. Outside a task nothing tells a caller's
+	// writes: such a read may miss the caller's own write, as with any
+	// read/write split; a task's reads never do.
+	ReadsSelects
 )
 
-// String returns "primary" or "standby", the pool_reads values.
+// String returns "primary", "standby" or "selects", the pool_reads values.
 func (r Reads) String() string {
 	switch r {
 	case ReadsPrimary:
 		return "primary"
 	case ReadsStandby:
 		return "standby"
+	case ReadsSelects:
+		return "selects"
 	}
 	return fmt.Sprintf("Reads(%d)", int(r))
 }
 
-// ParseReads parses a pool_reads value: "primary" or "standby".
+// ParseReads parses a pool_reads value: "primary", "standby" or "selects".
 func ParseReads(s string) (Reads, error) {
 	switch s {
 	case "primary":
 		return ReadsPrimary, nil
 	case "standby":
 		return ReadsStandby, nil
+	case "selects":
+		return ReadsSelects, nil
 	}
-	return 0, fmt.Errorf("unknown reads %q (want primary or standby)", s)
+	return 0, fmt.Errorf("unknown reads %q (want primary, standby or selects)", s)
 }
 
 // knownReads is pool_reads's check.
 func knownReads(v any) error {
-	if r := v.(Reads); r != ReadsPrimary && r != ReadsStandby {
+	if r := v.(Reads); r < ReadsPrimary || r > ReadsSelects {
 		return errors.New("unknown reads")
 	}
 	return nil
@@ -186,13 +197,15 @@ func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
 
 // route returns the standby that serves an operation of kind k with ctx,
 // of task t (nil: none, or one whose connection it will not be), where it
-// only reads: it runs with a ReadOnly context or in a read-only task, or
-// begins a read-only *sql.Tx (readTx); nil: the primary serves it. A read
+// only reads: it runs with a ReadOnly context or in a read-only task,
+// begins a read-only *sql.Tx (readTx), or, with pool_reads=selects, is a
+// statement (query) the dialect proves only reads; nil: the primary
+// serves it. A read
 // must see what ctx's token and the task's writes and earlier reads saw.
 // A task's statement on the primary outside a *sql.Tx may have written
 // where nothing tells the position: the task's reads go to the primary
 // from then on (see taskReads).
-func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool) *standby {
+func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool, query string) *standby {
 	m := readMarkFrom(ctx)
 	if m.primary {
 		if t != nil && k != opBegin {
@@ -201,7 +214,7 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool) *s
 		r.onPrimary.Add(1)
 		return nil
 	}
-	read := readTx || m.readOnly
+	read := readTx || m.readOnly || r.proves != nil && query != "" && (k == opExec || k == opStmt) && r.proves(query)
 	after := m.after
 	var last *standby
 	if t != nil {

@@ -53,6 +53,7 @@ type replicas struct {
 	hosts  []*standby
 	maxLag time.Duration
 	rr     atomic.Uint32 // spreads reads over the standbys that can serve them
+	proves func(query string) bool // pool_reads=selects: the dialect's proof that a statement only reads; nil: none sought
 
 	onStandby atomic.Int64 // reads served by a standby
 	onPrimary atomic.Int64 // reads that went to the primary: no standby could serve them
@@ -104,16 +105,23 @@ type monitor struct {
 func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error) {
 	st, ok := t.(dialects.StandbyTemplates)
 	if !ok {
-		return nil, fmt.Errorf("pooldriver: pool_reads=standby: the %s dialect cannot send reads to standbys (PostgreSQL's can)", c.scheme())
+		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the %s dialect cannot send reads to standbys (PostgreSQL's can)", s.Reads, c.scheme())
 	}
 	if s.ServerPooling == dialects.ServerPoolingSession || s.ServerPooling == dialects.ServerPoolingTransaction {
-		return nil, errors.New("pooldriver: pool_reads=standby cannot be used with pool_server_pooling: the pooler hides which server a connection reaches")
+		return nil, fmt.Errorf("pooldriver: pool_reads=%s cannot be used with pool_server_pooling: the pooler hides which server a connection reaches", s.Reads)
 	}
 	hosts := st.Standbys()
 	if len(hosts) == 0 {
-		return nil, errors.New("pooldriver: pool_reads=standby: the DSN names one host; name the primary and its standbys (host1,host2,...)")
+		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the DSN names one host; name the primary and its standbys (host1,host2,...)", s.Reads)
 	}
 	r := &replicas{c: c, maxLag: s.MaxReplicaLag}
+	if s.Reads == ReadsSelects {
+		p, ok := t.(dialects.ReadProver)
+		if !ok {
+			return nil, fmt.Errorf("pooldriver: pool_reads=selects: the %s dialect cannot prove that a statement only reads (use pool_reads=standby)", c.scheme())
+		}
+		r.proves = p.ReadsOnly
+	}
 	r.primary = monitor{tmpl: t, creds: c.credentials}
 	for _, h := range hosts {
 		sub := s

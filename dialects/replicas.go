@@ -99,3 +99,10 @@ var ErrNotStandby = errors.New("pooldriver: the server is not a standby")
 type StandbyRefusals interface {
 	RefusedByStandby(err error) bool
 }
+
+// ReadProver is implemented by a Template whose dialect can tell, from a
+// statement's text alone, that it only reads (pool_reads=selects sends
+// such a statement, outside a transaction, to a standby).
+type ReadProver interface {
+	ReadsOnly(query string) bool
+}

@@ -90,3 +90,49 @@ func TestReadsRoute(t *testing.T) {
 	t.Logf("reads on standby %d, on primary %d, standbys %+v", st.ReadsOnStandby, st.ReadsOnPrimary, c.Standbys())
 	require.NotZero(t, st.ReadsOnStandby)
 }
+
+// TestReadsRouteSelects: with pool_reads=selects a statement outside a
+// transaction that the dialect proves only reads runs on a standby with
+// any context; one it cannot prove (a call of a user's function, a
+// locking SELECT) runs on the primary; in a task, a read after a commit
+// sees the commit.
+func TestReadsRouteSelects(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=selects&pool_max_replica_lag=5s", primary.port, standby.port)
+	c := pooldriver.New(dsn)
+	require.NoError(t, c.Err())
+	db := sql.OpenDB(c)
+	defer db.Close()
+	bg := ctx(t)
+	_, err := db.ExecContext(bg, "CREATE TABLE reads_selects (k int PRIMARY KEY); INSERT INTO reads_selects VALUES (-1); CREATE FUNCTION reads_selects_f() RETURNS bool LANGUAGE sql AS 'SELECT pg_is_in_recovery()'")
+	require.NoError(t, err)
+	waitFor(t, "the standby's first look", func() bool {
+		s := c.Standbys()
+		return len(s) == 2 && s[1].Up
+	})
+	onStandby := func(ctx context.Context, q string) bool {
+		t.Helper()
+		var b bool
+		require.NoError(t, db.QueryRowContext(ctx, q).Scan(&b), q)
+		return b
+	}
+	require.True(t, onStandby(bg, "SELECT pg_is_in_recovery()"), "a plain SELECT of built-ins")
+	require.False(t, onStandby(bg, "SELECT reads_selects_f()"), "a call of a user's function")
+	require.False(t, onStandby(bg, "SELECT pg_is_in_recovery() FROM reads_selects WHERE k = -1 FOR UPDATE"), "a locking SELECT")
+	for k := range 100 {
+		tctx, end := pooldriver.WithTask(bg)
+		tx, err := db.BeginTx(tctx, nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(tctx, "INSERT INTO reads_selects VALUES ($1)", k)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		var n int
+		require.NoError(t, db.QueryRowContext(tctx, "SELECT count(*) FROM reads_selects WHERE k = $1", k).Scan(&n))
+		require.Equal(t, 1, n, "task %d read its own write", k)
+		end()
+	}
+	st := c.Stats()
+	t.Logf("reads on standby %d, on primary %d", st.ReadsOnStandby, st.ReadsOnPrimary)
+}

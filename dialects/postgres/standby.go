@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 var _ dialects.StandbyTemplates = (*template)(nil)
@@ -169,3 +170,9 @@ func (t *template) RefusedByStandby(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == readOnlyTransaction || pe.Code == serializationFailure)
 }
+
+var _ dialects.ReadProver = (*template)(nil)
+
+// ReadsOnly reports whether query is one SELECT that only reads by its
+// words and calls only built-ins that write nothing (sqllex.ReadsOnly).
+func (t *template) ReadsOnly(query string) bool { return sqllex.ReadsOnly(query) }
