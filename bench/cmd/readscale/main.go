@@ -49,7 +49,7 @@ func main() {
 
 	dir, err := os.MkdirTemp("", "readscale-")
 	check(err)
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	asNobody := os.Geteuid() == 0
 	if asNobody {
 		check(os.Chown(dir, 65534, 65534))
@@ -116,7 +116,7 @@ func measure(dsn string, workers int, dur time.Duration, after func(*pooldriver.
 	c := pooldriver.New(dsn)
 	check(c.Err())
 	db := sql.OpenDB(c)
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	ctx := pooldriver.ReadOnly(context.Background())
 	var n atomic.Int64
 	var stop atomic.Bool
@@ -253,7 +253,7 @@ func (c *cluster) run(name string, args ...string) {
 func freePort() int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -263,7 +263,9 @@ func nproc() int {
 		return 0
 	}
 	var n int
-	fmt.Sscan(string(out), &n)
+	if _, err := fmt.Sscan(string(out), &n); err != nil {
+		return 0
+	}
 	return n
 }
 
