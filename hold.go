@@ -412,7 +412,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx bool) (*phys.Conn, error) {
 	from := l.c
 	if l.c.reads != nil {
-		h := l.c.reads.route(ctx, t, k, readTx, l.text)
+		h := l.c.reads.route(ctx, t, k, readTx, l.text, l.parked)
 		l.text = ""
 		if h != nil {
 			from = h.c

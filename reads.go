@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // Reads says where reads may go (pool_reads).
@@ -200,12 +202,13 @@ func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
 // only reads: it runs with a ReadOnly context or in a read-only task,
 // begins a read-only *sql.Tx (readTx), or, with pool_reads=selects, is a
 // statement (query) the dialect proves only reads; nil: the primary
-// serves it. A read
-// must see what ctx's token and the task's writes and earlier reads saw.
-// A task's statement on the primary outside a *sql.Tx may have written
+// serves it. A read must see what ctx's token and the task's writes and
+// earlier reads saw. The standby the task read from last, else the one
+// whose connection the logical conn parked (taken without the pool), is
+// taken first while it can serve. A task's statement on the primary outside a *sql.Tx may have written
 // where nothing tells the position: the task's reads go to the primary
 // from then on (see taskReads).
-func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool, query string) *standby {
+func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool, query string, parked *pool.Resource[*phys.Conn]) *standby {
 	m := readMarkFrom(ctx)
 	if m.primary {
 		if t != nil && k != opBegin {
@@ -237,6 +240,9 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool, qu
 	}
 	if !read {
 		return nil
+	}
+	if last == nil && parked != nil {
+		last = r.of(parked.Value()) // its parked connection is taken without the pool
 	}
 	h := r.source(after, last)
 	if h != nil && t != nil {
@@ -289,4 +295,14 @@ func (l *conn) retryOnPrimary(ctx context.Context, err error, fresh bool) (conte
 func (r *replicas) missed() {
 	r.onStandby.Add(-1)
 	r.onPrimary.Add(1)
+}
+
+// of returns the standby whose pool pc is of, nil for the primary's.
+func (r *replicas) of(pc *phys.Conn) *standby {
+	for _, h := range r.hosts {
+		if pc.Env == &h.c.env {
+			return h
+		}
+	}
+	return nil
 }

@@ -52,7 +52,7 @@ type replicas struct {
 	c      *Connector // the primary's
 	hosts  []*standby
 	maxLag time.Duration
-	rr     atomic.Uint32 // spreads reads over the standbys that can serve them
+	rr     atomic.Uint32           // spreads reads over the standbys that can serve them
 	proves func(query string) bool // pool_reads=selects: the dialect's proof that a statement only reads; nil: none sought
 
 	onStandby atomic.Int64 // reads served by a standby
