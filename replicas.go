@@ -58,11 +58,12 @@ type replicas struct {
 	onStandby atomic.Int64 // reads served by a standby
 	onPrimary atomic.Int64 // reads that went to the primary: no standby could serve them
 
-	primary monitor // the look at the primary
-	mu      sync.Mutex
-	seen    [positionHistory]sample // the primary's positions, a ring
-	next    int                     // seen's next slot
-	n       int                     // how many of seen are filled
+	primary    monitor       // the look at the primary
+	primaryTLI atomic.Uint32 // the timeline the primary writes, where known
+	mu         sync.Mutex
+	seen       [positionHistory]sample // the primary's positions, a ring
+	next       int                     // seen's next slot
+	n          int                     // how many of seen are filled
 
 	wg sync.WaitGroup // the loops
 }
@@ -80,6 +81,7 @@ type standby struct {
 	mon     monitor
 	seen    atomic.Pointer[standbySeen]
 	refused func(error) bool // dialects.StandbyRefusals; nil: none retried
+	tli     uint32           // the timeline it last received, where known (its look's loop only)
 }
 
 // standbySeen is a standby's last look: nil until the first answers.
@@ -187,6 +189,9 @@ func (r *replicas) lookPrimary(ctx context.Context) {
 	if err != nil || st.Standby {
 		return
 	}
+	if st.Timeline != 0 {
+		r.primaryTLI.Store(st.Timeline)
+	}
 	p := st.Flushed
 	if p == 0 {
 		p = st.Position
@@ -214,6 +219,19 @@ func (r *replicas) lookStandby(ctx context.Context, h *standby) {
 		if err == nil {
 			h.mon.drop() // a primary now: the next look connects again, and is refused while it stays one
 		}
+		return
+	}
+	if st.Timeline != 0 {
+		h.tli = st.Timeline
+	}
+	if pt := r.primaryTLI.Load(); pt != 0 && h.tli != 0 && h.tli != pt {
+		// Left behind by a failover: what it replayed may be the old
+		// primary's past the point where the new one took over, which
+		// positions on the new timeline do not tell.
+		if old := h.seen.Load(); old == nil || old.up {
+			r.c.logAt(slog.LevelInfo, "a standby follows another timeline than the primary's: no reads go to it", nil, "host", h.host, "timeline", h.tli, "primary_timeline", pt)
+		}
+		h.seen.Store(&standbySeen{at: now})
 		return
 	}
 	h.seen.Store(&standbySeen{at: now, up: true, replayed: st.Position, lag: r.lag(st.Position, now)})

@@ -71,6 +71,13 @@ type LogState struct {
 	// standby that has replayed all it can stays behind Position. 0 for a
 	// standby.
 	Flushed Position
+	// Timeline is the history the positions are of: for a primary, the
+	// timeline it writes (a promotion starts a new one); for a standby,
+	// the one it receives. Positions of two timelines do not compare: a
+	// standby left behind by a failover may have replayed records of the
+	// old primary past the point where the new one took over. 0: not
+	// known (a standby not streaming, or a role not allowed to see it).
+	Timeline uint32
 }
 
 // PositionCommitter is implemented by a Conn that can commit the

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,13 +20,18 @@ var (
 // positionSQL reads whether the server is in recovery and its position:
 // the replayed one for a standby (NULL on one that has replayed nothing
 // yet), for a primary the end of the log inserted so far and the end
-// flushed. The subquery asks pg_is_in_recovery() once (PostgreSQL does
-// not flatten a subquery with a volatile function), so a promotion under
-// way cannot pair a standby's answer with a primary's position. Every name
-// is pg_catalog's, so the session's search_path cannot bend it.
+// flushed; and the timeline: a primary's from the name of its current WAL
+// file, a standby's as its WAL receiver has it (NULL: not streaming; -1:
+// the role may not see it). The subquery asks pg_is_in_recovery() once
+// (PostgreSQL does not flatten a subquery with a volatile function), so a
+// promotion under way cannot pair a standby's answer with a primary's
+// position. Every name is pg_catalog's, so the session's search_path
+// cannot bend it.
 const positionSQL = `SELECT r, CASE WHEN r THEN pg_catalog.pg_last_wal_replay_lsn() ` +
 	`ELSE pg_catalog.pg_current_wal_insert_lsn() END, ` +
-	`CASE WHEN r THEN NULL ELSE pg_catalog.pg_current_wal_flush_lsn() END ` +
+	`CASE WHEN r THEN NULL ELSE pg_catalog.pg_current_wal_flush_lsn() END, ` +
+	`CASE WHEN r THEN (SELECT coalesce(w.received_tli, -1) FROM pg_catalog.pg_stat_wal_receiver w) ` +
+	`ELSE ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_flush_lsn()), 1, 8))::pg_catalog.bit(32)::pg_catalog.int4 END ` +
 	`FROM (SELECT pg_catalog.pg_is_in_recovery() AS r) s`
 
 // commitAtSQL commits and reads the position in one simple-protocol query.
@@ -59,8 +66,8 @@ func (c *conn) LogPosition(ctx context.Context) (dialects.LogState, error) {
 
 // readPosition reads positionSQL's row.
 func readPosition(r *pgconn.Result) (dialects.LogState, error) {
-	if len(r.Rows) != 1 || len(r.Rows[0]) != 3 {
-		return dialects.LogState{}, fmt.Errorf("pooldriver: postgres: reading the log position: want one row of three columns")
+	if len(r.Rows) != 1 || len(r.Rows[0]) != 4 {
+		return dialects.LogState{}, fmt.Errorf("pooldriver: postgres: reading the log position: want one row of four columns")
 	}
 	row := r.Rows[0]
 	s := dialects.LogState{Standby: string(row[0]) == "t"}
@@ -73,6 +80,15 @@ func readPosition(r *pgconn.Result) (dialects.LogState, error) {
 			return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: postgres: reading the log position: %w", err)
 		}
 		*at = pos
+	}
+	if row[3] != nil {
+		tli, err := strconv.ParseInt(string(row[3]), 10, 64)
+		if err != nil {
+			return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: postgres: reading the timeline: %w", err)
+		}
+		if tli > 0 && tli <= math.MaxUint32 {
+			s.Timeline = uint32(tli)
+		}
 	}
 	return s, nil
 }
