@@ -657,3 +657,66 @@ func modalFactory(mode *atomic.Int32, hang time.Duration) func(context.Context) 
 		return 1, nil
 	}
 }
+
+// TestSlowRefusalsRedialAtOnce: while each factory call fails with an
+// answer that takes a while (a standby refusing a primary's callers
+// during a failover), each waiting caller's next call starts as its last
+// fails, as a plain driver's caller would dial again: the calls in flight
+// stay one per waiting caller, not the back-off's pace. Calls that fail at
+// once are still spaced (TestBackoffSpacesHangingDials).
+func TestSlowRefusalsRedialAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const answer = 40 * time.Millisecond
+		var mode atomic.Int32
+		var mu sync.Mutex
+		var starts, inFlight, most int
+		factory := modalFactory(&mode, answer)
+		p, err := New(Config[int]{Max: 10, Factory: func(ctx context.Context) (int, error) {
+			mu.Lock()
+			starts++
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+			}()
+			return factory(ctx)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		held := mustAcquireInt(t, p) // in use: the callers wait through the failures
+		mode.Store(2)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				r, err := p.Acquire(ctx)
+				if err != nil {
+					t.Errorf("a waiting caller: %v", err)
+					return
+				}
+				r.Release()
+			})
+		}
+		time.Sleep(400 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		n, m := starts, most
+		mu.Unlock()
+		// One per caller in flight, back to back: 8 × 400ms / 40ms.
+		if n < 60 {
+			t.Errorf("%d calls in 400ms of refusals taking %v each, want about 80 (each caller's next as its last fails)", n, answer)
+		}
+		if m > 8 {
+			t.Errorf("%d calls in flight at once, want at most 8 (one per waiting caller)", m)
+		}
+		mode.Store(0)
+		wg.Wait()
+		held.Release()
+	})
+}

@@ -139,6 +139,9 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took tim
 			return
 		}
 	}
+	if p.redialLocked(owner, ev, err, took) {
+		p.startFactoryLocked(owner, now)
+	}
 	// At the backend's limit the caller waits on, within its deadline,
 	// for a resource released or the next attempt (the breaker's trial,
 	// or the end of the back-off): a connection may free any moment, and
@@ -153,6 +156,21 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took tim
 	if tell {
 		owner.ch <- result[T]{err: err} // it waits for this: it left the queue
 	}
+}
+
+// redialLocked reports whether owner, whose own factory call failed with
+// err after took, gets its next call at once, past the back-off: the call
+// was answered (not a timeout, not a permanent cause) after a while (at
+// least BackoffMin), as a standby refuses a primary's callers, or a
+// server starting up its new ones, during a failover. The next attempt
+// may be the first the promoted server accepts, and a plain driver's
+// caller would be dialling it now; the back-off is for failures that come
+// at once (a port nobody listens on), which it still spaces, and for
+// silence. One call per waiting caller at most, within Max.
+func (p *Pool[T]) redialLocked(owner *waiter[T], ev Event, err error, took time.Duration) bool {
+	return owner != nil && owner.queued && !owner.creating && p.state == Active && !p.closed &&
+		ev == EventCreateFailed && !p.permanent && !isTimeout(err) &&
+		p.cfg.BackoffMin > 0 && took >= p.cfg.BackoffMin && p.total < p.maxLocked()
 }
 
 // failWaitingLocked fails the waiters that have no factory call of their
