@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -32,29 +30,14 @@ const (
 	failoverConns   = 8
 )
 
-// startStandby makes a streaming standby of pg (pg_basebackup -R) on a
-// port of its own, started, stopped and removed when the test ends. The
-// primary waits for it to confirm every commit (synchronous_standby_names),
-// so that a write the primary acknowledged is on the standby when it is
+// startStandby makes a streaming standby of pg (startAsyncStandby) whose
+// confirmation of every commit the primary waits for
+// (synchronous_standby_names), so that a write the primary acknowledged is on the standby when it is
 // promoted: what the suite counts as lost is the pool's doing, not
 // asynchronous replication's.
 func (pg *localPG) startStandby(t *testing.T) *localPG {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pooldriver-pg-standby-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sb := &localPG{bin: pg.bin, dir: dir, cred: pg.cred, port: freePort(t)}
-	if sb.cred != nil {
-		require.NoError(t, os.Chown(dir, int(sb.cred.Uid), int(sb.cred.Gid)))
-	}
-	sb.run(t, pgCtlLimit, "pg_basebackup", "-D", sb.data(), "-h", "127.0.0.1", "-p", fmt.Sprint(pg.port), "-U", "postgres", "-R", "-X", "stream", "--no-sync")
-	f, err := os.OpenFile(filepath.Join(sb.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = fmt.Fprintf(f, "port = %d\nunix_socket_directories = '%s'\n", sb.port, dir)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	sb.start(t)
-	t.Cleanup(func() { _ = sb.runErr(pgCtlLimit, "pg_ctl", "-D", sb.data(), "-w", "stop", "-m", "immediate") })
+	sb := pg.startAsyncStandby(t, "")
 	pg.sql(t, "ALTER SYSTEM SET synchronous_standby_names = '*'")
 	pg.sql(t, "SELECT pg_reload_conf()")
 	waitFor(t, "the standby to stream synchronously", func() bool {
