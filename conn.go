@@ -72,7 +72,7 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if l.c.reads != nil {
 		l.text = query
 	}
-	pc, err := l.takeOwn(ctx, nil, opExec, false)
+	pc, err := l.takeOwn(ctx, nil, opExec, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if l.c.reads != nil {
 		l.text = query
 	}
-	pc, err := l.takeOwn(ctx, nil, opStmt, false)
+	pc, err := l.takeOwn(ctx, nil, opStmt, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,10 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	le := &lease{}
 	// A standby serves a read-only transaction, but not a serializable
 	// one: PostgreSQL refuses it in recovery.
-	le.readTx = l.c.reads != nil && opts.ReadOnly && opts.Isolation != driver.IsolationLevel(sql.LevelSerializable)
+	if l.c.reads != nil {
+		le.primary = opts.Isolation == driver.IsolationLevel(sql.LevelSerializable)
+		le.readTx = opts.ReadOnly && !le.primary
+	}
 	err := l.do(ctx, opBegin, le, "", func(pc *phys.Conn) error {
 		var dtx driver.Tx
 		var err error

@@ -237,6 +237,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		AtLimit:             atLimit,
 		Permanent:           permanent,
 		OnStateChange:       c.logBreaker,
+		NoBackoff:           s.standbyPool, // its caller's read goes to the primary at once
 	})
 	if err != nil {
 		close(c.catalogs.ready)

@@ -56,6 +56,7 @@ type leaseFacts struct {
 	locked   bool   // the operation took pc's lock (false: its hold's open rows have it, or it runs solo)
 	solo     bool   // the hold's first operation, outside any task, run without the lock (see start)
 	readTx   bool   // it begins a read-only *sql.Tx that a standby may serve (pool_reads=standby)
+	primary  bool   // it begins a *sql.Tx a standby would refuse (serializable): on the primary
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
@@ -206,7 +207,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		// (see startWith) before it can let a task reach the connection.
 		// Anything else takes it. Were the lock taken after all, the
 		// general path waits for it under ctx.
-		pc, err := l.takeOwn(ctx, nil, k, le.readTx)
+		pc, err := l.takeOwn(ctx, nil, k, le.readTx, le.primary)
 		if err != nil {
 			return err
 		}
@@ -235,6 +236,9 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 			le.locked = true
 		}
 		return nil
+	}
+	if l.c.reads != nil && l.tx == nil && l.leaveStandby(ctx, k, le) {
+		return l.start(ctx, k, le) // the hold ended: a new one starts
 	}
 	return l.startWith(ctx, k, taskFrom(ctx), le)
 }
@@ -371,15 +375,11 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 		if useTask && t.modeFor(l.c) == SessionMode && l.c.cfg.ServerPooling == dialects.ServerPoolingTransaction {
 			return ErrNoServerSession
 		}
-		var own *task
-		readTx := le.readTx
-		if useTask {
-			own = t
-			// A connection a session-mode task binds serves its writes
-			// too: only a read-only task's may be a standby's.
-			readTx = readTx && t.modeFor(l.c) == TransactionMode
-		}
-		pc, err := l.takeOwn(ctx, own, k, readTx)
+		// A connection a session-mode task binds serves its writes too:
+		// only a read-only task's may be a standby's. The task's reads
+		// and writes count whether or not the connection will be its own.
+		bind := useTask && t.modeFor(l.c) == SessionMode && !t.reads.readOnly
+		pc, err := l.takeOwn(ctx, t, k, le.readTx, bind || le.primary)
 		if err != nil {
 			return err
 		}
@@ -408,11 +408,13 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 // logical conn last parked, if it is still there and passes the idle check,
 // else one the pool hands out. With standbys (pool_reads=standby), the
 // pool is a standby's where the operation of kind k, of task t (or nil),
-// only reads (readTx: it begins a read-only *sql.Tx) and one can serve it.
-func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx bool) (*phys.Conn, error) {
+// only reads (readTx: it begins a read-only *sql.Tx) and one can serve it,
+// unless primary (the connection will serve the task's writes, or a
+// standby would refuse the operation).
+func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx, primary bool) (*phys.Conn, error) {
 	from := l.c
 	if l.c.reads != nil {
-		h := l.c.reads.route(ctx, t, k, readTx, l.text, l.parked)
+		h := l.c.reads.route(ctx, t, k, readTx, primary, l.text, l.parked)
 		l.text = ""
 		if h != nil {
 			from = h.c
@@ -468,7 +470,7 @@ func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (bool, error) 
 		l.pc, le.pc = pc, pc
 		l.to(evShare)
 		if l.tx == nil {
-			l.c.wroteOn(t, k)
+			l.c.wroteOn(t, k, pc)
 		}
 		return true, nil
 	case shareSeparate:

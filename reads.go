@@ -185,12 +185,11 @@ func (t *task) readAfter(p dialects.Position) {
 // position.
 func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
 	r := t.reads.on.Load()
-	if r == nil || !t.reads.wroteUnseen.CompareAndSwap(true, false) {
+	if r == nil {
 		return 0, false
 	}
 	p, err := r.primaryPosition(ctx)
 	if err != nil {
-		t.reads.wroteUnseen.Store(true)
 		return 0, false
 	}
 	t.readAfter(p)
@@ -198,48 +197,39 @@ func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
 }
 
 // route returns the standby that serves an operation of kind k with ctx,
-// of task t (nil: none, or one whose connection it will not be), where it
-// only reads: it runs with a ReadOnly context or in a read-only task,
-// begins a read-only *sql.Tx (readTx), or, with pool_reads=selects, is a
-// statement (query) the dialect proves only reads; nil: the primary
-// serves it. A read must see what ctx's token and the task's writes and
+// of task t (nil: none), where it only reads: it runs with a ReadOnly
+// context or in a read-only task, begins a read-only *sql.Tx (readTx),
+// or, with pool_reads=selects, is a statement (query) the dialect proves
+// only reads; nil: the primary serves it, as it serves everything where
+// primary. A read must see what ctx's token and the task's writes and
 // earlier reads saw. The standby the task read from last, else the one
 // whose connection the logical conn parked (taken without the pool), is
-// taken first while it can serve. A task's statement on the primary outside a *sql.Tx may have written
-// where nothing tells the position: the task's reads go to the primary
-// from then on (see taskReads).
-func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool, query string, parked *pool.Resource[*phys.Conn]) *standby {
+// taken first while it can serve. A task's statement on the primary
+// outside a *sql.Tx may have written where nothing tells the position:
+// the task's reads go to the primary from then on (see taskReads).
+func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary bool, query string, parked *pool.Resource[*phys.Conn]) *standby {
 	m := readMarkFrom(ctx)
-	if m.primary {
-		if t != nil && k != opBegin {
+	if t != nil && t.reads.on.Load() == nil {
+		t.reads.on.Store(r)
+	}
+	if primary || m.primary || !r.reads(m, t, k, readTx, query) {
+		if t != nil && writes(k) {
 			t.reads.wroteUnseen.Store(true)
 		}
-		r.onPrimary.Add(1)
+		if m.primary {
+			r.onPrimary.Add(1) // a read a standby refused, run again here
+		}
 		return nil
 	}
-	read := readTx || m.readOnly || r.proves != nil && query != "" && (k == opExec || k == opStmt) && r.proves(query)
 	after := m.after
 	var last *standby
 	if t != nil {
-		if t.reads.on.Load() == nil {
-			t.reads.on.Store(r)
-		}
-		read = read || t.reads.readOnly
-		if !read {
-			if k != opBegin {
-				t.reads.wroteUnseen.Store(true)
-			}
-			return nil
-		}
 		if t.reads.wroteUnseen.Load() {
 			r.onPrimary.Add(1)
 			return nil
 		}
 		after = max(after, t.readsAfter())
 		last = t.reads.last.Load()
-	}
-	if !read {
-		return nil
 	}
 	if last == nil && parked != nil {
 		last = r.of(parked.Value()) // its parked connection is taken without the pool
@@ -258,12 +248,58 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx bool, qu
 	return h
 }
 
-// wroteOn records that task t ran an operation of kind k on a connection
-// of c's primary that its task kept bound, outside a *sql.Tx (see route).
-func (c *Connector) wroteOn(t *task, k opKind) {
-	if c.reads != nil && !t.reads.readOnly && k != opBegin && k != opEndTx {
+// reads reports whether an operation of kind k, with a context marked m,
+// of task t (or nil), only reads: see route.
+func (r *replicas) reads(m readMark, t *task, k opKind, readTx bool, query string) bool {
+	return readTx || m.readOnly || t != nil && t.reads.readOnly ||
+		r.proves != nil && query != "" && (k == opExec || k == opStmt) && r.proves(query)
+}
+
+// writes reports whether an operation of kind k may write: a statement,
+// or anything done with the raw connection. Beginning a *sql.Tx does not
+// (its commit tells its position), nor do Prepare and Ping.
+func writes(k opKind) bool { return k == opExec || k == opStmt || k == opRaw }
+
+// wroteOn records that task t ran an operation of kind k on pc, the
+// connection its task kept bound, outside a *sql.Tx: a write whose
+// position nothing tells, where pc is the primary's (see route).
+func (c *Connector) wroteOn(t *task, k opKind, pc *phys.Conn) {
+	if c.reads != nil && writes(k) && pc.Env == &c.env {
 		t.reads.wroteUnseen.Store(true)
 	}
+}
+
+// leaveStandby is start's for a hold that has its connection already
+// (a *sql.Conn's later operation), outside a *sql.Tx, with standbys. On
+// the primary's connection it records a task's write there (see route).
+// On a standby's, an operation that does not only read ends the hold, so
+// that a new one starts on the primary, and reports true: the standby's
+// session ran reads only (a *sql.Conn's first statement, proven a read,
+// took it), so nothing is lost. It stays where the session changed, or
+// where rows are open or the task shares the connection: there the
+// operation runs on the standby, which refuses a write.
+func (l *conn) leaveStandby(ctx context.Context, k opKind, le *lease) bool {
+	if !l.state.held() {
+		return false
+	}
+	t := taskFrom(ctx)
+	m := readMarkFrom(ctx)
+	h := l.standby
+	if h == nil {
+		if t != nil && writes(k) && !l.c.reads.reads(m, t, k, le.readTx, l.text) {
+			t.reads.wroteUnseen.Store(true)
+		}
+		return false
+	}
+	if k == opPrepare || k == opPing || l.c.reads.reads(m, t, k, le.readTx, l.text) {
+		return false
+	}
+	if l.state != holdOwn || l.rows != 0 || !l.pc.St.SessionUnchanged() || l.pc.St.Tx != phys.TxNone {
+		return false
+	}
+	l.endHold()
+	l.standby = nil
+	return true
 }
 
 // retryOnPrimary reports whether a statement that failed with err on a

@@ -112,25 +112,25 @@ func TestRouteSelects(t *testing.T) {
 	r.hosts[0].seen.Store(&standbySeen{at: time.Now(), up: true, replayed: 10})
 	r.proves = func(q string) bool { return q == "SELECT 1" }
 	bg := context.Background()
-	if r.route(bg, nil, opStmt, false, "SELECT 1", nil) == nil {
+	if r.route(bg, nil, opStmt, false, false, "SELECT 1", nil) == nil {
 		t.Error("a proven read went to the primary")
 	}
-	if r.route(bg, nil, opStmt, false, "SELECT f()", nil) != nil {
+	if r.route(bg, nil, opStmt, false, false, "SELECT f()", nil) != nil {
 		t.Error("a statement not proven went to a standby")
 	}
-	if r.route(bg, nil, opBegin, false, "SELECT 1", nil) != nil {
+	if r.route(bg, nil, opBegin, false, false, "SELECT 1", nil) != nil {
 		t.Error("a BeginTx went to a standby")
 	}
 	ctx, end := WithTask(bg)
 	defer end()
 	tk := taskFrom(ctx)
-	if r.route(ctx, tk, opStmt, false, "SELECT 1", nil) == nil || tk.reads.wroteUnseen.Load() {
+	if r.route(ctx, tk, opStmt, false, false, "SELECT 1", nil) == nil || tk.reads.wroteUnseen.Load() {
 		t.Error("a task's proven read went to the primary, or counted as a write")
 	}
-	if r.route(ctx, tk, opExec, false, "UPDATE t SET a = 1", nil) != nil || !tk.reads.wroteUnseen.Load() {
+	if r.route(ctx, tk, opExec, false, false, "UPDATE t SET a = 1", nil) != nil || !tk.reads.wroteUnseen.Load() {
 		t.Fatal("a task's write went to a standby, or did not count")
 	}
-	if r.route(ctx, tk, opStmt, false, "SELECT 1", nil) != nil {
+	if r.route(ctx, tk, opStmt, false, false, "SELECT 1", nil) != nil {
 		t.Error("a proven read after a write of unknown position went to a standby")
 	}
 }
@@ -148,34 +148,34 @@ func TestRouteTask(t *testing.T) {
 	ctx, end := WithTask(ReadOnly(context.Background()))
 	defer end()
 	tk := taskFrom(ctx)
-	h := r.route(ctx, tk, opStmt, false, "", nil)
+	h := r.route(ctx, tk, opStmt, false, false, "", nil)
 	if h == nil {
 		t.Fatal("a read-only task's read went to the primary")
 	}
 	if got := tk.readsAfter(); got != h.seen.Load().replayed {
 		t.Errorf("after reading from %s the task reads after %v", h.host, got)
 	}
-	if r.route(ctx, tk, opStmt, false, "", nil) != h {
+	if r.route(ctx, tk, opStmt, false, false, "", nil) != h {
 		t.Error("the task's next read left its standby while it could serve")
 	}
 
 	wctx, wend := WithTask(context.Background())
 	defer wend()
 	wt := taskFrom(wctx)
-	if r.route(wctx, wt, opBegin, false, "", nil) != nil {
+	if r.route(wctx, wt, opBegin, false, false, "", nil) != nil {
 		t.Fatal("a read-write BeginTx went to a standby")
 	}
 	if wt.reads.wroteUnseen.Load() {
 		t.Fatal("a BeginTx counted as a write outside a transaction")
 	}
 	wt.readAfter(800) // its commit
-	if h := r.route(wctx, wt, opBegin, true, "", nil); h != b {
+	if h := r.route(wctx, wt, opBegin, true, false, "", nil); h != b {
 		t.Fatalf("a read-only *sql.Tx after a commit at 800: got %v, want b", h)
 	}
-	if r.route(wctx, wt, opExec, false, "", nil) != nil || !wt.reads.wroteUnseen.Load() {
+	if r.route(wctx, wt, opExec, false, false, "", nil) != nil || !wt.reads.wroteUnseen.Load() {
 		t.Fatal("a statement outside a transaction on the primary is a write whose position is unknown")
 	}
-	if h := r.route(wctx, wt, opBegin, true, "", nil); h != nil {
+	if h := r.route(wctx, wt, opBegin, true, false, "", nil); h != nil {
 		t.Fatalf("after a write of unknown position: got %s, want the primary", h.host)
 	}
 }

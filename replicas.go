@@ -130,6 +130,11 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 		sub.tmpl = h
 		sub.Reads = ReadsPrimary
 		sub.standbyPool = true
+		// A standby's pool fails its caller at once when it cannot
+		// connect (the read goes to the primary): it keeps no
+		// connections open by itself, which would be dialled again at
+		// once while the standby is down.
+		sub.MinConns, sub.MinIdleConns = 0, 0
 		host := h.String()
 		if a, ok := h.(dialects.AddressedTemplate); ok && a.Address().Host != "" {
 			host = dialects.Address{Host: a.Address().Host, Port: a.Address().Port}.String()
@@ -264,6 +269,9 @@ func (r *replicas) lag(p dialects.Position, now time.Time) time.Duration {
 
 // primaryPosition asks the primary for its position now.
 func (r *replicas) primaryPosition(ctx context.Context) (dialects.Position, error) {
+	if r.c.closing.Load() {
+		return 0, ErrClosed // its look's connection is closed, and stays so
+	}
 	st, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
 	if err == nil && st.Standby {
 		err = errors.New("pooldriver: the primary's host is a standby now")

@@ -100,8 +100,10 @@ func (x *tx) commit(ctx context.Context, pc *phys.Conn, nested bool) error {
 		if pcm, ok := pc.DC.(dialects.PositionCommitter); ok {
 			p, err := pcm.CommitAt(ctx)
 			switch {
-			case err != nil:
-			case p == 0: // committed, the position not learnt: read from the primary
+			case err != nil, p == 0:
+				// It may have committed (the reply lost), or did and its
+				// position was not learnt: the task reads from the
+				// primary.
 				x.task.reads.wroteUnseen.Store(true)
 			default:
 				x.task.readAfter(p)

@@ -68,6 +68,34 @@ func TestReadsRoute(t *testing.T) {
 	require.NoError(t, db.QueryRowContext(bg, "SELECT count(*) FROM reads_route WHERE k < 0").Scan(&n))
 	require.Equal(t, 2, n, "each refused write ran once on the primary")
 
+	// A transaction-mode task whose session changed keeps its connection
+	// bound; its write there sends its read-only *sql.Tx, which takes a
+	// connection of its own, to the primary.
+	{
+		tctx, end := pooldriver.WithTask(bg)
+		_, err := db.ExecContext(tctx, "SET application_name = 'reads_route'")
+		require.NoError(t, err)
+		_, err = db.ExecContext(tctx, "INSERT INTO reads_route VALUES (-10)")
+		require.NoError(t, err)
+		rtx, err := db.BeginTx(tctx, &sql.TxOptions{ReadOnly: true})
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, rtx.QueryRowContext(tctx, "SELECT count(*) FROM reads_route WHERE k = -10").Scan(&n))
+		require.NoError(t, rtx.Commit())
+		require.Equal(t, 1, n, "a read-only *sql.Tx after the task's write on its bound connection")
+		end()
+	}
+	// A session-mode task that is not read-only binds a primary's
+	// connection, also for a first statement with a ReadOnly context: its
+	// later writes run there.
+	{
+		tctx, end := pooldriver.WithTask(bg, pooldriver.SessionMode)
+		require.False(t, inRecovery(pooldriver.ReadOnly(tctx)), "a session-mode task's first read")
+		_, err := db.ExecContext(tctx, "INSERT INTO reads_route VALUES (-11)")
+		require.NoError(t, err, "the session-mode task's write")
+		end()
+	}
+
 	for k := range 200 {
 		tctx, end := pooldriver.WithTask(bg)
 		tx, err := db.BeginTx(tctx, nil)
@@ -87,7 +115,7 @@ func TestReadsRoute(t *testing.T) {
 		}
 	}
 	st := c.Stats()
-	t.Logf("reads on standby %d, on primary %d, standbys %+v", st.ReadsOnStandby, st.ReadsOnPrimary, c.Standbys())
+	t.Logf("reads on standby %d, on primary %d", st.ReadsOnStandby, st.ReadsOnPrimary)
 	require.NotZero(t, st.ReadsOnStandby)
 }
 
@@ -133,6 +161,18 @@ func TestReadsRouteSelects(t *testing.T) {
 		require.Equal(t, 1, n, "task %d read its own write", k)
 		end()
 	}
+	// A *sql.Conn whose first statement, proven a read, took a standby's
+	// connection moves to the primary for its first write, and keeps it.
+	conn, err := db.Conn(bg)
+	require.NoError(t, err)
+	var b bool
+	require.NoError(t, conn.QueryRowContext(bg, "SELECT pg_is_in_recovery()").Scan(&b))
+	require.True(t, b, "a *sql.Conn's first statement, proven a read")
+	_, err = conn.ExecContext(bg, "INSERT INTO reads_selects VALUES (-2)")
+	require.NoError(t, err, "the *sql.Conn's write after a read on a standby")
+	require.NoError(t, conn.QueryRowContext(bg, "SELECT pg_is_in_recovery()").Scan(&b))
+	require.False(t, b, "the *sql.Conn stays on the primary after its write")
+	require.NoError(t, conn.Close())
 	st := c.Stats()
 	t.Logf("reads on standby %d, on primary %d", st.ReadsOnStandby, st.ReadsOnPrimary)
 }

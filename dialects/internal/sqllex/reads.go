@@ -11,9 +11,11 @@ import "strings"
 // the advisory locks, the large objects, txid_current, set_config). It
 // says false wherever it is unsure: a word it cannot place, a call of a
 // user's function (which may write), a text the lexer reads two ways.
-// Code that runs unseen (a view's functions, a column's default) cannot
-// write in a SELECT: PostgreSQL refuses a write in a function that is not
-// volatile, and a volatile one is a call the text shows.
+// Code that runs unseen (a view's or a policy's functions, a user's
+// operator or cast) is not read: on a standby a write there is refused
+// (and pooldriver runs the statement again on the primary), but a
+// standby lets such code do what a standby allows (a session's settings
+// and locks) where the primary would have done it.
 func ReadsOnly(query string) bool {
 	return readsMemo.Get(query)
 }
@@ -56,8 +58,8 @@ func readsOnly(q string, escapes bool) (ok, backslash bool) {
 		if ended {
 			return false, backslash // a second statement
 		}
-		if t.kind != kWord {
-			continue
+		if t.kind != kWord && t.kind != kIdent {
+			continue // a quoted name is checked as a word: "nextval"(...) calls it
 		}
 		w := strings.ToLower(t.text)
 		if first {
@@ -67,20 +69,27 @@ func readsOnly(q string, escapes bool) (ok, backslash bool) {
 			first = false
 			continue
 		}
-		if _, no := readsRefused[w]; no || strings.HasPrefix(w, "pg_advisory") || strings.HasPrefix(w, "pg_try_advisory") || strings.HasPrefix(w, "lo_") {
+		if _, no := readsClauses[w]; no && t.kind == kWord {
+			return false, backslash
+		}
+		if _, no := readsWriters[w]; no || strings.HasPrefix(w, "pg_advisory") || strings.HasPrefix(w, "pg_try_advisory") || strings.HasPrefix(w, "lo_") {
 			return false, backslash
 		}
 	}
 }
 
-// readsRefused are the words after which a SELECT may write or lock: its
-// clauses (INTO, FOR UPDATE, FOR SHARE, FOR NO KEY UPDATE, FOR KEY SHARE),
-// a data-modifying WITH's statements, and the built-ins that write.
-var readsRefused = set(`into update share insert delete merge copy call do execute lock
-	nextval setval pg_notify txid_current txid_current_if_assigned pg_current_xact_id set_config
-	lowrite loread pg_stat_reset pg_stat_reset_shared pg_stat_reset_single_table_counters
-	pg_stat_reset_single_function_counters pg_stat_reset_slru pg_stat_reset_replication_slot
-	pg_create_restore_point pg_switch_wal pg_create_physical_replication_slot
-	pg_create_logical_replication_slot pg_drop_replication_slot pg_logical_emit_message
-	pg_replication_origin_create pg_replication_origin_drop pg_replication_origin_session_setup
-	pg_replication_origin_advance pg_replication_origin_xact_setup pg_import_system_collations`)
+// readsClauses are the words after which a SELECT may write or lock: its
+// clauses (INTO, FOR UPDATE, FOR SHARE, FOR NO KEY UPDATE, FOR KEY SHARE)
+// and a data-modifying WITH's statements. Quoted, they are names.
+var readsClauses = set(`into update share insert delete merge copy call do execute lock`)
+
+// readsWriters are the built-ins that write, or whose answer is the
+// session's (currval, lastval), by name, quoted or not.
+var readsWriters = set(`nextval setval currval lastval pg_notify txid_current txid_current_if_assigned
+	pg_current_xact_id set_config lowrite loread pg_stat_reset pg_stat_reset_shared
+	pg_stat_reset_single_table_counters pg_stat_reset_single_function_counters pg_stat_reset_slru
+	pg_stat_reset_replication_slot pg_create_restore_point pg_switch_wal
+	pg_create_physical_replication_slot pg_create_logical_replication_slot pg_drop_replication_slot
+	pg_logical_emit_message pg_replication_origin_create pg_replication_origin_drop
+	pg_replication_origin_session_setup pg_replication_origin_advance pg_replication_origin_xact_setup
+	pg_import_system_collations`)
