@@ -97,7 +97,9 @@ func readMarkFrom(ctx context.Context) readMark {
 // pool_reads=standby they run on a standby (one that has replayed what
 // they must see, and is within pool_max_replica_lag of the primary), else
 // on the primary. A task started from it (WithTask) is read-only: all its
-// statements run on standbys. A statement that writes fails there, as on a
+// statements run on standbys. A statement that writes, outside a
+// transaction, is refused by the standby and runs again on the primary
+// (once, where it was its hold's first); in a *sql.Tx it fails, as on a
 // read-only connection. Without pool_reads=standby it changes nothing.
 func ReadOnly(ctx context.Context) context.Context {
 	m := readMarkFrom(ctx)
