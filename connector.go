@@ -29,11 +29,10 @@ type Connector struct {
 	logLimit *limitedHandler
 	name     string // PoolName, once the Connector is made
 
-	leaks        *leakDetector // nil unless leak detection is on
-	dialFailures atomic.Int64  // failed connects in a row
-	dialFailedAt atomic.Int64  // when the last failed, in Unix nanoseconds
-	closing      atomic.Bool
-	closers      sync.WaitGroup // a Shutdown's cuts and close (closeInBackground)
+	leaks   *leakDetector // nil unless leak detection is on
+	dials   dialRun       // the failed connects in a row (log.go)
+	closing atomic.Bool
+	closers sync.WaitGroup // a Shutdown's cuts and close (closeInBackground)
 	// gated sends each acquire the slow way (acquireGated): a Tracer
 	// traces it, or a Shutdown began (drainMark: 1 + the number of the
 	// last task begun before it, see taskSeq). tasks counts the live tasks that ran a

@@ -3,6 +3,7 @@ package pooldriver
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -109,6 +110,25 @@ func (c *Connector) logDebug(msg string, args ...any) {
 	c.logAt(slog.LevelDebug, msg, nil, args...)
 }
 
+// dialRun is a Connector's run of failed connects: how many in a row,
+// and when the last failed (a standby's pool serves no reads for a while
+// after one: replicas.serves).
+type dialRun struct {
+	failures atomic.Int64
+	lastAt   atomic.Int64 // Unix nanoseconds
+}
+
+// failed counts a failed connect and returns how many in a row.
+func (d *dialRun) failed() int64 {
+	d.lastAt.Store(time.Now().UnixNano())
+	return d.failures.Add(1)
+}
+
+// failedWithin reports whether the last connect failed, less than d ago.
+func (d *dialRun) failedWithin(now time.Time, within time.Duration) bool {
+	return d.failures.Load() > 0 && now.UnixNano()-d.lastAt.Load() < int64(within)
+}
+
 // connectFailed counts a failed attempt to open a physical connection and
 // logs it: the first at DEBUG (the pool retries), then WARN at the 2nd,
 // 4th, 8th, ... in a row, so that a database down for long is reported
@@ -117,8 +137,7 @@ func (c *Connector) connectFailed(err error) {
 	if c.atLimit != nil && c.atLimit(err) {
 		c.share.refusals.Add(1)
 	}
-	c.dialFailedAt.Store(time.Now().UnixNano())
-	n := c.dialFailures.Add(1)
+	n := c.dials.failed()
 	if n == 1 {
 		c.logAt(slog.LevelDebug, "connect failed", err)
 		return
@@ -131,7 +150,7 @@ func (c *Connector) connectFailed(err error) {
 
 // connected ends a run of failed attempts.
 func (c *Connector) connected() {
-	if n := c.dialFailures.Swap(0); n > 1 {
+	if n := c.dials.failures.Swap(0); n > 1 {
 		c.logAt(slog.LevelInfo, "connected again", nil, "failures_before", n)
 	}
 }

@@ -93,8 +93,8 @@ func TestStandbyServes(t *testing.T) {
 	// A standby whose pool failed to connect serves again after
 	// standbyRetry.
 	a.seen.Store(&standbySeen{at: now, up: true, replayed: 900})
-	a.c.dialFailures.Store(1)
-	a.c.dialFailedAt.Store(now.UnixNano())
+	a.c.dials.failures.Store(1)
+	a.c.dials.lastAt.Store(now.UnixNano())
 	if r.serves(a, 0, now) {
 		t.Error("a standby that failed to connect just now serves")
 	}

@@ -310,7 +310,7 @@ func (r *replicas) serves(h *standby, after dialects.Position, now time.Time) bo
 	}
 	// A standby its pool failed to connect to lately (full, or going
 	// down before a look saw it) is tried again after standbyRetry.
-	return h.c.dialFailures.Load() == 0 || now.UnixNano()-h.c.dialFailedAt.Load() >= int64(standbyRetry)
+	return !h.c.dials.failedWithin(now, standbyRetry)
 }
 
 // close closes the standbys' Connectors and the looks' connections, once

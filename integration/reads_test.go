@@ -26,7 +26,7 @@ import (
 	"github.com/pooldriver/pooldriver/dialects"
 )
 
-// Reads on standbys (issue 58). Each test starts a private primary with two
+// Reads on standbys. Each test starts a private primary with two
 // asynchronous streaming standbys, one of which replays 500 ms behind
 // (recovery_min_apply_delay), and runs tasks through an unchanged GORM
 // model: tasks that write a row and read it back, and read-only tasks. The
