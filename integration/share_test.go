@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,10 +23,9 @@ import (
 // never give one back: the later five got no success in 30 s. Now a pool
 // that holds connections asks the server how full it is, and at a full
 // server the pools above a fair share give the surplus back. Every
-// replica's successes in the window when all of them run are at least an
-// eighth of the mean, started staggered and together. (The goal is a
-// quarter: against local servers the fewest reach 0.45–0.77 of the mean;
-// in containers, PostgreSQL alone, 0.23 and 0.53 in one run.)
+// replica's successes in the window when all of them run are at least a
+// quarter of the mean, started staggered and together, against local
+// servers and in containers behind Docker's proxy (docs/faults.md).
 func TestReplicasShareFullServer(t *testing.T) {
 	longTest(t)
 	checkNoGoroutineLeak(t)
@@ -43,15 +41,6 @@ func TestReplicasShareFullServer(t *testing.T) {
 	// test-docker, with both at once, PostgreSQL's mean fell from 6,700
 	// calls to 1,900 and its fewest to a tenth of it).
 	forEachServer(t, func(t *testing.T, s server) {
-		if s.name == "postgres" && os.Getenv("POOLDRIVER_TEST_RUN") != "" {
-			// make test-docker: an open defect, not a pass. Behind Docker's
-			// proxy a replica started late got 1 call in 20 s while the
-			// server listed 49 of its 60 sessions idle (pools that hold
-			// idle connections at a full server do not give them back
-			// fast enough there); against the local server (make test-all)
-			// this test runs and passes.
-			t.Skip("open defect: behind Docker's proxy a late PostgreSQL replica can starve while other pools hold idle connections (docs/faults.md); run against a local server")
-		}
 		for _, stagger := range []time.Duration{time.Second, 0} {
 			name := "together"
 			if stagger > 0 {
@@ -125,8 +114,8 @@ func TestReplicasShareFullServer(t *testing.T) {
 						s.name, i, ok[i].Load(), failed[i].Load(), mean, st.Created, st.IdleTrimmed, st.ConnectErrors)
 				}
 				for i := range replicas {
-					assert.GreaterOrEqual(t, float64(ok[i].Load()), mean/8,
-						"replica %d's successes against an eighth of the mean", i)
+					assert.GreaterOrEqual(t, float64(ok[i].Load()), mean/4,
+						"replica %d's successes against a quarter of the mean", i)
 				}
 			})
 		}
