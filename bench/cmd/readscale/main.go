@@ -2,12 +2,17 @@
 // starts a PostgreSQL primary and two streaming standbys of its own (from
 // the binaries in -pgbin, as user nobody when run as root), then runs
 // read-only point selects by primary key, closed loop, through pooldriver
-// on the primary alone and through pooldriver with pool_reads=standby over
-// the three hosts, the same pool size per host, side by side in rounds
-// whose order alternates. It prints each round's reads per second and the
-// ratio, and the median ratio.
+// on the primary alone, on one standby alone, and through pooldriver with
+// pool_reads=standby over the three hosts, the same pool size per host,
+// side by side in rounds whose order alternates. It prints each round's
+// reads per second, the ratio of two standbys to the primary alone, and
+// the split: two standbys against twice one standby alone, what routing
+// over two pools keeps of two servers' worth of reads.
 //
 //	go run ./cmd/readscale -pgbin /usr/lib/postgresql/15/bin -conns 4 -workers 64 -dur 5s -rounds 3
+//
+// With -server-cpus each server runs under a CPU quota, standing for a
+// server on a machine of its own (cpulimit.go).
 package main
 
 import (
@@ -45,6 +50,7 @@ func main() {
 	workers := flag.Int("workers", 64, "goroutines running selects")
 	dur := flag.Duration("dur", 5*time.Second, "each measurement")
 	rounds := flag.Int("rounds", 3, "rounds, each measuring both")
+	serverCPUs := flag.Float64("server-cpus", 0, "each server's CPU quota, in CPUs (0: none; see cpulimit.go)")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "readscale-")
@@ -54,7 +60,7 @@ func main() {
 	if asNobody {
 		check(os.Chown(dir, 65534, 65534))
 	}
-	c := &cluster{bin: *pgbin, dir: dir, nobody: asNobody}
+	c := &cluster{bin: *pgbin, dir: dir, nobody: asNobody, cpus: *serverCPUs}
 	defer c.stop()
 	c.start()
 	for i, port := range c.ports {
@@ -76,14 +82,21 @@ func main() {
 	primaryDSN := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&pool_max_conns=%d", c.ports[0], *conns)
 	standbyDSN := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=standby&pool_max_conns=%d",
 		c.ports[0], c.ports[1], c.ports[2], *conns)
-	fmt.Printf("cpus %d, pool %d per host, %d workers, %v per measurement\n", nproc(), *conns, *workers, *dur)
-	var ratios []float64
+	fmt.Printf("cpus %d, pool %d per host, %d workers, %v per measurement", nproc(), *conns, *workers, *dur)
+	if *serverCPUs > 0 {
+		fmt.Printf(", each server limited to %.2f CPU", *serverCPUs)
+	}
+	fmt.Println()
+	oneDSN := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&pool_max_conns=%d", c.ports[1], *conns)
+	var ratios, splits []float64
 	for r := range *rounds {
-		var primary, standbys float64
+		var primary, standbys, one float64
 		run := func(name string) {
 			switch name {
 			case "primary":
 				primary = measure(primaryDSN, *workers, *dur, nil)
+			case "one":
+				one = measure(oneDSN, *workers, *dur, nil)
 			case "standbys":
 				standbys = measure(standbyDSN, *workers, *dur, func(c *pooldriver.Connector) {
 					st := c.Stats()
@@ -95,7 +108,7 @@ func main() {
 				})
 			}
 		}
-		order := []string{"primary", "standbys"}
+		order := []string{"primary", "one", "standbys"}
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
@@ -103,10 +116,14 @@ func main() {
 			run(n)
 		}
 		ratios = append(ratios, standbys/primary)
-		fmt.Printf("round %d: primary alone %.0f reads/s, two standbys %.0f reads/s, ratio %.2f\n", r+1, primary, standbys, standbys/primary)
+		splits = append(splits, standbys/(2*one))
+		fmt.Printf("round %d: primary alone %.0f reads/s, one standby alone %.0f, two standbys %.0f: ratio %.2f, split %.2f\n",
+			r+1, primary, one, standbys, standbys/primary, standbys/(2*one))
 	}
 	slices.Sort(ratios)
+	slices.Sort(splits)
 	fmt.Printf("median ratio (two standbys / primary alone): %.2f\n", ratios[len(ratios)/2])
+	fmt.Printf("median split (two standbys / twice one standby alone): %.2f\n", splits[len(splits)/2])
 }
 
 // measure runs workers read-only point selects in a closed loop through a
@@ -169,8 +186,10 @@ type cluster struct {
 	bin    string
 	dir    string
 	nobody bool
+	cpus   float64 // each server's CPU quota (0: none)
 	ports  [3]int
-	up     []string // data directories started
+	up     []string  // data directories started
+	groups []*cgroup // the servers' cgroups, where cpus > 0
 }
 
 func (c *cluster) data(i int) string { return filepath.Join(c.dir, fmt.Sprintf("d%d", i)) }
@@ -204,6 +223,12 @@ func (c *cluster) start() {
 	}
 	for i := range 3 {
 		c.pgctl(i, "start")
+		if c.cpus > 0 {
+			g, err := newCgroup(fmt.Sprintf("readscale-%d-%d", os.Getpid(), i), c.cpus)
+			check(err)
+			c.groups = append(c.groups, g)
+			check(g.adopt(c.data(i)))
+		}
 	}
 	fmt.Printf("primary :%d, standbys :%d :%d\n", c.ports[0], c.ports[1], c.ports[2])
 }
@@ -229,6 +254,10 @@ func (c *cluster) psql(i int, sqlText string) {
 func (c *cluster) stop() {
 	for _, d := range c.up {
 		_ = c.cmd("pg_ctl", "-D", d, "-m", "immediate", "-w", "stop").Run()
+	}
+	time.Sleep(100 * time.Millisecond) // the servers' last processes exit
+	for _, g := range c.groups {
+		g.remove()
 	}
 }
 
