@@ -18,6 +18,24 @@
 // connections are pooldriver's physical ones (see pooldriver.Stats), not
 // database/sql's logical ones.
 //
+// With pool_reads=standby (see pooldriver's docs/reads.md), pooldriver's
+// own instruments say which host served what, for which the conventions
+// have none:
+//
+//	pooldriver.reads                     {read}        counter: pooldriver.read.served_by=standby|primary
+//	pooldriver.standby.up                1             gauge: 1 while the host's last look found it a standby, else 0
+//	pooldriver.standby.lag               s             gauge: how far it lags the primary; only while it is up
+//	pooldriver.standby.connection.count  {connection}  its pool's connections, db.client.connection.state=idle|used
+//	pooldriver.standby.acquires          {acquire}     counter: connections its pool handed out, what it served
+//
+// The pooldriver.standby.* ones are reported for every host of the DSN
+// (pooldriver's Connector.Standbys; the primary's host is among them, not
+// up while it is the primary), each with the host as the conventions name
+// a database server, server.address and server.port, beside the pool name:
+// the db.client.connection.* metrics stay the primary's pool's. A
+// Connector without pool_reads=standby has none of these instruments: all
+// its reads go to the primary, which pooldriver.reads would not count.
+//
 //	db, err := pooldriver.Open(dsn)
 //	c, _ := pooldriver.ConnectorOf(db)
 //	reg, err := otelpool.Register(c, otel.GetMeterProvider(), "shop")
@@ -54,6 +72,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -77,6 +98,25 @@ const SchemaURL = semconv.SchemaURL
 const (
 	PoolNameKey = semconv.DBClientConnectionPoolNameKey
 	StateKey    = semconv.DBClientConnectionStateKey
+	// The host of a pooldriver.standby.* data point: its host and port,
+	// as the conventions name the server of a database operation.
+	ServerAddressKey = semconv.ServerAddressKey
+	ServerPortKey    = semconv.ServerPortKey
+)
+
+// ServedByKey is pooldriver's attribute of pooldriver.reads: where a read
+// ran, "standby" (a standby's pool served it) or "primary" (no standby
+// could).
+const ServedByKey = attribute.Key("pooldriver.read.served_by")
+
+// The names of pooldriver's own instruments, reported with
+// pool_reads=standby (see the package comment).
+const (
+	ReadsName                  = "pooldriver.reads"
+	StandbyUpName              = "pooldriver.standby.up"
+	StandbyLagName             = "pooldriver.standby.lag"
+	StandbyConnectionCountName = "pooldriver.standby.connection.count"
+	StandbyAcquiresName        = "pooldriver.standby.acquires"
 )
 
 // Register reports c's pool metrics, as described in the package comment,
@@ -128,6 +168,15 @@ func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string)
 	// The SDK accepts only its own instruments, not dbconv's wrappers.
 	countI, maxI, idleMaxI, idleMinI := count.Inst(), maxConns.Inst(), idleMax.Inst(), idleMin.Inst()
 	pendingI, timeoutsI := pending.Inst(), timeouts.Inst()
+	observed := []metric.Observable{countI, maxI, idleMaxI, idleMinI, pendingI, timeoutsI}
+	var sb *standbyInstruments
+	if hosts := c.Standbys(); hosts != nil {
+		var err error
+		if sb, err = newStandbyInstruments(m, count, poolName, hosts); err != nil {
+			return nil, fmt.Errorf("otelpool: Register: %w", err)
+		}
+		observed = append(observed, sb.reads, sb.up, sb.lag, sb.count, sb.acquires)
+	}
 	cb, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := c.Stats()
 		o.ObserveInt64(countI, int64(s.Idle), metric.WithAttributeSet(idle))
@@ -139,8 +188,11 @@ func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string)
 		o.ObserveInt64(idleMinI, int64(s.MinIdle), metric.WithAttributeSet(name))
 		o.ObserveInt64(pendingI, int64(s.Waiting), metric.WithAttributeSet(name))
 		o.ObserveInt64(timeoutsI, s.AcquireTimeouts, metric.WithAttributeSet(name))
+		if sb != nil {
+			sb.observe(o, &s, c.Standbys())
+		}
 		return nil
-	}, countI, maxI, idleMaxI, idleMinI, pendingI, timeoutsI)
+	}, observed...)
 	if err != nil {
 		return nil, fmt.Errorf("otelpool: Register: %w", err)
 	}
@@ -155,6 +207,100 @@ func Register(c *pooldriver.Connector, mp metric.MeterProvider, poolName string)
 		}
 	})
 	return &registration{callback: cb, stop: stop}, nil
+}
+
+// standbyInstruments are the instruments of a Connector with
+// pool_reads=standby, with the attribute sets of its hosts, built once:
+// its hosts do not change.
+type standbyInstruments struct {
+	reads, acquires      metric.Int64ObservableCounter
+	up                   metric.Int64ObservableGauge
+	lag                  metric.Float64ObservableGauge
+	count                metric.Int64ObservableUpDownCounter
+	onStandby, onPrimary attribute.Set
+	hosts                map[string]*hostAttributes
+	poolName             attribute.KeyValue
+	idleState, usedState attribute.KeyValue
+}
+
+// hostAttributes are the attribute sets of one host's data points.
+type hostAttributes struct {
+	host, idle, used attribute.Set
+}
+
+// newStandbyInstruments makes the instruments of pool_reads=standby in m,
+// for the pool poolName and its hosts; count gives the conventions'
+// attributes.
+func newStandbyInstruments(m metric.Meter, count dbconv.ClientConnectionCountObservable, poolName string, hosts []pooldriver.StandbyStats) (*standbyInstruments, error) {
+	reads, errReads := m.Int64ObservableCounter(ReadsName, metric.WithUnit("{read}"),
+		metric.WithDescription("Reads with pool_reads=standby, by where they ran: on a standby, or on the primary because no standby could serve them."))
+	up, errUp := m.Int64ObservableGauge(StandbyUpName, metric.WithUnit("1"),
+		metric.WithDescription("1 while the host's last look found it a standby, else 0."))
+	lag, errLag := m.Float64ObservableGauge(StandbyLagName, metric.WithUnit("s"),
+		metric.WithDescription("How long the primary has had a log position the standby host has not replayed, while it is up."))
+	conns, errConns := m.Int64ObservableUpDownCounter(StandbyConnectionCountName, metric.WithUnit("{connection}"),
+		metric.WithDescription("The physical connections of the standby host's pool, by state."))
+	acquires, errAcquires := m.Int64ObservableCounter(StandbyAcquiresName, metric.WithUnit("{acquire}"),
+		metric.WithDescription("Physical connections the standby host's pool handed out."))
+	if err := errors.Join(errReads, errUp, errLag, errConns, errAcquires); err != nil {
+		return nil, err
+	}
+	name := count.AttrClientConnectionPoolName(poolName)
+	sb := &standbyInstruments{
+		reads: reads, acquires: acquires, up: up, lag: lag, count: conns,
+		onStandby: attribute.NewSet(name, ServedByKey.String("standby")),
+		onPrimary: attribute.NewSet(name, ServedByKey.String("primary")),
+		hosts:     make(map[string]*hostAttributes, len(hosts)),
+		poolName:  name,
+		idleState: count.AttrClientConnectionState(dbconv.ClientConnectionStateIdle),
+		usedState: count.AttrClientConnectionState(dbconv.ClientConnectionStateUsed),
+	}
+	for _, h := range hosts {
+		sb.hosts[h.Host] = sb.attributes(h.Host)
+	}
+	return sb, nil
+}
+
+// attributes builds the attribute sets of the host host:port.
+func (sb *standbyInstruments) attributes(hostPort string) *hostAttributes {
+	kvs := []attribute.KeyValue{sb.poolName}
+	if host, port, err := net.SplitHostPort(hostPort); err == nil {
+		kvs = append(kvs, semconv.ServerAddress(host))
+		if p, err := strconv.Atoi(port); err == nil {
+			kvs = append(kvs, semconv.ServerPort(p))
+		}
+	} else {
+		kvs = append(kvs, semconv.ServerAddress(hostPort))
+	}
+	return &hostAttributes{
+		host: attribute.NewSet(kvs...),
+		idle: attribute.NewSet(append(slices.Clip(kvs), sb.idleState)...),
+		used: attribute.NewSet(append(slices.Clip(kvs), sb.usedState)...),
+	}
+}
+
+// observe reports the reads of s and each host of standbys.
+func (sb *standbyInstruments) observe(o metric.Observer, s *pooldriver.Stats, standbys []pooldriver.StandbyStats) {
+	o.ObserveInt64(sb.reads, s.ReadsOnStandby, metric.WithAttributeSet(sb.onStandby))
+	o.ObserveInt64(sb.reads, s.ReadsOnPrimary, metric.WithAttributeSet(sb.onPrimary))
+	for _, h := range standbys {
+		a := sb.hosts[h.Host]
+		if a == nil { // a host Register did not see: none, as a Connector's hosts are fixed at New
+			a = sb.attributes(h.Host)
+		}
+		host := metric.WithAttributeSet(a.host)
+		up := int64(0)
+		if h.Up {
+			up = 1
+			// A host that did not answer as a standby has no lag to
+			// tell: a 0 would read as caught up.
+			o.ObserveFloat64(sb.lag, h.Lag.Seconds(), host)
+		}
+		o.ObserveInt64(sb.up, up, host)
+		o.ObserveInt64(sb.count, int64(h.Pool.Idle), metric.WithAttributeSet(a.idle))
+		o.ObserveInt64(sb.count, int64(h.Pool.Active), metric.WithAttributeSet(a.used))
+		o.ObserveInt64(sb.acquires, h.Pool.Acquires, host)
+	}
 }
 
 // registration undoes a Register: the callback and the pool observer.

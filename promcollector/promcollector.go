@@ -16,6 +16,20 @@
 //	pooldriver_untimed_uses_total                            counter: holds that ended untimed (parked, or refused by the idle check)
 //	pooldriver_…_total                                       a counter for each of Stats' counters
 //
+// With pool_reads=standby (docs/reads.md), which host served what; the
+// pooldriver_standby_ series carry the label host="host:port" too, for
+// each host of the DSN (Connector.Standbys):
+//
+//	pooldriver_reads_total{served_by="standby"|"primary"}    counter: reads a standby served, and those that went to the primary because none could
+//	pooldriver_standby_up                                    gauge: 1 while the host's last look found it a standby, else 0
+//	pooldriver_standby_lag_seconds                           gauge: how far it lags the primary, while up (no series while not)
+//	pooldriver_standby_connections{state=…}                  gauge: its pool's physical connections: idle, used, opening
+//	pooldriver_standby_acquires_total                        counter: physical connections its pool handed out, what it served
+//
+// The primary's host is among the hosts, not up while it is the primary.
+// A Connector without pool_reads=standby has none of these series: all its
+// reads go to the primary, which reads_total would not count.
+//
 // use_seconds counts the holds pooldriver timed; a hold that parked its
 // connection for its logical conn's next statement, or took it back from
 // parking, is not timed (parking reads no clock: see docs/pool.md,
@@ -28,7 +42,7 @@
 //
 // The connections are pooldriver's physical ones; database/sql's logical
 // ones are what client_golang's collectors.NewDBStatsCollector reports.
-// Every scrape reads the pool's Stats once.
+// Every scrape reads the pool's Stats once, and its Standbys once.
 package promcollector
 
 import (
@@ -83,6 +97,10 @@ type collector struct {
 	connections, maxConns, minConns, minIdle, pending, breaker *prometheus.Desc
 	wait, use, create                                          *prometheus.Desc
 	counters                                                   []*prometheus.Desc
+
+	// With pool_reads=standby: reads by the pool that served them, and
+	// each standby host's state and pool (variable label host).
+	reads, standbyUp, standbyLag, standbyConns, standbyAcquires *prometheus.Desc
 }
 
 // New returns a Collector of c's Stats, every metric labelled
@@ -107,6 +125,12 @@ func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 		wait:        desc("wait_seconds", "How long acquiring a physical connection took (0: one was idle), failed waits included."),
 		use:         desc("use_seconds", "How long a physical connection was held before it went back to the pool, for the holds that were timed; the others count in untimed_uses_total (pooldriver.Stats.UseTime)."),
 		create:      desc("create_seconds", "How long opening a physical connection took, failed attempts included."),
+
+		reads:           desc("reads_total", "With pool_reads=standby, reads by where they ran: served_by=standby, a standby's pool served it; primary, it went to the primary because no standby could.", "served_by"),
+		standbyUp:       desc("standby_up", "With pool_reads=standby, 1 while the host's last look found it a standby, else 0.", "host"),
+		standbyLag:      desc("standby_lag_seconds", "With pool_reads=standby, how long the primary has had a log position the standby host has not replayed; only while it is up.", "host"),
+		standbyConns:    desc("standby_connections", "With pool_reads=standby, the standby host's pool's physical connections by state: idle, used, opening.", "host", "state"),
+		standbyAcquires: desc("standby_acquires_total", "With pool_reads=standby, physical connections the standby host's pool handed out.", "host"),
 	}
 	for _, ctr := range counters {
 		col.counters = append(col.counters, desc(ctr.name, ctr.help))
@@ -116,7 +140,8 @@ func New(c *pooldriver.Connector, poolName string) prometheus.Collector {
 
 // Describe implements prometheus.Collector.
 func (col *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{col.connections, col.maxConns, col.minConns, col.minIdle, col.pending, col.breaker, col.wait, col.use, col.create} {
+	for _, d := range []*prometheus.Desc{col.connections, col.maxConns, col.minConns, col.minIdle, col.pending, col.breaker, col.wait, col.use, col.create,
+		col.reads, col.standbyUp, col.standbyLag, col.standbyConns, col.standbyAcquires} {
 		ch <- d
 	}
 	for _, d := range col.counters {
@@ -152,6 +177,38 @@ func (col *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- histogram(col.create, s.CreateTime)
 	for i, ctr := range counters {
 		ch <- prometheus.MustNewConstMetric(col.counters[i], prometheus.CounterValue, float64(ctr.value(&s)))
+	}
+	col.collectStandbys(ch, &s)
+}
+
+// collectStandbys collects, with pool_reads=standby, the reads by where
+// they ran (from s) and each standby host's series; nothing otherwise.
+func (col *collector) collectStandbys(ch chan<- prometheus.Metric, s *pooldriver.Stats) {
+	standbys := col.c.Standbys()
+	if standbys == nil {
+		return
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(col.reads, s.ReadsOnStandby, "standby")
+	counter(col.reads, s.ReadsOnPrimary, "primary")
+	for _, sb := range standbys {
+		up := 0.0
+		if sb.Up {
+			up = 1
+			// A host that did not answer as a standby has no lag to
+			// tell: a 0 would read as caught up.
+			gauge(col.standbyLag, sb.Lag.Seconds(), sb.Host)
+		}
+		gauge(col.standbyUp, up, sb.Host)
+		gauge(col.standbyConns, float64(sb.Pool.Idle), sb.Host, "idle")
+		gauge(col.standbyConns, float64(sb.Pool.Active), sb.Host, "used")
+		gauge(col.standbyConns, float64(sb.Pool.Opening), sb.Host, "opening")
+		counter(col.standbyAcquires, sb.Pool.Acquires, sb.Host)
 	}
 }
 
