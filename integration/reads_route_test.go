@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,3 +177,63 @@ func TestReadsRouteSelects(t *testing.T) {
 	st := c.Stats()
 	t.Logf("reads on standby %d, on primary %d", st.ReadsOnStandby, st.ReadsOnPrimary)
 }
+
+// TestReadsSayWhichHost: a read served by a standby is traced as its
+// host's pool's acquire (pool_name, then "standby host:port"), and counted
+// in that host's Stats; a write is the primary pool's.
+func TestReadsSayWhichHost(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=standby&pool_max_replica_lag=5s&pool_name=shop", primary.port, standby.port)
+	tr := &poolNames{}
+	c := pooldriver.New(dsn, pooldriver.WithTracer(tr))
+	require.NoError(t, c.Err())
+	db := sql.OpenDB(c)
+	defer db.Close()
+	bg := ctx(t)
+	waitFor(t, "the standby's first look", func() bool {
+		s := c.Standbys()
+		return len(s) == 2 && s[1].Up
+	})
+	var inRecovery bool
+	require.NoError(t, db.QueryRowContext(pooldriver.ReadOnly(bg), "SELECT pg_is_in_recovery()").Scan(&inRecovery))
+	require.True(t, inRecovery)
+	standbyPool := fmt.Sprintf("shop standby 127.0.0.1:%d", standby.port)
+	require.Equal(t, []string{standbyPool}, tr.take(), "the read's acquire")
+	require.Equal(t, int64(1), c.Standbys()[1].Pool.Acquires, "the standby's pool served the read")
+	require.Zero(t, c.Standbys()[0].Pool.Acquires, "the primary's host as a standby")
+
+	_, err := db.ExecContext(bg, "CREATE TABLE reads_which_host (k int)")
+	require.NoError(t, err)
+	require.Equal(t, []string{"shop"}, tr.take(), "the write's acquire")
+}
+
+// poolNames is a Tracer that records the pool of each acquire.
+type poolNames struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (p *poolNames) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.names
+	p.names = nil
+	return n
+}
+
+func (p *poolNames) TraceAcquireStart(ctx context.Context, d pooldriver.TraceAcquireStartData) context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.names = append(p.names, d.PoolName)
+	return ctx
+}
+
+func (p *poolNames) TraceAcquireEnd(context.Context, pooldriver.TraceAcquireEndData) {}
+
+func (p *poolNames) TraceConnectStart(ctx context.Context, _ pooldriver.TraceConnectStartData) context.Context {
+	return ctx
+}
+
+func (p *poolNames) TraceConnectEnd(context.Context, pooldriver.TraceConnectEndData) {}
