@@ -178,6 +178,55 @@ func TestReadsRouteSelects(t *testing.T) {
 	t.Logf("reads on standby %d, on primary %d", st.ReadsOnStandby, st.ReadsOnPrimary)
 }
 
+// TestReadsRouteSelectsCatalog: with pool_reads=selects a SELECT that
+// calls a user's function runs on a standby once the catalog the
+// primary's connections read proves the function a read (harmless,
+// STABLE, calling no built-in that writes or answers for the session);
+// a VOLATILE one, and a STABLE one that calls nextval, run on the
+// primary.
+func TestReadsRouteSelectsCatalog(t *testing.T) {
+	skipShort(t)
+	primary := startLocalPG(t)
+	standby := primary.startStandby(t)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=selects&pool_max_replica_lag=5s", primary.port, standby.port)
+	c := pooldriver.New(dsn)
+	require.NoError(t, c.Err())
+	db := sql.OpenDB(c)
+	defer db.Close()
+	bg := ctx(t)
+	_, err := db.ExecContext(bg, `CREATE SEQUENCE reads_cat_seq;
+		CREATE FUNCTION reads_cat_stable() RETURNS bool STABLE LANGUAGE sql AS 'SELECT pg_is_in_recovery()';
+		CREATE FUNCTION reads_cat_volatile() RETURNS bool VOLATILE LANGUAGE sql AS 'SELECT pg_is_in_recovery()';
+		CREATE FUNCTION reads_cat_seq() RETURNS bool STABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('reads_cat_seq'); RETURN pg_is_in_recovery(); END $$`)
+	require.NoError(t, err)
+	waitFor(t, "the standby's first look", func() bool {
+		s := c.Standbys()
+		return len(s) == 2 && s[1].Up
+	})
+	standbyAcquires := func() int64 { return c.Standbys()[1].Pool.Acquires }
+	// The standby serves it once it replayed the functions and the
+	// primary's catalog reading since the DDL is in.
+	waitFor(t, "a STABLE function's call on the standby", func() bool {
+		var b bool
+		return db.QueryRowContext(bg, "SELECT reads_cat_stable()").Scan(&b) == nil && b
+	})
+	onPrimary := func(q string) {
+		t.Helper()
+		before := standbyAcquires()
+		var b bool
+		require.NoError(t, db.QueryRowContext(bg, q).Scan(&b), q)
+		require.False(t, b, q)
+		require.Equal(t, before, standbyAcquires(), "%s: not tried on the standby", q)
+	}
+	onPrimary("SELECT reads_cat_volatile()")
+	onPrimary("SELECT reads_cat_seq()")
+	before := standbyAcquires()
+	var b bool
+	require.NoError(t, db.QueryRowContext(bg, "SELECT reads_cat_stable()").Scan(&b))
+	require.True(t, b, "a STABLE function's call, again")
+	require.Equal(t, before+1, standbyAcquires())
+}
+
 // TestReadsSayWhichHost: a read served by a standby is traced as its
 // host's pool's acquire (pool_name, then "standby host:port"), and counted
 // in that host's Stats; a write is the primary pool's.

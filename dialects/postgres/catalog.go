@@ -222,15 +222,24 @@ UNION SELECT 's', (SELECT system_identifier::text FROM pg_catalog.pg_control_sys
 // an aggregate) and for one whose call runs code its body does not hold:
 // an argument's default (evaluated where it is called) or an argument or
 // result of a user's type (a domain's check runs on the way in and out);
-// and whether it is PL/pgSQL. A name is harmless (sqllex.Shadows.Harmless)
+// whether it is PL/pgSQL; and its volatility (provolatile: 's' STABLE,
+// 'i' IMMUTABLE, 'v' VOLATILE). A name is harmless (sqllex.Shadows.Harmless)
 // only where every body is there and reads as harmless: whichever of them
 // a call resolves to, by schema or overload, leaves the session alone.
-// Names are compared as the server stores them (a call's name folded as
-// the server folds it: sqllex.UnknownCalls).
+// A harmless name is also a read (sqllex.Shadows.Reads) where every
+// function of it is STABLE or IMMUTABLE, whose statements the server runs
+// read-only (it refuses an INSERT, an UPDATE, a SELECT FOR UPDATE in
+// them, and runs them under the calling statement's snapshot), names no
+// built-in that writes or answers for the session (sqllex.NamesWriter:
+// nextval, currval, set_config, the advisory locks, ..., which a
+// read-only statement may still call), and calls only names that are
+// reads in turn (a VOLATILE function it calls runs its statements as
+// any). Names are compared as the server stores them (a call's name
+// folded as the server folds it: sqllex.UnknownCalls).
 const functionsSQL = `SELECT p.proname, CASE WHEN (p.prolang = l.oid OR p.prolang = pl.oid AND p.proconfig IS NULL)
 	AND p.prokind = 'f' AND p.proargdefaults IS NULL
 	AND p.prorettype < 16384 AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(coalesce(p.proallargtypes, p.proargtypes::pg_catalog.oid[])) a WHERE a >= 16384)
-	THEN p.prosrc END, p.prolang = pl.oid
+	THEN p.prosrc END, p.prolang = pl.oid, p.provolatile
 FROM pg_catalog.pg_proc p, (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'sql') l,
 	(SELECT coalesce((SELECT la.oid FROM pg_catalog.pg_language la
 		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_language'::pg_catalog.regclass AND d.objid = la.oid AND d.deptype = 'e'
@@ -322,25 +331,37 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 			cat.sysid = name
 		}
 	}
-	s.Harmless = harmlessFunctions(res[3].Rows, s)
+	s.Harmless, s.Reads = functionProofs(res[3].Rows, s)
 	return cat, nil
 }
 
 // harmlessFunctions returns the names all of whose functions (rows of
-// functionsSQL: a name, a body, NULL where not one read, and whether it
-// is PL/pgSQL) read as harmless against s, and call only names that are
-// harmless in turn (see provedFunctions).
+// functionsSQL: a name, a body, NULL where not one read, whether it is
+// PL/pgSQL, and its volatility; the last two may be left off) read as
+// harmless against s, and call only names that are harmless in turn (see
+// provedFunctions).
 func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
+	harmless, _ := functionProofs(rows, s)
+	return harmless
+}
+
+// functionProofs returns, of the names of rows (see harmlessFunctions),
+// those proved harmless and, of those, the ones proved reads (see
+// functionsSQL): every function of the name STABLE or IMMUTABLE, its body
+// naming no writer, calling only names proved reads in turn. A row
+// without its volatility proves no read. Each body is read once for both.
+func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[string]struct{}) {
 	bodies := make(map[string]*fnBodies)
+	readBodies := make(map[string]*fnBodies)
 	for _, row := range rows {
-		if len(row) != 2 && len(row) != 3 {
+		if len(row) < 2 || len(row) > 4 {
 			continue
 		}
 		name := string(row[0])
-		b := bodies[name]
+		b, r := bodies[name], readBodies[name]
 		if b == nil {
-			b = &fnBodies{ok: true}
-			bodies[name] = b
+			b, r = &fnBodies{ok: true}, &fnBodies{ok: true}
+			bodies[name], readBodies[name] = b, r
 		}
 		if !b.ok {
 			continue
@@ -349,14 +370,19 @@ func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
 		switch {
 		case row[1] == nil:
 			b.ok = false
-		case len(row) == 3 && string(row[2]) == "t":
+		case len(row) >= 3 && string(row[2]) == "t":
 			calls, b.ok = sqllex.PLpgSQLBody(string(row[1]), s)
 		default:
 			calls, b.ok = sqllex.SQLBody(string(row[1]), s)
 		}
 		b.calls = append(b.calls, calls...)
+		// A read is a harmless body first: the same calls, followed
+		// through the read bodies, so that a read calls only reads.
+		r.ok = r.ok && b.ok && len(row) == 4 && (string(row[3]) == "s" || string(row[3]) == "i") &&
+			!sqllex.NamesWriter(string(row[1]))
+		r.calls = b.calls
 	}
-	return provedFunctions(bodies)
+	return provedFunctions(bodies), provedFunctions(readBodies)
 }
 
 // catalogKey names the server and database pc is connected to: the

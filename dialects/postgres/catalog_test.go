@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // TestCatalogShadows (issue 45): what the catalog says runs user code
@@ -348,5 +351,86 @@ func TestCatalogOtherConnectionsDDL(t *testing.T) {
 				t.Error("no reading that sees the DDL")
 			}
 		})
+	}
+}
+
+// TestCatalogReads: what the catalog proves a read (sqllex.Shadows.Reads),
+// read from the server: a harmless STABLE or IMMUTABLE function, and one
+// that calls only such; not a VOLATILE one, one that calls nextval,
+// pg_advisory_lock or set_config, or a name with a VOLATILE overload.
+// The template proves by it a SELECT that calls them, with the reading
+// its connections last used, and by no reading that is due.
+func TestCatalogReads(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	s := fmt.Sprintf("pd_rd_%d", time.Now().UnixNano())
+	exec(t, admin, "CREATE SCHEMA "+s)
+	t.Cleanup(func() {
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	u := s + "_"
+	for _, q := range []string{
+		"CREATE SEQUENCE " + s + ".seq",
+		"CREATE FUNCTION " + s + "." + u + "stable(int) RETURNS int STABLE LANGUAGE sql AS 'SELECT $1 + 1'",
+		"CREATE FUNCTION " + s + "." + u + "immutable(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 2'",
+		"CREATE FUNCTION " + s + "." + u + "volatile(int) RETURNS int VOLATILE LANGUAGE sql AS 'SELECT $1 + 1'",
+		"CREATE FUNCTION " + s + "." + u + "nextval() RETURNS bigint STABLE LANGUAGE plpgsql AS $$ BEGIN RETURN nextval('" + s + ".seq'); END $$",
+		"CREATE FUNCTION " + s + "." + u + "lock() RETURNS int STABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4647); RETURN 1; END $$",
+		"CREATE FUNCTION " + s + "." + u + "config() RETURNS text STABLE LANGUAGE plpgsql AS $$ BEGIN RETURN set_config('pd.x', 'y', false); END $$",
+		"CREATE FUNCTION " + s + "." + u + "mixed(int) RETURNS int STABLE LANGUAGE sql AS 'SELECT 1'",
+		"CREATE FUNCTION " + s + "." + u + "mixed(text) RETURNS int VOLATILE LANGUAGE sql AS 'SELECT 2'",
+		"CREATE FUNCTION " + s + "." + u + "caller() RETURNS int STABLE LANGUAGE plpgsql AS $$ BEGIN RETURN " + u + "stable(1) + " + u + "immutable(2); END $$",
+		"CREATE FUNCTION " + s + "." + u + "calls_volatile() RETURNS int STABLE LANGUAGE sql AS 'SELECT " + s + "." + u + "volatile(1)'",
+	} {
+		exec(t, admin, q)
+	}
+	pg := c.pgx().PgConn()
+	cat, err := readCatalog(t.Context(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{
+		"stable": true, "immutable": true, "caller": true,
+		"volatile": false, "nextval": false, "lock": false, "config": false, "mixed": false, "calls_volatile": false,
+	} {
+		if _, got := cat.shadows.Reads[u+name]; got != want {
+			t.Errorf("Reads[%s%s] = %v, want %v", u, name, got, want)
+		}
+		if _, harmless := cat.shadows.Harmless[u+name]; want && !harmless {
+			t.Errorf("%s%s: a read not proved harmless", u, name)
+		}
+	}
+
+	// The template, by its connections' reading: a fresh one proves, a
+	// due one does not.
+	tm := &template{reached: new(atomic.Pointer[dialects.Catalog[*pgCatalog]])}
+	if tm.ReadsOnly("SELECT " + u + "stable(1)") {
+		t.Error("no reading: a user's function proved a read")
+	}
+	c.catalogOf(pg)
+	tm.reached.Store(c.catalog)
+	c.catalog.Expire()
+	if snap := c.seeChanged(pg); snap == nil || snap.Due() {
+		c.shadows(pg, true)
+	}
+	for q, want := range map[string]bool{
+		"SELECT 1":                               true,
+		"SELECT " + u + "stable(1)":              true,
+		"SELECT " + s + "." + u + "caller()":     true,
+		"SELECT " + u + "volatile(1)":            false,
+		"SELECT " + u + "nextval()":              false,
+		"SELECT " + u + "mixed(1)":               false,
+		"SELECT " + u + "stable(1) FOR UPDATE":   false,
+		"SELECT " + u + "stable(nextval('seq'))": false,
+	} {
+		if got := tm.ReadsOnly(q); got != want {
+			t.Errorf("ReadsOnly(%q) = %v, want %v (snapshot due: %v)", q, got, want, c.catalog.Current().Due())
+		}
+	}
+	c.catalog.Expire()
+	if tm.ReadsOnly("SELECT " + u + "stable(1)") {
+		t.Error("a due reading proved a read")
 	}
 }

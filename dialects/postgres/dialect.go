@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,7 +45,8 @@ func (pgDialect) Parse(dsn string) (dialects.Template, map[string]string, error)
 	if err != nil {
 		return nil, nil, parseError(err, d.secrets)
 	}
-	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode, role: roleOf(cfg.ValidateConnect), hosts: newHostOrder(&cfg.Config)}, d.params, nil
+	return &template{cfg: cfg, redacted: d.redacted, execModeSet: d.execMode, role: roleOf(cfg.ValidateConnect), hosts: newHostOrder(&cfg.Config),
+		reached: new(atomic.Pointer[dialects.Catalog[*pgCatalog]])}, d.params, nil
 }
 
 // template is immutable once built: Open copies cfg before changing it, and
@@ -58,6 +60,19 @@ type template struct {
 	unnamed     bool       // prepare statements unnamed (behind a transaction pooler)
 	role        role       // what target_session_attrs asks of a server
 	hosts       *hostOrder // a multi-host DSN's hosts that failed slowly go last; nil: one host
+
+	// reached is the catalog (dialects.CatalogFor) of the server and
+	// database the template's newest connection reached, whose reading
+	// ReadsOnly proves reads by, without a connection; nil for a
+	// standby's template (Standbys). Its key is the address a connection
+	// reached, which the template alone cannot tell (a host name may
+	// resolve to several addresses, a multi-host DSN's connections reach
+	// whichever host is the primary): its connections record it. Any
+	// host's reading serves, the newest being the likeliest fresh: the
+	// hosts of pool_reads are one database's primary and its physical
+	// standbys, whose catalogs are the same. Shared by the template's
+	// copies (BehindPooler).
+	reached *atomic.Pointer[dialects.Catalog[*pgCatalog]]
 }
 
 var (
@@ -143,6 +158,9 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 			return nil, err
 		}
 		id = func() string { return sid }
+	}
+	if t.reached != nil {
+		t.reached.Store(cat)
 	}
 	pc := newConn(sc, w)
 	pc.unnamed = t.unnamed

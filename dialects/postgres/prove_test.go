@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // TestProvedFunctions: a name is proved where its bodies read as harmless
@@ -36,5 +38,52 @@ func TestProvedFunctions(t *testing.T) {
 	want := []string{"both", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "caller", "leaf"}
 	if !slices.Equal(got, want) {
 		t.Errorf("proved %q, want %q", got, want)
+	}
+}
+
+// TestFunctionProofsReads: of the names proved harmless, a read is one
+// whose every function (any schema, any overload) is STABLE or
+// IMMUTABLE, names no built-in that writes or answers for the session,
+// and calls only reads; a row that leaves off the volatility proves none.
+func TestFunctionProofsReads(t *testing.T) {
+	row := func(name, body, plpgsql, vol string) [][]byte {
+		return [][]byte{[]byte(name), []byte(body), []byte(plpgsql), []byte(vol)}
+	}
+	rows := [][][]byte{
+		row("stable_sql", "SELECT $1 + 1", "f", "s"),
+		row("immutable_sql", "SELECT $1 * 2", "f", "i"),
+		row("volatile_sql", "SELECT $1 + 1", "f", "v"),
+		row("stable_nextval", "BEGIN RETURN nextval('s'); END", "t", "s"),
+		row("stable_lock", "BEGIN PERFORM pg_advisory_lock(1); RETURN 1; END", "t", "s"),
+		row("stable_config", "BEGIN RETURN set_config('a.b', 'c', false); END", "t", "s"),
+		row("stable_currval", "SELECT currval('s')", "f", "s"),
+		row("mixed", "SELECT 1", "f", "s"),
+		row("mixed", "SELECT 2", "f", "v"),
+		row("stable_caller", "BEGIN RETURN stable_sql(1) + immutable_sql(2); END", "t", "s"),
+		row("calls_volatile", "SELECT volatile_sql(1)", "f", "s"),
+		row("calls_mixed", "SELECT mixed()", "f", "s"),
+		row("stable_pl", "DECLARE v int; BEGIN SELECT 1 INTO v; RETURN v; END", "t", "s"),
+		{[]byte("no_volatility"), []byte("SELECT 1"), []byte("f")},
+		{[]byte("no_body"), nil, []byte("f"), []byte("s")},
+	}
+	s := &sqllex.Shadows{Names: map[string]struct{}{}}
+	harmless, reads := functionProofs(rows, s)
+	got := slices.Sorted(maps.Keys(reads))
+	want := []string{"immutable_sql", "stable_caller", "stable_pl", "stable_sql"}
+	if !slices.Equal(got, want) {
+		t.Errorf("reads %q, want %q", got, want)
+	}
+	for n := range reads {
+		if _, ok := harmless[n]; !ok {
+			t.Errorf("%s: a read not proved harmless", n)
+		}
+	}
+	for _, n := range []string{"volatile_sql", "mixed", "calls_volatile", "no_volatility"} {
+		if _, ok := harmless[n]; !ok {
+			t.Errorf("%s: harmless, whatever its volatility", n)
+		}
+	}
+	if h := harmlessFunctions(rows, s); !maps.Equal(h, harmless) {
+		t.Errorf("harmlessFunctions = %v, want functionProofs' %v", h, harmless)
 	}
 }

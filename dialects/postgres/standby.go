@@ -64,6 +64,7 @@ func (t *template) Standbys() []dialects.Template {
 		n.cfg.ValidateConnect = validateStandby
 		n.role = roleAny
 		n.hosts = nil
+		n.reached = nil // its readings prove no reads: the primary's do
 		n.redacted = oneHostDSN(t.redacted, hp.host, hp.port)
 		out = append(out, &n)
 	}
@@ -174,5 +175,28 @@ func (t *template) RefusedByStandby(err error) bool {
 var _ dialects.ReadProver = (*template)(nil)
 
 // ReadsOnly reports whether query is one SELECT that only reads by its
-// words and calls only built-ins that write nothing (sqllex.ReadsOnly).
-func (t *template) ReadsOnly(query string) bool { return sqllex.ReadsOnly(query) }
+// words and calls only built-ins that write nothing (sqllex.ReadsOnly),
+// or, where its text calls functions not on the list, only functions
+// that the catalog proves reads (sqllex.ReadsVouched) by the reading its
+// connections last used (see reached). Without a reading, or with one
+// that is due (older than dialects.CatalogTTL, or from before DDL the
+// process ran), such a call is no proof: the statement goes to the
+// primary, as a call of a user's function did before. The text alone is
+// judged first, and the catalog only where that fails.
+func (t *template) ReadsOnly(query string) bool {
+	if sqllex.ReadsOnly(query) {
+		return true
+	}
+	if t.reached == nil {
+		return false
+	}
+	cat := t.reached.Load()
+	if cat == nil {
+		return false
+	}
+	snap := cat.Current()
+	if snap == nil || snap.Due() || !snap.Sees(cat.Changed()) {
+		return false
+	}
+	return sqllex.ReadsVouched(query, snap.Value.shadows)
+}

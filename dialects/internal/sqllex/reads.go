@@ -72,11 +72,97 @@ func readsOnly(q string, escapes bool) (ok, backslash bool) {
 		if _, no := readsClauses[w]; no && t.kind == kWord {
 			return false, backslash
 		}
-		if _, no := readsWriters[w]; no || strings.HasPrefix(w, "pg_advisory") || strings.HasPrefix(w, "pg_try_advisory") || strings.HasPrefix(w, "lo_") {
+		if writerName(w) {
 			return false, backslash
 		}
 	}
 }
+
+// writerName reports a name, in lower case, of a built-in that writes or
+// whose answer is the session's: readsWriters, the advisory locks, the
+// large objects.
+func writerName(w string) bool {
+	_, no := readsWriters[w]
+	return no || strings.HasPrefix(w, "pg_advisory") || strings.HasPrefix(w, "pg_try_advisory") || strings.HasPrefix(w, "lo_")
+}
+
+// NamesWriter reports whether text, a function's body, names a built-in
+// that writes or whose answer is the session's (writerName) as a word or
+// a quoted name, however it stands: a body that does may not count as a
+// read (Shadows.Reads), whatever the call rules make of it. Text the
+// lexer cannot read with certainty names one.
+func NamesWriter(text string) bool {
+	for _, escapes := range []bool{false, true} {
+		l := newLexer(text, false, escapes)
+		for {
+			t := l.next()
+			if t.kind == kBad {
+				return true
+			}
+			if t.kind == kEOF {
+				break
+			}
+			if (t.kind == kWord || t.kind == kIdent) && writerName(strings.ToLower(t.text)) {
+				return true
+			}
+		}
+		if !l.backslash {
+			break
+		}
+	}
+	return false
+}
+
+// ReadsVouched reports whether query, which ReadsOnly does not prove only
+// reads, does so by s, a reading of the server's catalog: its words are
+// ReadsOnly's but for calls of functions not on the list, every one of
+// which s proves a read (Shadows.Reads: a user's function that PostgreSQL
+// runs read-only, calling nothing that writes or answers for the
+// session, whichever overload a call resolves to), and it names nothing
+// s says runs code its text does not show (Refs.Meets). False for a nil
+// s or one that proves no read.
+func ReadsVouched(query string, s *Shadows) bool {
+	if s == nil || len(s.Reads) == 0 {
+		return false
+	}
+	v := readsCallsMemo.Get(query)
+	if !v.ok {
+		return false
+	}
+	for _, n := range v.names {
+		if _, ok := s.Reads[n]; !ok {
+			return false
+		}
+	}
+	return !v.refs.Meets(s)
+}
+
+// readsCalls is what ReadsVouched needs of a text, once: whether its
+// words read as ReadsOnly's but for its calls of functions not on the
+// list (ok), their names, and its refs.
+type readsCalls struct {
+	ok    bool
+	names []string
+	refs  *Refs
+}
+
+var readsCallsMemo = NewMemo(func(q string) readsCalls {
+	if CallsOf(q, Postgres) != CallsUnknown {
+		return readsCalls{}
+	}
+	names, ok := UnknownCalls(q)
+	if !ok || len(names) == 0 {
+		return readsCalls{}
+	}
+	ok, backslash := readsOnly(q, false)
+	if ok && backslash {
+		ok, _ = readsOnly(q, true)
+	}
+	if !ok {
+		return readsCalls{}
+	}
+	return readsCalls{ok: true, names: names, refs: RefsOf(q, Postgres)}
+})
 
 // readsClauses are the words after which a SELECT may write or lock: its
 // clauses (INTO, FOR UPDATE, FOR SHARE, FOR NO KEY UPDATE, FOR KEY SHARE)

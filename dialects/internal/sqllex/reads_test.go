@@ -52,3 +52,64 @@ func TestReadsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsVouched: a SELECT whose only doubt is its calls of functions
+// not on the list reads only where the catalog proves every one a read
+// and the text names nothing the catalog says runs unseen code; its
+// words must still be ReadsOnly's.
+func TestReadsVouched(t *testing.T) {
+	s := &Shadows{
+		Names:    map[string]struct{}{"audited": {}},
+		Harmless: map[string]struct{}{"f": {}, "g": {}, "h": {}},
+		Reads:    map[string]struct{}{"f": {}, "g": {}, "Mixed": {}},
+	}
+	for q, want := range map[string]bool{
+		"SELECT f(1)":                             true,
+		"SELECT F(1), s.g($1) FROM t":             true,
+		`SELECT "Mixed"()`:                        true,
+		"SELECT f(1) FROM audited":                false, // a table whose use runs code
+		"SELECT h()":                              false, // harmless, not a read
+		"SELECT f(1), h()":                        false,
+		"SELECT mixed()":                          false, // folded: not the quoted name
+		"SELECT nope()":                           false,
+		"SELECT f(1) FOR UPDATE":                  false,
+		"SELECT f(nextval('s'))":                  false,
+		"SELECT f(1) INTO t2":                     false,
+		"INSERT INTO t VALUES (f(1))":             false,
+		"SELECT f(1); SELECT 1":                   false,
+		"SELECT 1":                                false, // ReadsOnly's, not the catalog's
+		"WITH c AS (SELECT g(2)) SELECT * FROM c": true,
+	} {
+		if got := ReadsVouched(q, s); got != want {
+			t.Errorf("ReadsVouched(%q) = %v, want %v", q, got, want)
+		}
+	}
+	if ReadsVouched("SELECT f(1)", nil) || ReadsVouched("SELECT f(1)", &Shadows{Harmless: s.Harmless}) {
+		t.Error("no reading, or one that proves no read: nothing vouched")
+	}
+	if ReadsVouched("SELECT f(1)", &Shadows{Reads: s.Reads, All: true}) {
+		t.Error("an implicit cast that runs user code: nothing vouched")
+	}
+}
+
+// TestNamesWriter: a body naming a built-in that writes or answers for
+// the session, as a word or a quoted name, in any case.
+func TestNamesWriter(t *testing.T) {
+	for body, want := range map[string]bool{
+		"SELECT $1 + 1":                             false,
+		"SELECT pg_is_in_recovery()":                false,
+		"SELECT 'nextval(1)'":                       false,
+		"SELECT nextval('s')":                       true,
+		"SELECT pg_catalog.CurrVal('s')":            true,
+		`SELECT "setval"('s', 1)`:                   true,
+		"BEGIN PERFORM pg_advisory_lock(1); END":    true,
+		"BEGIN RETURN pg_try_advisory_lock(1); END": true,
+		"SELECT set_config('a.b', 'c', false)":      true,
+		"SELECT lo_import('/x')":                    true,
+		"SELECT lastval()":                          true,
+	} {
+		if got := NamesWriter(body); got != want {
+			t.Errorf("NamesWriter(%q) = %v, want %v", body, got, want)
+		}
+	}
+}

@@ -58,6 +58,13 @@ type Shadows struct {
 	// so in turn; MySQL: a stored function that returns an expression,
 	// HarmlessReturn): a call of one is no session change (Vouched).
 	Harmless map[string]struct{}
+	// Reads, as Harmless: names under which every function the catalog
+	// has is Harmless and one that a standby runs as the primary would
+	// (PostgreSQL: STABLE or IMMUTABLE, whose statements the server runs
+	// read-only, naming no built-in that writes or answers for the
+	// session, calling only names proved so in turn): a SELECT that
+	// calls only these and built-ins only reads (ReadsVouched).
+	Reads map[string]struct{}
 }
 
 // Vouched reports whether s proves every one of names harmless; false for
