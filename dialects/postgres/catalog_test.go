@@ -354,6 +354,55 @@ func TestCatalogOtherConnectionsDDL(t *testing.T) {
 	}
 }
 
+// TestCatalogDDLInTransaction: DDL run in a transaction expires the
+// readings, and another connection reads the catalog again before the
+// COMMIT: that reading, which cannot see the uncommitted change, must not
+// vouch for statements once it is committed. Here the change makes a
+// harmless function take an advisory lock (a session change): judged by
+// the reading from before the COMMIT, its call would count as harmless.
+func TestCatalogDDLInTransaction(t *testing.T) {
+	c := wrapped(t)
+	admin := wrapped(t)
+	s := fmt.Sprintf("pd_catddltx_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+s+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, ddl := range []string{
+		"CREATE SCHEMA " + s,
+		"CREATE FUNCTION " + s + ".pd_f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+	} {
+		exec(t, admin, ddl)
+		admin.ChangesSession(ddl) // read again at once
+	}
+	call := "SELECT " + s + ".pd_f()"
+	exec(t, c, call)
+	if c.ChangesSession(call) {
+		t.Fatal("a harmless function's call counted as a change")
+	}
+	exec(t, admin, "BEGIN")
+	ddl := "CREATE OR REPLACE FUNCTION " + s + ".pd_f() RETURNS int LANGUAGE sql AS 'SELECT pg_try_advisory_lock(4648)::int'"
+	exec(t, admin, ddl)
+	admin.ChangesSession(ddl) // in a transaction: expires the readings
+	// Another connection reads again while the change is not committed.
+	exec(t, c, "SELECT 1")
+	c.ChangesSession("SELECT 1")
+	if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
+		t.Fatal("no reading taken while the transaction was open: the case is not set up")
+	}
+	exec(t, admin, "COMMIT")
+	admin.ChangesSession("COMMIT")
+	if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
+		t.Error("the reading from before the COMMIT counts as seeing the committed change")
+	}
+	exec(t, c, call)
+	if !c.ChangesSession(call) {
+		t.Error("the call of a function that now takes an advisory lock counted as harmless")
+	}
+	exec(t, c, "SELECT pg_advisory_unlock_all()")
+}
+
 // TestCatalogReads: what the catalog proves a read (sqllex.Shadows.Reads),
 // read from the server: a harmless STABLE or IMMUTABLE function, and one
 // that calls only such; not a VOLATILE one, one that calls nextval,

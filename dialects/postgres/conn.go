@@ -49,6 +49,12 @@ type conn struct {
 	// vouches for none of this connection's statements (vouching).
 	catalog *dialects.Catalog[*pgCatalog]
 	mustSee uint64
+	// changedInTx: a statement that may have changed the catalog (DDL:
+	// expireDDL; a user's code: expireCode) ran inside a transaction that
+	// is still open. A reading taken before its end cannot see what it
+	// changed, yet counts as seeing the change (it began after Expire):
+	// the end expires the catalog again (judge).
+	changedInTx uint8
 
 	// trust: the user vouches for their functions (see TrustFunctions).
 	trust bool
@@ -203,6 +209,9 @@ func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
 
 // judge is changesSession's answer.
 func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
+	if c.changedInTx != 0 && pc.TxStatus() == 'I' {
+		c.expireAfterTx()
+	}
 	// What the catalog says matters only to a user who does not vouch for
 	// their functions (and the code of their triggers, policies, ...).
 	var snap *dialects.CatalogSnapshot[*pgCatalog]
@@ -232,10 +241,13 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			// reading from before vouches for this session's statements
 			// (vouching). Read again at once where the session is as
 			// its last reset left it; otherwise its reset reads it.
+			how := expireCode
 			if f.Refs != nil && f.Refs.DDL {
-				c.mustSee = c.catalog.ExpireAll() // every connection's judgments wait for the next reading
-			} else {
-				c.mustSee = c.catalog.Expire()
+				how = expireDDL
+			}
+			c.expire(how)
+			if pc.TxStatus() != 'I' {
+				c.changedInTx = max(c.changedInTx, how)
 			}
 			if !c.trust && leavesSession(f) && !ranCode(f, shadows) {
 				snap = c.shadows(pc, true)
@@ -260,6 +272,36 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		}
 	}
 	return sqllex.Verdict(v)
+}
+
+// How a change to the catalog expires readings: a user's code that ran
+// may have changed this connection's catalog (Expire); DDL changed it for
+// every connection of the process (ExpireAll).
+const (
+	expireCode uint8 = 1 + iota
+	expireDDL
+)
+
+// expire expires the catalog's readings for a change made as how says:
+// every judgment of this connection's, and with expireDDL every
+// connection's, waits for the next reading.
+func (c *conn) expire(how uint8) {
+	if how == expireDDL {
+		c.mustSee = c.catalog.ExpireAll()
+	} else {
+		c.mustSee = c.catalog.Expire()
+	}
+}
+
+// expireAfterTx expires the catalog again once the transaction in which
+// a change ran has ended: committed, the change is what a reading sees
+// from now on; rolled back, the reading costs one round trip.
+func (c *conn) expireAfterTx() {
+	if c.catalog != nil {
+		c.expire(c.changedInTx)
+	}
+	c.changedInTx = 0
+	c.lexed = "" // judged again against a reading that sees it
 }
 
 // reportedDiffer reports whether a reported parameter differs from the
