@@ -354,7 +354,7 @@ func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[str
 	bodies := make(map[string]*fnBodies)
 	readBodies := make(map[string]*fnBodies)
 	for _, row := range rows {
-		if len(row) < 2 || len(row) > 4 {
+		if len(row) < 1 {
 			continue
 		}
 		name := string(row[0])
@@ -362,6 +362,10 @@ func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[str
 		if b == nil {
 			b, r = &fnBodies{ok: true}, &fnBodies{ok: true}
 			bodies[name], readBodies[name] = b, r
+		}
+		if len(row) < 2 || len(row) > 4 {
+			b.ok, r.ok = false, false // a row not read proves nothing of its name
+			continue
 		}
 		if !b.ok {
 			continue

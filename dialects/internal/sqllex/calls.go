@@ -332,7 +332,7 @@ func UnknownCallsOf(query string, f Flavor) (names []string, ok bool) {
 			return nil, false
 		}
 		if my {
-			n = strings.ToLower(strings.ReplaceAll(n, "``", "`"))
+			n = strings.ToLower(n) // the lexer read a quoted name as the server does
 		}
 		if !slices.Contains(names, n) {
 			names = append(names, n)

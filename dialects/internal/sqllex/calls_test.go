@@ -252,6 +252,7 @@ func TestUnknownCallsMySQL(t *testing.T) {
 		"SELECT app_f(1)":                    {"app_f"},
 		"SELECT test.App_F(1), `APP_F`(2)":   {"app_f"},
 		"SELECT `test`.`My``F`()":            {"my`f"},
+		"SELECT `a````b`()":                  {"a``b"}, // two quotes, each doubled
 		"SELECT lower('x'), count(*) FROM t": nil,
 	} {
 		got, ok := UnknownCallsOf(q, MySQL)

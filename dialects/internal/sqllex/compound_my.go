@@ -708,7 +708,7 @@ func (r *bodyReader) words(t token) {
 
 // addName adds a routine's name, as the server looks it up, to names.
 func addName(names *[]string, n string) {
-	n = strings.ToLower(strings.ReplaceAll(n, "``", "`"))
+	n = strings.ToLower(n) // the lexer read a quoted name as the server does
 	if !slices.Contains(*names, n) {
 		*names = append(*names, n)
 	}

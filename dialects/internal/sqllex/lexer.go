@@ -213,7 +213,12 @@ func (l *lexer) token(i int, c byte) token {
 			return l.bad()
 		}
 		l.i = end
-		return token{kind: kIdent, text: s[i+1 : end-1]}
+		// The name the server reads: a doubled quote is one.
+		text := s[i+1 : end-1]
+		if q := s[i : i+1]; strings.Contains(text, q+q) {
+			text = strings.ReplaceAll(text, q+q, q)
+		}
+		return token{kind: kIdent, text: text}
 	case c == '$' && !l.my:
 		if tag := dollarTag(s, i); tag != "" {
 			end := strings.Index(s[i+len(tag):], tag)

@@ -61,7 +61,7 @@ func TestReadsVouched(t *testing.T) {
 	s := &Shadows{
 		Names:    map[string]struct{}{"audited": {}},
 		Harmless: map[string]struct{}{"f": {}, "g": {}, "h": {}},
-		Reads:    map[string]struct{}{"f": {}, "g": {}, "Mixed": {}},
+		Reads:    map[string]struct{}{"f": {}, "g": {}, "Mixed": {}, `a""b`: {}},
 	}
 	for q, want := range map[string]bool{
 		"SELECT f(1)":                             true,
@@ -71,6 +71,7 @@ func TestReadsVouched(t *testing.T) {
 		"SELECT h()":                              false, // harmless, not a read
 		"SELECT f(1), h()":                        false,
 		"SELECT mixed()":                          false, // folded: not the quoted name
+		`SELECT "a""b"()`:                         false, // the function a"b, not a""b
 		"SELECT nope()":                           false,
 		"SELECT f(1) FOR UPDATE":                  false,
 		"SELECT f(nextval('s'))":                  false,
