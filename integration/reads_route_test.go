@@ -20,20 +20,10 @@ import (
 // commit.
 func TestReadsRoute(t *testing.T) {
 	skipShort(t)
-	primary := startLocalPG(t)
-	standby := primary.startStandby(t)
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=standby&pool_max_replica_lag=5s", primary.port, standby.port)
-	c := pooldriver.New(dsn)
-	require.NoError(t, c.Err())
-	db := sql.OpenDB(c)
-	defer db.Close()
+	_, c, db := openReads(t, "pool_reads=standby&pool_max_replica_lag=5s")
 	bg := ctx(t)
 	_, err := db.ExecContext(bg, "CREATE TABLE reads_route (k int PRIMARY KEY)")
 	require.NoError(t, err)
-	waitFor(t, "the standby's first look", func() bool {
-		s := c.Standbys()
-		return len(s) == 2 && s[1].Up && !s[0].Up
-	})
 	inRecovery := func(ctx context.Context) bool {
 		t.Helper()
 		var b bool
@@ -127,20 +117,10 @@ func TestReadsRoute(t *testing.T) {
 // sees the commit.
 func TestReadsRouteSelects(t *testing.T) {
 	skipShort(t)
-	primary := startLocalPG(t)
-	standby := primary.startStandby(t)
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=selects&pool_max_replica_lag=5s", primary.port, standby.port)
-	c := pooldriver.New(dsn)
-	require.NoError(t, c.Err())
-	db := sql.OpenDB(c)
-	defer db.Close()
+	_, c, db := openReads(t, "pool_reads=selects&pool_max_replica_lag=5s")
 	bg := ctx(t)
 	_, err := db.ExecContext(bg, "CREATE TABLE reads_selects (k int PRIMARY KEY); INSERT INTO reads_selects VALUES (-1); CREATE FUNCTION reads_selects_f() RETURNS bool LANGUAGE sql AS 'SELECT pg_is_in_recovery()'")
 	require.NoError(t, err)
-	waitFor(t, "the standby's first look", func() bool {
-		s := c.Standbys()
-		return len(s) == 2 && s[1].Up
-	})
 	onStandby := func(ctx context.Context, q string) bool {
 		t.Helper()
 		var b bool
@@ -186,23 +166,13 @@ func TestReadsRouteSelects(t *testing.T) {
 // primary.
 func TestReadsRouteSelectsCatalog(t *testing.T) {
 	skipShort(t)
-	primary := startLocalPG(t)
-	standby := primary.startStandby(t)
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=selects&pool_max_replica_lag=5s", primary.port, standby.port)
-	c := pooldriver.New(dsn)
-	require.NoError(t, c.Err())
-	db := sql.OpenDB(c)
-	defer db.Close()
+	_, c, db := openReads(t, "pool_reads=selects&pool_max_replica_lag=5s")
 	bg := ctx(t)
 	_, err := db.ExecContext(bg, `CREATE SEQUENCE reads_cat_seq;
 		CREATE FUNCTION reads_cat_stable() RETURNS bool STABLE LANGUAGE sql AS 'SELECT pg_is_in_recovery()';
 		CREATE FUNCTION reads_cat_volatile() RETURNS bool VOLATILE LANGUAGE sql AS 'SELECT pg_is_in_recovery()';
 		CREATE FUNCTION reads_cat_seq() RETURNS bool STABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('reads_cat_seq'); RETURN pg_is_in_recovery(); END $$`)
 	require.NoError(t, err)
-	waitFor(t, "the standby's first look", func() bool {
-		s := c.Standbys()
-		return len(s) == 2 && s[1].Up
-	})
 	standbyAcquires := func() int64 { return c.Standbys()[1].Pool.Acquires }
 	// The standby serves it once it replayed the functions and the
 	// primary's catalog reading since the DDL is in.
@@ -212,8 +182,11 @@ func TestReadsRouteSelectsCatalog(t *testing.T) {
 	})
 	onPrimary := func(q string) {
 		t.Helper()
-		before := standbyAcquires()
+		// The standby serves reads now: a STABLE call goes there.
 		var b bool
+		require.NoError(t, db.QueryRowContext(bg, "SELECT reads_cat_stable()").Scan(&b))
+		require.True(t, b, "the standby serves reads before %s", q)
+		before := standbyAcquires()
 		require.NoError(t, db.QueryRowContext(bg, q).Scan(&b), q)
 		require.False(t, b, q)
 		require.Equal(t, before, standbyAcquires(), "%s: not tried on the standby", q)
@@ -232,19 +205,9 @@ func TestReadsRouteSelectsCatalog(t *testing.T) {
 // in that host's Stats; a write is the primary pool's.
 func TestReadsSayWhichHost(t *testing.T) {
 	skipShort(t)
-	primary := startLocalPG(t)
-	standby := primary.startStandby(t)
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_reads=standby&pool_max_replica_lag=5s&pool_name=shop", primary.port, standby.port)
 	tr := &poolNames{}
-	c := pooldriver.New(dsn, pooldriver.WithTracer(tr))
-	require.NoError(t, c.Err())
-	db := sql.OpenDB(c)
-	defer db.Close()
+	standby, c, db := openReads(t, "pool_reads=standby&pool_max_replica_lag=5s&pool_name=shop", pooldriver.WithTracer(tr))
 	bg := ctx(t)
-	waitFor(t, "the standby's first look", func() bool {
-		s := c.Standbys()
-		return len(s) == 2 && s[1].Up
-	})
 	var inRecovery bool
 	require.NoError(t, db.QueryRowContext(pooldriver.ReadOnly(bg), "SELECT pg_is_in_recovery()").Scan(&inRecovery))
 	require.True(t, inRecovery)
@@ -286,3 +249,56 @@ func (p *poolNames) TraceConnectStart(ctx context.Context, _ pooldriver.TraceCon
 }
 
 func (p *poolNames) TraceConnectEnd(context.Context, pooldriver.TraceConnectEndData) {}
+
+// TestReadsNotYetReplayed: a read of a table the primary made a moment
+// ago, which the standby has not replayed yet (its replay paused here, a
+// deploy's migration a moment before in life), runs again on the primary
+// and succeeds, outside a task and in a read-only task. (In a task, a call
+// of a user's function the standby lacks is the caller's error: the call
+// counts as a session change, which binds the standby's connection to the
+// task before the error is seen; docs/reads.md.)
+func TestReadsNotYetReplayed(t *testing.T) {
+	skipShort(t)
+	standby, c, db := openReads(t, "pool_reads=standby&pool_max_replica_lag=30s")
+	bg := ctx(t)
+	sb, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", standby.port))
+	require.NoError(t, err)
+	defer sb.Close()
+	_, err = sb.ExecContext(bg, "SELECT pg_wal_replay_pause()")
+	require.NoError(t, err)
+	defer func() { _, _ = sb.ExecContext(context.Background(), "SELECT pg_wal_replay_resume()") }()
+	_, err = db.ExecContext(bg, "CREATE TABLE reads_not_replayed (k int); INSERT INTO reads_not_replayed VALUES (7); CREATE FUNCTION reads_not_replayed_f() RETURNS int STABLE LANGUAGE sql AS 'SELECT 8'")
+	require.NoError(t, err)
+	before := c.Standbys()[1].Pool.Acquires
+	var k int
+	require.NoError(t, db.QueryRowContext(pooldriver.ReadOnly(bg), "SELECT k FROM reads_not_replayed").Scan(&k), "a table the standby has not replayed")
+	require.Equal(t, 7, k)
+	require.NoError(t, db.QueryRowContext(pooldriver.ReadOnly(bg), "SELECT reads_not_replayed_f()").Scan(&k), "a function the standby has not replayed")
+	require.Equal(t, 8, k)
+	tctx, end := pooldriver.WithTask(pooldriver.ReadOnly(bg))
+	require.NoError(t, db.QueryRowContext(tctx, "SELECT k + 1 FROM reads_not_replayed").Scan(&k), "a read-only task's read of the table")
+	end()
+	require.Equal(t, 8, k)
+	require.Greater(t, c.Standbys()[1].Pool.Acquires, before, "the reads were tried on the standby first")
+	require.True(t, c.Standbys()[1].Up, "the standby stayed up for reads")
+}
+
+// openReads starts a private primary and its streaming standby, opens
+// pooldriver over both hosts with params (pool_reads and the like) and
+// opts, and waits for a look that found the standby up; db closes with
+// the test.
+func openReads(t *testing.T, params string, opts ...pooldriver.Option) (standby *localPG, c *pooldriver.Connector, db *sql.DB) {
+	t.Helper()
+	primary := startLocalPG(t)
+	standby = primary.startStandby(t)
+	c = pooldriver.New(fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&%s",
+		primary.port, standby.port, params), opts...)
+	require.NoError(t, c.Err())
+	db = sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	waitFor(t, "the standby's first look", func() bool {
+		s := c.Standbys()
+		return len(s) == 2 && s[1].Up && !s[0].Up
+	})
+	return standby, c, db
+}

@@ -164,12 +164,30 @@ var _ dialects.StandbyRefusals = (*template)(nil)
 // for a query it cancels for a conflict with recovery.
 const serializationFailure = "40001"
 
+// SQLSTATEs of an object a statement names that the server does not have:
+// on a standby, one it has not replayed yet.
+const (
+	undefinedFunction = "42883"
+	undefinedTable    = "42P01"
+	invalidSchemaName = "3F000"
+)
+
 // RefusedByStandby reports whether err, a statement's on a standby's
-// connection, is one the primary would not have returned: a write refused
-// (25006) or a query cancelled for a conflict with recovery (40001).
+// connection, is one the primary may not have returned: a write refused
+// (25006), a query cancelled for a conflict with recovery (40001), or a
+// function, relation or schema it does not know (42883, 42P01, 3F000),
+// which the primary may have made a moment ago (a deploy's migration)
+// and the standby not replayed yet, within pool_max_replica_lag.
 func (t *template) RefusedByStandby(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == readOnlyTransaction || pe.Code == serializationFailure)
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case readOnlyTransaction, serializationFailure, undefinedFunction, undefinedTable, invalidSchemaName:
+		return true
+	}
+	return false
 }
 
 var _ dialects.ReadProver = (*template)(nil)
