@@ -107,6 +107,7 @@ func TestReplicasShareFullServer(t *testing.T) {
 				for i := range replicas {
 					sum += ok[i].Load()
 				}
+				require.Positive(t, sum, "no replica was served")
 				mean := float64(sum) / replicas
 				for i := range replicas {
 					st := conns[i].Stats()

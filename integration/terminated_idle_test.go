@@ -60,8 +60,8 @@ func TestTerminatedIdleRunsOnce(t *testing.T) {
 						db.SetMaxOpenConns(2)
 						t.Cleanup(func() { _ = db.Close() })
 					} else {
-						// Trusting functions, a statement's verdict is its
-						// text's: a transaction-mode task keeps no
+						// The task trusts functions: a statement's verdict is
+						// its text's, and a transaction-mode task keeps no
 						// connection after SELECT 1 whatever the catalog's
 						// reading. Without it, other tests' DDL a moment
 						// before (make test runs them in parallel) leaves
@@ -71,7 +71,11 @@ func TestTerminatedIdleRunsOnce(t *testing.T) {
 						// with it: an error, rightly, but not this test's
 						// case (never_dirty_test.go and catalog_*_test.go
 						// hold that).
-						db, _ = tn.open(t, "pool_max_conns=2&pool_trust_functions=true")
+						params := "pool_max_conns=2"
+						if mode.name == "transaction task" {
+							params += "&pool_trust_functions=true"
+						}
+						db, _ = tn.open(t, params)
 					}
 					c := mode.ctx(t)
 					const rounds = 5

@@ -39,28 +39,35 @@ func newCgroup(name string, cpus float64) (*cgroup, error) {
 		if err := os.Mkdir(g.dir, 0o755); err != nil {
 			return nil, err
 		}
-		return g, os.WriteFile(filepath.Join(g.dir, "cpu.max"), fmt.Appendf(nil, "%d %d", quota, cpuPeriodUs), 0)
+		return g.limit(os.WriteFile(filepath.Join(g.dir, "cpu.max"), fmt.Appendf(nil, "%d %d", quota, cpuPeriodUs), 0))
 	}
 	g := &cgroup{dir: filepath.Join("/sys/fs/cgroup/cpu", name)}
 	if err := os.Mkdir(g.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("no cgroup v2, and v1's cpu controller: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(g.dir, "cpu.cfs_period_us"), fmt.Appendf(nil, "%d", cpuPeriodUs), 0); err != nil {
-		return nil, err
+	err := os.WriteFile(filepath.Join(g.dir, "cpu.cfs_period_us"), fmt.Appendf(nil, "%d", cpuPeriodUs), 0)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(g.dir, "cpu.cfs_quota_us"), fmt.Appendf(nil, "%d", quota), 0)
 	}
-	return g, os.WriteFile(filepath.Join(g.dir, "cpu.cfs_quota_us"), fmt.Appendf(nil, "%d", quota), 0)
+	return g.limit(err)
 }
 
 // adopt moves the server whose data directory is data, its postmaster and
 // the processes it forked so far, into g; what it forks later is born
-// there.
+// there. The postmaster moves first, so that a child it forks meanwhile is
+// born in g or found among its children after.
 func (g *cgroup) adopt(data string) error {
 	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
 	if err != nil {
 		return err
 	}
 	postmaster, _, _ := strings.Cut(string(pidFile), "\n")
-	pids := []string{postmaster}
+	if _, err := strconv.Atoi(postmaster); err != nil {
+		return fmt.Errorf("%s: postmaster.pid: %q is no pid", data, postmaster)
+	}
+	if err := g.move(postmaster); err != nil {
+		return err
+	}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return err
@@ -70,21 +77,33 @@ func (g *cgroup) adopt(data string) error {
 		if err != nil {
 			continue // not a process, or gone
 		}
-		// pid (comm) state ppid ...: comm may hold spaces, not ')'.
-		_, rest, ok := strings.Cut(string(stat), ") ")
-		if f := strings.Fields(rest); ok && len(f) > 1 && f[1] == postmaster {
-			pids = append(pids, p.Name())
-		}
-	}
-	for _, pid := range pids {
-		if _, err := strconv.Atoi(pid); err != nil {
-			return fmt.Errorf("%s: postmaster.pid: %q is no pid", data, pid)
-		}
-		if err := os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(pid), 0); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("moving %s into %s: %w", pid, g.dir, err)
+		// pid (comm) state ppid ...: comm may hold spaces and ')', the
+		// fields after it neither.
+		end := strings.LastIndexByte(string(stat), ')')
+		if f := strings.Fields(string(stat[end+1:])); end >= 0 && len(f) > 1 && f[1] == postmaster {
+			if err := g.move(p.Name()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// move moves the process pid into g; one that has ended is no error.
+func (g *cgroup) move(pid string) error {
+	if err := os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(pid), 0); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("moving %s into %s: %w", pid, g.dir, err)
+	}
+	return nil
+}
+
+// limit returns g where its limit was set (err nil), else removes it.
+func (g *cgroup) limit(err error) (*cgroup, error) {
+	if err != nil {
+		g.remove()
+		return nil, fmt.Errorf("limiting %s: %w", g.dir, err)
+	}
+	return g, nil
 }
 
 // remove removes g once its processes have ended.

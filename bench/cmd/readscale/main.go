@@ -221,13 +221,23 @@ func (c *cluster) start() {
 			check(os.Chown(filepath.Join(c.data(i), "standby.signal"), 65534, 65534))
 		}
 	}
+	if c.cpus > 0 { // before any server runs: a cgroup that cannot be made leaves none running
+		for i := range 3 {
+			g, err := newCgroup(fmt.Sprintf("readscale-%d-%d", os.Getpid(), i), c.cpus)
+			if err != nil {
+				c.removeGroups()
+				log.Fatal(err)
+			}
+			c.groups = append(c.groups, g)
+		}
+	}
 	for i := range 3 {
 		c.pgctl(i, "start")
 		if c.cpus > 0 {
-			g, err := newCgroup(fmt.Sprintf("readscale-%d-%d", os.Getpid(), i), c.cpus)
-			check(err)
-			c.groups = append(c.groups, g)
-			check(g.adopt(c.data(i)))
+			if err := c.groups[i].adopt(c.data(i)); err != nil {
+				c.stop()
+				log.Fatal(err)
+			}
 		}
 	}
 	fmt.Printf("primary :%d, standbys :%d :%d\n", c.ports[0], c.ports[1], c.ports[2])
@@ -255,7 +265,14 @@ func (c *cluster) stop() {
 	for _, d := range c.up {
 		_ = c.cmd("pg_ctl", "-D", d, "-m", "immediate", "-w", "stop").Run()
 	}
-	time.Sleep(100 * time.Millisecond) // the servers' last processes exit
+	c.removeGroups()
+}
+
+// removeGroups removes the servers' cgroups, once their processes exited.
+func (c *cluster) removeGroups() {
+	if len(c.groups) > 0 {
+		time.Sleep(100 * time.Millisecond) // the servers' last processes exit
+	}
 	for _, g := range c.groups {
 		g.remove()
 	}
