@@ -78,6 +78,9 @@ func Exercise(t *testing.T, db *sql.DB, during func()) {
 		t.Fatal("not a pooldriver DB")
 	}
 	ctx := context.Background()
+	// The scenario's first acquire takes the pre-warmed connection at once:
+	// it must be there (pool_min_idle_conns opens it off the caller's path).
+	WaitFor(t, "the pre-warmed connection", func() bool { return c.Stats().Idle >= 1 })
 	var held []*sql.Conn
 	for range 2 {
 		conn, err := db.Conn(ctx)
