@@ -123,8 +123,11 @@ func TestResetAlways(t *testing.T) {
 func TestResetAlwaysHidesUnseenChange(t *testing.T) {
 	for _, always := range []bool{false, true} {
 		srv := newServer(t)
-		db, _ := newDB(t, srv, "pool_max_conns=1", pooldriver.WithResetAlways(always))
+		db, c := newDB(t, srv, "pool_max_conns=1", pooldriver.WithResetAlways(always))
 		mustExec(t, db, "INSERT t 1") // opens the connection
+		// Idle in the pool: no reset of pooldriver's runs on it beside
+		// the test's own statement below.
+		waitFor(t, "the connection idle", func() bool { return c.Stats().Idle == 1 })
 		conns := srv.Conns()
 		if len(conns) != 1 {
 			t.Fatalf("%d connections", len(conns))

@@ -23,7 +23,10 @@ func (p *Pool[T]) startFactoriesLocked() {
 		if now < 0 {
 			now = p.clock()
 		}
-		if !p.growthLocked() && !p.failingFastLocked() {
+		if !p.growthLocked() && !p.failingFastLocked() && !p.staleLocked(now) {
+			if p.backoff.failures > 0 && p.creating > 0 {
+				p.armDialsLocked(p.lastStart+staleAfter, now) // once they are stale (staleLocked)
+			}
 			return // the next one made starts more (create)
 		}
 		if !p.dialAllowedLocked(now) {
@@ -66,8 +69,26 @@ func (p *Pool[T]) growthLocked() bool {
 // Max and the waiters (one call each) bound how many are in flight. Not
 // while the last failure was a timeout: the backend said nothing (a black
 // hole, every host silent), and a call started now would wait as long.
+//
+// One slot below Max stays free of them: should every one of them hang (a
+// host that went silent after it answered), the free slot is the one a
+// stale call leaves to a waiter (staleLocked).
 func (p *Pool[T]) failingFastLocked() bool {
-	return p.backoff.failures > 0 && p.creating > 0 && !isTimeout(p.lastFailure)
+	return p.backoff.failures > 0 && p.creating > 0 && !isTimeout(p.lastFailure) && p.total+1 < p.maxLocked()
+}
+
+// staleAfter is how long the newest factory call in flight has run, while
+// calls fail, before a waiter without one may start another (staleLocked).
+const staleAfter = 100 * time.Millisecond
+
+// staleLocked reports whether a waiter's factory call may start beside
+// those in flight although growthLocked says no: calls fail, and every
+// call in flight started staleAfter ago or more. Calls stuck on a host
+// that went silent (a primary killed mid-connect, its connect timeout
+// seconds away) then hold back no call that may reach a host that answers;
+// at most one more each staleAfter, as far as Max.
+func (p *Pool[T]) staleLocked(now time.Duration) bool {
+	return p.backoff.failures > 0 && p.creating > 0 && now-p.lastStart >= staleAfter
 }
 
 // noDialLocked tells the waiters that need a new resource, when none may
