@@ -108,8 +108,19 @@ type StandbyRefusals interface {
 }
 
 // ReadProver is implemented by a Template whose dialect can tell, from a
-// statement's text alone, that it only reads (pool_reads=selects sends
-// such a statement, outside a transaction, to a standby).
+// statement's text and what the server's catalog says of the names in
+// it, that a standby runs it as the primary would.
 type ReadProver interface {
+	// ReadsOnly reports whether query only reads and a standby runs it
+	// as the primary would: pool_reads=selects sends such a statement,
+	// outside a transaction, to a standby. Unsure is false.
 	ReadsOnly(query string) bool
+	// StandbyDiffers reports whether query, which its caller says only
+	// reads (ReadOnly, a read-only task), names a relation that a
+	// standby answers differently or refuses (an unlogged or temporary
+	// table, a sequence, a view reaching a user's or a volatile
+	// function) or whose reads run code its text does not show: such a
+	// statement runs on the primary. Without a reading of the catalog,
+	// false: the caller's word stands.
+	StandbyDiffers(query string) bool
 }

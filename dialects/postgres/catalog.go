@@ -65,7 +65,13 @@ import (
 //     an index over an operator class of such a family.
 //
 // It also finds what the session reset must undo beyond what DISCARD
-// does (see resetSQL): dblink's connections and postgres_fdw's.
+// does (see resetSQL): dblink's connections and postgres_fdw's; and the
+// relations a standby answers differently from the primary
+// (Shadows.Standby, for reads on standbys), by their properties: not
+// WAL-logged (unlogged or temporary), a sequence, a foreign table, a view
+// or a table with a policy whose stored query calls a user's function or
+// a VOLATILE built-in, and every view, policy or parent table that
+// reaches one of those through pg_depend or pg_inherits (dedge).
 //
 // Expressions (a view's query, a rule's, a default, a check, a policy, an
 // index's, a domain's default, a trigger's WHEN) are read from the trees
@@ -78,7 +84,8 @@ import (
 // one. Objects of initdb's (oids under 16384: pg_catalog's
 // and information_schema's views) are the server's.
 //
-// The rows are (kind, name): 'n' a name, 'o' an operator, 'c' an explicit
+// The rows are (kind, name): 'n' a name, 'r' a relation a standby
+// answers differently, 'o' an operator, 'c' an explicit
 // cast, 'a' an implicit or assignment cast, 'e' an event trigger, 'x'
 // dblink's schema, 'f' the schema of postgres_fdw_disconnect_all (each
 // quoted). $1 is
@@ -173,7 +180,7 @@ marked AS (
 	UNION SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid >= 16384
 		AND EXISTS (SELECT 1 FROM unsafe_opc oc WHERE oc.oid = ANY (i.indclass))
 ),
-edge AS (
+dedge AS (
 	SELECT d.refobjid AS src, coalesce(r.ev_class, po.polrelid) AS dst FROM pg_catalog.pg_depend d
 	LEFT JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND r.oid = d.objid
 	LEFT JOIN pg_catalog.pg_policy po ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass AND po.oid = d.objid
@@ -181,12 +188,32 @@ edge AS (
 		AND d.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, 'pg_catalog.pg_policy'::pg_catalog.regclass)
 		AND d.objid >= 16384
 	UNION ALL SELECT inhrelid, inhparent FROM pg_catalog.pg_inherits
+),
+edge AS (
+	SELECT src, dst FROM dedge
 	UNION ALL SELECT conrelid, confrelid FROM pg_catalog.pg_constraint WHERE contype = 'f'
 ),
 reach AS (
 	SELECT rel FROM marked
 	UNION
 	SELECT e.dst FROM reach m JOIN edge e ON e.src = m.rel
+),
+rtree AS (
+	SELECT r.ev_class AS rel, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
+		FROM pg_catalog.pg_rewrite r WHERE r.oid >= 16384
+	UNION ALL SELECT po.polrelid, coalesce(po.polqual::pg_catalog.text, '') FROM pg_catalog.pg_policy po
+),
+differs AS (
+	SELECT c.oid AS rel FROM pg_catalog.pg_class c WHERE c.relpersistence <> 'p' OR c.relkind IN ('S', 'f')
+	UNION SELECT tr.rel FROM rtree tr, pg_catalog.regexp_matches(tr.t,
+		E'\\{(?:FUNCEXPR|AGGREF|WINDOWFUNC) :[a-z]+ (\\d+)', 'g') m
+		JOIN pg_catalog.pg_proc p ON p.oid = m[1]::pg_catalog.oid
+		WHERE p.provolatile = 'v' OR p.oid >= 16384
+),
+sreach AS (
+	SELECT rel FROM differs
+	UNION
+	SELECT e.dst FROM sreach m JOIN dedge e ON e.src = m.rel
 )
 SELECT 'n', l.name FROM (SELECT name FROM listed UNION SELECT name FROM ruled) l
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
@@ -195,6 +222,8 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p
 UNION SELECT 'n', sy.name FROM syntax sy WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = sy.name
 	AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
 UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
+UNION SELECT 'r', pg_catalog.lower(c.relname) FROM sreach JOIN pg_catalog.pg_class c ON c.oid = sreach.rel
+	WHERE c.relkind NOT IN ('i', 'I', 'c', 't')
 UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
 UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
 	WHERE p.pronargs >= 1 AND (p.pronargs - p.pronargdefaults <= 1 OR p.provariadic <> 0)
@@ -303,7 +332,7 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 	if len(res) != 4 {
 		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %d results, want 4", len(res))
 	}
-	s := &sqllex.Shadows{Names: make(map[string]struct{})}
+	s := &sqllex.Shadows{Names: make(map[string]struct{}), Standby: make(map[string]struct{})}
 	cat := &pgCatalog{shadows: s}
 	for _, row := range res[2].Rows {
 		if len(row) != 2 || len(row[0]) != 1 {
@@ -313,6 +342,8 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 		switch row[0][0] {
 		case 'n':
 			s.Names[name] = struct{}{}
+		case 'r':
+			s.Standby[name] = struct{}{}
 		case 'o':
 			s.Ops = append(s.Ops, name)
 		case 'c':
@@ -383,7 +414,7 @@ func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[str
 		// A read is a harmless body first: the same calls, followed
 		// through the read bodies, so that a read calls only reads.
 		r.ok = r.ok && b.ok && len(row) == 4 && (string(row[3]) == "s" || string(row[3]) == "i") &&
-			!sqllex.NamesWriter(string(row[1]))
+			!sqllex.NamesWriter(string(row[1])) && !sqllex.RefsOf(string(row[1]), sqllex.Postgres).NamesAny(s.Standby)
 		r.calls = b.calls
 	}
 	return provedFunctions(bodies), provedFunctions(readBodies)

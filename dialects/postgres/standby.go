@@ -170,21 +170,28 @@ const (
 	undefinedFunction = "42883"
 	undefinedTable    = "42P01"
 	invalidSchemaName = "3F000"
+	// notSupported: among others, a standby's refusal of an unlogged or
+	// temporary relation's read ("cannot access temporary or unlogged
+	// relations during recovery"), made before a reading saw it.
+	notSupported = "0A000"
 )
 
 // RefusedByStandby reports whether err, a statement's on a standby's
 // connection, is one the primary may not have returned: a write refused
-// (25006), a query cancelled for a conflict with recovery (40001), or a
+// (25006), a query cancelled for a conflict with recovery (40001), a
 // function, relation or schema it does not know (42883, 42P01, 3F000),
 // which the primary may have made a moment ago (a deploy's migration)
-// and the standby not replayed yet, within pool_max_replica_lag.
+// and the standby not replayed yet, within pool_max_replica_lag, or a
+// feature it does not support in recovery (0A000: an unlogged table's
+// read). On the primary the statement may fail the same way: one round
+// trip more.
 func (t *template) RefusedByStandby(err error) bool {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false
 	}
 	switch pe.Code {
-	case readOnlyTransaction, serializationFailure, undefinedFunction, undefinedTable, invalidSchemaName:
+	case readOnlyTransaction, serializationFailure, undefinedFunction, undefinedTable, invalidSchemaName, notSupported:
 		return true
 	}
 	return false
@@ -192,29 +199,56 @@ func (t *template) RefusedByStandby(err error) bool {
 
 var _ dialects.ReadProver = (*template)(nil)
 
-// ReadsOnly reports whether query is one SELECT that only reads by its
-// words and calls only built-ins that write nothing (sqllex.ReadsOnly),
-// or, where its text calls functions not on the list, only functions
-// that the catalog proves reads (sqllex.ReadsVouched) by the reading its
-// connections last used (see reached). Without a reading, or with one
-// that is due (older than dialects.CatalogTTL, or from before DDL the
-// process ran), such a call is no proof: the statement goes to the
-// primary, as a call of a user's function did before. The text alone is
-// judged first, and the catalog only where that fails.
+// ReadsOnly reports whether a standby runs query as the primary would,
+// by the catalog reading its connections last used (see reading): one
+// SELECT that only reads by its words, calls only built-ins that write
+// nothing and user functions the reading proves reads, and names no
+// relation the reading says a standby answers differently or that runs
+// code its text does not show (sqllex.ReadsOnStandby). A call of a user's
+// function is proved only by a fresh reading (not older than
+// dialects.CatalogTTL, nor expired by user code that ran since: its body
+// may have changed); where the reading is due, a text that calls only
+// built-ins is still judged by it (see reading).
 func (t *template) ReadsOnly(query string) bool {
-	if sqllex.ReadsOnly(query) {
+	s, fresh := t.reading()
+	if s == nil || !fresh && sqllex.Of(query, sqllex.Postgres).Calls != sqllex.CallsKnown {
+		return false
+	}
+	return sqllex.ReadsOnStandby(query, s)
+}
+
+// StandbyDiffers reports whether query names a relation the catalog
+// reading says a standby answers differently, or whose reads run code
+// the text does not show (see dialects.ReadProver); without a reading it
+// cannot say: true, and the primary serves the read.
+func (t *template) StandbyDiffers(query string) bool {
+	s, _ := t.reading()
+	if s == nil {
 		return true
 	}
+	refs := sqllex.Of(query, sqllex.Postgres).Refs
+	return refs.NamesAny(s.Standby) || refs.NamesAny(s.Names)
+}
+
+// reading returns what the catalog reading the primary's connections
+// last used says, and whether it is fresh; nil where there is none, or
+// it is older than DDL the process ran (a statement's text showed it).
+// What it says of relations (Shadows.Standby, Names) changes only by
+// DDL: a reading that is due by its age or by user code that ran since
+// still tells it, but for what another client's DDL made within
+// dialects.CatalogTTL (an unlogged table made a moment ago: a standby
+// refuses its read, 0A000, and it runs again on the primary).
+func (t *template) reading() (s *sqllex.Shadows, fresh bool) {
 	if t.reached == nil {
-		return false
+		return nil, false
 	}
 	cat := t.reached.Load()
 	if cat == nil {
-		return false
+		return nil, false
 	}
 	snap := cat.Current()
-	if snap == nil || snap.Due() || !snap.Sees(cat.Changed()) {
-		return false
+	if snap == nil || !snap.Sees(cat.Changed()) {
+		return nil, false
 	}
-	return sqllex.ReadsVouched(query, snap.Value.shadows)
+	return snap.Value.shadows, !snap.Due()
 }

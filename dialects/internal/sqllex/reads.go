@@ -113,16 +113,17 @@ func NamesWriter(text string) bool {
 	return false
 }
 
-// ReadsVouched reports whether query, which ReadsOnly does not prove only
-// reads, does so by s, a reading of the server's catalog: its words are
-// ReadsOnly's but for calls of functions not on the list, every one of
-// which s proves a read (Shadows.Reads: a user's function that PostgreSQL
-// runs read-only, calling nothing that writes or answers for the
-// session, whichever overload a call resolves to), and it names nothing
-// s says runs code its text does not show (Refs.Meets). False for a nil
-// s or one that proves no read.
-func ReadsVouched(query string, s *Shadows) bool {
-	if s == nil || len(s.Reads) == 0 {
+// ReadsOnStandby reports whether s, a reading of the server's catalog,
+// proves that a standby runs query as the primary would: its words are
+// ReadsOnly's, but for calls of functions not on the list, every one of
+// which s proves a read (Shadows.Reads: a user's function that
+// PostgreSQL runs read-only, calling nothing that writes or answers for
+// the session, whichever overload a call resolves to); it names nothing s
+// says runs code its text does not show (Refs.Meets), and no relation a
+// standby answers differently (Shadows.Standby). Without a reading
+// nothing is proved: the proof fails closed.
+func ReadsOnStandby(query string, s *Shadows) bool {
+	if s == nil {
 		return false
 	}
 	v := readsCallsMemo.Get(query)
@@ -134,10 +135,10 @@ func ReadsVouched(query string, s *Shadows) bool {
 			return false
 		}
 	}
-	return !v.refs.Meets(s)
+	return !v.refs.Meets(s) && !v.refs.NamesAny(s.Standby)
 }
 
-// readsCalls is what ReadsVouched needs of a text, once: whether its
+// readsCalls is what ReadsOnStandby needs of a text, once: whether its
 // words read as ReadsOnly's but for its calls of functions not on the
 // list (ok), their names, and its refs.
 type readsCalls struct {
@@ -147,11 +148,15 @@ type readsCalls struct {
 }
 
 var readsCallsMemo = NewMemo(func(q string) readsCalls {
-	if CallsOf(q, Postgres) != CallsUnknown {
-		return readsCalls{}
-	}
-	names, ok := UnknownCalls(q)
-	if !ok || len(names) == 0 {
+	var names []string
+	switch CallsOf(q, Postgres) {
+	case CallsKnown:
+	case CallsUnknown:
+		var ok bool
+		if names, ok = UnknownCalls(q); !ok || len(names) == 0 {
+			return readsCalls{}
+		}
+	default:
 		return readsCalls{}
 	}
 	ok, backslash := readsOnly(q, false)

@@ -65,6 +65,13 @@ type Shadows struct {
 	// session, calling only names proved so in turn): a SELECT that
 	// calls only these and built-ins only reads (ReadsVouched).
 	Reads map[string]struct{}
+	// Standby, in lower case: names of relations a standby does not
+	// answer as the primary does, by what the catalog says of them (an
+	// unlogged or temporary relation, a sequence, a foreign table, a
+	// view or a table whose reads reach a user's function or a volatile
+	// built-in, however deep). A text that names one is no standby's
+	// read (ReadsOnStandby).
+	Standby map[string]struct{}
 }
 
 // Vouched reports whether s proves every one of names harmless; false for
@@ -137,6 +144,19 @@ func (r *Refs) Meets(s *Shadows) bool {
 			if strings.Contains(run, op) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// NamesAny reports whether r names one of names.
+func (r *Refs) NamesAny(names map[string]struct{}) bool {
+	if r == nil || len(names) == 0 {
+		return false
+	}
+	for _, w := range r.Words {
+		if _, ok := names[w]; ok {
+			return true
 		}
 	}
 	return false
