@@ -40,6 +40,9 @@ type conn struct {
 	// standby: the standby whose connection the hold took last, nil
 	// where the primary's (pool_reads=standby; see retryOnPrimary).
 	standby *standby
+	// reader: the task whose read the hold serves, told when it ends
+	// (task.readEnded); nil where it serves no task's read.
+	reader *task
 	// text: the statement the hold's next connection is taken for, where
 	// it may be a read's (pool_reads=selects); "" otherwise.
 	text string
@@ -283,6 +286,7 @@ func (l *conn) IsValid() bool {
 	// endHold's common case, written out: the hold had its connection
 	// alone, and parks it.
 	l.to(evEnd)
+	l.readDone()
 	if l.lost != nil {
 		l.lost = nil // written only when set: see conn.parked
 	}

@@ -414,12 +414,15 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx, primary bool) (*phys.Conn, error) {
 	from := l.c
 	if l.c.reads != nil {
-		h := l.c.reads.route(ctx, t, k, readTx, primary, l.text, l.parked)
+		h, read := l.c.reads.route(ctx, t, k, readTx, primary, l.text, l.parked)
 		l.text = ""
 		if h != nil {
 			from = h.c
 		}
 		l.standby = h
+		if read {
+			l.reader = t
+		}
 	}
 	var pc *phys.Conn
 	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {
@@ -778,6 +781,15 @@ func (l *conn) bindForTask(le *lease) error {
 	return ErrTaskConnBusy
 }
 
+// readDone tells the task whose read the hold served (reader) that the
+// read ended: where the task reads next depends on it (route).
+func (l *conn) readDone() {
+	if l.reader != nil {
+		l.reader.readEnded(l.standby)
+		l.reader = nil
+	}
+}
+
 // endHold ends l's hold: database/sql took l back (IsValid) or closed it.
 func (l *conn) endHold() {
 	if !l.state.held() {
@@ -786,6 +798,7 @@ func (l *conn) endHold() {
 	pc := l.pc
 	alone := l.state.alone()
 	l.to(evEnd)
+	l.readDone()
 	if l.lost != nil {
 		l.lost = nil // written only when set: see conn.parked
 	}

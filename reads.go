@@ -108,12 +108,16 @@ func ReadOnly(ctx context.Context) context.Context {
 }
 
 // ReadToken returns what a later request must read after to see the
-// writes of ctx's task: the log position of its last write on the
-// primary, written as text to hand to the client (a cookie, a header),
-// "" when the task wrote nothing that pooldriver knows of. Give it back
-// with WithReadToken. A task that wrote outside a *sql.Tx has no position
-// for it: ReadToken asks the primary for its position now (a round trip),
-// with ctx's deadline.
+// writes of ctx's task (and of the tasks it was started from): the log
+// position of its last write on the primary, written as text to hand to
+// the client (a cookie, a header), "" when the task wrote nothing that
+// pooldriver knows of. Give it back with WithReadToken. A task that wrote
+// outside a *sql.Tx has no position for it: ReadToken asks the primary
+// for its position now (a round trip), with ctx's deadline; the task's
+// reads may go to standbys again once they have replayed it. Where the
+// primary cannot say (its connection lost, ctx done), the token is never
+// weaker than the writes: it sends the reads of the request that gives
+// it back to the primary (a position no standby has reached).
 func ReadToken(ctx context.Context) string {
 	t := taskFrom(ctx)
 	if t == nil {
@@ -122,8 +126,10 @@ func ReadToken(ctx context.Context) string {
 		}
 		return ""
 	}
-	if t.reads.wroteUnseen.Load() {
-		t.primaryPosition(ctx)
+	if t.wroteUnseen() {
+		if !t.primaryPosition(ctx) {
+			return unreachedPosition.String()
+		}
 	}
 	p := t.readsAfter()
 	if p == 0 {
@@ -131,6 +137,11 @@ func ReadToken(ctx context.Context) string {
 	}
 	return p.String()
 }
+
+// unreachedPosition is a position no standby reaches: a read that must
+// see it runs on the primary (ReadToken's where the primary's position
+// could not be read).
+const unreachedPosition = dialects.Position(1<<64 - 1)
 
 // WithReadToken returns a context whose statements, and the tasks started
 // from it, read only from standbys that have replayed the writes token
@@ -154,48 +165,115 @@ func WithReadToken(ctx context.Context, token string) (context.Context, error) {
 
 // taskReads is what a task's reads must see, where its Connector sends
 // reads to standbys: the log position of its writes and of what it read,
-// and the standby it last read from. One task may use several Connectors;
-// positions are of one database's log, so a task reads after its writes
-// on the one Connector with standbys it uses (a second one's positions
-// would not compare).
+// and the standby it last read from. A task started from a context that
+// carries a task (its parent) sees all its parent sees, and its parent
+// what it writes and reads: the methods below follow the chain. One task
+// may use several Connectors; positions are of one database's log, so a
+// task reads after its writes on the one Connector with standbys it uses
+// (a second one's positions would not compare).
 type taskReads struct {
-	readOnly bool // started from a ReadOnly context
+	readOnly bool  // started from a ReadOnly context
+	parent   *task // the task whose context it started from, or nil
 	// after: the position its reads must see (its commits, the standby
 	// it read from, a token).
 	after atomic.Uint64
-	// wroteUnseen: a statement of the task ran on the primary outside a
-	// *sql.Tx, where nothing tells its position: its reads go to the
-	// primary (ReadToken asks the primary for the position).
-	wroteUnseen atomic.Bool
-	on          atomic.Pointer[replicas] // the Connector's, once it ran a statement there
-	last        atomic.Pointer[standby]  // the standby it last read from, taken again while it can serve
+	// unseen counts the task's statements that ran on the primary
+	// outside a *sql.Tx, where nothing tells their position; covered,
+	// how many of them a position the primary told since covers. While
+	// some are not covered its reads go to the primary (ReadToken asks
+	// the primary for its position).
+	unseen, covered atomic.Uint64
+	on              atomic.Pointer[replicas] // the Connector's, once it ran a statement there
+	last            atomic.Pointer[standby]  // the standby it last read from, taken again while it can serve
+	// ended: where its last read ran and when it ended, until a look
+	// begun after that tells how far the server was then (see route).
+	ended atomic.Pointer[readEnd]
 }
 
-func (t *task) readsAfter() dialects.Position { return dialects.Position(t.reads.after.Load()) }
+// readEnd is where a task's read ran (nil: the primary) and when it
+// ended.
+type readEnd struct {
+	on *standby
+	at time.Time
+}
 
-// readAfter raises the position t's reads must see to p.
+// readEnded records that t's read, on h (nil: the primary), ended now.
+func (t *task) readEnded(h *standby) {
+	t.reads.ended.Store(&readEnd{on: h, at: time.Now()})
+}
+
+// readsAfter is the position t's reads must see: the highest of its own
+// and its parents'.
+func (t *task) readsAfter() dialects.Position {
+	var p uint64
+	for ; t != nil; t = t.reads.parent {
+		p = max(p, t.reads.after.Load())
+	}
+	return dialects.Position(p)
+}
+
+// readAfter raises the position t's reads, and its parents', must see to
+// p.
 func (t *task) readAfter(p dialects.Position) {
+	for ; t != nil; t = t.reads.parent {
+		raise(&t.reads.after, uint64(p))
+	}
+}
+
+// raise sets v to n where n is higher.
+func raise(v *atomic.Uint64, n uint64) {
 	for {
-		old := t.reads.after.Load()
-		if uint64(p) <= old || t.reads.after.CompareAndSwap(old, uint64(p)) {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
 			return
 		}
 	}
 }
 
-// primaryPosition asks the primary of the Connector t wrote on for its log
-// position.
-func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
-	r := t.reads.on.Load()
+// wroteUnseen reports whether t or a parent ran a statement on the
+// primary whose position nothing has told since.
+func (t *task) wroteUnseen() bool {
+	for ; t != nil; t = t.reads.parent {
+		if t.reads.unseen.Load() > t.reads.covered.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeUnseen records a statement of t (and so of its parents) on the
+// primary whose position nothing tells.
+func (t *task) writeUnseen() {
+	for ; t != nil; t = t.reads.parent {
+		t.reads.unseen.Add(1)
+	}
+}
+
+// primaryPosition asks the primary of the Connector t (or a parent) ran
+// on for its log position, which then covers the writes t and its
+// parents made before; false where it could not be read.
+func (t *task) primaryPosition(ctx context.Context) bool {
+	var r *replicas
+	for u := t; u != nil && r == nil; u = u.reads.parent {
+		r = u.reads.on.Load()
+	}
 	if r == nil {
-		return 0, false
+		return false
+	}
+	var seen []uint64
+	for u := t; u != nil; u = u.reads.parent {
+		seen = append(seen, u.reads.unseen.Load())
 	}
 	p, err := r.primaryPosition(ctx)
 	if err != nil {
-		return 0, false
+		return false
 	}
 	t.readAfter(p)
-	return p, true
+	for u := t; u != nil; u = u.reads.parent {
+		raise(&u.reads.covered, seen[0])
+		seen = seen[1:]
+	}
+	return true
 }
 
 // route returns the standby that serves an operation of kind k with ctx,
@@ -203,32 +281,55 @@ func (t *task) primaryPosition(ctx context.Context) (dialects.Position, bool) {
 // context or in a read-only task, begins a read-only *sql.Tx (readTx),
 // or, with pool_reads=selects, is a statement (query) the dialect proves
 // only reads; nil: the primary serves it, as it serves everything where
-// primary. A read must see what ctx's token and the task's writes and
-// earlier reads saw. The standby the task read from last, else the one
-// whose connection the logical conn parked (taken without the pool), is
-// taken first while it can serve. A task's statement on the primary
-// outside a *sql.Tx may have written where nothing tells the position:
-// the task's reads go to the primary from then on (see taskReads).
-func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary bool, query string, parked *pool.Resource[*phys.Conn]) *standby {
+// primary. read reports a task's read, whose end the hold reports
+// (task.readEnded). A read must see what ctx's token and the task's
+// writes and earlier reads saw. The standby the task read from last,
+// else the one whose connection the logical conn parked (taken without
+// the pool), is taken first while it can serve. A task's statement on
+// the primary outside a *sql.Tx may have written where nothing tells the
+// position: the task's reads go to the primary from then on (see
+// taskReads).
+//
+// Monotonic reads: a read sees at least what its server had replayed (a
+// standby) or flushed (the primary) when it ended, which only a look
+// begun after that tells. Until one has, the task's next read goes where
+// the last one did (the same standby, while it can serve, else the
+// primary, which is ahead of every standby); once one has, what it saw
+// is the task's floor, and any server that reached it serves.
+func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary bool, query string, parked *pool.Resource[*phys.Conn]) (h *standby, read bool) {
 	m := readMarkFrom(ctx)
-	if t != nil && t.reads.on.Load() == nil {
-		t.reads.on.Store(r)
+	for u := t; u != nil && u.reads.on.Load() == nil; u = u.reads.parent {
+		u.reads.on.Store(r) // its parents' too: a token of theirs covers what it wrote
 	}
 	if primary || m.primary || !r.reads(m, t, k, readTx, query) {
 		if t != nil && writes(k) {
-			t.reads.wroteUnseen.Store(true)
+			t.writeUnseen()
 		}
-		if m.primary {
-			r.onPrimary.Add(1) // a read a standby refused, run again here
+		if m.primary || !primary && (m.readOnly || t != nil && t.reads.readOnly) {
+			// A read a standby refused, run again here, or one that
+			// a standby would answer differently.
+			r.onPrimary.Add(1)
 		}
-		return nil
+		return nil, false
 	}
 	after := m.after
 	var last *standby
 	if t != nil {
-		if t.reads.wroteUnseen.Load() {
+		if t.wroteUnseen() {
 			r.onPrimary.Add(1)
-			return nil
+			return nil, true
+		}
+		if e := t.reads.ended.Load(); e != nil {
+			if p, ok := r.sawSince(e); ok {
+				t.readAfter(p)
+				t.reads.ended.CompareAndSwap(e, nil)
+			} else if e.on == nil || !r.serves(e.on, max(after, t.readsAfter()), time.Now()) {
+				r.onPrimary.Add(1)
+				return nil, true
+			} else {
+				r.onStandby.Add(1)
+				return e.on, true
+			}
 		}
 		after = max(after, t.readsAfter())
 		last = t.reads.last.Load()
@@ -236,10 +337,10 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 	if last == nil && parked != nil {
 		last = r.of(parked.Value()) // its parked connection is taken without the pool
 	}
-	h := r.source(after, last)
+	h = r.source(after, last)
 	if h != nil && t != nil {
-		// Monotonic reads: the task's next read is on a standby at
-		// least as far as this one was seen.
+		// What the standby was last seen to have replayed, the read
+		// sees at least.
 		if s := h.seen.Load(); s != nil {
 			t.readAfter(s.replayed)
 		}
@@ -247,14 +348,47 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 			t.reads.last.Store(h)
 		}
 	}
-	return h
+	return h, t != nil
+}
+
+// sawSince returns how far e's server was seen to be by a look begun
+// after e's read ended: a standby's replayed position, the primary's
+// flushed one; false where no look has told yet (or the standby no
+// longer answers as one).
+func (r *replicas) sawSince(e *readEnd) (dialects.Position, bool) {
+	if e.on != nil {
+		s := e.on.seen.Load()
+		if s == nil || !s.up || !s.started.After(e.at) {
+			return 0, false
+		}
+		return s.replayed, true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return 0, false
+	}
+	s := r.seen[(r.next-1+positionHistory)%positionHistory]
+	if !s.started.After(e.at) {
+		return 0, false
+	}
+	return s.pos, true
 }
 
 // reads reports whether an operation of kind k, with a context marked m,
-// of task t (or nil), only reads: see route.
+// of task t (or nil), only reads, as a standby would run it: see route.
+// A statement its caller says only reads (ReadOnly, a read-only task)
+// does, unless the dialect finds in it what a standby answers
+// differently or refuses (an unlogged table, a sequence, a view reaching
+// code): the primary serves that.
 func (r *replicas) reads(m readMark, t *task, k opKind, readTx bool, query string) bool {
-	return readTx || m.readOnly || t != nil && t.reads.readOnly ||
-		r.proves != nil && query != "" && (k == opExec || k == opStmt) && r.proves(query)
+	if readTx {
+		return true
+	}
+	if m.readOnly || t != nil && t.reads.readOnly {
+		return query == "" || r.prover == nil || !r.prover.StandbyDiffers(query)
+	}
+	return r.selects && query != "" && (k == opExec || k == opStmt) && r.prover.ReadsOnly(query)
 }
 
 // writes reports whether an operation of kind k may write: a statement,
@@ -267,7 +401,7 @@ func writes(k opKind) bool { return k == opExec || k == opStmt || k == opRaw }
 // position nothing tells, where pc is the primary's (see route).
 func (c *Connector) wroteOn(t *task, k opKind, pc *phys.Conn) {
 	if c.reads != nil && writes(k) && pc.Env == &c.env {
-		t.reads.wroteUnseen.Store(true)
+		t.writeUnseen()
 	}
 }
 
@@ -289,7 +423,7 @@ func (l *conn) leaveStandby(ctx context.Context, k opKind, le *lease) bool {
 	h := l.standby
 	if h == nil {
 		if t != nil && writes(k) && !l.c.reads.reads(m, t, k, le.readTx, l.text) {
-			t.reads.wroteUnseen.Store(true)
+			t.writeUnseen()
 		}
 		return false
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // testReplicas is replicas with n standbys and no Connectors: enough for
@@ -110,27 +112,27 @@ func TestStandbyServes(t *testing.T) {
 func TestRouteSelects(t *testing.T) {
 	r := testReplicas(1, time.Second)
 	r.hosts[0].seen.Store(&standbySeen{at: time.Now(), up: true, replayed: 10})
-	r.proves = func(q string) bool { return q == "SELECT 1" }
+	r.prover, r.selects = testProver{reads: "SELECT 1", differs: "SELECT * FROM unlogged_t"}, true
 	bg := context.Background()
-	if r.route(bg, nil, opStmt, false, false, "SELECT 1", nil) == nil {
+	if routeTo(r, bg, nil, opStmt, false, false, "SELECT 1", nil) == nil {
 		t.Error("a proven read went to the primary")
 	}
-	if r.route(bg, nil, opStmt, false, false, "SELECT f()", nil) != nil {
+	if routeTo(r, bg, nil, opStmt, false, false, "SELECT f()", nil) != nil {
 		t.Error("a statement not proven went to a standby")
 	}
-	if r.route(bg, nil, opBegin, false, false, "SELECT 1", nil) != nil {
+	if routeTo(r, bg, nil, opBegin, false, false, "SELECT 1", nil) != nil {
 		t.Error("a BeginTx went to a standby")
 	}
 	ctx, end := WithTask(bg)
 	defer end()
 	tk := taskFrom(ctx)
-	if r.route(ctx, tk, opStmt, false, false, "SELECT 1", nil) == nil || tk.reads.wroteUnseen.Load() {
+	if routeTo(r, ctx, tk, opStmt, false, false, "SELECT 1", nil) == nil || tk.wroteUnseen() {
 		t.Error("a task's proven read went to the primary, or counted as a write")
 	}
-	if r.route(ctx, tk, opExec, false, false, "UPDATE t SET a = 1", nil) != nil || !tk.reads.wroteUnseen.Load() {
+	if routeTo(r, ctx, tk, opExec, false, false, "UPDATE t SET a = 1", nil) != nil || !tk.wroteUnseen() {
 		t.Fatal("a task's write went to a standby, or did not count")
 	}
-	if r.route(ctx, tk, opStmt, false, false, "SELECT 1", nil) != nil {
+	if routeTo(r, ctx, tk, opStmt, false, false, "SELECT 1", nil) != nil {
 		t.Error("a proven read after a write of unknown position went to a standby")
 	}
 }
@@ -148,34 +150,34 @@ func TestRouteTask(t *testing.T) {
 	ctx, end := WithTask(ReadOnly(context.Background()))
 	defer end()
 	tk := taskFrom(ctx)
-	h := r.route(ctx, tk, opStmt, false, false, "", nil)
+	h := routeTo(r, ctx, tk, opStmt, false, false, "", nil)
 	if h == nil {
 		t.Fatal("a read-only task's read went to the primary")
 	}
 	if got := tk.readsAfter(); got != h.seen.Load().replayed {
 		t.Errorf("after reading from %s the task reads after %v", h.host, got)
 	}
-	if r.route(ctx, tk, opStmt, false, false, "", nil) != h {
+	if routeTo(r, ctx, tk, opStmt, false, false, "", nil) != h {
 		t.Error("the task's next read left its standby while it could serve")
 	}
 
 	wctx, wend := WithTask(context.Background())
 	defer wend()
 	wt := taskFrom(wctx)
-	if r.route(wctx, wt, opBegin, false, false, "", nil) != nil {
+	if routeTo(r, wctx, wt, opBegin, false, false, "", nil) != nil {
 		t.Fatal("a read-write BeginTx went to a standby")
 	}
-	if wt.reads.wroteUnseen.Load() {
+	if wt.wroteUnseen() {
 		t.Fatal("a BeginTx counted as a write outside a transaction")
 	}
 	wt.readAfter(800) // its commit
-	if h := r.route(wctx, wt, opBegin, true, false, "", nil); h != b {
+	if h := routeTo(r, wctx, wt, opBegin, true, false, "", nil); h != b {
 		t.Fatalf("a read-only *sql.Tx after a commit at 800: got %v, want b", h)
 	}
-	if r.route(wctx, wt, opExec, false, false, "", nil) != nil || !wt.reads.wroteUnseen.Load() {
+	if routeTo(r, wctx, wt, opExec, false, false, "", nil) != nil || !wt.wroteUnseen() {
 		t.Fatal("a statement outside a transaction on the primary is a write whose position is unknown")
 	}
-	if h := r.route(wctx, wt, opBegin, true, false, "", nil); h != nil {
+	if h := routeTo(r, wctx, wt, opBegin, true, false, "", nil); h != nil {
 		t.Fatalf("after a write of unknown position: got %s, want the primary", h.host)
 	}
 }
@@ -220,5 +222,157 @@ func TestReadsNeedStandbys(t *testing.T) {
 	c := New(fakeDSN(t, "pool_reads=standby"))
 	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "pool_reads=standby") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// testProver proves one statement a read, and finds in one other what a
+// standby answers differently.
+type testProver struct{ reads, differs string }
+
+func (p testProver) ReadsOnly(q string) bool      { return q == p.reads }
+func (p testProver) StandbyDiffers(q string) bool { return q == p.differs }
+
+// TestRouteReadOnlyDiffers: a statement its caller says only reads goes
+// to the primary where the dialect finds in it what a standby answers
+// differently; any other goes to a standby.
+func TestRouteReadOnlyDiffers(t *testing.T) {
+	r := testReplicas(1, time.Second)
+	r.hosts[0].seen.Store(&standbySeen{at: time.Now(), up: true, replayed: 10})
+	r.prover = testProver{differs: "SELECT * FROM unlogged_t"}
+	ro := ReadOnly(context.Background())
+	if routeTo(r, ro, nil, opStmt, false, false, "SELECT * FROM t", nil) == nil {
+		t.Error("a ReadOnly read went to the primary")
+	}
+	if routeTo(r, ro, nil, opStmt, false, false, "SELECT * FROM unlogged_t", nil) != nil {
+		t.Error("a ReadOnly read of what a standby answers differently went to a standby")
+	}
+	ctx, end := WithTask(ro)
+	defer end()
+	if routeTo(r, ctx, taskFrom(ctx), opStmt, false, false, "SELECT * FROM unlogged_t", nil) != nil {
+		t.Error("a read-only task's read of what a standby answers differently went to a standby")
+	}
+}
+
+// TestRouteNestedTask: a task started inside a task reads after all its
+// parent wrote and read, and its parent after all it did.
+func TestRouteNestedTask(t *testing.T) {
+	r := testReplicas(2, time.Second)
+	now := time.Now()
+	a, b := r.hosts[0], r.hosts[1]
+	a.seen.Store(&standbySeen{at: now, up: true, replayed: 500})
+	b.seen.Store(&standbySeen{at: now, up: true, replayed: 900})
+
+	pctx, pend := WithTask(context.Background())
+	defer pend()
+	parent := taskFrom(pctx)
+	parent.readAfter(800) // the request's commit
+	cctx, cend := WithTask(ReadOnly(pctx))
+	child := taskFrom(cctx)
+	if got := child.readsAfter(); got != 800 {
+		t.Fatalf("the child task reads after %v, want its parent's 800", got)
+	}
+	if h := routeTo(r, cctx, child, opStmt, false, false, "", nil); h != b {
+		t.Fatalf("the child's read after its parent's commit at 800: got %v, want b", h)
+	}
+	cend()
+
+	// A write of the child's whose position nothing tells sends the
+	// parent's reads, and a sibling's, to the primary.
+	cctx, cend = WithTask(pctx)
+	routeTo(r, cctx, taskFrom(cctx), opExec, false, false, "UPDATE t SET a = 1", nil)
+	cend()
+	if !parent.wroteUnseen() {
+		t.Fatal("the child's unseen write is not its parent's")
+	}
+	sctx, send := WithTask(ReadOnly(pctx))
+	defer send()
+	if h := routeTo(r, sctx, taskFrom(sctx), opStmt, false, false, "", nil); h != nil {
+		t.Fatalf("a sibling's read after the child's unseen write went to %s", h.host)
+	}
+}
+
+// TestReadTokenUnreadable: where the primary's position cannot be read
+// after a write whose position nothing told, the token sends the next
+// request's reads to the primary; it is never "" then.
+func TestReadTokenUnreadable(t *testing.T) {
+	r := testReplicas(1, time.Second)
+	r.hosts[0].seen.Store(&standbySeen{at: time.Now(), up: true, replayed: 1 << 40})
+	r.c = &Connector{closed: make(chan struct{})}
+	r.c.closing.Store(true) // its look's connection is closed: no position
+	ctx, end := WithTask(context.Background())
+	defer end()
+	routeTo(r, ctx, taskFrom(ctx), opExec, false, false, "INSERT INTO t VALUES (1)", nil)
+	tok := ReadToken(ctx)
+	if tok == "" {
+		t.Fatal("a task that wrote: empty token")
+	}
+	next, err := WithReadToken(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := routeTo(r, ReadOnly(next), nil, opStmt, false, false, "", nil); h != nil {
+		t.Fatalf("a read with the token went to %s, not the primary", h.host)
+	}
+}
+
+// routeTo is route's standby alone.
+func routeTo(r *replicas, ctx context.Context, t *task, k opKind, readTx, primary bool, query string, parked *pool.Resource[*phys.Conn]) *standby {
+	h, _ := r.route(ctx, t, k, readTx, primary, query, parked)
+	return h
+}
+
+// TestRouteMonotonic: after a task's read, its next read goes where the
+// last one did until a look begun after it ended tells how far that
+// server was; from then on that is the task's floor.
+func TestRouteMonotonic(t *testing.T) {
+	r := testReplicas(2, time.Second)
+	a, b := r.hosts[0], r.hosts[1]
+	old := time.Now().Add(-time.Second)
+	a.seen.Store(&standbySeen{started: old, at: old, up: true, replayed: 500})
+	b.seen.Store(&standbySeen{started: old, at: old, up: true, replayed: 900})
+	r.seen[0], r.next, r.n = sample{started: old, at: old, pos: 900}, 1, 1
+
+	ctx, end := WithTask(ReadOnly(context.Background()))
+	defer end()
+	tk := taskFrom(ctx)
+	tk.readAfter(1000) // no standby has it: the primary serves
+	if h, read := r.route(ctx, tk, opStmt, false, false, "", nil); h != nil || !read {
+		t.Fatalf("got %v (read %v), want the primary's read", h, read)
+	}
+	tk.reads.after.Store(0) // as if the floor were older than what the primary served
+	tk.readEnded(nil)
+	if h := routeTo(r, ctx, tk, opStmt, false, false, "", nil); h != nil {
+		t.Fatalf("before a look tells what the primary's read saw: got %s, want the primary", h.host)
+	}
+	now := time.Now().Add(time.Millisecond)
+	r.sawPrimary(now, 950) // a look begun after the read ended
+	r.seen[(r.next-1+positionHistory)%positionHistory].started = now
+	if h := routeTo(r, ctx, tk, opStmt, false, false, "", nil); h != nil {
+		t.Fatalf("standbys at 500 and 900 after the primary's read saw 950: got %s", h.host)
+	}
+	if got := tk.readsAfter(); got != 950 {
+		t.Fatalf("the floor is %v, want 950", got)
+	}
+
+	// Between standbys: what a read on b saw is b's position at a look
+	// begun after it, not at the look before.
+	ctx2, end2 := WithTask(ReadOnly(context.Background()))
+	defer end2()
+	t2 := taskFrom(ctx2)
+	b.seen.Store(&standbySeen{started: now.Add(-10 * time.Millisecond), at: now, up: true, replayed: 900})
+	t2.readEnded(b)
+	a.seen.Store(&standbySeen{started: now, at: now, up: true, replayed: 2000})
+	if h := routeTo(r, ctx2, t2, opStmt, false, false, "", nil); h != b {
+		t.Fatalf("before a look at b tells what the read saw: got %v, want b", h)
+	}
+	t2.reads.ended.Store(&readEnd{on: b, at: now})
+	b.seen.Store(&standbySeen{started: now.Add(time.Millisecond), at: now, up: true, replayed: 1500})
+	if h := routeTo(r, ctx2, t2, opStmt, false, false, "", nil); h == nil || t2.readsAfter() != 1500 {
+		t.Fatalf("after b's look: got %v, floor %v, want a standby and 1500", h, t2.readsAfter())
+	}
+	b.seen.Store(&standbySeen{started: now, at: now, up: false})
+	t2.readEnded(b)
+	if h := routeTo(r, ctx2, t2, opStmt, false, false, "", nil); h != nil {
+		t.Fatalf("b down before a look told what the read saw: got %s, want the primary", h.host)
 	}
 }

@@ -49,14 +49,18 @@ const (
 
 // replicas is a Connector's standbys.
 type replicas struct {
-	c      *Connector // the primary's
-	hosts  []*standby
-	maxLag time.Duration
-	rr     atomic.Uint32           // spreads reads over the standbys that can serve them
-	proves func(query string) bool // pool_reads=selects: the dialect's proof that a statement only reads; nil: none sought
+	c       *Connector // the primary's
+	hosts   []*standby
+	maxLag  time.Duration
+	rr      atomic.Uint32       // spreads reads over the standbys that can serve them
+	prover  dialects.ReadProver // the dialect's proofs of reads; nil: none (the caller's word stands)
+	selects bool                // pool_reads=selects: a statement the prover proves a read goes to a standby
 
 	onStandby atomic.Int64 // reads served by a standby
 	onPrimary atomic.Int64 // reads that went to the primary: no standby could serve them
+	// tokensMalformed counts the requests of MiddlewareWithReadToken
+	// whose token was malformed (middleware.go).
+	tokensMalformed atomic.Int64
 
 	primary    monitor       // the look at the primary
 	primaryTLI atomic.Uint32 // the timeline the primary writes, where known
@@ -68,10 +72,11 @@ type replicas struct {
 	wg sync.WaitGroup // the loops
 }
 
-// sample is a position of the primary and when it was seen.
+// sample is a position of the primary and when it was seen: the look
+// that saw it started at started and answered at at.
 type sample struct {
-	at  time.Time
-	pos dialects.Position
+	started, at time.Time
+	pos         dialects.Position
 }
 
 // standby is one host's Connector and what the last look saw of it.
@@ -84,10 +89,12 @@ type standby struct {
 	tli     uint32           // the timeline it last received, where known (its look's loop only)
 }
 
-// standbySeen is a standby's last look: nil until the first answers.
+// standbySeen is a standby's last look: nil until the first ends.
 type standbySeen struct {
+	started  time.Time // when the look began
 	at       time.Time
 	up       bool // answered, as a standby
+	primary  bool // answered, as a primary (or refused the look as one): not a standby now
 	replayed dialects.Position
 	lag      time.Duration
 }
@@ -95,11 +102,12 @@ type standbySeen struct {
 // monitor is a connection of a loop's own to one server, for its
 // position.
 type monitor struct {
-	tmpl  dialects.Template
-	creds func(ctx context.Context) (dialects.Credentials, error)
-	mu    sync.Mutex // one look at a time: the loop's, or ReadToken's
-	dc    dialects.Conn
-	retry time.Time // no connect before
+	tmpl   dialects.Template
+	creds  func(ctx context.Context) (dialects.Credentials, error)
+	mu     sync.Mutex // one look at a time: the loop's, or ReadToken's
+	dc     dialects.Conn
+	retry  time.Time // no connect before
+	failed error     // why: the last connect's or look's error, which the looks until retry return wrapped
 }
 
 // newReplicas opens the standbys' Connectors for c, whose template is
@@ -117,12 +125,12 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the DSN names one host; name the primary and its standbys (host1,host2,...)", s.Reads)
 	}
 	r := &replicas{c: c, maxLag: s.MaxReplicaLag}
+	r.prover, _ = t.(dialects.ReadProver)
 	if s.Reads == ReadsSelects {
-		p, ok := t.(dialects.ReadProver)
-		if !ok {
+		if r.prover == nil {
 			return nil, fmt.Errorf("pooldriver: pool_reads=selects: the %s dialect cannot prove that a statement only reads (use pool_reads=standby)", c.scheme())
 		}
-		r.proves = p.ReadsOnly
+		r.selects = true
 	}
 	r.primary = monitor{tmpl: t, creds: c.credentials}
 	for _, h := range hosts {
@@ -190,6 +198,7 @@ func (r *replicas) loop(look func(ctx context.Context)) {
 // have replayed (its inserted one may hold records it flushes only with
 // the next write).
 func (r *replicas) lookPrimary(ctx context.Context) {
+	started := time.Now()
 	st, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
 	if err != nil || st.Standby {
 		return
@@ -202,25 +211,32 @@ func (r *replicas) lookPrimary(ctx context.Context) {
 		p = st.Position
 	}
 	r.mu.Lock()
-	r.seen[r.next] = sample{at: time.Now(), pos: p}
+	r.seen[r.next] = sample{started: started, at: time.Now(), pos: p}
 	r.next = (r.next + 1) % positionHistory
 	r.n = min(r.n+1, positionHistory)
 	r.mu.Unlock()
 }
 
-// lookStandby records h's replayed position and its lag.
+// lookStandby records h's replayed position and its lag. A host that
+// answers as a primary (its connection, or its refusal of one: the
+// template connects to a standby only) is the primary's, or a standby
+// promoted: it is logged as a change only where a look saw it up as a
+// standby before. One that does not answer is logged where it never
+// answered, or was up.
 func (r *replicas) lookStandby(ctx context.Context, h *standby) {
+	started := time.Now()
 	st, err := h.mon.position(ctx, r.c.cfg.CleanupTimeout)
 	now := time.Now()
 	if err != nil || !st.Standby {
-		if old := h.seen.Load(); old == nil || old.up {
-			if err == nil {
-				r.c.logAt(slog.LevelInfo, "a standby is a primary now: no reads go to it", nil, "host", h.host)
-			} else {
-				r.c.logAt(slog.LevelInfo, "a standby does not answer: no reads go to it", err, "host", h.host)
-			}
+		primary := err == nil || errors.Is(err, dialects.ErrNotStandby)
+		old := h.seen.Load()
+		switch {
+		case primary && old != nil && old.up:
+			r.c.logAt(slog.LevelInfo, "a standby is a primary now: no reads go to it", nil, "host", h.host)
+		case !primary && (old == nil || old.up):
+			r.c.logAt(slog.LevelInfo, "a standby does not answer: no reads go to it", err, "host", h.host)
 		}
-		h.seen.Store(&standbySeen{at: now})
+		h.seen.Store(&standbySeen{at: now, primary: primary})
 		if err == nil {
 			h.mon.drop() // a primary now: the next look connects again, and is refused while it stays one
 		}
@@ -239,7 +255,7 @@ func (r *replicas) lookStandby(ctx context.Context, h *standby) {
 		h.seen.Store(&standbySeen{at: now})
 		return
 	}
-	h.seen.Store(&standbySeen{at: now, up: true, replayed: st.Position, lag: r.lag(st.Position, now)})
+	h.seen.Store(&standbySeen{started: started, at: now, up: true, replayed: st.Position, lag: r.lag(st.Position, now)})
 }
 
 // lag is how long the primary has had a position that p, a standby's
@@ -333,27 +349,30 @@ func (m *monitor) position(ctx context.Context, timeout time.Duration) (dialects
 	defer cancel()
 	if m.dc == nil {
 		if time.Now().Before(m.retry) {
-			return dialects.LogState{}, errors.New("pooldriver: connecting to look at the server's position failed; retrying soon")
+			// The last error, wrapped: a host that refused as a primary
+			// is still seen as one until the next connect.
+			return dialects.LogState{}, fmt.Errorf("pooldriver: connecting to look at the server's position failed; retrying soon: %w", m.failed)
 		}
 		creds, err := m.creds(ctx)
 		if err == nil {
 			m.dc, err = m.tmpl.Open(ctx, creds)
 		}
 		if err != nil {
-			m.retry = time.Now().Add(monitorRetry)
+			m.retry, m.failed = time.Now().Add(monitorRetry), err
 			return dialects.LogState{}, err
 		}
 	}
 	pr, ok := m.dc.(dialects.Positioner)
 	if !ok {
 		m.dropLocked()
-		m.retry = time.Now().Add(time.Hour)
-		return dialects.LogState{}, errors.New("pooldriver: the dialect's connections cannot say their position in the log")
+		err := errors.New("pooldriver: the dialect's connections cannot say their position in the log")
+		m.retry, m.failed = time.Now().Add(time.Hour), err
+		return dialects.LogState{}, err
 	}
 	st, err := pr.LogPosition(ctx)
 	if err != nil {
 		m.dropLocked()
-		m.retry = time.Now().Add(monitorRetry)
+		m.retry, m.failed = time.Now().Add(monitorRetry), err
 	}
 	return st, err
 }

@@ -12,10 +12,19 @@ import (
 // back to the pool, without interrupting their users. Connections being
 // opened while Reset runs are opened again. pool_min_conns connections are
 // opened anew in the background. Later statements get new connections.
+// With pool_reads=standby, every host's pool is reset: the standbys'
+// (Standbys) too.
 func (c *Connector) Reset() {
 	if c.pool == nil {
 		return
 	}
+	for _, pc := range c.pools() {
+		pc.resetPool()
+	}
+}
+
+// resetPool is Reset of c's own pool.
+func (c *Connector) resetPool() {
 	c.env.Gen.Add(1)
 	n := c.pool.CloseIdle()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)

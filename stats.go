@@ -75,6 +75,13 @@ type Stats struct {
 	// standbys' own pools are in Connector.Standbys.
 	ReadsOnStandby int64 // reads a standby's pool served (or failed, for the statement's own error)
 	ReadsOnPrimary int64
+	// ReadTokensMalformed counts the requests of MiddlewareWithReadToken
+	// whose token was not one ReadToken writes (a client's or a proxy's
+	// mangling, or another value under the header's or cookie's name),
+	// among those that ran a statement on this Connector (with
+	// pool_reads=standby). Each such request read as one without a
+	// token; the Connector logs them at WARN, as a misuse.
+	ReadTokensMalformed int64
 }
 
 // StandbyStats is one standby's state (Connector.Standbys).
@@ -150,22 +157,32 @@ func (c *Connector) Stats() Stats {
 	}
 	if r := c.reads; r != nil {
 		s.ReadsOnStandby, s.ReadsOnPrimary = r.onStandby.Load(), r.onPrimary.Load()
+		s.ReadTokensMalformed = r.tokensMalformed.Load()
 	}
 	return s
 }
 
-// Standbys returns, with pool_reads=standby, each host of the DSN as a
-// standby, as the last look at it saw it, with its pool's Stats: the
-// primary's host is among them, not Up (it serves reads as the primary,
-// and as a standby once it is one); nil otherwise.
+// Standbys returns, with pool_reads=standby, the hosts of the DSN that
+// are standbys, in the DSN's order, each as the last look at it saw it,
+// with its pool's Stats; nil otherwise. A host whose last look found it a
+// primary (it answered, or refused a standby's connection, as one: the
+// primary's own host, or a standby promoted) is left out: it serves reads
+// as the primary, and is listed again once a look finds it a standby. A
+// host that did not answer its last look, or has not been looked at yet,
+// is listed, not Up: it may be a standby that is down. Where every host
+// is a primary, the list is empty, not nil.
 func (c *Connector) Standbys() []StandbyStats {
 	if c.reads == nil {
 		return nil
 	}
-	var out []StandbyStats
+	out := make([]StandbyStats, 0, len(c.reads.hosts))
 	for _, h := range c.reads.hosts {
+		seen := h.seen.Load()
+		if seen != nil && seen.primary {
+			continue
+		}
 		st := StandbyStats{Host: h.host, Pool: h.c.Stats()}
-		if seen := h.seen.Load(); seen != nil {
+		if seen != nil {
 			st.Up, st.Lag = seen.up, seen.lag
 			if seen.up {
 				st.Replayed = seen.replayed.String()

@@ -77,6 +77,7 @@ func WithTask(ctx context.Context, mode ...Mode) (context.Context, func()) {
 		tasksBegun.Store(true)
 	}
 	t.seq = taskSeq.Add(1)
+	t.reads.parent = taskFrom(ctx)
 	if m := readMarkFrom(ctx); m != (readMark{}) {
 		t.reads.readOnly = m.readOnly
 		t.readAfter(m.after)

@@ -104,13 +104,13 @@ func (x *tx) commit(ctx context.Context, pc *phys.Conn, nested bool) error {
 				// It may have committed (the reply lost), or did and its
 				// position was not learnt: the task reads from the
 				// primary.
-				x.task.reads.wroteUnseen.Store(true)
+				x.task.writeUnseen()
 			default:
 				x.task.readAfter(p)
 			}
 			return err
 		}
-		x.task.reads.wroteUnseen.Store(true)
+		x.task.writeUnseen()
 	}
 	return x.open.Drv.Commit()
 }
