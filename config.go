@@ -58,6 +58,10 @@ type Config struct {
 	// pool_max_replica_lag: a standby further behind the primary than
 	// this serves no reads; > 0.
 	MaxReplicaLag time.Duration
+	// pool_read_wait: how long a read whose position no standby has
+	// replayed yet waits for one that is close behind, before the
+	// primary serves it; 0: it does not wait.
+	ReadWait time.Duration
 
 	// The hooks on a physical connection's life: see WithBeforeConnect,
 	// WithAfterConnect, WithBeforeAcquire, WithAfterRelease and
@@ -103,6 +107,7 @@ const (
 	defaultCleanupTimeout    = 5 * time.Second
 	defaultConnectTimeout    = 10 * time.Second
 	defaultMaxReplicaLag     = time.Second
+	defaultReadWait          = 5 * time.Millisecond
 
 	// The default circuit breaker (see WithCircuitBreaker) acts only at
 	// the server's connection limit (defaultBreakerFailures 0: it never

@@ -28,6 +28,7 @@ var paramSamples = map[string][2]string{
 	"pool_mode":                     {"session", "session"},
 	"pool_reads":                    {"standby", "standby"},
 	"pool_max_replica_lag":          {"250ms", "250ms"},
+	"pool_read_wait":                {"20ms", "20ms"},
 	"pool_name":                     {"orders", "orders"},
 	"pool_reset_always":             {"1", "true"},
 	"pool_trust_functions":          {"1", "true"},
@@ -85,7 +86,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 		MaxConnLifetimeJitter: 3 * time.Minute, MaxConnIdleTime: 2 * time.Hour,
 		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: defaultCleanupTimeout, Mode: SessionMode,
 		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, TrustFunctions: true, Name: "orders",
-		Reads: ReadsStandby, MaxReplicaLag: 250 * time.Millisecond,
+		Reads: ReadsStandby, MaxReplicaLag: 250 * time.Millisecond, ReadWait: 20 * time.Millisecond,
 	}
 	if got := *cfg; got.tmpl == nil || !sameSettings(got, want) {
 		t.Fatalf("ParseConfig:\n got %+v\nwant %+v", got, want)
@@ -134,7 +135,7 @@ func sameSettings(a, b Config) bool {
 		a.MaxConnIdleTime == b.MaxConnIdleTime && a.LeakDetectionThreshold == b.LeakDetectionThreshold &&
 		a.CleanupTimeout == b.CleanupTimeout && a.Mode == b.Mode && a.ServerPooling == b.ServerPooling &&
 		a.ResetAlways == b.ResetAlways && a.TrustFunctions == b.TrustFunctions && a.Name == b.Name &&
-		a.Reads == b.Reads && a.MaxReplicaLag == b.MaxReplicaLag
+		a.Reads == b.Reads && a.MaxReplicaLag == b.MaxReplicaLag && a.ReadWait == b.ReadWait
 }
 
 // TestConfigParamErrors: a bad value of every parameter is an error that
@@ -148,6 +149,7 @@ func TestConfigParamErrors(t *testing.T) {
 		"pool_mode": "statement", "pool_name": "", "pool_reset_always": "maybe", "pool_server_pooling": "statement",
 		"pool_trust_functions": "yes please",
 		"pool_reads":           "replica", "pool_max_replica_lag": "0s",
+		"pool_read_wait": "-1ms",
 	}
 	for _, p := range dsnSettings() {
 		v, ok := bad[p.key]

@@ -90,6 +90,7 @@
 //	pool_mode                      Mode                   transaction
 //	pool_reads                     Reads                  primary
 //	pool_max_replica_lag           MaxReplicaLag          1s
+//	pool_read_wait                 ReadWait               5ms
 //	pool_server_pooling            ServerPooling          unset
 //	pool_reset_always              ResetAlways            false
 //	pool_trust_functions           TrustFunctions         false

@@ -77,6 +77,27 @@ func WithMaxReplicaLag(d time.Duration) Option {
 	return option("WithMaxReplicaLag", d, func(c *Config) { c.MaxReplicaLag = d })
 }
 
+// WithReadWait sets how long a read whose position no standby has
+// replayed yet (a task's read after its write) waits for a standby close
+// behind to replay it, before the primary serves it (pool_read_wait,
+// default 5ms; 0: it does not wait).
+func WithReadWait(d time.Duration) Option {
+	return option("WithReadWait", d, func(c *Config) { c.ReadWait = d })
+}
+
+// WithMaxLag returns a context whose reads may go to a standby up to d
+// behind the primary, instead of pool_max_replica_lag: a staleness budget
+// for one request's reads, looser or stricter. What a read must see (its
+// task's writes, a token) it still sees. d must be positive.
+func WithMaxLag(ctx context.Context, d time.Duration) (context.Context, error) {
+	if d <= 0 {
+		return ctx, fmt.Errorf("pooldriver: WithMaxLag: %v is not a positive duration", d)
+	}
+	m := readMarkFrom(ctx)
+	m.maxLag = d
+	return context.WithValue(ctx, readsKey{}, m), nil
+}
+
 // readsKey is the context key of a readMark.
 type readsKey struct{}
 
@@ -86,6 +107,7 @@ type readMark struct {
 	readOnly bool
 	primary  bool // a statement a standby refused, run again on the primary
 	after    dialects.Position
+	maxLag   time.Duration // WithMaxLag's; 0: pool_max_replica_lag
 }
 
 func readMarkFrom(ctx context.Context) readMark {
@@ -323,7 +345,7 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 			if p, ok := r.sawSince(e); ok {
 				t.readAfter(p)
 				t.reads.ended.CompareAndSwap(e, nil)
-			} else if e.on == nil || !r.serves(e.on, max(after, t.readsAfter()), time.Now()) {
+			} else if e.on == nil || !r.serves(e.on, max(after, t.readsAfter()), m.maxLag, time.Now()) {
 				r.onPrimary.Add(1)
 				return nil, true
 			} else {
@@ -337,7 +359,7 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 	if last == nil && parked != nil {
 		last = r.of(parked.Value()) // its parked connection is taken without the pool
 	}
-	h = r.source(after, last)
+	h = r.source(ctx, after, last, m.maxLag)
 	if h != nil && t != nil {
 		// What the standby was last seen to have replayed, the read
 		// sees at least.

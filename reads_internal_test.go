@@ -62,27 +62,27 @@ func TestStandbyServes(t *testing.T) {
 	r := testReplicas(2, time.Second)
 	now := time.Now()
 	a, b := r.hosts[0], r.hosts[1]
-	if h := r.source(0, nil); h != nil {
+	if h := r.source(context.Background(), 0, nil, 0); h != nil {
 		t.Fatalf("never looked at: served by %s", h.host)
 	}
 	a.seen.Store(&standbySeen{at: now, up: true, replayed: 500})
 	b.seen.Store(&standbySeen{at: now, up: true, replayed: 900})
-	if h := r.source(600, nil); h != b {
+	if h := r.source(context.Background(), 600, nil, 0); h != b {
 		t.Fatalf("after 600: got %v, want b (a replayed 500)", h)
 	}
-	if h := r.source(100, a); h != a {
+	if h := r.source(context.Background(), 100, a, 0); h != a {
 		t.Fatalf("the task's last standby serves: got %v", h)
 	}
-	if h := r.source(1000, nil); h != nil {
+	if h := r.source(context.Background(), 1000, nil, 0); h != nil {
 		t.Fatalf("after 1000: none replayed it, got %s", h.host)
 	}
 	b.seen.Store(&standbySeen{at: now, up: true, replayed: 900, lag: 2 * time.Second})
 	a.seen.Store(&standbySeen{at: now.Add(-2 * time.Second), up: true, replayed: 900})
-	if h := r.source(0, nil); h != nil {
+	if h := r.source(context.Background(), 0, nil, 0); h != nil {
 		t.Fatalf("one lags, one's look is old: got %s", h.host)
 	}
 	a.seen.Store(&standbySeen{at: now})
-	if h := r.source(0, nil); h != nil {
+	if h := r.source(context.Background(), 0, nil, 0); h != nil {
 		t.Fatalf("down: got %s", h.host)
 	}
 	if got := r.onPrimary.Load(); got != 4 {
@@ -97,10 +97,10 @@ func TestStandbyServes(t *testing.T) {
 	a.seen.Store(&standbySeen{at: now, up: true, replayed: 900})
 	a.c.dials.failures.Store(1)
 	a.c.dials.lastAt.Store(now.UnixNano())
-	if r.serves(a, 0, now) {
+	if r.serves(a, 0, 0, now) {
 		t.Error("a standby that failed to connect just now serves")
 	}
-	if !r.serves(a, 0, now.Add(standbyRetry)) {
+	if !r.serves(a, 0, 0, now.Add(standbyRetry)) {
 		t.Errorf("a standby that failed to connect %v ago does not serve", standbyRetry)
 	}
 }
@@ -374,5 +374,74 @@ func TestRouteMonotonic(t *testing.T) {
 	t2.readEnded(b)
 	if h := routeTo(r, ctx2, t2, opStmt, false, false, "", nil); h != nil {
 		t.Fatalf("b down before a look told what the read saw: got %s, want the primary", h.host)
+	}
+}
+
+// TestReadWait: a read whose position no standby was seen at waits for a
+// standby close behind, whose look it kicks, and takes it once a look
+// sees the position; a standby further behind than pool_read_wait is not
+// kicked, and the primary serves the read.
+func TestReadWait(t *testing.T) {
+	r := testReplicas(2, time.Second)
+	r.readWait = time.Minute // the test's looks answer; nothing waits this long
+	near, far := r.hosts[0], r.hosts[1]
+	now := time.Now()
+	near.kick, far.kick = make(chan struct{}, 1), make(chan struct{}, 1)
+	near.seen.Store(&standbySeen{started: now, at: now, up: true, replayed: 500})
+	far.seen.Store(&standbySeen{started: now, at: now, up: true, replayed: 900, lag: 2 * time.Minute})
+	r.maxLag = time.Hour
+	done := make(chan struct{})
+	go func() { // near's look loop
+		defer close(done)
+		<-near.kick
+		at := time.Now()
+		near.seen.Store(&standbySeen{started: at, at: at, up: true, replayed: 1000})
+		r.waits.looked()
+	}()
+	if h := r.source(context.Background(), 1000, nil, 0); h != near {
+		t.Fatalf("got %v, want the standby close behind once its look saw 1000", h)
+	}
+	<-done
+	select {
+	case <-far.kick:
+		t.Fatal("a standby further behind than pool_read_wait was kicked")
+	default:
+	}
+
+	// None close behind: no wait, the primary.
+	near.seen.Store(&standbySeen{started: now, at: time.Now(), up: true, replayed: 500, lag: 2 * time.Minute})
+	if h := r.source(context.Background(), 1000, nil, 0); h != nil {
+		t.Fatalf("got %s, want the primary", h.host)
+	}
+	// The caller's context ends the wait.
+	near.seen.Store(&standbySeen{started: now, at: time.Now(), up: true, replayed: 500})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if h := r.source(ctx, 1000, nil, 0); h != nil {
+		t.Fatalf("a cancelled read waited and got %s", h.host)
+	}
+}
+
+// TestWithMaxLag: a context's lag budget replaces pool_max_replica_lag
+// for its reads; a budget that is not positive is an error.
+func TestWithMaxLag(t *testing.T) {
+	r := testReplicas(1, 50*time.Millisecond)
+	now := time.Now()
+	r.hosts[0].seen.Store(&standbySeen{started: now, at: now, up: true, replayed: 10, lag: time.Second})
+	ro := ReadOnly(context.Background())
+	if routeTo(r, ro, nil, opStmt, false, false, "", nil) != nil {
+		t.Fatal("a standby 1s behind served a read with a 50ms bound")
+	}
+	loose, err := WithMaxLag(ro, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if routeTo(r, loose, nil, opStmt, false, false, "", nil) == nil {
+		t.Fatal("a read with a 5s budget did not go to a standby 1s behind")
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := WithMaxLag(ro, d); err == nil || !strings.Contains(err.Error(), "WithMaxLag") {
+			t.Errorf("WithMaxLag(%v): %v", d, err)
+		}
 	}
 }

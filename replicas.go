@@ -69,6 +69,9 @@ type replicas struct {
 	next       int                     // seen's next slot
 	n          int                     // how many of seen are filled
 
+	readWait time.Duration // pool_read_wait
+	waits    readWaits
+
 	wg sync.WaitGroup // the loops
 }
 
@@ -87,6 +90,7 @@ type standby struct {
 	seen    atomic.Pointer[standbySeen]
 	refused func(error) bool // dialects.StandbyRefusals; nil: none retried
 	tli     uint32           // the timeline it last received, where known (its look's loop only)
+	kick    chan struct{}    // a read waits for its next look: look now (readwait.go)
 }
 
 // standbySeen is a standby's last look: nil until the first ends.
@@ -124,7 +128,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the DSN names one host; name the primary and its standbys (host1,host2,...)", s.Reads)
 	}
-	r := &replicas{c: c, maxLag: s.MaxReplicaLag}
+	r := &replicas{c: c, maxLag: s.MaxReplicaLag, readWait: s.ReadWait}
 	r.prover, _ = t.(dialects.ReadProver)
 	if s.Reads == ReadsSelects {
 		if r.prover == nil {
@@ -155,7 +159,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 			r.close()
 			return nil, err
 		}
-		sb := &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}}
+		sb := &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}, kick: make(chan struct{}, 1)}
 		if rf, ok := h.(dialects.StandbyRefusals); ok {
 			sb.refused = rf.RefusedByStandby
 		}
@@ -167,14 +171,15 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 // start starts the looks, which end when c closes.
 func (r *replicas) start() {
 	r.wg.Add(1 + len(r.hosts))
-	go r.loop(r.lookPrimary)
+	go r.loop(r.lookPrimary, nil)
 	for _, h := range r.hosts {
-		go r.loop(func(ctx context.Context) { r.lookStandby(ctx, h) })
+		go r.loop(func(ctx context.Context) { r.lookStandby(ctx, h) }, h.kick)
 	}
 }
 
-// loop runs look every positionEvery until the Connector closes.
-func (r *replicas) loop(look func(ctx context.Context)) {
+// loop runs look every positionEvery, and at once when kicked (a read
+// waits for the look: readwait.go), until the Connector closes.
+func (r *replicas) loop(look func(ctx context.Context), kick <-chan struct{}) {
 	defer r.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -190,6 +195,7 @@ func (r *replicas) loop(look func(ctx context.Context)) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-kick:
 		}
 	}
 }
@@ -221,9 +227,10 @@ func (r *replicas) lookPrimary(ctx context.Context) {
 // answers as a primary (its connection, or its refusal of one: the
 // template connects to a standby only) is the primary's, or a standby
 // promoted: it is logged as a change only where a look saw it up as a
-// standby before. One that does not answer is logged where it never
-// answered, or was up.
+// standby before; then its pool lets its connections go. One that does
+// not answer is logged where it never answered, or was up.
 func (r *replicas) lookStandby(ctx context.Context, h *standby) {
+	defer r.waits.looked()
 	started := time.Now()
 	st, err := h.mon.position(ctx, r.c.cfg.CleanupTimeout)
 	now := time.Now()
@@ -233,6 +240,10 @@ func (r *replicas) lookStandby(ctx context.Context, h *standby) {
 		switch {
 		case primary && old != nil && old.up:
 			r.c.logAt(slog.LevelInfo, "a standby is a primary now: no reads go to it", nil, "host", h.host)
+			// Its pool's connections are a primary's now, which its
+			// pool must not hand to a read: they go, the busy ones as
+			// they come back.
+			h.c.resetPool()
 		case !primary && (old == nil || old.up):
 			r.c.logAt(slog.LevelInfo, "a standby does not answer: no reads go to it", err, "host", h.host)
 		}
@@ -295,38 +306,62 @@ func (r *replicas) primaryPosition(ctx context.Context) (dialects.Position, erro
 	return st.Position, err
 }
 
-// source returns the Connector whose pool serves a read that must see
-// after: a standby that can, else the primary's (c). last, the standby
-// the read's task read from last, is taken first while it can serve.
-func (r *replicas) source(after dialects.Position, last *standby) *standby {
-	now := time.Now()
-	if last != nil && r.serves(last, after, now) {
-		r.onStandby.Add(1)
+// source returns the standby whose pool serves a read that must see
+// after and may lag the primary by maxLag (0: pool_max_replica_lag),
+// counted; nil: the primary serves it. last, the standby the read's task
+// read from last, is taken first while it can serve. Where none can yet
+// but one close behind may soon, the read waits for it up to
+// pool_read_wait (readwait.go).
+func (r *replicas) source(ctx context.Context, after dialects.Position, last *standby, maxLag time.Duration) *standby {
+	h := r.pick(after, last, maxLag, time.Now())
+	if h == nil && r.readWait > 0 {
+		h = r.wait(ctx, after, last, maxLag)
+	}
+	if h == nil {
+		r.onPrimary.Add(1)
+		return nil
+	}
+	r.onStandby.Add(1)
+	return h
+}
+
+// pick returns a standby that can serve a read that must see after
+// (serves), last first, the others in turn; nil: none.
+func (r *replicas) pick(after dialects.Position, last *standby, maxLag time.Duration, now time.Time) *standby {
+	if last != nil && r.serves(last, after, maxLag, now) {
 		return last
 	}
 	n := uint32(len(r.hosts))
 	first := r.rr.Add(1)
 	for i := range n {
 		h := r.hosts[(first+i)%n]
-		if r.serves(h, after, now) {
-			r.onStandby.Add(1)
+		if r.serves(h, after, maxLag, now) {
 			return h
 		}
 	}
-	r.onPrimary.Add(1)
 	return nil
 }
 
-// serves reports whether h can serve a read that must see after, from
-// its last look.
-func (r *replicas) serves(h *standby, after dialects.Position, now time.Time) bool {
+// serves reports whether h can serve a read that must see after and may
+// lag the primary by maxLag (0: pool_max_replica_lag), from its last
+// look.
+func (r *replicas) serves(h *standby, after dialects.Position, maxLag time.Duration, now time.Time) bool {
 	s := h.seen.Load()
-	if s == nil || !s.up || now.Sub(s.at) > r.maxLag || s.lag > r.maxLag || s.replayed < after {
+	if s == nil || s.replayed < after || !r.near(s, maxLag, now) {
 		return false
 	}
 	// A standby its pool failed to connect to lately (full, or going
 	// down before a look saw it) is tried again after standbyRetry.
 	return !h.c.dials.failedWithin(now, standbyRetry)
+}
+
+// near reports whether a standby's last look s found it up, is recent,
+// and lags the primary by at most maxLag (0: pool_max_replica_lag).
+func (r *replicas) near(s *standbySeen, maxLag time.Duration, now time.Time) bool {
+	if maxLag == 0 {
+		maxLag = r.maxLag
+	}
+	return s != nil && s.up && now.Sub(s.at) <= maxLag && s.lag <= maxLag
 }
 
 // close closes the standbys' Connectors and the looks' connections, once

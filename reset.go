@@ -23,8 +23,11 @@ func (c *Connector) Reset() {
 	}
 }
 
-// resetPool is Reset of c's own pool.
+// resetPool is Reset of c's own pool, where it has one.
 func (c *Connector) resetPool() {
+	if c.pool == nil {
+		return
+	}
 	c.env.Gen.Add(1)
 	n := c.pool.CloseIdle()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)

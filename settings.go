@@ -35,6 +35,7 @@ var settings = []setting{
 	{key: "pool_name", field: "Name", at: func(c *Config) any { return &c.Name }, option: "WithPoolName", words: "host:port/database", goes: toConnector}, // Connector.PoolName
 	{key: "pool_reads", field: "Reads", at: func(c *Config) any { return &c.Reads }, option: "WithReads", def: ReadsPrimary, check: knownReads, goes: toConnector},
 	{key: "pool_max_replica_lag", field: "MaxReplicaLag", at: func(c *Config) any { return &c.MaxReplicaLag }, option: "WithMaxReplicaLag", def: defaultMaxReplicaLag, check: positive, goes: toConnector},
+	{key: "pool_read_wait", field: "ReadWait", at: func(c *Config) any { return &c.ReadWait }, option: "WithReadWait", def: defaultReadWait, check: nonNegative, goes: toConnector},
 	{key: "pool_reset_always", field: "ResetAlways", at: func(c *Config) any { return &c.ResetAlways }, option: "WithResetAlways", goes: toConnections},
 	{key: "pool_trust_functions", field: "TrustFunctions", at: func(c *Config) any { return &c.TrustFunctions }, option: "WithTrustFunctions", goes: toConnections},
 	{key: "pool_server_pooling", field: "ServerPooling", at: func(c *Config) any { return &c.ServerPooling }, words: "unset", goes: toConnections},

@@ -166,6 +166,7 @@ var optionCases = map[string]struct {
 	"WithMode":                  {WithMode(SessionMode), WithMode(7), ""},
 	"WithReads":                 {WithReads(ReadsStandby), WithReads(5), ""},
 	"WithMaxReplicaLag":         {WithMaxReplicaLag(3 * time.Second), WithMaxReplicaLag(0), ""},
+	"WithReadWait":              {WithReadWait(0), WithReadWait(-time.Millisecond), "-1ms"},
 	"WithPoolName":              {good: WithPoolName("orders")},
 	"WithResetAlways":           {good: WithResetAlways(true)},
 	"WithTrustFunctions":        {good: WithTrustFunctions(true)},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -424,4 +425,89 @@ func (cl *readsCluster) open(t *testing.T, params string, standbys ...*localPG) 
 	t.Cleanup(func() { _ = db.Close() })
 	waitStandbysUp(t, c, standbys...)
 	return c, db
+}
+
+// TestReadsPromotedPoolLetsGo: once a look finds a standby promoted, the
+// pool that served reads from it lets its connections go: no session of
+// the Connector's stays on the promoted server (the looks' own attempts,
+// refused at once, aside).
+func TestReadsPromotedPoolLetsGo(t *testing.T) {
+	skipShort(t)
+	cl := startCounterCluster(t, "promoted_counter")
+	c, db := cl.open(t, "pool_max_replica_lag=2s&pool_max_conns=3&application_name=promoted_subject", cl.prompt, cl.delayed)
+	bg := ctx(t)
+	// Three reads at once: the standbys' pools open connections.
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows, err := db.QueryContext(pooldriver.ReadOnly(bg), "SELECT v, pg_sleep(0.2) FROM promoted_counter")
+			if err == nil {
+				for rows.Next() {
+				}
+				_ = rows.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	prompt := cl.prompt.admin(t)
+	defer prompt.Close()
+	ours := func() int {
+		var n int
+		require.NoError(t, prompt.QueryRowContext(bg, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'promoted_subject' AND now() - backend_start > interval '1 second'`).Scan(&n))
+		return n
+	}
+	s, ok := standbyOf(c, cl.prompt)
+	require.True(t, ok)
+	require.Positive(t, s.Pool.Total, "the prompt standby's pool opened no connection")
+	waitFor(t, "the prompt standby's pool's sessions to be a second old", func() bool { return ours() > 0 })
+	cl.prompt.ctl(t, "promote")
+	waitFor(t, "the promoted server's pool to let its connections go", func() bool { return ours() == 0 })
+}
+
+// TestReadsWaitAfterWrite: a task's read after its own commit waits (up
+// to pool_read_wait, default) for a standby close behind to replay the
+// commit, instead of going to the primary: of 1,000 tasks that write and
+// then read, at least half read from a standby, none stale. Beside it the
+// same with pool_read_wait=0 (every such read on the primary); each
+// read's latency is logged, median and p99, for docs/reads.md.
+func TestReadsWaitAfterWrite(t *testing.T) {
+	skipShort(t)
+	cl := startCounterCluster(t, "wait_counter")
+	_, waiting := cl.open(t, "pool_max_replica_lag=2s&pool_max_conns=4", cl.prompt, cl.delayed)
+	_, primary := cl.open(t, "pool_max_replica_lag=2s&pool_max_conns=4&pool_read_wait=0", cl.prompt, cl.delayed)
+	bg := ctx(t)
+	run := func(name string, db *sql.DB) (onStandby, stale int, lat []time.Duration) {
+		for i := 1; i <= 1000; i++ {
+			tctx, end := pooldriver.WithTask(bg)
+			tx, err := db.BeginTx(tctx, nil)
+			require.NoError(t, err)
+			_, err = tx.ExecContext(tctx, "UPDATE wait_counter SET v = $1 WHERE id = 1", i)
+			require.NoError(t, err)
+			require.NoError(t, tx.Commit())
+			var v int
+			var rec bool
+			start := time.Now()
+			require.NoError(t, db.QueryRowContext(pooldriver.ReadOnly(tctx), "SELECT v, pg_is_in_recovery() FROM wait_counter WHERE id = 1").Scan(&v, &rec))
+			lat = append(lat, time.Since(start))
+			end()
+			if rec {
+				onStandby++
+			}
+			if v != i {
+				stale++
+			}
+		}
+		slices.Sort(lat)
+		t.Logf("%s: 1000 reads after the task's commit, %d on a standby, %d stale; latency median %v, p99 %v",
+			name, onStandby, stale, lat[len(lat)/2].Round(10*time.Microsecond), lat[len(lat)*99/100].Round(10*time.Microsecond))
+		return onStandby, stale, lat
+	}
+	onStandby, stale, _ := run("pool_read_wait=5ms (default)", waiting)
+	_, pstale, _ := run("pool_read_wait=0", primary)
+	require.Zero(t, stale, "a read after the task's commit missed it")
+	require.Zero(t, pstale)
+	require.GreaterOrEqual(t, onStandby, 500, "fewer than half the reads after a write were served by a standby")
 }

@@ -218,16 +218,17 @@ func (t *template) ReadsOnly(query string) bool {
 }
 
 // StandbyDiffers reports whether query names a relation the catalog
-// reading says a standby answers differently, or whose reads run code
-// the text does not show (see dialects.ReadProver); without a reading it
-// cannot say: true, and the primary serves the read.
+// reading says a standby answers differently, or anything that runs code
+// the text does not show (a relation, a user's operator or cast:
+// Refs.Meets; see dialects.ReadProver); without a reading it cannot say:
+// true, and the primary serves the read.
 func (t *template) StandbyDiffers(query string) bool {
 	s, _ := t.reading()
 	if s == nil {
 		return true
 	}
 	refs := sqllex.Of(query, sqllex.Postgres).Refs
-	return refs.NamesAny(s.Standby) || refs.NamesAny(s.Names)
+	return refs.NamesAny(s.Standby) || refs.Meets(s)
 }
 
 // reading returns what the catalog reading the primary's connections

@@ -1,0 +1,94 @@
+package pooldriver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
+)
+
+// A task's read after its own write needs a standby that has replayed the
+// write, which a look shows at the earliest some 20 ms later
+// (positionEvery), while a standby close behind replays it within a
+// millisecond or two. So a read whose position no standby has been seen
+// to replay waits, up to pool_read_wait, for a standby that is up, within
+// its lag bound and at most pool_read_wait behind the primary: it kicks
+// that standby's look, which runs at once, and is woken at the end of
+// every look to try again. A standby further behind (one that replays
+// late on purpose) is not waited for: the primary serves the read at
+// once.
+
+// readWaits wakes the reads that wait for a look.
+type readWaits struct {
+	mu   sync.Mutex
+	next chan struct{} // closed at the end of the next look; nil: nobody waits
+}
+
+// await returns a channel closed at the end of the next look at any
+// standby.
+func (w *readWaits) await() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.next == nil {
+		w.next = make(chan struct{})
+	}
+	return w.next
+}
+
+// looked wakes the reads waiting for a look.
+func (w *readWaits) looked() {
+	w.mu.Lock()
+	if w.next != nil {
+		close(w.next)
+		w.next = nil
+	}
+	w.mu.Unlock()
+}
+
+// wait waits up to pool_read_wait, and while ctx lasts, for a standby
+// close behind (catchingUp) to be seen at after, and returns it; nil
+// where none is close behind, or none got there in time.
+func (r *replicas) wait(ctx context.Context, after dialects.Position, last *standby, maxLag time.Duration) *standby {
+	now := time.Now()
+	var timer *time.Timer
+	for {
+		kicked := false
+		woken := r.waits.await()
+		for _, h := range r.hosts {
+			if r.catchingUp(h, maxLag, now) {
+				kicked = true
+				select {
+				case h.kick <- struct{}{}:
+				default: // a kick is pending: its look comes
+				}
+			}
+		}
+		if !kicked {
+			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(r.readWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+		now = time.Now()
+		if h := r.pick(after, last, maxLag, now); h != nil {
+			return h
+		}
+	}
+}
+
+// catchingUp reports whether h serves reads (near, and its pool connects)
+// and lags the primary by at most pool_read_wait: a read that must see
+// more than it was last seen at may wait for its next look.
+func (r *replicas) catchingUp(h *standby, maxLag time.Duration, now time.Time) bool {
+	s := h.seen.Load()
+	return r.near(s, maxLag, now) && s.lag <= r.readWait && !h.c.dials.failedWithin(now, standbyRetry)
+}
