@@ -130,16 +130,20 @@ func ReadOnly(ctx context.Context) context.Context {
 }
 
 // ReadToken returns what a later request must read after to see the
-// writes of ctx's task (and of the tasks it was started from): the log
+// writes of ctx's task (and of the tasks it was started from), and what
+// its reads saw: the log
 // position of its last write on the primary, written as text to hand to
 // the client (a cookie, a header), "" when the task wrote nothing that
 // pooldriver knows of. Give it back with WithReadToken. A task that wrote
 // outside a *sql.Tx has no position for it: ReadToken asks the primary
 // for its position now (a round trip), with ctx's deadline; the task's
-// reads may go to standbys again once they have replayed it. Where the
-// primary cannot say (its connection lost, ctx done), the token is never
-// weaker than the writes: it sends the reads of the request that gives
-// it back to the primary (a position no standby has reached).
+// reads may go to standbys again once they have replayed it. What the
+// task's last read saw a look begun after it tells: ReadToken waits for
+// it (kicked, a round trip on the look's connection, shared by all who
+// wait). Where the server cannot say (its connection lost, ctx done),
+// the token is never weaker than what it covers: it sends the reads of
+// the request that gives it back to the primary (a position no standby
+// has reached).
 func ReadToken(ctx context.Context) string {
 	t := taskFrom(ctx)
 	if t == nil {
@@ -148,10 +152,18 @@ func ReadToken(ctx context.Context) string {
 		}
 		return ""
 	}
-	if t.wroteUnseen() {
-		if !t.primaryPosition(ctx) {
-			return unreachedPosition.String()
+	if r := t.replicasOn(); r != nil {
+		if e := t.unseenRead(r); e != nil {
+			p, ok := r.seenSince(ctx, e)
+			if !ok {
+				return unreachedPosition.String()
+			}
+			t.readAfter(p)
+			t.reads.ended.CompareAndSwap(e, nil)
 		}
+	}
+	if t.wroteUnseen() && !t.primaryPosition(ctx) {
+		return unreachedPosition.String()
 	}
 	p := t.readsAfter()
 	if p == 0 {
@@ -219,9 +231,41 @@ type readEnd struct {
 	at time.Time
 }
 
-// readEnded records that t's read, on h (nil: the primary), ended now.
+// readEnded records that t's read, on h (nil: the primary), ended now:
+// for its parents too, whose reads must not go behind it either.
 func (t *task) readEnded(h *standby) {
-	t.reads.ended.Store(&readEnd{on: h, at: time.Now()})
+	e := &readEnd{on: h, at: time.Now()}
+	for ; t != nil; t = t.reads.parent {
+		t.reads.ended.Store(e)
+	}
+}
+
+// unseenRead returns t's last read while no look since told how far its
+// server was; nil where t read nothing, or its floor was raised to what
+// a look told.
+func (t *task) unseenRead(r *replicas) *readEnd {
+	e := t.reads.ended.Load()
+	if e == nil {
+		return nil
+	}
+	p, ok := r.sawSince(e)
+	if !ok {
+		return e
+	}
+	t.readAfter(p)
+	t.reads.ended.CompareAndSwap(e, nil)
+	return nil
+}
+
+// replicasOn returns the Connector's standbys t (or a parent) ran a
+// statement on; nil: none.
+func (t *task) replicasOn() *replicas {
+	for ; t != nil; t = t.reads.parent {
+		if r := t.reads.on.Load(); r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // readsAfter is the position t's reads must see: the highest of its own
@@ -275,10 +319,7 @@ func (t *task) writeUnseen() {
 // on for its log position, which then covers the writes t and its
 // parents made before; false where it could not be read.
 func (t *task) primaryPosition(ctx context.Context) bool {
-	var r *replicas
-	for u := t; u != nil && r == nil; u = u.reads.parent {
-		r = u.reads.on.Load()
-	}
+	r := t.replicasOn()
 	if r == nil {
 		return false
 	}
@@ -341,17 +382,13 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 			r.onPrimary.Add(1)
 			return nil, true
 		}
-		if e := t.reads.ended.Load(); e != nil {
-			if p, ok := r.sawSince(e); ok {
-				t.readAfter(p)
-				t.reads.ended.CompareAndSwap(e, nil)
-			} else if e.on == nil || !r.serves(e.on, max(after, t.readsAfter()), m.maxLag, time.Now()) {
+		if e := t.unseenRead(r); e != nil {
+			if e.on == nil || !r.serves(e.on, max(after, t.readsAfter()), m.maxLag, time.Now()) {
 				r.onPrimary.Add(1)
 				return nil, true
-			} else {
-				r.onStandby.Add(1)
-				return e.on, true
 			}
+			r.onStandby.Add(1)
+			return e.on, true
 		}
 		after = max(after, t.readsAfter())
 		last = t.reads.last.Load()

@@ -445,3 +445,27 @@ func TestWithMaxLag(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTokenCoversReads: a token covers what the task's reads saw: a
+// look begun after its last read tells that server's position, which the
+// token carries; before one has, ReadToken waits for one (here none
+// comes within its second: a token no standby reaches).
+func TestReadTokenCoversReads(t *testing.T) {
+	r := testReplicas(1, time.Second)
+	r.c = &Connector{closed: make(chan struct{})}
+	r.c.closing.Store(true) // the primary's position cannot be read
+	ctx, end := WithTask(ReadOnly(context.Background()))
+	defer end()
+	tk := taskFrom(ctx)
+	routeTo(r, ctx, tk, opStmt, false, false, "", nil) // the primary: no standby is up
+	tk.readEnded(nil)
+	if tok := ReadToken(ctx); tok != unreachedPosition.String() {
+		t.Fatalf("before a look: token %q, want %q", tok, unreachedPosition.String())
+	}
+	later := time.Now().Add(time.Millisecond)
+	r.sawPrimary(later, 0x1_0000_0042)
+	r.seen[(r.next-1+positionHistory)%positionHistory].started = later
+	if tok := ReadToken(ctx); tok != "1/42" {
+		t.Fatalf("after a look: token %q, want 1/42", tok)
+	}
+}

@@ -18,6 +18,11 @@ import (
 // every look to try again. A standby further behind (one that replays
 // late on purpose) is not waited for: the primary serves the read at
 // once.
+//
+// ReadToken waits the same way for a look at the server a task's last
+// read ran on, begun after the read ended: the token must cover what the
+// read saw, which that look tells. Every waiter is woken by one look: the
+// callers share the looks' connections, not a round trip each.
 
 // readWaits wakes the reads that wait for a look.
 type readWaits struct {
@@ -84,6 +89,46 @@ func (r *replicas) wait(ctx context.Context, after dialects.Position, last *stan
 		}
 	}
 }
+
+// seenSince waits, while ctx lasts and for at most seenWithin, for a look
+// begun after e's read ended at the server it ran on, kicking that
+// server's look (which then runs at once), and returns what the look
+// told (sawSince); false where none told in time, or the standby no
+// longer answers as one.
+func (r *replicas) seenSince(ctx context.Context, e *readEnd) (dialects.Position, bool) {
+	kick := r.kick
+	if e.on != nil {
+		kick = e.on.kick
+	}
+	timer := time.NewTimer(seenWithin)
+	defer timer.Stop()
+	for {
+		woken := r.waits.await()
+		if p, ok := r.sawSince(e); ok {
+			return p, true
+		}
+		if e.on != nil {
+			if s := e.on.seen.Load(); s != nil && !s.up && s.at.After(e.at) {
+				return 0, false // down, or a primary, since the read
+			}
+		}
+		select {
+		case kick <- struct{}{}:
+		default: // a kick is pending: its look comes
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			return 0, false
+		case <-ctx.Done():
+			return 0, false
+		}
+	}
+}
+
+// seenWithin bounds seenSince: a look that fails is tried again after
+// monitorRetry; a second is four tries.
+const seenWithin = time.Second
 
 // catchingUp reports whether h serves reads (near, and its pool connects)
 // and lags the primary by at most pool_read_wait: a read that must see

@@ -63,6 +63,7 @@ type replicas struct {
 	tokensMalformed atomic.Int64
 
 	primary    monitor       // the look at the primary
+	kick       chan struct{} // look at the primary now (readwait.go)
 	primaryTLI atomic.Uint32 // the timeline the primary writes, where known
 	mu         sync.Mutex
 	seen       [positionHistory]sample // the primary's positions, a ring
@@ -128,7 +129,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the DSN names one host; name the primary and its standbys (host1,host2,...)", s.Reads)
 	}
-	r := &replicas{c: c, maxLag: s.MaxReplicaLag, readWait: s.ReadWait}
+	r := &replicas{c: c, maxLag: s.MaxReplicaLag, readWait: s.ReadWait, kick: make(chan struct{}, 1)}
 	r.prover, _ = t.(dialects.ReadProver)
 	if s.Reads == ReadsSelects {
 		if r.prover == nil {
@@ -171,7 +172,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 // start starts the looks, which end when c closes.
 func (r *replicas) start() {
 	r.wg.Add(1 + len(r.hosts))
-	go r.loop(r.lookPrimary, nil)
+	go r.loop(r.lookPrimary, r.kick)
 	for _, h := range r.hosts {
 		go r.loop(func(ctx context.Context) { r.lookStandby(ctx, h) }, h.kick)
 	}
@@ -204,6 +205,7 @@ func (r *replicas) loop(look func(ctx context.Context), kick <-chan struct{}) {
 // have replayed (its inserted one may hold records it flushes only with
 // the next write).
 func (r *replicas) lookPrimary(ctx context.Context) {
+	defer r.waits.looked()
 	started := time.Now()
 	st, err := r.primary.position(ctx, r.c.cfg.CleanupTimeout)
 	if err != nil || st.Standby {
