@@ -53,7 +53,7 @@ func TestConnectErrorsLeadWithTheCause(t *testing.T) {
 			wrong := strings.Replace(tn.base, "pw-"+tn.name, "wrong-password", 1)
 			require.NotEqual(t, tn.base, wrong, "the tenant's DSN has its password")
 			cases["wrong password"] = struct{ dsn, cause string }{wrong, "Access denied for user"}
-			cases["unknown database"] = struct{ dsn, cause string }{strings.Replace(s.dsn, "/test", "/pd_no_such_db", 1), "Unknown database 'pd_no_such_db'"}
+			cases["unknown database"] = struct{ dsn, cause string }{strings.Replace(s.dsn, "/"+serverDatabase(t, s), "/pd_no_such_db", 1), "Unknown database 'pd_no_such_db'"}
 			refused := regexp.MustCompile(`tcp\([^)]*\)`).ReplaceAllString(s.dsn, "tcp(127.0.0.1:1)")
 			require.NotEqual(t, s.dsn, refused, "the DSN names a TCP address")
 			cases["refused port"] = struct{ dsn, cause string }{refused, "connect: connection refused"}

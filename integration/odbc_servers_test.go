@@ -81,9 +81,9 @@ func forODBCServers(t *testing.T, only string, f func(t *testing.T, s odbcServer
 			continue
 		}
 		t.Run(s.name, func(t *testing.T) {
-			s.dsn = os.Getenv(s.env)
+			s.dsn = dsns[s.env] // the run's database (owndb_test.go), or the container standing in for the server
 			if s.dsn == "" {
-				s.dsn = dsns[s.env] // the container standing in for the server, if any
+				s.dsn = os.Getenv(s.env)
 			}
 			if s.dsn == "" {
 				msg := fmt.Sprintf("%s is not set; to run against a server: %s='%s' go test -tags odbc ./...", s.env, s.env, odbcExamples[s.env])

@@ -158,8 +158,8 @@ func TestRedactedEverywhere(t *testing.T) {
 			ok                   bool // the connection succeeds
 		}{
 			{name: "refused", addr: addr, db: "pd_no_such_db", user: "root"},
-			{name: "unreachable", addr: "127.0.0.1:1", db: "test", user: "root"},
-			{name: "connected", addr: addr, db: "test", ok: true},
+			{name: "unreachable", addr: "127.0.0.1:1", db: serverDatabase(t, s), user: "root"},
+			{name: "connected", addr: addr, db: serverDatabase(t, s), ok: true},
 		}
 		for i, f := range forms {
 			if s.name == "mysql" && f.rejected == "" {

@@ -134,8 +134,14 @@ func runTests(m *testing.M) int {
 			}
 		}
 	}
+	drop, err := ownDatabases()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
 	code := m.Run()
 	closeAdmins()
+	drop()
 	return code
 }
 
