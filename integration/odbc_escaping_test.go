@@ -82,7 +82,7 @@ func TestODBCTrickyCredentials(t *testing.T) {
 					t.Cleanup(func() { s.adminExec(t, "DROP ROLE "+pgIdent(user)) })
 				} else {
 					s.adminExec(t, "CREATE USER '"+user+"'@'%' IDENTIFIED BY "+mysqlString(password))
-					s.adminExec(t, "GRANT SELECT ON test.* TO '"+user+"'@'%'")
+					s.adminExec(t, "GRANT SELECT ON `"+odbcDSNDatabase(s.dsn)+"`.* TO '"+user+"'@'%'")
 					t.Cleanup(func() { s.adminExec(t, "DROP USER '"+user+"'@'%'") })
 				}
 

@@ -176,7 +176,7 @@ func newODBCTenant(t *testing.T, s odbcServer) *odbcTenant {
 	default:
 		tn.user, tn.password = id, `p;w}d{=x '"é `+id
 		s.adminExec(t, "CREATE USER '"+tn.user+"'@'%' IDENTIFIED BY "+mysqlString(tn.password))
-		s.adminExec(t, "GRANT ALL ON test.* TO '"+tn.user+"'@'%'")
+		s.adminExec(t, "GRANT ALL ON `"+odbcDSNDatabase(s.dsn)+"`.* TO '"+tn.user+"'@'%'")
 	}
 	t.Cleanup(func() { tn.drop(t) })
 	return tn

@@ -159,6 +159,16 @@ var (
 	odbcDatabase   = regexp.MustCompile(`(?i)((?:^|;)Database=)[^;]*`)
 )
 
+// odbcDSNDatabase returns the database an ODBC DSN names (Database=).
+func odbcDSNDatabase(dsn string) string {
+	if m := odbcDatabaseValue.FindStringSubmatch(dsn); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var odbcDatabaseValue = regexp.MustCompile(`(?i)(?:^|;)Database=([^;]*)`)
+
 // pointODBC points the ODBC DSN of env (the environment's, or a
 // container's) at the run's database where it names the server at
 // hostPort; one of another server is left as it is.
