@@ -74,23 +74,8 @@ func ownPostgres(dsn string) (own, hostPort string, drop func(), err error) {
 	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		return "", "", nil, fmt.Errorf("POOLDRIVER_POSTGRES_DSN: want a postgres:// URL to make the run's database: %q", redactedDSN(dsn))
 	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
+	if drop, err = makeDatabase("pgx", dsn, "PostgreSQL", " WITH (FORCE)"); err != nil {
 		return "", "", nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+ownDatabaseName); err != nil {
-		_ = db.Close()
-		return "", "", nil, fmt.Errorf("making the run's database %s on PostgreSQL: %w", ownDatabaseName, err)
-	}
-	drop = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+ownDatabaseName+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "integration: dropping the run's database %s on PostgreSQL: %v\n", ownDatabaseName, err)
-		}
-		_ = db.Close()
 	}
 	u.Path = "/" + ownDatabaseName
 	port := u.Port()
@@ -110,23 +95,8 @@ func ownMySQL(dsn string) (own, hostPort string, drop func(), err error) {
 	}
 	admin := cfg.Clone()
 	admin.DBName = ""
-	db, err := sql.Open("mysql", admin.FormatDSN())
-	if err != nil {
+	if drop, err = makeDatabase("mysql", admin.FormatDSN(), "MySQL", ""); err != nil {
 		return "", "", nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+ownDatabaseName); err != nil {
-		_ = db.Close()
-		return "", "", nil, fmt.Errorf("making the run's database %s on MySQL: %w", ownDatabaseName, err)
-	}
-	drop = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+ownDatabaseName); err != nil {
-			fmt.Fprintf(os.Stderr, "integration: dropping the run's database %s on MySQL: %v\n", ownDatabaseName, err)
-		}
-		_ = db.Close()
 	}
 	// The DSN's own text, with the database's name replaced: the path
 	// after the last '/' before the parameters.
@@ -158,6 +128,30 @@ var (
 	odbcPortWord   = regexp.MustCompile(`(?i)(?:^|;)Port=([^;]*)`)
 	odbcDatabase   = regexp.MustCompile(`(?i)((?:^|;)Database=)[^;]*`)
 )
+
+// makeDatabase makes the run's database through driver on dsn's server
+// (named server in messages) and returns what drops it, with the DROP
+// statement's suffix dropOpts.
+func makeDatabase(driver, dsn, server, dropOpts string) (drop func(), err error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+ownDatabaseName); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("making the run's database %s on %s: %w", ownDatabaseName, server, err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+ownDatabaseName+dropOpts); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: dropping the run's database %s on %s: %v\n", ownDatabaseName, server, err)
+		}
+		_ = db.Close()
+	}, nil
+}
 
 // odbcDSNDatabase returns the database an ODBC DSN names (Database=).
 func odbcDSNDatabase(dsn string) string {
