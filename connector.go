@@ -371,13 +371,7 @@ func (c *Connector) healthcheck(ctx context.Context, pc *phys.Conn) error {
 			return err
 		}
 	}
-	if pc.Stale() {
-		// Reset ran during the check (a catalog reading can take a
-		// while), and its CloseIdle passed over pc, which was not idle.
-		pc.CloseReason = phys.CloseResetAll
-		return phys.ErrStale
-	}
-	return nil
+	return nil // Reset during the check: the pool destroys pc after it (Pool.CloseIdle)
 }
 
 // connOwner is a Connector as its physical connections' owner (phys.Owner):

@@ -80,7 +80,9 @@ func (p *Pool[T]) TendOne(f func(T) error) bool {
 
 // tend takes r out of the idle ring if it is still idle (and, for the
 // healthcheck, was not used since the snapshot), runs f on it, and puts it
-// back or destroys it; check: f is the healthcheck, whose failures count.
+// back or destroys it: when f fails, and when CloseIdle ran meanwhile (it
+// would have destroyed r, idle). check: f is the healthcheck, whose
+// failures count.
 func (p *Pool[T]) tend(r *Resource[T], f func(T) error, check bool) bool {
 	p.mu.Lock()
 	if p.closed || !r.state.CompareAndSwap(stateIdle, stateChecking) {
@@ -89,13 +91,14 @@ func (p *Pool[T]) tend(r *Resource[T], f func(T) error, check bool) bool {
 	}
 	p.idle.Filter(func(x *Resource[T]) bool { return x != r }, nil)
 	p.checking++
+	closes := p.idleCloses
 	p.mu.Unlock()
 
 	err := f(r.value)
 
 	p.mu.Lock()
 	p.checking--
-	if err != nil || p.closed {
+	if err != nil || p.closed || p.idleCloses != closes {
 		if err != nil && check {
 			p.stats.hcFailures++
 		}

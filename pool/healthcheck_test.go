@@ -284,3 +284,37 @@ func TestLifetimeReplacesMin(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseIdleWhileChecked: CloseIdle destroys an idle resource the
+// healthcheck has taken out when the check ends, as it would have
+// destroyed it idle, and the pool refills to Min with a new one.
+func TestCloseIdleWhileChecked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		inCheck, letGo := make(chan struct{}), make(chan struct{})
+		cfg := b.config()
+		cfg.Min, cfg.Max = 1, 2
+		cfg.Healthcheck = func(_ context.Context, it *item) error {
+			inCheck <- struct{}{}
+			<-letGo
+			return nil
+		}
+		p := newPool(t, cfg)
+		synctest.Wait()
+		first := p.idle.At(0).Value().id
+		go p.CheckNow()
+		<-inCheck
+		if n := p.CloseIdle(); n != 0 {
+			t.Fatalf("CloseIdle destroyed %d; the only resource is being checked", n)
+		}
+		close(letGo)
+		synctest.Wait()
+		s := p.Stats()
+		if s.Total != 1 || s.Idle != 1 || s.HealthcheckFailures != 0 || b.destroyed.Load() != 1 {
+			t.Fatalf("the checked resource outlived CloseIdle: %+v (destroyed %d)", s, b.destroyed.Load())
+		}
+		if id := p.idle.At(0).Value().id; id == first {
+			t.Fatalf("resource %d, checked through CloseIdle, is idle again", id)
+		}
+	})
+}

@@ -106,7 +106,9 @@ func (p *Pool[T]) closeEnd(idle []*Resource[T]) {
 
 // CloseIdle destroys every idle resource (parked ones included) now and starts refilling to Min
 // and MinIdle with new ones; resources in use are not touched (their
-// holder decides, on Release or Destroy). It returns how many it destroyed.
+// holder decides, on Release or Destroy). Those being checked or tended
+// (taken out of idle by CheckNow, Tend or TendOne) are destroyed when that
+// ends. It returns how many it destroyed now.
 func (p *Pool[T]) CloseIdle() int {
 	p.mu.Lock()
 	if p.closed {
@@ -114,6 +116,7 @@ func (p *Pool[T]) CloseIdle() int {
 		return 0
 	}
 	p.unparkAllLocked(p.clock())
+	p.idleCloses++
 	var idle []*Resource[T]
 	for r, ok := p.idle.PopBack(); ok; r, ok = p.idle.PopBack() {
 		r.state.Store(stateDestroyed)

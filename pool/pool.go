@@ -51,6 +51,10 @@ type Pool[T any] struct {
 	acquired    int
 	creating    int
 	checking    int // taken out of idle by the healthcheck, being checked
+	// idleCloses counts CloseIdle calls: a resource taken out of idle to
+	// be checked or tended while one ran is destroyed when it comes back
+	// rather than made idle again (see tend).
+	idleCloses uint64
 	closed      bool
 	state       State
 	trial       bool // Recovering: the one trial factory call is under way
