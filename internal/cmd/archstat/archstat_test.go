@@ -52,6 +52,23 @@ func TestTiny(t *testing.T) {
 		t.Errorf("automatic upward %v", up)
 	}
 
+	// Check: the SCC of two breaks a set of one; the given floors leave
+	// util.go unplaced and base.go → mid.go upward.
+	if got := check(p, "", 2); len(got) != 0 {
+		t.Errorf("check, at most 2 reaching each other: %q", got)
+	}
+	if got := check(p, "", 1); len(got) != 1 || !strings.Contains(got[0], "2 files reach each other (at most 1): base.go mid.go") {
+		t.Errorf("check, at most 1: %q", got)
+	}
+	got := check(p, "face.go;mid.go;base.go;gone.go", 0)
+	wantBroken := []string{"util.go is on no floor (-layers)", "gone.go is on a floor but not in the package", "upward arrow base.go → mid.go (Mid, Mid.Base)"}
+	if strings.Join(got, "|") != strings.Join(wantBroken, "|") {
+		t.Errorf("check with floors: %q, want %q", got, wantBroken)
+	}
+	if got := check(p, "face.go;util.go,mid.go,base.go", 2); len(got) != 0 {
+		t.Errorf("check, one floor for the SCC: %q", got)
+	}
+
 	for _, f := range functions(p) {
 		if strings.HasSuffix(f.name, "Mid.Run") && (f.cyc != 8 || f.lines != 18) {
 			t.Errorf("%s: lines %d, complexity %d; want 18, 8", f.name, f.lines, f.cyc)

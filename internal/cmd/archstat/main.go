@@ -32,6 +32,13 @@
 // for and range statements, the case and comm clauses other than default,
 // and the && and || operators, function literals inside it included.
 //
+// Check. -check prints nothing but what breaks the rules and exits 1 when
+// one is broken: more than -max-set files that reach each other (a path of
+// arrows leads from each to each: an SCC), and with -layers a file left
+// unplaced, a listed file that is not in the package, or an upward arrow.
+// make lint runs it, so that a change that ties the files together, or
+// climbs back up, fails there rather than in a later review.
+//
 // -covdiff compares two coverage profiles (go test -covermode=count
 // -coverprofile): the files with blocks whose counts differ. Two runs of a
 // loop, N and 2N times, differ in the files that one iteration executes.
@@ -62,11 +69,21 @@ func main() {
 	top := flag.Int("top", 10, "how many functions to list by lines and by complexity")
 	verbose := flag.Bool("v", false, "list every arrow (with -covdiff: every differing block)")
 	covdiff := flag.Bool("covdiff", false, "compare the two coverage profiles given as arguments")
+	checkOnly := flag.Bool("check", false, "report only what breaks -max-set and -layers, and exit 1 if anything does")
+	maxSet := flag.Int("max-set", 0, "with -check: the most files that may reach each other (0: any number)")
 	flag.Parse()
 	var err error
 	switch {
 	case *covdiff && flag.NArg() == 2:
 		err = coverDiff(os.Stdout, flag.Arg(0), flag.Arg(1), *verbose)
+	case *checkOnly && flag.NArg() == 1:
+		var p *pkg
+		if p, err = load(flag.Arg(0)); err == nil {
+			if broken := check(p, *layers, *maxSet); len(broken) > 0 {
+				_, _ = fmt.Fprintf(os.Stderr, "archstat: %s breaks its layering:\n  %s\n", p.path, strings.Join(broken, "\n  "))
+				os.Exit(1)
+			}
+		}
 	case !*covdiff && flag.NArg() == 1:
 		var p *pkg
 		if p, err = load(flag.Arg(0)); err == nil {
@@ -218,6 +235,89 @@ func label(obj types.Object, owner map[types.Object]string) string {
 	return obj.Name()
 }
 
+// check returns what in p breaks the rules -check enforces (see the
+// package comment), one line each.
+func check(p *pkg, layers string, maxSet int) []string {
+	arrs := arrows(p)
+	var broken []string
+	if maxSet > 0 {
+		for _, set := range sccs(p.names, arrs) {
+			if len(set) > maxSet {
+				broken = append(broken, fmt.Sprintf("%d files reach each other (at most %d): %s", len(set), maxSet, strings.Join(set, " ")))
+			}
+		}
+	}
+	if layers == "" {
+		return broken
+	}
+	_, floorOf, up := floors(p.names, arrs, layers)
+	present := map[string]bool{}
+	for _, n := range p.names {
+		present[n] = true
+		if _, ok := floorOf[n]; !ok {
+			broken = append(broken, n+" is on no floor (-layers)")
+		}
+	}
+	for f := range floorOf {
+		if !present[f] {
+			broken = append(broken, f+" is on a floor but not in the package")
+		}
+	}
+	var ups []string
+	for a, names := range arrs {
+		if up[a] {
+			ups = append(ups, fmt.Sprintf("upward arrow %s → %s (%s)", a.from, a.to, strings.Join(names, ", ")))
+		}
+	}
+	sort.Strings(ups)
+	return append(broken, ups...)
+}
+
+// sccs returns the sets of files that reach each other (the SCCs of the
+// arrows) with more than one file, each sorted.
+func sccs(files []string, arrs map[arrow][]string) [][]string {
+	reach := reaches(files, arrs)
+	seen := map[string]bool{}
+	var out [][]string
+	for _, f := range files {
+		if seen[f] {
+			continue
+		}
+		var set []string
+		for _, g := range files {
+			if reach[f][g] && reach[g][f] {
+				set = append(set, g)
+				seen[g] = true
+			}
+		}
+		if len(set) > 1 {
+			sort.Strings(set)
+			out = append(out, set)
+		}
+	}
+	return out
+}
+
+// reaches returns reach[a][b]: a path of arrows leads from a to b
+// (Floyd–Warshall); reach[a][a] always.
+func reaches(files []string, arrs map[arrow][]string) map[string]map[string]bool {
+	reach := map[string]map[string]bool{}
+	for _, f := range files {
+		reach[f] = map[string]bool{f: true}
+	}
+	for a := range arrs {
+		reach[a.from][a.to] = true
+	}
+	for _, k := range files {
+		for _, i := range files {
+			for _, j := range files {
+				reach[i][j] = reach[i][j] || reach[i][k] && reach[k][j]
+			}
+		}
+	}
+	return reach
+}
+
 // floors returns the floors from the top, the floor of each placed file,
 // and the upward arrows; see the package comment.
 func floors(files []string, arrs map[arrow][]string, layers string) (fl [][]string, floorOf map[string]int, up map[arrow]bool) {
@@ -238,21 +338,7 @@ func floors(files []string, arrs map[arrow][]string, layers string) (fl [][]stri
 		}
 		return fl, floorOf, up
 	}
-	// reach[a][b]: a path of arrows leads from a to b (Floyd–Warshall).
-	reach := map[string]map[string]bool{}
-	for _, f := range files {
-		reach[f] = map[string]bool{f: true}
-	}
-	for a := range arrs {
-		reach[a.from][a.to] = true
-	}
-	for _, k := range files {
-		for _, i := range files {
-			for _, j := range files {
-				reach[i][j] = reach[i][j] || reach[i][k] && reach[k][j]
-			}
-		}
-	}
+	reach := reaches(files, arrs)
 	// An SCC is named by its first file; level counts the SCCs below.
 	scc, members, level := map[string]string{}, map[string][]string{}, map[string]int{}
 	for _, f := range files {
