@@ -195,6 +195,8 @@ lint:
 	@if [ "$(HAVE_ODBC)" != yes ]; then echo "golangci-lint (dialects/odbc) skipped: no unixODBC"; fi
 	@echo "golangci-lint ($(LINT_MODULES))"
 	@$(GOLANGCI_LINT) run --allow-parallel-runners $(LINT_TAGS) $(call pkgs,$(LINT_MODULES))
+	@echo "layering (.ci/layering: the root's floors, sets of files that reach each other)"
+	@bash .ci/layering '$(ROOT_FLOORS)' $(call pkgs,$(LINT_MODULES))
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -220,7 +222,7 @@ release-check:
 # outside a task runs code in (coverage of BenchmarkExec, N and 2N times).
 # internal/phys, the physical connection, is a package under the root's
 # floors: the compiler keeps it from naming them.
-ROOT_FLOORS := driver.go,connector.go,config.go,settings.go,options.go,dsn.go,middleware.go,doc.go,raw.go,reset.go,stats.go,hooks.go,log.go,loglimit.go,leak.go,share.go,trace.go,tracer.go,catalogwatch.go,shutdown.go;conn.go,stmt.go,rows.go,tx.go,hold.go,plan.go;task.go,nest.go;taskctx.go,mode.go,errors.go
+ROOT_FLOORS := raw.go,middleware.go,driver.go,stats.go,shutdown.go;conn.go,hold.go,rows.go,stmt.go,tx.go;reads.go;task.go;open.go,replicas.go,readwait.go;dial.go,trace.go,hooks.go,reset.go;connector.go,hosts.go,log.go,catalogwatch.go,options.go;config.go,settings.go,plan.go;doc.go,dsn.go,errors.go,leak.go,loglimit.go,mode.go,nest.go,readmark.go,share.go,taskctx.go,tracer.go
 .PHONY: arch
 arch:
 	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' .

@@ -2,7 +2,6 @@ package pooldriver
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -28,17 +27,6 @@ const (
 	catalogRetry     = 100 * time.Millisecond
 	catalogRetryRead = time.Second
 )
-
-// catalogWatch is a Connector's loop over its catalog.
-type catalogWatch struct {
-	once sync.Once
-	done chan struct{} // closed when the loop ends; nil until it starts
-	mu   sync.Mutex    // protects done
-	// ready is closed once newConnector has set the Connector's pool (or
-	// failed to make one): the pool's first connections, which may start
-	// the loop, are made inside pool.New, before it returns.
-	ready chan struct{}
-}
 
 // watchCatalog starts the loop, once, for dc's catalog.
 func (c *Connector) watchCatalog(dc any) {

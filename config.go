@@ -329,3 +329,49 @@ var (
 	_ fmt.Stringer   = (*Config)(nil)
 	_ slog.LogValuer = (*Config)(nil)
 )
+
+// Reads says where reads may go (pool_reads).
+type Reads int
+
+const (
+	// ReadsPrimary (the default): everything runs on the primary.
+	ReadsPrimary Reads = iota
+	// ReadsStandby: with a DSN that names a primary and its standbys
+	// (PostgreSQL's multi-host DSN), reads go to a standby that has
+	// replayed what they must see: a read-only *sql.Tx, and every
+	// statement run with a context from ReadOnly. See docs/reads.md.
+	ReadsStandby
+	// ReadsSelects: as ReadsStandby, and a statement outside a
+	// transaction that the dialect proves only reads by its text (one
+	// SELECT of built-ins that write nothing) goes to a standby too,
+	// whatever its context says. Outside a task nothing tells a caller's
+	// writes: such a read may miss the caller's own write, as with any
+	// read/write split; a task's reads never do.
+	ReadsSelects
+)
+
+// String returns "primary", "standby" or "selects", the pool_reads values.
+func (r Reads) String() string {
+	switch r {
+	case ReadsPrimary:
+		return "primary"
+	case ReadsStandby:
+		return "standby"
+	case ReadsSelects:
+		return "selects"
+	}
+	return fmt.Sprintf("Reads(%d)", int(r))
+}
+
+// ParseReads parses a pool_reads value: "primary", "standby" or "selects".
+func ParseReads(s string) (Reads, error) {
+	switch s {
+	case "primary":
+		return ReadsPrimary, nil
+	case "standby":
+		return ReadsStandby, nil
+	case "selects":
+		return ReadsSelects, nil
+	}
+	return 0, fmt.Errorf("unknown reads %q (want primary, standby or selects)", s)
+}

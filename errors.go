@@ -392,3 +392,16 @@ func interrupted(err error) bool {
 	var ie *interruptedError
 	return errors.As(err, &ie)
 }
+
+// ErrShuttingDown is returned, once Shutdown has begun, by a statement that
+// would need a connection for work that is new: outside a task, or in a
+// task begun after Shutdown. errors.Is(err, ErrClosed) holds for it.
+var ErrShuttingDown error = shuttingDown{}
+
+type shuttingDown struct{}
+
+func (shuttingDown) Error() string {
+	return "pooldriver: shutting down: new work is refused (a statement outside a task begun before Shutdown)"
+}
+
+func (shuttingDown) Is(target error) bool { return target == ErrClosed }

@@ -172,24 +172,6 @@ func (l *conn) lock(ctx context.Context, pc *phys.Conn, k opKind) error {
 	}
 }
 
-// taskFrom returns the task ctx carries, or nil. Small enough to inline,
-// so that a process with no task pays an atomic load.
-func taskFrom(ctx context.Context) *task {
-	if !tasksBegun.Load() {
-		return nil // no context carries one yet: see tasksBegun
-	}
-	return taskIn(ctx)
-}
-
-// taskIn looks the task up in ctx. Not inlined: inlined, it would make
-// taskFrom too large to inline.
-//
-//go:noinline
-func taskIn(ctx context.Context) *task {
-	t, _ := ctx.Value(taskKey{}).(*task)
-	return t
-}
-
 // start begins an operation of kind k on l's hold, filling le.
 func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 	if l.state == holdNone && l.tx == nil {
@@ -816,4 +798,61 @@ func (l *conn) endHold() {
 		return
 	}
 	pc.LetGo()
+}
+
+// leaveStandby is start's for a hold that has its connection already
+// (a *sql.Conn's later operation), outside a *sql.Tx, with standbys. On
+// the primary's connection it records a task's write there (see route).
+// On a standby's, an operation that does not only read ends the hold, so
+// that a new one starts on the primary, and reports true: the standby's
+// session ran reads only (a *sql.Conn's first statement, proven a read,
+// took it), so nothing is lost. It stays where the session changed, or
+// where rows are open or the task shares the connection: there the
+// operation runs on the standby, which refuses a write.
+func (l *conn) leaveStandby(ctx context.Context, k opKind, le *lease) bool {
+	if !l.state.held() {
+		return false
+	}
+	t := taskFrom(ctx)
+	m := readMarkFrom(ctx)
+	h := l.standby
+	if h == nil {
+		if t != nil && writes(k) && !l.c.reads.reads(m, t, k, le.readTx, l.text) {
+			t.writeUnseen()
+		}
+		return false
+	}
+	if k == opPrepare || k == opPing || l.c.reads.reads(m, t, k, le.readTx, l.text) {
+		return false
+	}
+	if l.state != holdOwn || l.rows != 0 || !l.pc.St.SessionUnchanged() || l.pc.St.Tx != phys.TxNone {
+		return false
+	}
+	l.endHold()
+	l.standby = nil
+	return true
+}
+
+// retryOnPrimary reports whether a statement that failed with err on a
+// standby's connection runs again on the primary, with the context it
+// returns: the standby refused it as a primary would not have (a write,
+// a conflict with its recovery), or its connection was lost under it (a
+// standby going down: whatever it ran there, it wrote nothing). It must
+// have been its hold's first (fresh: a *sql.Conn's later statements keep
+// their connection and session), outside a transaction, on a connection of
+// the hold's own (not a session-mode task's). The hold ends first: the
+// retry starts another.
+func (l *conn) retryOnPrimary(ctx context.Context, err error, fresh bool) (context.Context, bool) {
+	if !fresh || l.tx != nil || l.rows != 0 {
+		return ctx, false
+	}
+	h := l.standby
+	refused := l.state == holdOwn && h.refused != nil && h.refused(err)
+	if !refused && l.state != holdLost {
+		return ctx, false
+	}
+	l.endHold()
+	m := readMarkFrom(ctx)
+	m.primary = true
+	return context.WithValue(ctx, readsKey{}, m), true
 }

@@ -3,7 +3,6 @@ package pooldriver
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -108,25 +107,6 @@ func (c *Connector) logWarn(msg string, err error, args ...any) {
 
 func (c *Connector) logDebug(msg string, args ...any) {
 	c.logAt(slog.LevelDebug, msg, nil, args...)
-}
-
-// dialRun is a Connector's run of failed connects: how many in a row,
-// and when the last failed (a standby's pool serves no reads for a while
-// after one: replicas.serves).
-type dialRun struct {
-	failures atomic.Int64
-	lastAt   atomic.Int64 // Unix nanoseconds
-}
-
-// failed counts a failed connect and returns how many in a row.
-func (d *dialRun) failed() int64 {
-	d.lastAt.Store(time.Now().UnixNano())
-	return d.failures.Add(1)
-}
-
-// failedWithin reports whether the last connect failed, less than d ago.
-func (d *dialRun) failedWithin(now time.Time, within time.Duration) bool {
-	return d.failures.Load() > 0 && now.UnixNano()-d.lastAt.Load() < int64(within)
 }
 
 // connectFailed counts a failed attempt to open a physical connection and

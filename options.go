@@ -307,3 +307,22 @@ func WithTracer(t Tracer) Option {
 		return nil
 	}
 }
+
+// WithReads sets where reads may go (pool_reads).
+func WithReads(r Reads) Option {
+	return option("WithReads", int(r), func(c *Config) { c.Reads = r })
+}
+
+// WithMaxReplicaLag bounds how far behind the primary a standby that
+// serves reads may be (pool_max_replica_lag, default 1s).
+func WithMaxReplicaLag(d time.Duration) Option {
+	return option("WithMaxReplicaLag", d, func(c *Config) { c.MaxReplicaLag = d })
+}
+
+// WithReadWait sets how long a read whose position no standby has
+// replayed yet (a task's read after its write) waits for a standby close
+// behind to replay it, before the primary serves it (pool_read_wait,
+// default 5ms; 0: it does not wait).
+func WithReadWait(d time.Duration) Option {
+	return option("WithReadWait", d, func(c *Config) { c.ReadWait = d })
+}

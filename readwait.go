@@ -2,7 +2,6 @@ package pooldriver
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -23,33 +22,6 @@ import (
 // read ran on, begun after the read ended: the token must cover what the
 // read saw, which that look tells. Every waiter is woken by one look: the
 // callers share the looks' connections, not a round trip each.
-
-// readWaits wakes the reads that wait for a look.
-type readWaits struct {
-	mu   sync.Mutex
-	next chan struct{} // closed at the end of the next look; nil: nobody waits
-}
-
-// await returns a channel closed at the end of the next look at any
-// standby.
-func (w *readWaits) await() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.next == nil {
-		w.next = make(chan struct{})
-	}
-	return w.next
-}
-
-// looked wakes the reads waiting for a look.
-func (w *readWaits) looked() {
-	w.mu.Lock()
-	if w.next != nil {
-		close(w.next)
-		w.next = nil
-	}
-	w.mu.Unlock()
-}
 
 // wait waits up to pool_read_wait, and while ctx lasts, for a standby
 // close behind (catchingUp) to be seen at after, and returns it; nil
@@ -136,4 +108,28 @@ const seenWithin = time.Second
 func (r *replicas) catchingUp(h *standby, maxLag time.Duration, now time.Time) bool {
 	s := h.seen.Load()
 	return r.near(s, maxLag, now) && s.lag <= r.readWait && !h.c.dials.failedWithin(now, standbyRetry)
+}
+
+// sawSince returns how far e's server was seen to be by a look begun
+// after e's read ended: a standby's replayed position, the primary's
+// flushed one; false where no look has told yet (or the standby no
+// longer answers as one).
+func (r *replicas) sawSince(e *readEnd) (dialects.Position, bool) {
+	if e.on != nil {
+		s := e.on.seen.Load()
+		if s == nil || !s.up || !s.started.After(e.at) {
+			return 0, false
+		}
+		return s.replayed, true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return 0, false
+	}
+	s := r.seen[(r.next-1+positionHistory)%positionHistory]
+	if !s.started.After(e.at) {
+		return 0, false
+	}
+	return s.pos, true
 }

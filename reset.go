@@ -44,6 +44,3 @@ func (c *Connector) lostRole(pc *phys.Conn, server string) {
 	n := c.pool.CloseIdle()
 	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "server", server, "closed", n)
 }
-
-// LostRole retires the connections of pc's generation (Connector.lostRole).
-func (o connOwner) LostRole(pc *phys.Conn, server string) { o.c.lostRole(pc, server) }

@@ -226,3 +226,11 @@ func knownMode(v any) error {
 	}
 	return nil
 }
+
+// knownReads is pool_reads's check.
+func knownReads(v any) error {
+	if r := v.(Reads); r < ReadsPrimary || r > ReadsSelects {
+		return errors.New("unknown reads")
+	}
+	return nil
+}

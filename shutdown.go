@@ -11,19 +11,6 @@ import (
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
-// ErrShuttingDown is returned, once Shutdown has begun, by a statement that
-// would need a connection for work that is new: outside a task, or in a
-// task begun after Shutdown. errors.Is(err, ErrClosed) holds for it.
-var ErrShuttingDown error = shuttingDown{}
-
-type shuttingDown struct{}
-
-func (shuttingDown) Error() string {
-	return "pooldriver: shutting down: new work is refused (a statement outside a task begun before Shutdown)"
-}
-
-func (shuttingDown) Is(target error) bool { return target == ErrClosed }
-
 // Shutdown closes c gracefully: it refuses new work at once, waits within
 // ctx for the work under way, then closes c as Close does.
 //
@@ -101,17 +88,6 @@ func (c *Connector) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// pools returns c and its standbys' Connectors (pool_reads=standby).
-func (c *Connector) pools() []*Connector {
-	out := []*Connector{c}
-	if c.reads != nil {
-		for _, h := range c.reads.hosts {
-			out = append(out, h.c)
-		}
-	}
-	return out
-}
-
 // closeInBackground cuts the connections in cut, then closes c, on a
 // goroutine of its own that Close waits for; the channel it returns is
 // closed when that is done. A cut asks the server to cancel the statement
@@ -146,12 +122,4 @@ func waitUntil(ctx context.Context, f func() bool) bool {
 		}
 	}
 	return true
-}
-
-// admits reports whether the task numbered seq (taskSeq) may take a
-// connection from c: c does not shut down, or the task began before it
-// did.
-func (c *Connector) admits(seq uint64) bool {
-	m := c.drainMark.Load()
-	return m == 0 || seq < m
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
@@ -35,7 +37,7 @@ type task struct {
 	ended    bool
 	bindings []binding // one per Connector the task ran a statement on
 	first    [1]binding
-	txs      []*tx // open transactions begun with the task's context
+	txs      []taskTx // open transactions begun with the task's context
 }
 
 // binding is the task's record on one Connector it ran a statement on:
@@ -217,9 +219,19 @@ func (t *task) markLost(c *Connector, lostPC *phys.Conn, cause error) {
 	}
 }
 
+// taskTx is a transaction begun with a task's context (tx.go), which the
+// task's end rolls back.
+type taskTx interface {
+	// claimByTask takes the transaction for the task's end; false where
+	// it ended already.
+	claimByTask() bool
+	// endByTask rolls the claimed transaction back with t's end.
+	endByTask(t *task)
+}
+
 // addTx records x, begun with t's context, for rollback at t's end. It
 // fails when t already ended.
-func (t *task) addTx(x *tx) bool {
+func (t *task) addTx(x taskTx) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -230,7 +242,7 @@ func (t *task) addTx(x *tx) bool {
 }
 
 // dropTx forgets x, which ended.
-func (t *task) dropTx(x *tx) {
+func (t *task) dropTx(x taskTx) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, y := range t.txs {
@@ -253,15 +265,15 @@ func (t *task) end() {
 		// Claim the open transactions before cancelling the context: the
 		// cancellation wakes database/sql, which would roll them back
 		// itself; this way the task does it, once, and counts it.
-		var claimed []*tx
+		var claimed []taskTx
 		for _, x := range txs {
-			if x.claim(txEndedByTask) {
+			if x.claimByTask() {
 				claimed = append(claimed, x)
 			}
 		}
 		t.cancel(ErrTaskEnded)
 		for _, x := range claimed {
-			x.pc.EndTask(t.ctx, t, &x.open, ErrTaskEnded)
+			x.endByTask(t)
 		}
 		for _, b := range bs {
 			if b.pc != nil {
@@ -277,3 +289,156 @@ func (t *task) began() bool { return t.begun.Load() }
 
 // number is t's number, in the order tasks began (ctxTask).
 func (t *task) number() uint64 { return t.seq }
+
+// taskFrom returns the task ctx carries, or nil. Small enough to inline,
+// so that a process with no task pays an atomic load.
+func taskFrom(ctx context.Context) *task {
+	if !tasksBegun.Load() {
+		return nil // no context carries one yet: see tasksBegun
+	}
+	return taskIn(ctx)
+}
+
+// taskIn looks the task up in ctx. Not inlined: inlined, it would make
+// taskFrom too large to inline.
+//
+//go:noinline
+func taskIn(ctx context.Context) *task {
+	t, _ := ctx.Value(taskKey{}).(*task)
+	return t
+}
+
+// taskReads is what a task's reads must see, where its Connector sends
+// reads to standbys: the log position of its writes and of what it read,
+// and the standby it last read from. A task started from a context that
+// carries a task (its parent) sees all its parent sees, and its parent
+// what it writes and reads: the methods below follow the chain. One task
+// may use several Connectors; positions are of one database's log, so a
+// task reads after its writes on the one Connector with standbys it uses
+// (a second one's positions would not compare).
+type taskReads struct {
+	readOnly bool  // started from a ReadOnly context
+	parent   *task // the task whose context it started from, or nil
+	// after: the position its reads must see (its commits, the standby
+	// it read from, a token).
+	after atomic.Uint64
+	// unseen counts the task's statements that ran on the primary
+	// outside a *sql.Tx, where nothing tells their position; covered,
+	// how many of them a position the primary told since covers. While
+	// some are not covered its reads go to the primary (ReadToken asks
+	// the primary for its position).
+	unseen, covered atomic.Uint64
+	on              atomic.Pointer[replicas] // the Connector's, once it ran a statement there
+	last            atomic.Pointer[standby]  // the standby it last read from, taken again while it can serve
+	// ended: where its last read ran and when it ended, until a look
+	// begun after that tells how far the server was then (see route).
+	ended atomic.Pointer[readEnd]
+}
+
+// readEnded records that t's read, on h (nil: the primary), ended now:
+// for its parents too, whose reads must not go behind it either.
+func (t *task) readEnded(h *standby) {
+	e := &readEnd{on: h, at: time.Now()}
+	for ; t != nil; t = t.reads.parent {
+		t.reads.ended.Store(e)
+	}
+}
+
+// unseenRead returns t's last read while no look since told how far its
+// server was; nil where t read nothing, or its floor was raised to what
+// a look told.
+func (t *task) unseenRead(r *replicas) *readEnd {
+	e := t.reads.ended.Load()
+	if e == nil {
+		return nil
+	}
+	p, ok := r.sawSince(e)
+	if !ok {
+		return e
+	}
+	t.readAfter(p)
+	t.reads.ended.CompareAndSwap(e, nil)
+	return nil
+}
+
+// replicasOn returns the Connector's standbys t (or a parent) ran a
+// statement on; nil: none.
+func (t *task) replicasOn() *replicas {
+	for ; t != nil; t = t.reads.parent {
+		if r := t.reads.on.Load(); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// readsAfter is the position t's reads must see: the highest of its own
+// and its parents'.
+func (t *task) readsAfter() dialects.Position {
+	var p uint64
+	for ; t != nil; t = t.reads.parent {
+		p = max(p, t.reads.after.Load())
+	}
+	return dialects.Position(p)
+}
+
+// readAfter raises the position t's reads, and its parents', must see to
+// p.
+func (t *task) readAfter(p dialects.Position) {
+	for ; t != nil; t = t.reads.parent {
+		raise(&t.reads.after, uint64(p))
+	}
+}
+
+// raise sets v to n where n is higher.
+func raise(v *atomic.Uint64, n uint64) {
+	for {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// wroteUnseen reports whether t or a parent ran a statement on the
+// primary whose position nothing has told since.
+func (t *task) wroteUnseen() bool {
+	for ; t != nil; t = t.reads.parent {
+		if t.reads.unseen.Load() > t.reads.covered.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeUnseen records a statement of t (and so of its parents) on the
+// primary whose position nothing tells.
+func (t *task) writeUnseen() {
+	for ; t != nil; t = t.reads.parent {
+		t.reads.unseen.Add(1)
+	}
+}
+
+// primaryPosition asks the primary of the Connector t (or a parent) ran
+// on for its log position, which then covers the writes t and its
+// parents made before; false where it could not be read.
+func (t *task) primaryPosition(ctx context.Context) bool {
+	r := t.replicasOn()
+	if r == nil {
+		return false
+	}
+	var seen []uint64
+	for u := t; u != nil; u = u.reads.parent {
+		seen = append(seen, u.reads.unseen.Load())
+	}
+	p, err := r.primaryPosition(ctx)
+	if err != nil {
+		return false
+	}
+	t.readAfter(p)
+	for u := t; u != nil; u = u.reads.parent {
+		raise(&u.reads.covered, seen[0])
+		seen = seen[1:]
+	}
+	return true
+}

@@ -41,6 +41,12 @@ var _ driver.Tx = (*tx)(nil)
 
 func (x *tx) claim(to int32) bool { return x.state.CompareAndSwap(txActive, to) }
 
+// claimByTask and endByTask make x a taskTx: its task's end claims it,
+// then rolls it back.
+func (x *tx) claimByTask() bool { return x.claim(txEndedByTask) }
+
+func (x *tx) endByTask(t *task) { x.pc.EndTask(t.ctx, t, &x.open, ErrTaskEnded) }
+
 func (x *tx) endedByTask() bool { return x.state.Load() == txEndedByTask }
 
 // ClaimedByTask reports whether the end of x's task claimed it, with the

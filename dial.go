@@ -1,0 +1,233 @@
+// A Connector's physical connections: the pool's factory (open, dial),
+// destructor and healthcheck, the phys.Owner they call back, and the
+// acquire a hold starts with.
+
+package pooldriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+// open is the pool's factory: a new physical connection, logged in with the
+// template's credentials or those WithCredentials returns now, and prepared
+// by the AfterConnect hook. One opened while Reset ran is opened again. ctx
+// has the values of the acquire that needed it (a trace's span), or none
+// when the pool opens one by itself, and not its cancellation.
+func (c *Connector) open(ctx context.Context) (*phys.Conn, error) {
+	if c.cfg.Tracer != nil {
+		return c.openTraced(ctx)
+	}
+	return c.connect(ctx)
+}
+
+// connect is open, untraced.
+func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
+	if c.cfg.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+		defer cancel()
+	}
+	for {
+		gen := c.env.Gen.Load()
+		pc, err := c.dial(ctx)
+		if err != nil {
+			if c.cfg.ConnectTimeout > 0 && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+				// Not the caller's deadline (a connect has none of its
+				// own) but the attempt's: say so, as the pool tells the
+				// waiters of a timed-out attempt.
+				err = fmt.Errorf("pooldriver: connecting timed out after %v (pool_connect_timeout): %w", c.cfg.ConnectTimeout, err)
+			}
+			c.connectFailed(err)
+			return nil, err
+		}
+		c.connected()
+		pc.Gen = gen
+		if !pc.Stale() {
+			if c.leaks != nil {
+				c.leaks.add(pc)
+			}
+			return pc, nil
+		}
+		pc.CloseReason = phys.CloseResetAll
+		c.closePhys(pc)
+		c.stats.openedStale.Add(1)
+	}
+}
+
+// dial opens one physical connection.
+func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
+	secret := c.tmpl.Credentials().Password
+	creds, err := c.credentials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := c.openConfigured(ctx, creds)
+	if err == nil {
+		if err = c.prepareSession(ctx, dc); err != nil {
+			_ = dc.Close()
+		}
+	}
+	if err != nil {
+		// The driver's own error, as the plain driver returns it (callers
+		// compare it with ==), unless it quotes a password; the log line
+		// of the failure names the pool.
+		return nil, redact(redact(err, creds.Password), secret)
+	}
+	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
+	c.watchCatalog(dc)
+	return phys.NewConn(&c.env, dc), nil
+}
+
+// closePhys is the pool's destructor.
+func (c *Connector) closePhys(pc *phys.Conn) {
+	pc.Closed.Store(true)
+	if c.leaks != nil {
+		c.leaks.remove(pc)
+	}
+	c.beforeClose(pc)
+	pc.CloseStmts()
+	c.logClosed(pc, pc.DC.Close())
+}
+
+// healthcheck is the pool's check of an idle connection.
+func (c *Connector) healthcheck(ctx context.Context, pc *phys.Conn) error {
+	if pc.Stale() {
+		pc.CloseReason = phys.CloseResetAll
+		return phys.ErrStale
+	}
+	if err := pc.DC.Ping(ctx); err != nil {
+		pc.CloseReason = phys.ClosePing
+		return err
+	}
+	if r, ok := pc.DC.(dialects.CatalogRefresher); ok {
+		if err := r.RefreshCatalog(ctx); err != nil {
+			pc.CloseReason = phys.ClosePing
+			return err
+		}
+	}
+	return nil // Reset during the check: the pool destroys pc after it (Pool.CloseIdle)
+}
+
+// connOwner is a Connector as its physical connections' owner (phys.Owner):
+// a type of its own, so that what they ask of it is not the Connector's
+// API. Pointer-shaped, it is held in the interface as the *Connector is.
+type connOwner struct{ c *Connector }
+
+var _ phys.Owner = connOwner{}
+
+// PrepareSession runs the AfterConnect hook (Connector.prepareSession).
+func (o connOwner) PrepareSession(ctx context.Context, dc dialects.Conn) error {
+	return o.c.prepareSession(ctx, dc)
+}
+
+// AfterRelease is the AfterRelease hook's verdict (Connector.afterRelease).
+func (o connOwner) AfterRelease(pc *phys.Conn) bool { return o.c.afterRelease(pc) }
+
+// Returned tells the leak detection that pc is going back to the pool (or
+// being closed).
+func (o connOwner) Returned(pc *phys.Conn) { o.c.leaks.returned(pc) }
+
+// Look asks the server through pc, which nobody else can reach (a
+// cleanup, see phys.Conn.settle), how full it is, and sets the pool's share
+// from the answer (serverShare.look). It reports false when pc failed to
+// say: pc is lost.
+func (o connOwner) Look(pc *phys.Conn) bool { return o.c.share.look(pc) }
+
+// checkIdle is the pool's BeforeAcquire: see phys.Conn.CheckIdle.
+func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*phys.Conn]) bool {
+	return r.Value().CheckIdle(ctx, r)
+}
+
+// acquire takes a physical connection from the pool for a hold. Without a
+// Tracer, and before Shutdown, this is one check more than take.
+func (c *Connector) acquire(ctx context.Context) (*phys.Conn, error) {
+	if c.gated.Load() {
+		return c.acquireGated(ctx)
+	}
+	return c.take(ctx)
+}
+
+// acquireGated is acquire once Shutdown began (which refuses new work) or
+// with a Tracer.
+func (c *Connector) acquireGated(ctx context.Context) (*phys.Conn, error) {
+	if c.drainMark.Load() != 0 {
+		if t := ctxTaskFrom(ctx); t == nil || !c.admits(t.number()) {
+			return nil, ErrShuttingDown
+		}
+	}
+	if c.cfg.Tracer != nil {
+		return c.acquireTraced(ctx)
+	}
+	return c.take(ctx)
+}
+
+// take is acquire, untraced.
+func (c *Connector) take(ctx context.Context) (*phys.Conn, error) {
+	r, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, c.acquireError(err)
+	}
+	pc := r.Value()
+	if pc.Res == nil {
+		pc.Res = r // the pool keeps one handle per connection for its life
+	}
+	if c.cfg.BeforeAcquire != nil {
+		if err := c.beforeAcquire(ctx, pc); err != nil {
+			pc.CloseReason = phys.CloseHook
+			r.Destroy()
+			return nil, err
+		}
+	}
+	if c.leaks != nil {
+		c.leaks.taken(pc)
+	}
+	return pc, nil
+}
+
+// acquireError turns the pool's errors into pooldriver's. A connect made
+// for the caller that failed comes back as the driver returned it.
+func (c *Connector) acquireError(err error) error {
+	var ae *pool.AcquireError
+	switch {
+	case errors.Is(err, pool.ErrClosed):
+		return ErrClosed
+	case !errors.As(err, &ae) && (err == context.Canceled || err == context.DeadlineExceeded): //nolint:errorlint // the pool returns the context's own error
+		// The caller's context ended the wait while connecting was fine:
+		// say what it waited for, as for the pool's own refusals.
+		st := c.pool.Stats()
+		ae = &pool.AcquireError{Reason: err, State: st.State, Total: st.Total, InUse: st.Active, Waiting: st.Waiting, Max: st.Max}
+	case !errors.As(err, &ae):
+		return err
+	case ae.Reason == pool.ErrPermanent:
+		return &refusedError{ae: ae, scheme: c.scheme()}
+	case ae.Reason == pool.ErrTimeout:
+		st := c.pool.Stats()
+		e := &AcquireTimeoutError{Timeout: c.cfg.AcquireTimeout, Total: ae.Total, InUse: ae.InUse, Idle: st.Idle, Waiting: ae.Waiting, Max: ae.Max, Cause: ae.Cause}
+		e.LeakDetectionOff = c.leaks == nil
+		c.logWarn("timed out waiting for a connection", ae.Cause, "timeout", e.Timeout, "total", e.Total, "in_use", e.InUse, "idle", e.Idle, "waiting", e.Waiting, "max", e.Max)
+		return e
+	}
+	return &waitError{ae: ae, leakHint: c.leaks == nil && ae.InUse >= ae.Max}
+}
+
+// LostRole retires the connections of pc's generation (Connector.lostRole).
+func (o connOwner) LostRole(pc *phys.Conn, server string) { o.c.lostRole(pc, server) }
+
+// credentials are what a new connection of c logs in with: the DSN's, or
+// those WithCredentials returns now.
+func (c *Connector) credentials(ctx context.Context) (dialects.Credentials, error) {
+	if c.cfg.Credentials == nil {
+		return c.tmpl.Credentials(), nil
+	}
+	u, p, err := c.cfg.Credentials(ctx)
+	if err != nil {
+		return dialects.Credentials{}, redact(fmt.Errorf("pooldriver: credentials: %w", err), p)
+	}
+	return dialects.Credentials{User: u, Password: p}, nil
+}

@@ -1,0 +1,252 @@
+// Making a Connector (New, Wrap, NewConnectorWithConfig, Open) and closing
+// it. The Connector's type is in connector.go, what its physical
+// connections need of it in dial.go.
+
+package pooldriver
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
+	"github.com/pooldriver/pooldriver/pool"
+)
+
+// New returns a Connector for dsn. It never fails: a bad DSN or option is
+// reported by the first Connect, that is by the first statement, which
+// suits sql.OpenDB(pooldriver.New(dsn)). To validate at once, check Err:
+//
+//	c := pooldriver.New(dsn, opts...)
+//	if err := c.Err(); err != nil {
+//		return err
+//	}
+//
+// Nothing is opened until needed, except pool_min_conns connections
+// opened in the background.
+func New(dsn string, opts ...Option) *Connector {
+	cfg, err := ParseConfig(dsn)
+	if err != nil {
+		return &Connector{err: err}
+	}
+	c, err := newConnector(*cfg, opts)
+	if err != nil {
+		return &Connector{err: err}
+	}
+	return c
+}
+
+// NewConnectorWithConfig returns a Connector for cfg, which ParseConfig
+// made, after checking the settings together; later changes to cfg do not
+// change the Connector. An error names the setting that is wrong.
+func NewConnectorWithConfig(cfg *Config) (*Connector, error) {
+	if cfg == nil {
+		return nil, errors.New("pooldriver: NewConnectorWithConfig(nil): a Config from ParseConfig is required")
+	}
+	return newConnector(*cfg, nil)
+}
+
+// Wrap pools the connections of any database/sql driver's connector. The
+// connections of pgx's stdlib and go-sql-driver/mysql get their dialect's
+// tracking (import the dialect package: dialects/postgres, dialects/mysql):
+// the transaction the server reports, session changes, a real session
+// reset. Any other driver's are tracked from the text of their statements
+// (a raw BEGIN, COMMIT, a SET, a lock, ...), conservatively: a connection
+// left in a raw transaction or with a changed session is replaced, not
+// reused. WithCredentials cannot be used: the wrapped connector logs in by
+// itself.
+func Wrap(c driver.Connector, opts ...Option) *Connector {
+	if c == nil {
+		return &Connector{err: errors.New("pooldriver: Wrap(nil): a driver.Connector is required")}
+	}
+	conn, err := newConnector(defaultConfig(dialects.Wrap(c)), opts)
+	if err == nil && conn.cfg.Credentials != nil {
+		_ = conn.Close() // the error to report is the one below
+		err = errors.New("pooldriver: WithCredentials cannot be used with Wrap: the wrapped connector logs in by itself")
+	}
+	if err != nil {
+		return &Connector{err: err}
+	}
+	return conn
+}
+
+// Open returns a *sql.DB over New(dsn, opts...), or New's error (see Err),
+// with database/sql's own pool of (cheap, logical) connections set so it
+// does not churn them: as many idle ones kept as there are physical
+// connections, none expired.
+func Open(dsn string, opts ...Option) (*sql.DB, error) {
+	c := New(dsn, opts...)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(max(2, c.cfg.MaxConns))
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+// connectErrors returns what the dialect of t can tell of a connect's
+// error: that the server is at its connection limit, that retrying is
+// useless; nil where it cannot.
+func connectErrors(t dialects.Template) (atLimit, permanent func(error) bool) {
+	if d, ok := t.(dialects.ConnLimitDetector); ok {
+		atLimit = d.AtConnLimit
+	}
+	if d, ok := t.(dialects.PermanentErrorDetector); ok {
+		permanent = d.PermanentConnectError
+	}
+	return atLimit, permanent
+}
+
+// newConnector opens a Connector for s with opts applied over it.
+func newConnector(s Config, opts []Option) (*Connector, error) {
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("pooldriver: nil Option")
+		}
+		if err := o(&s); err != nil {
+			return nil, err
+		}
+	}
+	s.deriveJitter()
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	t, err := behindPooler(s.tmpl, s.ServerPooling)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkHooks(t); err != nil {
+		return nil, err
+	}
+	breaker := s.CircuitBreaker
+	if breaker == nil {
+		st, err := pool.NewThresholdStrategy(defaultBreakerFailures, defaultBreakerCoolDown)
+		if err != nil {
+			return nil, fmt.Errorf("pooldriver: %w", err)
+		}
+		breaker = st
+	}
+	atLimit, permanent := connectErrors(t)
+	if s.standbyPool {
+		// A full standby serves no reads (the primary does): its refusal
+		// fails the acquire at once rather than waiting for a connection
+		// to come free, and its share is not looked at.
+		atLimit = nil
+	}
+	c := &Connector{tmpl: t, cfg: s, atLimit: atLimit}
+	c.name = c.poolName()
+	c.log = c.newLogger()
+	if s.LeakDetectionThreshold > 0 {
+		c.leaks = newLeakDetector(c.log, &c.stats.leaks, s.LeakDetectionThreshold)
+	}
+	c.env = phys.Env{
+		CleanupTimeout: s.CleanupTimeout,
+		ResetAlways:    s.ResetAlways,
+		TrustFuncs:     s.TrustFunctions,
+		Cleanups:       &c.cleanups,
+		Parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
+		AfterRelease:   s.AfterRelease != nil,
+		CarryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
+		Leaks:          c.leaks != nil,
+		Stats:          &c.physStats,
+		Releases:       releaseTracer(s.Tracer, c.name),
+		Log:            c.log,
+		Owner:          connOwner{c},
+	}
+	// Before the pool: its first connections may start the catalog loop,
+	// which ends when closed is closed.
+	c.closed = make(chan struct{})
+	c.catalogs.ready = make(chan struct{})
+	p, err := pool.New(pool.Config[*phys.Conn]{
+		Factory:             c.open,
+		Destructor:          c.closePhys,
+		Healthcheck:         c.healthcheck,
+		BeforeAcquire:       c.checkIdle,
+		Begun:               taskBegun,
+		Min:                 s.MinConns,
+		MinIdle:             s.MinIdleConns,
+		Max:                 s.MaxConns,
+		AcquireTimeout:      s.AcquireTimeout,
+		HealthcheckInterval: s.HealthCheckPeriod,
+		HealthcheckTimeout:  s.CleanupTimeout,
+		MaxLifetime:         s.MaxConnLifetime,
+		MaxLifetimeJitter:   s.MaxConnLifetimeJitter,
+		MaxIdleTime:         s.MaxConnIdleTime,
+		Strategy:            breaker,
+		AtLimit:             atLimit,
+		Permanent:           permanent,
+		OnStateChange:       c.logBreaker,
+		NoBackoff:           s.standbyPool, // its caller's read goes to the primary at once
+	})
+	if err != nil {
+		close(c.catalogs.ready)
+		if c.leaks != nil {
+			c.leaks.stop()
+		}
+		return nil, fmt.Errorf("pooldriver: %w", err)
+	}
+	c.pool = p
+	close(c.catalogs.ready)
+	c.gated.Store(c.cfg.Tracer != nil)
+	if !s.standbyPool {
+		c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
+	}
+	if s.Reads != ReadsPrimary {
+		if c.reads, err = newReplicas(c, t, s); err != nil {
+			c.closeNow()
+			return nil, err
+		}
+		c.reads.start()
+	}
+	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
+	return c, nil
+}
+
+// behindPooler lets t's dialect adapt to the pooler pool_server_pooling
+// names (or check for one), if it knows how.
+func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Template, error) {
+	if pt, ok := t.(dialects.PoolerTemplate); ok {
+		return pt.BehindPooler(p)
+	}
+	if p == dialects.ServerPoolingSession || p == dialects.ServerPoolingTransaction {
+		return nil, fmt.Errorf("pooldriver: pool_server_pooling=%s: this dialect does not support a pooler in front of the server (only PostgreSQL's does)", p)
+	}
+	return t, nil
+}
+
+// Close closes every idle physical connection at once and every other one as
+// it is released; later statements fail with ErrClosed. It returns once
+// the pool's background work has stopped, a Shutdown's cuts included.
+// database/sql's DB.Close calls it.
+func (c *Connector) Close() error {
+	c.closers.Wait() // a Shutdown's cuts and close, which call closeNow
+	c.closeNow()
+	return nil
+}
+
+// closeNow is Close, but for the wait for a Shutdown's background work.
+func (c *Connector) closeNow() {
+	if c.pool != nil {
+		if c.closing.CompareAndSwap(false, true) {
+			close(c.closed)
+			c.share.wait()
+			c.stopCatalog()
+			if c.reads != nil {
+				c.reads.close()
+			}
+		}
+		c.pool.Close()
+		c.cleanups.Close() // those under way hand their connections back: destroyed now
+	}
+	if c.leaks != nil {
+		c.leaks.stop()
+	}
+	if c.logLimit != nil {
+		c.logLimit.lim.close()
+	}
+}
