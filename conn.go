@@ -75,7 +75,7 @@ func (l *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if l.c.reads != nil {
 		l.text = query
 	}
-	pc, err := l.takeOwn(ctx, nil, opExec, false, false)
+	pc, err := l.takeOwn(ctx, l.source(ctx, nil, opExec, false, false))
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (l *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if l.c.reads != nil {
 		l.text = query
 	}
-	pc, err := l.takeOwn(ctx, nil, opStmt, false, false)
+	pc, err := l.takeOwn(ctx, l.source(ctx, nil, opStmt, false, false))
 	if err != nil {
 		return nil, err
 	}
@@ -355,4 +355,106 @@ func (c *Connector) Connect(context.Context) (driver.Conn, error) {
 	l := &conn{c: c}
 	l.rowsBuf = rows{l: l, closed: true}
 	return l, nil
+}
+
+// to moves l's hold by event e (see step). An event step refuses is a
+// pooldriver bug: it is counted in Stats.Misuses, and the state kept.
+func (l *conn) to(e holdEvent) {
+	next := holdNext[l.state&7][e&15]
+	if next == numHoldStates {
+		l.c.stats.misuses.Add(1)
+		return
+	}
+	l.state = next
+}
+
+// readDone tells the task whose read the hold served (reader) that the
+// read ended: where the task reads next depends on it (route).
+func (l *conn) readDone() {
+	if l.reader != nil {
+		l.reader.readEnded(l.standby)
+		l.reader = nil
+	}
+}
+
+// source is where an operation of kind k, of task t (or nil), runs that
+// needs a connection of the hold's own: the router's choice (replicas.route),
+// made before the hold takes one. With standbys (pool_reads=standby), it
+// is a standby's Connector where the operation only reads (readTx: it
+// begins a read-only *sql.Tx) and one can serve it, unless primary (the
+// connection will serve the task's writes, or a standby would refuse the
+// operation); else l.c. A task's read is recorded (l.reader) for its end
+// (readDone).
+func (l *conn) source(ctx context.Context, t *task, k opKind, readTx, primary bool) *Connector {
+	r := l.c.reads
+	if r == nil {
+		return l.c
+	}
+	h, read := r.route(ctx, t, k, readTx, primary, l.text, l.parked)
+	l.text = ""
+	l.standby = h
+	if read {
+		l.reader = t
+	}
+	if h == nil {
+		return l.c
+	}
+	return h.c
+}
+
+// leaveStandby is start's for a hold that has its connection already
+// (a *sql.Conn's later operation), outside a *sql.Tx, with standbys. On
+// the primary's connection it records a task's write there (see route).
+// On a standby's, an operation that does not only read ends the hold, so
+// that a new one starts on the primary, and reports true: the standby's
+// session ran reads only (a *sql.Conn's first statement, proven a read,
+// took it), so nothing is lost. It stays where the session changed, or
+// where rows are open or the task shares the connection: there the
+// operation runs on the standby, which refuses a write.
+func (l *conn) leaveStandby(ctx context.Context, k opKind, le *lease) bool {
+	if !l.state.held() {
+		return false
+	}
+	t := taskFrom(ctx)
+	m := readMarkFrom(ctx)
+	h := l.standby
+	if h == nil {
+		if t != nil && writes(k) && !l.c.reads.reads(m, t, k, le.readTx, l.text) {
+			t.writeUnseen()
+		}
+		return false
+	}
+	if k == opPrepare || k == opPing || l.c.reads.reads(m, t, k, le.readTx, l.text) {
+		return false
+	}
+	if l.state != holdOwn || l.rows != 0 || !l.pc.St.SessionUnchanged() || l.pc.St.Tx != phys.TxNone {
+		return false
+	}
+	l.endHold()
+	l.standby = nil
+	return true
+}
+
+// retryOnPrimary reports whether a statement that failed with err on a
+// standby's connection runs again on the primary, with the context it
+// returns: the standby refused it as a primary would not have (a write,
+// a conflict with its recovery), or its connection was lost under it (a
+// standby going down: whatever it ran there, it wrote nothing). It must
+// have been its hold's first (fresh: a *sql.Conn's later statements keep
+// their connection and session), outside a transaction, on a connection of
+// the hold's own (not a session-mode task's). The hold ends first: the
+// retry starts another.
+func (l *conn) retryOnPrimary(ctx context.Context, err error, fresh bool) (context.Context, bool) {
+	if !fresh || l.tx != nil || l.rows != 0 {
+		return ctx, false
+	}
+	h := l.standby
+	refused := l.state == holdOwn && h.refused != nil && h.refused(err)
+	if !refused && l.state != holdLost {
+		return ctx, false
+	}
+	l.endHold()
+	m := readMarkFrom(ctx)
+	m.primary = true
+	return context.WithValue(ctx, readsKey{}, m), true
 }

@@ -13,17 +13,6 @@ import (
 // A hold's operations, carried out: what they do is planned in plan.go,
 // with the hold's states and events; here they are done.
 
-// to moves l's hold by event e (see step). An event step refuses is a
-// pooldriver bug: it is counted in Stats.Misuses, and the state kept.
-func (l *conn) to(e holdEvent) {
-	next := holdNext[l.state&7][e&15]
-	if next == numHoldStates {
-		l.c.stats.misuses.Add(1)
-		return
-	}
-	l.state = next
-}
-
 // lose records that the hold lost its connection for cause: every later
 // operation of the hold fails with the loss, l.lost.
 func (l *conn) lose(cause error) {
@@ -189,7 +178,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		// (see startWith) before it can let a task reach the connection.
 		// Anything else takes it. Were the lock taken after all, the
 		// general path waits for it under ctx.
-		pc, err := l.takeOwn(ctx, nil, k, le.readTx, le.primary)
+		pc, err := l.takeOwn(ctx, l.source(ctx, nil, k, le.readTx, le.primary))
 		if err != nil {
 			return err
 		}
@@ -361,7 +350,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 		// only a read-only task's may be a standby's. The task's reads
 		// and writes count whether or not the connection will be its own.
 		bind := useTask && t.modeFor(l.c) == SessionMode && !t.reads.readOnly
-		pc, err := l.takeOwn(ctx, t, k, le.readTx, bind || le.primary)
+		pc, err := l.takeOwn(ctx, l.source(ctx, t, k, le.readTx, bind || le.primary))
 		if err != nil {
 			return err
 		}
@@ -386,26 +375,12 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 	}
 }
 
-// takeOwn makes a connection from the pool the hold's own: the one the
+// takeOwn makes a connection from from's pool the hold's own: the one the
 // logical conn last parked, if it is still there and passes the idle check,
-// else one the pool hands out. With standbys (pool_reads=standby), the
-// pool is a standby's where the operation of kind k, of task t (or nil),
-// only reads (readTx: it begins a read-only *sql.Tx) and one can serve it,
-// unless primary (the connection will serve the task's writes, or a
-// standby would refuse the operation).
-func (l *conn) takeOwn(ctx context.Context, t *task, k opKind, readTx, primary bool) (*phys.Conn, error) {
-	from := l.c
-	if l.c.reads != nil {
-		h, read := l.c.reads.route(ctx, t, k, readTx, primary, l.text, l.parked)
-		l.text = ""
-		if h != nil {
-			from = h.c
-		}
-		l.standby = h
-		if read {
-			l.reader = t
-		}
-	}
+// else one the pool hands out. from is where the operation runs, as
+// l.source decided (a standby's Connector, or l.c); where a standby's
+// pool cannot connect, the primary's serves.
+func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error) {
 	var pc *phys.Conn
 	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {
 		if r.Value().CheckIdle(ctx, r) {
@@ -763,15 +738,6 @@ func (l *conn) bindForTask(le *lease) error {
 	return ErrTaskConnBusy
 }
 
-// readDone tells the task whose read the hold served (reader) that the
-// read ended: where the task reads next depends on it (route).
-func (l *conn) readDone() {
-	if l.reader != nil {
-		l.reader.readEnded(l.standby)
-		l.reader = nil
-	}
-}
-
 // endHold ends l's hold: database/sql took l back (IsValid) or closed it.
 func (l *conn) endHold() {
 	if !l.state.held() {
@@ -798,61 +764,4 @@ func (l *conn) endHold() {
 		return
 	}
 	pc.LetGo()
-}
-
-// leaveStandby is start's for a hold that has its connection already
-// (a *sql.Conn's later operation), outside a *sql.Tx, with standbys. On
-// the primary's connection it records a task's write there (see route).
-// On a standby's, an operation that does not only read ends the hold, so
-// that a new one starts on the primary, and reports true: the standby's
-// session ran reads only (a *sql.Conn's first statement, proven a read,
-// took it), so nothing is lost. It stays where the session changed, or
-// where rows are open or the task shares the connection: there the
-// operation runs on the standby, which refuses a write.
-func (l *conn) leaveStandby(ctx context.Context, k opKind, le *lease) bool {
-	if !l.state.held() {
-		return false
-	}
-	t := taskFrom(ctx)
-	m := readMarkFrom(ctx)
-	h := l.standby
-	if h == nil {
-		if t != nil && writes(k) && !l.c.reads.reads(m, t, k, le.readTx, l.text) {
-			t.writeUnseen()
-		}
-		return false
-	}
-	if k == opPrepare || k == opPing || l.c.reads.reads(m, t, k, le.readTx, l.text) {
-		return false
-	}
-	if l.state != holdOwn || l.rows != 0 || !l.pc.St.SessionUnchanged() || l.pc.St.Tx != phys.TxNone {
-		return false
-	}
-	l.endHold()
-	l.standby = nil
-	return true
-}
-
-// retryOnPrimary reports whether a statement that failed with err on a
-// standby's connection runs again on the primary, with the context it
-// returns: the standby refused it as a primary would not have (a write,
-// a conflict with its recovery), or its connection was lost under it (a
-// standby going down: whatever it ran there, it wrote nothing). It must
-// have been its hold's first (fresh: a *sql.Conn's later statements keep
-// their connection and session), outside a transaction, on a connection of
-// the hold's own (not a session-mode task's). The hold ends first: the
-// retry starts another.
-func (l *conn) retryOnPrimary(ctx context.Context, err error, fresh bool) (context.Context, bool) {
-	if !fresh || l.tx != nil || l.rows != 0 {
-		return ctx, false
-	}
-	h := l.standby
-	refused := l.state == holdOwn && h.refused != nil && h.refused(err)
-	if !refused && l.state != holdLost {
-		return ctx, false
-	}
-	l.endHold()
-	m := readMarkFrom(ctx)
-	m.primary = true
-	return context.WithValue(ctx, readsKey{}, m), true
 }
