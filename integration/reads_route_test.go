@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -302,4 +304,34 @@ func openReads(t *testing.T, params string, opts ...pooldriver.Option) (standby 
 		return len(s) == 1 && s[0].Host == standby.host() && s[0].Up
 	})
 	return standby, c, db
+}
+
+// TestReadsOnlyWalk: ReadOnly point selects in a row, each served by the
+// standby's connection the last one parked (a Stats count per read). Run
+// N and 2N times under coverage, it shows the code one such read runs:
+//
+//	for n in 200 400; do POOLDRIVER_WALK_READS=$n go test -count=1 -run '^TestReadsOnlyWalk$' \
+//	  -covermode=count -coverpkg=github.com/pooldriver/pooldriver -coverprofile=/tmp/walk$n.out ./integration/; done
+//	go run ./internal/cmd/archstat -covdiff -v /tmp/walk200.out /tmp/walk400.out
+func TestReadsOnlyWalk(t *testing.T) {
+	skipShort(t)
+	n := 20
+	if s := os.Getenv("POOLDRIVER_WALK_READS"); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err, "POOLDRIVER_WALK_READS")
+	}
+	_, c, db := openReads(t, "pool_reads=standby&pool_max_replica_lag=30s&pool_max_conns=1")
+	db.SetMaxOpenConns(1)
+	ro := pooldriver.ReadOnly(ctx(t))
+	var inRecovery bool
+	waitFor(t, "a read served by the standby", func() bool {
+		return db.QueryRowContext(ro, "SELECT pg_is_in_recovery()").Scan(&inRecovery) == nil && inRecovery
+	})
+	before := c.Stats().ReadsOnStandby
+	for range n {
+		require.NoError(t, db.QueryRowContext(ro, "SELECT pg_is_in_recovery()").Scan(&inRecovery))
+		require.True(t, inRecovery)
+	}
+	require.Equal(t, before+int64(n), c.Stats().ReadsOnStandby)
 }
