@@ -386,11 +386,15 @@ func (l *conn) readDone() {
 // operation); else l.c. A task's read is recorded (l.reader) for its end
 // (readDone).
 func (l *conn) source(ctx context.Context, t *task, k opKind, readTx, primary bool) *Connector {
-	r := l.c.reads
-	if r == nil {
-		return l.c
+	if l.c.reads == nil {
+		return l.c // inlined: the common case costs a load and a compare
 	}
-	h, read := r.route(ctx, t, k, readTx, primary, l.text, l.parked)
+	return l.routed(ctx, t, k, readTx, primary)
+}
+
+// routed is source with standbys.
+func (l *conn) routed(ctx context.Context, t *task, k opKind, readTx, primary bool) *Connector {
+	h, read := l.c.reads.route(ctx, t, k, readTx, primary, l.text, l.parked)
 	l.text = ""
 	l.standby = h
 	if read {
