@@ -108,9 +108,10 @@
 // also matches [context.DeadlineExceeded]), [ErrServerRefused] (a connect
 // error that trying again does not cure, wrapping the server's), [ErrBackoff],
 // [ErrCircuitOpen], [ErrClosed], [ErrConnLost] (a statement whose
-// transaction or session was lost: never retried elsewhere, never a silent
-// autocommit), [ErrTaskEnded], [ErrConnBusy], [ErrSessionBusy],
-// [ErrTaskConnBusy] and [ErrNoServerSession].
+// transaction or session was lost, or whose reply was lost after it was
+// sent: never retried elsewhere, never a silent autocommit),
+// [ErrTaskEnded], [ErrConnBusy], [ErrSessionBusy], [ErrTaskConnBusy] and
+// [ErrNoServerSession].
 //
 // The README has the whole contract, side by side with plain database/sql,
 // and how to operate the pool; docs/design.md in the repository, how it is

@@ -102,10 +102,14 @@ var (
 	// a task or a hold (a *sql.Conn, a *sql.Tx) after the physical
 	// connection that carried its transaction or session was lost, until
 	// the task or the hold ends: running them on another connection would
-	// run them outside that transaction, or without that session. The
-	// original error stays reachable with errors.As. It never matches
-	// driver.ErrBadConn, so database/sql does not retry such a statement
-	// on another connection.
+	// run them outside that transaction, or without that session. It is
+	// also matched by the error of any statement, in a transaction or not,
+	// whose connection broke after the statement was sent and before its
+	// reply arrived: the server may have run it. A statement whose own
+	// context ended it returns the context's error instead, as the plain
+	// driver does. The original error stays reachable with errors.As. It
+	// never matches driver.ErrBadConn, so database/sql does not retry such
+	// a statement on another connection.
 	// The message leads with the cause ("context canceled (pooldriver:
 	// the connection that held ... was lost)" for a statement its caller
 	// cancelled), as the plain driver's error would read.
@@ -332,12 +336,14 @@ func lost(cause error) error {
 // database/sql must not run it again on another connection: its bytes had
 // reached the server, which may have run it (a reply lost after a
 // COMMIT or an INSERT), or it was not the first statement of its hold.
-// The driver said driver.ErrBadConn, which database/sql takes for "never
-// ran, safe to retry"; this error does not match it (errors.Is), and
-// reaches every other error of the chain.
+// Where the driver said driver.ErrBadConn, which database/sql takes for
+// "never ran, safe to retry", this error does not match it (errors.Is);
+// it reaches every other error of the chain. One whose reply was lost
+// (lost) matches ErrConnLost, whatever the driver said.
 type notRetriedError struct {
 	cause error
 	sent  bool // the statement's bytes had been written
+	lost  bool // and its reply was lost to a broken connection: it matches ErrConnLost
 }
 
 func (e *notRetriedError) Error() string {
@@ -356,9 +362,10 @@ func causeText(err error) string {
 	return strings.TrimPrefix(err.Error(), "pooldriver: ")
 }
 
-// Is matches whatever the cause matches, except driver.ErrBadConn.
+// Is matches whatever the cause matches, except driver.ErrBadConn, and
+// ErrConnLost where the statement's reply was lost.
 func (e *notRetriedError) Is(target error) bool {
-	return target != driver.ErrBadConn && errors.Is(e.cause, target)
+	return target == ErrConnLost && e.lost || target != driver.ErrBadConn && errors.Is(e.cause, target)
 }
 
 // As reaches the cause. There is no Unwrap on purpose: through it,

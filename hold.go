@@ -608,11 +608,15 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 // had (locked) once no rows of the hold are open.
 func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string, err error, locked bool) error {
 	pc := le.pc
+	// Whether the operation's own error is the connection's end (rather
+	// than an answer of the server's, after which only what followed
+	// failed): looked at before lostBy, which may learn more.
+	broke := err != nil && pc.Broken(err)
 	if cause := l.lostBy(ctx, le, k, query, err); cause != nil {
 		carried := pc.Lose(cause, le.fresh)
 		l.lose(cause)
 		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
-		err = l.lostError(le, err, carried || k == opEndTx)
+		err = l.lostError(ctx, le, err, broke, carried || k == opEndTx)
 	} else if l.leavesTaskState(le, k) {
 		if e := l.bindForTask(le); err == nil {
 			err = e
@@ -682,28 +686,42 @@ func (l *conn) leavesTaskState(le *lease, k opKind) bool {
 }
 
 // lostError is what an operation that lost its connection returns, err
-// being its own error (nil if it succeeded and only what followed failed).
-// Where the connection carried a transaction or session the hold or the
-// task relied on, that is ErrConnLost: the caller must know its state is
-// gone. Otherwise it is the driver's own error, as with the plain driver
-// (a context's error stays that error), with one difference: the driver's
-// driver.ErrBadConn, which lets database/sql run the statement again on
-// another connection, passes only for the hold's first operation on a
-// fresh connection and only where no byte of it reached the server, as far
-// as the dialect can tell. database/sql's rule is to retry only what
-// provably did not run.
-func (l *conn) lostError(le *lease, err error, carried bool) error {
+// being its own error (nil if it succeeded and only what followed failed)
+// and broke whether that error is the connection's end. Where the
+// connection carried a transaction or session the hold or the task relied
+// on, that is ErrConnLost: the caller must know its state is gone. Where
+// the connection broke after the statement was sent, before its reply
+// arrived, the statement may have run: the error matches ErrConnLost too,
+// and is never retried. Where the operation's context ended it, it is the
+// driver's own error (a context's error stays that error), as with the
+// plain driver. Otherwise the driver's error passes, with one difference:
+// the driver's driver.ErrBadConn, which lets database/sql run the
+// statement again on another connection, passes only for the hold's first
+// operation on a fresh connection and only where no byte of it reached the
+// server, as far as the dialect can tell. database/sql's rule is to retry
+// only what provably did not run.
+func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, carried bool) error {
+	badConn := errors.Is(err, driver.ErrBadConn)
 	switch {
 	case err == nil:
 		return nil
 	case carried:
 		return l.lost
-	case !errors.Is(err, driver.ErrBadConn):
-		return err
-	case le.fresh && errors.Is(err, dialects.ErrNotRun):
+	case badConn && le.fresh && errors.Is(err, dialects.ErrNotRun):
 		return err // sent, but the dialect knows it was not run
 	}
-	if sent := le.pc.Written != nil && le.pc.Sent() != le.sent; sent || !le.fresh {
+	// Whether bytes of the statement reached the server: where the dialect
+	// does not count them, only the driver's ErrBadConn says none did.
+	sent := le.pc.Written != nil && le.pc.Sent() != le.sent
+	if le.pc.Written == nil {
+		sent = broke && !badConn
+	}
+	switch {
+	case broke && sent && ctx.Err() == nil:
+		return &notRetriedError{cause: err, sent: true, lost: true}
+	case !badConn:
+		return err
+	case sent || !le.fresh:
 		return &notRetriedError{cause: err, sent: sent}
 	}
 	return err
