@@ -28,8 +28,8 @@ func (c *Connector) resetPool() {
 	if c.pool == nil {
 		return
 	}
-	c.env.Gen.Add(1)
-	n := c.pool.CloseIdle()
+	c.env.Gen.Add(1) // those being opened: the factory opens them again
+	n := c.pool.Retire()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)
 }
 
@@ -41,6 +41,6 @@ func (c *Connector) lostRole(pc *phys.Conn, server string) {
 	if !c.env.Gen.CompareAndSwap(pc.Gen, pc.Gen+1) {
 		return // retired already
 	}
-	n := c.pool.CloseIdle()
+	n := c.pool.Retire()
 	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "server", server, "closed", n)
 }

@@ -98,7 +98,7 @@ func (p *Pool[T]) tend(r *Resource[T], f func(T) error, check bool) bool {
 
 	p.mu.Lock()
 	p.checking--
-	if err != nil || p.closed || p.idleCloses != closes {
+	if err != nil || p.closed || p.idleCloses != closes || r.retired.Load() {
 		if err != nil && check {
 			p.stats.hcFailures++
 		}

@@ -132,6 +132,27 @@ func (p *Pool[T]) CloseIdle() int {
 	return len(idle)
 }
 
+// Retire is CloseIdle for every resource that exists now: the idle ones
+// (parked ones included) are destroyed at once, and each in use, or being
+// checked or tended, when it comes back (its Release, Park or check
+// destroys it), so that none of them serves again. New ones refill to Min
+// and MinIdle. It returns how many it destroyed now. A holder that must
+// see its resources go (a credential change, a failover) calls it rather
+// than CloseIdle: the holder's own check of a resource it releases may
+// have run before Retire did.
+func (p *Pool[T]) Retire() int {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return 0
+	}
+	for _, r := range p.all {
+		r.retired.Store(true) // before they can be unparked to a waiter
+	}
+	p.mu.Unlock()
+	return p.CloseIdle()
+}
+
 // Drain readies the pool for its holders' last uses before Close: every
 // parked resource is made idle (its Unpark fails) and none is parked from
 // then on, so that each use begins with Acquire, where the caller can

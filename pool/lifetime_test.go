@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -152,5 +153,55 @@ func TestCloseIdle(t *testing.T) {
 			t.Fatal("the held resource changed")
 		}
 		held.Release()
+	})
+}
+
+// TestRetire: Retire destroys the idle resources at once and each one in
+// use when it comes back, whether it is released, parked or being
+// checked; none of them serves again, and the pool refills to Min.
+func TestRetire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b backend
+		inCheck, letGo := make(chan struct{}), make(chan struct{})
+		cfg := b.config()
+		cfg.Min, cfg.Max = 4, 6
+		var checked *item
+		cfg.Healthcheck = func(_ context.Context, it *item) error {
+			checked = it
+			inCheck <- struct{}{}
+			<-letGo
+			return nil
+		}
+		p := newPool(t, cfg)
+		synctest.Wait()
+		released, parked, kept := mustAcquire(t, p), mustAcquire(t, p), mustAcquire(t, p)
+		go p.CheckNow() // takes the idle one out to check it
+		<-inCheck
+		if n := p.Retire(); n != 0 {
+			t.Fatalf("Retire destroyed %d at once; none was idle", n)
+		}
+		released.Release()
+		if parked.Park() {
+			t.Fatal("a retired resource parked")
+		}
+		parked.Release()
+		close(letGo)
+		synctest.Wait()
+		if d := b.destroyed.Load(); d != 3 {
+			t.Fatalf("destroyed %d, want the released, the parked and the checked one", d)
+		}
+		old := map[*item]bool{released.Value(): true, parked.Value(): true, checked: true}
+		for range 3 {
+			r := mustAcquire(t, p)
+			if old[r.Value()] {
+				t.Fatalf("resource %d, from before Retire, served again", r.Value().id)
+			}
+			defer r.Release()
+		}
+		kept.Release()
+		synctest.Wait()
+		if d := b.destroyed.Load(); d != 4 {
+			t.Fatalf("destroyed %d after the last one came back, want 4", d)
+		}
 	})
 }

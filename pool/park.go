@@ -84,11 +84,12 @@ func (r *Resource[T]) Park() bool {
 	if !p.mayBeParked.Load() {
 		p.mayBeParked.Store(true) // see stealLocked; a load only, once set
 	}
-	if p.waiters.n.Load() == 0 && !p.closing.Load() {
+	if p.waiters.n.Load() == 0 && !p.closing.Load() && !r.retired.Load() {
 		return true
 	}
-	// A waiter arrived, or Close began: release it the usual way, unless
-	// the waiter (or Close) took it already.
+	// A waiter arrived, Close began, or Retire marked it: release it the
+	// usual way (which destroys a retired one), unless the waiter (or
+	// Close, or Retire) took it already.
 	if r.state.CompareAndSwap(stateParked, stateAcquired) {
 		return false
 	}

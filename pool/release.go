@@ -43,11 +43,11 @@ func (p *Pool[T]) release(r *Resource[T]) {
 	if !p.onRelease {
 		strategy = nil
 	}
-	if !ok || p.closed || r.lifetime > 0 && now-r.created >= r.lifetime || p.aboveShareLocked() {
+	if !ok || p.closed || r.retired.Load() || r.lifetime > 0 && now-r.created >= r.lifetime || p.aboveShareLocked() {
 		switch {
 		case !ok:
 			p.stats.releaseRejects++
-		case p.closed:
+		case p.closed, r.retired.Load():
 		case p.aboveShareLocked():
 			p.stats.trimmed++
 		default:

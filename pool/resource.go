@@ -48,6 +48,9 @@ type Resource[T any] struct {
 	spare *waiter[T]
 
 	reuses atomic.Int64 // Unparks (park.go)
+	// retired: Retire ran while r was not idle; its Release, Park or
+	// check's end destroys it instead of making it idle.
+	retired atomic.Bool
 }
 
 // Value returns the pooled value.
