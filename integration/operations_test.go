@@ -136,7 +136,7 @@ func TestConnectorReset(t *testing.T) {
 		// holds, and ends when the test lets it (a sleep of fixed length
 		// could end, and its connection be replaced too, before the idle
 		// one is seen replaced on a loaded machine).
-		blocking, release := lockHeld(t, s)
+		blocking, key, release := lockHeld(t, s)
 		sleeping := make(chan error, 1)
 		go func() {
 			_, err := db.ExecContext(context.Background(), blocking)
@@ -144,7 +144,9 @@ func TestConnectorReset(t *testing.T) {
 		}()
 		var blockID int64
 		waitFor(t, "the statement waiting for the lock", func() bool {
-			blockID = max(tn.running(t, "LOCK"), tn.running(t, "lock"))
+			// By the lock's key: a catalog reading running beside it
+			// names lock functions too.
+			blockID = tn.running(t, key)
 			return blockID != 0
 		})
 		old := tn.backends(t) // the two busy ones, and one or two idle
@@ -189,13 +191,14 @@ func TestConnectorReset(t *testing.T) {
 
 // lockHeld takes a lock on a session of the admin's and returns a
 // statement that waits for it (PostgreSQL: an advisory lock the statement's
-// transaction takes; MySQL: GET_LOCK), and release, which lets the
-// statement go (once: it also runs at the test's end).
-func lockHeld(t *testing.T, s server) (blocking string, release func()) {
+// transaction takes; MySQL: GET_LOCK), the lock's key, which the
+// statement's text holds, and release, which lets the statement go (once:
+// it also runs at the test's end).
+func lockHeld(t *testing.T, s server) (blocking, key string, release func()) {
 	t.Helper()
 	conn, err := s.admin(t).Conn(ctx(t))
 	require.NoError(t, err)
-	key := unique("pdlock")
+	key = unique("pdlock")
 	take, free := "SELECT pg_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
 	blocking = fmt.Sprintf("SELECT pg_advisory_xact_lock(hashtext('%s'))", key)
 	if s.name == "mysql" {
@@ -213,7 +216,7 @@ func lockHeld(t *testing.T, s server) (blocking string, release func()) {
 		})
 	}
 	t.Cleanup(release)
-	return blocking, release
+	return blocking, key, release
 }
 
 // countIn returns how many of ids are in set.
