@@ -105,7 +105,8 @@ func WithMode(m Mode) Option {
 // text; a change made where neither shows (PostgreSQL 15 does not report
 // search_path, which a function may set) then reaches the next user, as
 // with the plain driver. A task's connection is reset when the task lets
-// go of it. It costs a round trip or two per hold (see the README).
+// go of it. It costs a round trip or two per hold (docs/design.md gives
+// the measured cost).
 // Default: off.
 func WithResetAlways(on bool) Option {
 	return option("WithResetAlways", on, func(c *Config) { c.ResetAlways = on })

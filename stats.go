@@ -59,7 +59,7 @@ type Stats struct {
 
 	// UntimedUses counts the holds that ended without being timed in
 	// UseTime: those that parked their connection for their logical
-	// conn's next hold or took it back from parking (see README
+	// conn's next hold or took it back from parking (see docs/pool.md
 	// "Parking": parking reads no clock), and connections refused by the
 	// idle check as they were handed out. UseTime.Count + UntimedUses =
 	// Acquires - Active, every hold that ended, whatever else is
