@@ -154,9 +154,7 @@ func (c *Config) checkCounts() error {
 func defaultConfig(t dialects.Template) Config {
 	c := Config{tmpl: t}
 	for i := range settings {
-		if s := &settings[i]; s.def != nil {
-			s.set(&c, s.def)
-		}
+		settings[i].v.setDefault(&c)
 	}
 	c.deriveJitter()
 	return c
@@ -223,7 +221,7 @@ func (c *Config) validate() error {
 			if s.configOnly {
 				by = s.option
 			}
-			return fmt.Errorf("pooldriver: %s (%s) = %s: %w", s.field, by, format(s.value(c)), err)
+			return fmt.Errorf("pooldriver: %s (%s) = %s: %w", s.field, by, s.format(c), err)
 		}
 	}
 	if err := c.checkCounts(); err != nil {
@@ -286,7 +284,7 @@ func (c *Config) LogValue() slog.Value {
 func (c *Config) attrs() []slog.Attr {
 	attrs := make([]slog.Attr, 0, len(settings)+1)
 	for i := range settings {
-		if v := format(settings[i].value(c)); v != "" {
+		if v := settings[i].format(c); v != "" {
 			attrs = append(attrs, slog.String(settings[i].key, v))
 		}
 	}

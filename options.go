@@ -185,7 +185,7 @@ func WithCircuitBreaker(s pool.Strategy) Option {
 // option is the Option name, which sets a setting's field with set, then
 // checks it as the table of settings says: the check ParseConfig and
 // NewConnectorWithConfig make. v is the value, as the message shows it.
-func option(name string, v any, set func(*Config)) Option {
+func option[T any](name string, v T, set func(*Config)) Option {
 	return func(c *Config) error {
 		set(c)
 		if err := settingBy(name).checkIn(c); err != nil {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // dsnSettings are the settings a DSN carries.
@@ -24,7 +22,7 @@ func defaultText(s *setting) string {
 		return s.words
 	}
 	c := defaultConfig(nil)
-	return format(s.value(&c))
+	return s.format(&c)
 }
 
 // TestSettingsTable: the table names every field of Config that holds a
@@ -40,15 +38,13 @@ func TestSettingsTable(t *testing.T) {
 			}
 			seen[name] = true
 		}
-		f, ok := reflect.TypeFor[Config]().FieldByName(s.field)
+		_, ok := reflect.TypeFor[Config]().FieldByName(s.field)
 		var c Config
 		switch {
 		case !ok:
 			t.Errorf("%s: no field %s in Config", s.key, s.field)
-		case reflect.ValueOf(s.at(&c)).Pointer() != reflect.ValueOf(&c).Elem().FieldByName(s.field).Addr().Pointer():
+		case reflect.ValueOf(s.v.addr(&c)).Pointer() != reflect.ValueOf(&c).Elem().FieldByName(s.field).Addr().Pointer():
 			t.Errorf("%s: at points elsewhere than Config.%s", s.key, s.field)
-		case s.def != nil && reflect.TypeOf(s.def) != f.Type:
-			t.Errorf("%s: default %T for a field of type %s", s.key, s.def, f.Type)
 		case strings.HasPrefix(s.key, "pool_") == s.configOnly:
 			t.Errorf("%s: a DSN's keys, and only they, start with pool_", s.key)
 		case !slices.Contains([]string{toPool, toConnections, toConnector, toTasks}, s.goes):
@@ -83,38 +79,39 @@ func TestSettingsTable(t *testing.T) {
 	}
 }
 
-// TestParseAndFormat: each unit a DSN writes, read and written back, and
-// what a value that is not one says.
+// TestParseAndFormat: each unit a DSN writes, read by a setting of that
+// unit and written back, and what a value that is not one says.
 func TestParseAndFormat(t *testing.T) {
 	for _, tc := range []struct {
-		like any
+		key  string // a setting of the unit
 		text string
-		want any    // nil: an error
 		err  string // the error, or the value written back
 	}{
-		{0, "7", 7, "7"},
-		{0, "-3", -3, "-3"},
-		{0, "ten", nil, "not an integer"},
-		{time.Duration(0), "1500ms", 1500 * time.Millisecond, "1.5s"},
-		{time.Duration(0), "90m", 90 * time.Minute, "1h30m"},
-		{time.Duration(0), "0", time.Duration(0), "0"},
-		{time.Duration(0), "30", nil, "not a duration (want e.g. 500ms, 30s, 5m)"},
-		{false, "1", true, "true"},
-		{false, "maybe", nil, "not a boolean (want true or false)"},
-		{"", "orders", "orders", "orders"},
-		{"", "", nil, "must not be empty"},
-		{TransactionMode, "session", SessionMode, "session"},
-		{TransactionMode, "statement", nil, `unknown mode "statement" (want transaction or session)`},
-		{dialects.ServerPoolingUnset, "none", dialects.ServerPoolingNone, "none"},
-		{dialects.ServerPoolingUnset, "statement", nil, `unknown value "statement" (want none, session or transaction)`},
-		{1.5, "1", nil, "no parser for float64"},
+		{"pool_min_conns", "7", "7"},
+		{"pool_min_conns", "ten", "not an integer"},
+		{"pool_acquire_timeout", "1500ms", "1.5s"},
+		{"pool_acquire_timeout", "90m", "1h30m"},
+		{"pool_acquire_timeout", "0", "0"},
+		{"pool_acquire_timeout", "30", "not a duration (want e.g. 500ms, 30s, 5m)"},
+		{"pool_reset_always", "1", "true"},
+		{"pool_reset_always", "maybe", "not a boolean (want true or false)"},
+		{"pool_name", "orders", "orders"},
+		{"pool_name", "", "must not be empty"},
+		{"pool_mode", "session", "session"},
+		{"pool_mode", "statement", `unknown mode "statement" (want transaction or session)`},
+		{"pool_reads", "selects", "selects"},
+		{"pool_server_pooling", "none", "none"},
+		{"pool_server_pooling", "statement", `unknown value "statement" (want none, session or transaction)`},
 	} {
-		got, err := parse(tc.like, tc.text)
-		switch {
-		case tc.want == nil && (err == nil || err.Error() != tc.err):
-			t.Errorf("parse(%T, %q) = %v, %v; want the error %q", tc.like, tc.text, got, err, tc.err)
-		case tc.want != nil && (err != nil || got != tc.want || format(got) != tc.err):
-			t.Errorf("parse(%T, %q) = %v, %v; want %v, written %q", tc.like, tc.text, got, err, tc.want, tc.err)
+		s := settingBy(tc.key)
+		var c Config
+		err := s.v.parseIn(&c, tc.text)
+		got := s.format(&c)
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.err {
+			t.Errorf("%s=%q: %q, want %q", tc.key, tc.text, got, tc.err)
 		}
 	}
 }
@@ -122,25 +119,25 @@ func TestParseAndFormat(t *testing.T) {
 // TestChecks: each check, at and past its bounds.
 func TestChecks(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		check func(any) error
-		v     any
-		err   string // "": none
+		name string
+		err  error
+		want string // "": none
 	}{
-		{"nonNegative", nonNegative, 0, ""},
-		{"nonNegative", nonNegative, -1, "must not be negative"},
-		{"nonNegative", nonNegative, time.Duration(0), ""},
-		{"nonNegative", nonNegative, -time.Nanosecond, "must not be negative"},
-		{"positive", positive, 1, ""},
-		{"positive", positive, 0, "must be at least 1"},
-		{"positive", positive, time.Nanosecond, ""},
-		{"positive", positive, time.Duration(0), "must be positive"},
-		{"knownMode", knownMode, SessionMode, ""},
-		{"knownMode", knownMode, Mode(7), "unknown mode"},
+		{"nonNegative(0)", nonNegative(0), ""},
+		{"nonNegative(-1)", nonNegative(-1), "must not be negative"},
+		{"nonNegative(0s)", nonNegative(time.Duration(0)), ""},
+		{"nonNegative(-1ns)", nonNegative(-time.Nanosecond), "must not be negative"},
+		{"atLeastOne(1)", atLeastOne(1), ""},
+		{"atLeastOne(0)", atLeastOne(0), "must be at least 1"},
+		{"positive(1ns)", positive(time.Nanosecond), ""},
+		{"positive(0s)", positive(0), "must be positive"},
+		{"knownMode(session)", knownMode(SessionMode), ""},
+		{"knownMode(7)", knownMode(Mode(7)), "unknown mode"},
+		{"knownReads(selects)", knownReads(ReadsSelects), ""},
+		{"knownReads(5)", knownReads(Reads(5)), "unknown reads"},
 	} {
-		err := tc.check(tc.v)
-		if (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
-			t.Errorf("%s(%v) = %v, want %q", tc.name, tc.v, err, tc.err)
+		if (tc.err == nil) != (tc.want == "") || (tc.err != nil && tc.err.Error() != tc.want) {
+			t.Errorf("%s = %v, want %q", tc.name, tc.err, tc.want)
 		}
 	}
 }
@@ -194,10 +191,10 @@ func TestOptionsAreTheTable(t *testing.T) {
 		if err := tc.good(c); err != nil {
 			t.Errorf("%s: %v", s.option, err)
 		}
-		if a, b := def.String(), c.String(); a == b || strings.ReplaceAll(b, " "+s.key+"="+format(s.value(c)), "") != strings.ReplaceAll(a, " "+s.key+"="+format(s.value(def)), "") {
+		if a, b := def.String(), c.String(); a == b || strings.ReplaceAll(b, " "+s.key+"="+s.format(c), "") != strings.ReplaceAll(a, " "+s.key+"="+s.format(def), "") {
 			t.Errorf("%s changed more or less than %s:\n%s\n%s", s.option, s.key, a, b)
 		}
-		if (tc.bad == nil) != (s.check == nil) {
+		if (tc.bad == nil) != !s.v.checked() {
 			t.Errorf("%s: a bad case for a setting with a check, and only for one", s.option)
 			continue
 		}
