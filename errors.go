@@ -115,6 +115,23 @@ var (
 	// cancelled), as the plain driver's error would read.
 	ErrConnLost = errors.New("pooldriver: the connection that held this transaction or session was lost")
 
+	// ErrNotCommitted is matched by the error of a *sql.Tx's Commit whose
+	// connection broke after the COMMIT was sent and before its reply
+	// arrived, where pooldriver then learnt that the transaction did not
+	// commit: the server it ran on (or the primary that replaced it) says
+	// it rolled back or never saw it, or the COMMIT never left. Nothing of
+	// the transaction was applied: the service may run it again. The
+	// error also matches ErrConnLost and reaches the cause (errors.As).
+	ErrNotCommitted = errors.New("pooldriver: the transaction was not committed")
+
+	// ErrCommitUnknown is matched by the error of a *sql.Tx's Commit whose
+	// connection broke after the COMMIT was sent and before its reply
+	// arrived, where the server could not say whether it committed: the
+	// Commit's context (BeginTx's) ended first, the transaction's id was
+	// not learnt, or the server no longer keeps its status. The error also
+	// matches ErrConnLost and reaches the cause (errors.As).
+	ErrCommitUnknown = errors.New("pooldriver: whether the transaction committed is unknown")
+
 	// ErrResultOpen is matched by the error of a statement the driver
 	// refused, without sending anything, because a result of the same
 	// *sql.Tx or *sql.Conn is still open on its connection (the server
@@ -371,6 +388,38 @@ func (e *notRetriedError) Is(target error) bool {
 // As reaches the cause. There is no Unwrap on purpose: through it,
 // errors.Is would find driver.ErrBadConn.
 func (e *notRetriedError) As(target any) bool { return errors.As(e.cause, target) }
+
+// commitError is ErrNotCommitted or ErrCommitUnknown (outcome) with the
+// error of the lost COMMIT (cause) and, for an unknown outcome, why the
+// server could not say (why: the error of the question, or nil).
+type commitError struct {
+	outcome error
+	cause   error
+	why     error
+}
+
+func (e *commitError) Error() string {
+	msg := e.outcome.Error() + " (" + causeText(e.cause)
+	if e.why != nil {
+		msg += "; asking the server: " + causeText(e.why)
+	}
+	return msg + ")"
+}
+
+// Is matches the outcome, ErrConnLost, and whatever the cause or why
+// matches, except driver.ErrBadConn: the transaction must not be run again
+// by database/sql.
+func (e *commitError) Is(target error) bool {
+	if target == e.outcome || target == ErrConnLost {
+		return true
+	}
+	return target != driver.ErrBadConn && (errors.Is(e.cause, target) || e.why != nil && errors.Is(e.why, target))
+}
+
+// As reaches the cause, then why.
+func (e *commitError) As(target any) bool {
+	return errors.As(e.cause, target) || e.why != nil && errors.As(e.why, target)
+}
 
 // interruptedError is the error of a driver call that ignores its context
 // (go-sql-driver/mysql's Commit and Rollback) and was still waiting on the

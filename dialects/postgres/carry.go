@@ -89,7 +89,11 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err := c.runDue(ctx); err != nil {
 		return nil, err
 	}
-	return c.sc.BeginTx(ctx, opts)
+	tx, err := c.sc.BeginTx(ctx, opts)
+	if err == nil {
+		c.began()
+	}
+	return tx, err
 }
 
 // runDue runs a waiting reset on its own. (Statements it drops, where the

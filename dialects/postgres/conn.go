@@ -81,6 +81,10 @@ type conn struct {
 	// direct: the query path past pgx's stdlib (direct.go).
 	direct direct
 
+	// xact: what the statements learnt of the open transaction's id
+	// (xact.go).
+	xact xact
+
 	// carry: a session reset waiting for the next statement (carry.go);
 	// stdlibCached: pgx's stdlib ran a statement with arguments, which it
 	// may keep prepared in a cache of its own.

@@ -180,6 +180,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		if err := c.runDue(ctx); err != nil {
 			return nil, err
 		}
+		if len(args) == 0 && c.probes(c.pgx().PgConn(), query) {
+			return c.execSimpleProbed(ctx, query)
+		}
 		c.stdlibCached = c.stdlibCached || len(args) > 0 // pgx may have prepared it (see carriable)
 		return c.sc.ExecContext(ctx, query, args)
 	}
@@ -217,7 +220,11 @@ func (c *conn) execDirect(ctx context.Context, query string, args []driver.Named
 		tag, err = rr.Close()
 		err = c.closeCarried(pl, err)
 	} else if err == nil {
-		tag, err = p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats).Close()
+		if c.probes(p.PgConn(), query) {
+			tag, err = c.execProbed(ctx, st)
+		} else {
+			tag, err = p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats).Close()
+		}
 	}
 	if err != nil {
 		if st != nil {

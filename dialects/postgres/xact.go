@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
+)
+
+var _ dialects.CommitResolver = (*conn)(nil)
+
+// The id of a transaction, learnt without a round trip of its own: inside
+// a transaction whose id is not yet known, a statement whose words do not
+// prove that it only reads (sqllex.ReadsOnly) goes with probeSQL in the
+// same write, and its reply brings the id once the statement made the
+// server assign one. Nothing forces an id (pg_current_xact_id would make
+// a transaction that only reads write a commit record): one that never
+// wrote has none, and needs none, since its COMMIT leaves what a rollback
+// would.
+//
+// Statements asked: ExecContext on the direct path (with arguments: the
+// probe goes in the statement's pipeline, before its Sync) and without
+// arguments (over the simple protocol: a second Query message in the same
+// write). A query that returns rows, a prepared statement, a statement
+// through pgx's stdlib or the raw connection are not: the id they assign
+// is learnt by the next statement asked, and until then the transaction
+// is not known to be clean (see OpenTxRef).
+
+// probeSQL reads the open transaction's id, NULL while it has none; it
+// assigns none.
+const probeSQL = "SELECT pg_catalog.pg_current_xact_id_if_assigned()"
+
+// xact is what the connection learnt of its open transaction's id.
+type xact struct {
+	id uint64 // the id, 0 while none is known
+	// looked: the id was asked (or the transaction began) when the watch
+	// had counted at bytes written: none has been written since, if the
+	// count is still at, and the transaction is then known to have no id
+	// unless id says it has.
+	looked bool
+	at     uint64
+}
+
+// probes reports whether query, about to run, is to carry probeSQL; it
+// forgets the id of a transaction that ended.
+func (c *conn) probes(pc *pgconn.PgConn, query string) bool {
+	switch pc.TxStatus() {
+	case 'T':
+		return c.xact.id == 0 && !sqllex.ReadsOnly(query)
+	case 'I':
+		if c.xact != (xact{}) {
+			c.xact = xact{}
+		}
+	}
+	return false
+}
+
+// began records a transaction just begun: it has no id.
+func (c *conn) began() {
+	c.xact = xact{looked: c.watch != nil}
+	if c.watch != nil {
+		c.xact.at = c.watch.written.Load()
+	}
+}
+
+// learnt records probeSQL's answer, v (nil: no id yet).
+func (c *conn) learnt(v []byte) {
+	if v != nil {
+		if id, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			c.xact.id = id
+		}
+	}
+	if c.watch != nil {
+		c.xact.looked, c.xact.at = true, c.watch.written.Load()
+	}
+}
+
+// OpenTxRef reports the open transaction's id, its server process, and
+// whether it is known to have no id: asked after the last statement that
+// ran in it, or none ran (see xact).
+func (c *conn) OpenTxRef() dialects.TxRef {
+	pc := c.pgx().PgConn()
+	r := dialects.TxRef{ID: c.xact.id, Backend: pc.PID()}
+	r.Clean = r.ID == 0 && c.xact.looked && pc.TxStatus() == 'T' &&
+		c.watch != nil && c.watch.written.Load() == c.xact.at
+	return r
+}
+
+// execProbed is execDirect's run of st (its arguments built) with the
+// probe behind it, in one pipeline.
+func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTag, error) {
+	d := &c.direct
+	pl := c.pgx().PgConn().StartPipeline(ctx)
+	pl.SendQueryStatement(st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	pl.SendQueryParams(probeSQL, nil, nil, nil, nil)
+	pl.SendPipelineSync()
+	if err := pl.Flush(); err != nil {
+		_ = pl.Close()
+		return pgconn.CommandTag{}, err
+	}
+	res, err := pl.GetResults()
+	if err != nil {
+		return pgconn.CommandTag{}, c.closeCarried(pl, err)
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return pgconn.CommandTag{}, c.closeCarried(pl, fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a statement", res))
+	}
+	tag, err := rr.Close()
+	if err == nil {
+		if res, perr := pl.GetResults(); perr == nil {
+			if pr, ok := res.(*pgconn.ResultReader); ok {
+				var v []byte
+				for pr.NextRow() {
+					if vals := pr.Values(); len(vals) == 1 && vals[0] != nil {
+						v = append([]byte(nil), vals[0]...)
+					}
+				}
+				if _, perr := pr.Close(); perr == nil {
+					c.learnt(v)
+				}
+			}
+		}
+	}
+	return tag, c.closeCarried(pl, err)
+}
+
+// execSimpleProbed runs query (no arguments) over the simple protocol, as
+// pgx's stdlib would, with the probe as a second Query message in the
+// same write. It returns the last command's rows affected, or the first
+// error the server sent. A failure to write or read closes the
+// connection: what ran is not known.
+func (c *conn) execSimpleProbed(ctx context.Context, query string) (driver.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing sent
+	}
+	pc := c.pgx().PgConn()
+	if pc.IsClosed() {
+		return nil, driver.ErrBadConn
+	}
+	fe := pc.Frontend()
+	fe.Send(&pgproto3.Query{String: query})
+	fe.Send(&pgproto3.Query{String: probeSQL})
+	if err := fe.Flush(); err != nil {
+		return nil, c.probeLost(err)
+	}
+	_, stmtErr, tag, err := c.readSimple(ctx)
+	if err != nil {
+		return nil, c.probeLost(err)
+	}
+	var v []byte
+	var probeErr error
+	for done := false; !done; {
+		msg, err := pc.ReceiveMessage(ctx)
+		if err != nil {
+			return nil, c.probeLost(err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			if len(m.Values) == 1 && m.Values[0] != nil {
+				v = append([]byte(nil), m.Values[0]...)
+			}
+		case *pgproto3.ErrorResponse:
+			probeErr = pgconn.ErrorResponseToPgError(m)
+		case *pgproto3.ReadyForQuery:
+			done = true
+		}
+	}
+	if stmtErr != nil {
+		return nil, stmtErr
+	}
+	if probeErr == nil {
+		c.learnt(v)
+	}
+	return driver.RowsAffected(tag.RowsAffected()), nil
+}
+
+// probeLost closes the connection after a failure to write a probed
+// statement or read its replies. The error is not driver.ErrBadConn: the
+// statement may have run.
+func (c *conn) probeLost(err error) error {
+	_ = c.pgx().PgConn().Close(context.Background())
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("pooldriver: postgres: the connection broke (the statement may have run): %w", errors.Unwrap(err))
+}
+
+// xactStatusSQL asks what became of a transaction by its id: 'committed',
+// 'aborted', 'in progress', or NULL where the id is older than the server
+// keeps; the server refuses an id it never assigned (22023, "in the
+// future": a promoted standby that never received it).
+const xactStatusSQL = "SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8)"
+
+// endXactSQL ends the server process $2 if it still runs transaction $1.
+const endXactSQL = "SELECT pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a " +
+	"WHERE a.pid = $2 AND a.backend_xid = pg_catalog.xid($1::pg_catalog.xid8)"
+
+// invalidParameterValue is the SQLSTATE of pg_xact_status for an id in
+// the future.
+const invalidParameterValue = "22023"
+
+// TxOutcome asks, on c, what became of ref (see dialects.CommitResolver):
+// in progress, it also ends ref's server process where that still runs
+// ref (an error doing so, a role not allowed to, leaves it to end by
+// itself).
+func (c *conn) TxOutcome(ctx context.Context, ref dialects.TxRef) (dialects.TxOutcome, error) {
+	pc := c.pgx().PgConn()
+	id := []byte(strconv.FormatUint(ref.ID, 10))
+	res := pc.ExecParams(ctx, xactStatusSQL, [][]byte{id}, nil, nil, nil).Read()
+	if res.Err != nil {
+		var pe *pgconn.PgError
+		if errors.As(res.Err, &pe) && pe.Code == invalidParameterValue {
+			return dialects.TxAborted, nil // never assigned here: it did not commit here
+		}
+		return dialects.TxOutcomeUnknown, res.Err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return dialects.TxOutcomeUnknown, fmt.Errorf("pooldriver: postgres: pg_xact_status: want one row of one column")
+	}
+	switch string(res.Rows[0][0]) {
+	case "committed":
+		return dialects.TxCommitted, nil
+	case "aborted":
+		return dialects.TxAborted, nil
+	case "in progress":
+		if ref.Backend != 0 {
+			pid := []byte(strconv.FormatUint(uint64(ref.Backend), 10))
+			ectx, cancel := context.WithTimeout(ctx, time.Second)
+			_ = pc.ExecParams(ectx, endXactSQL, [][]byte{id, pid}, nil, nil, nil).Read()
+			cancel()
+		}
+		return dialects.TxInProgress, nil
+	}
+	return dialects.TxOutcomeUnknown, nil // NULL: older than the server keeps
+}
