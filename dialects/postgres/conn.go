@@ -84,6 +84,10 @@ type conn struct {
 	// xact: what the statements learnt of the open transaction's id
 	// (xact.go).
 	xact xact
+	// probing: the server has probeSQL's function (PostgreSQL 13 and later):
+	// 0 until asked, 1 yes, -1 no (see probes).
+	probing int8
+	probe   probeMsgs // execProbed's messages, kept for the next
 
 	// carry: a session reset waiting for the next statement (carry.go);
 	// stdlibCached: pgx's stdlib ran a statement with arguments, which it

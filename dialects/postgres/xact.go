@@ -54,7 +54,7 @@ type xact struct {
 func (c *conn) probes(pc *pgconn.PgConn, query string) bool {
 	switch pc.TxStatus() {
 	case 'T':
-		return c.xact.id == 0 && !sqllex.ReadsOnly(query)
+		return c.xact.id == 0 && c.canProbe(pc) && !sqllex.ReadsOnly(query)
 	case 'I':
 		if c.xact != (xact{}) {
 			c.xact = xact{}
@@ -94,43 +94,98 @@ func (c *conn) OpenTxRef() dialects.TxRef {
 	return r
 }
 
-// execProbed is execDirect's run of st (its arguments built) with the
-// probe behind it, in one pipeline.
-func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTag, error) {
-	d := &c.direct
-	pl := c.pgx().PgConn().StartPipeline(ctx)
-	pl.SendQueryStatement(st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
-	pl.SendQueryParams(probeSQL, nil, nil, nil, nil)
-	pl.SendPipelineSync()
-	if err := pl.Flush(); err != nil {
-		_ = pl.Close()
-		return pgconn.CommandTag{}, err
-	}
-	res, err := pl.GetResults()
-	if err != nil {
-		return pgconn.CommandTag{}, c.closeCarried(pl, err)
-	}
-	rr, ok := res.(*pgconn.ResultReader)
-	if !ok {
-		return pgconn.CommandTag{}, c.closeCarried(pl, fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a statement", res))
-	}
-	tag, err := rr.Close()
-	if err == nil {
-		if res, perr := pl.GetResults(); perr == nil {
-			if pr, ok := res.(*pgconn.ResultReader); ok {
-				var v []byte
-				for pr.NextRow() {
-					if vals := pr.Values(); len(vals) == 1 && vals[0] != nil {
-						v = append([]byte(nil), vals[0]...)
-					}
-				}
-				if _, perr := pr.Close(); perr == nil {
-					c.learnt(v)
-				}
-			}
+// canProbe reports whether the server has probeSQL's function (13 and
+// later): a probe the server refuses would fail the caller's transaction.
+func (c *conn) canProbe(pc *pgconn.PgConn) bool {
+	if c.probing == 0 {
+		c.probing = -1
+		v := pc.ParameterStatus("server_version") // "15.19 (Debian 15.19-0+deb12u1)"
+		i := 0
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		if major, err := strconv.Atoi(v[:i]); err == nil && major >= 13 {
+			c.probing = 1
 		}
 	}
-	return tag, c.closeCarried(pl, err)
+	return c.probing > 0
+}
+
+// probeMsgs are the messages execProbed writes, kept on the connection so
+// that a probed statement allocates none.
+type probeMsgs struct {
+	bind, probeBind pgproto3.Bind
+	parse           pgproto3.Parse
+	exec            pgproto3.Execute
+	sync            pgproto3.Sync
+	v               []byte // the probe's answer
+}
+
+// execProbed is execDirect's run of st (its arguments built) with the
+// probe behind it, in the same write and before the same Sync, written
+// and read on pgx's connection directly (as pgconn's ExecStatement reads
+// a statement's replies) so that it allocates what ExecStatement does.
+// A failure to write or read closes the connection: what ran is not known.
+func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTag, error) {
+	if err := ctx.Err(); err != nil {
+		return pgconn.CommandTag{}, err // nothing sent
+	}
+	pc := c.pgx().PgConn()
+	if pc.IsClosed() {
+		return pgconn.CommandTag{}, driver.ErrBadConn
+	}
+	d, m := &c.direct, &c.probe
+	m.bind = pgproto3.Bind{PreparedStatement: st.sd.Name, ParameterFormatCodes: d.eqb.ParamFormats, Parameters: d.eqb.ParamValues, ResultFormatCodes: st.formats}
+	m.parse.Query = probeSQL
+	fe := pc.Frontend()
+	fe.SendBind(&m.bind)
+	fe.SendExecute(&m.exec)
+	fe.SendParse(&m.parse)
+	fe.SendBind(&m.probeBind)
+	fe.SendExecute(&m.exec)
+	fe.SendSync(&m.sync)
+	m.bind = pgproto3.Bind{} // the arguments are the statement's, not the connection's
+	if err := fe.Flush(); err != nil {
+		return pgconn.CommandTag{}, c.probeLost(err)
+	}
+	var tag pgconn.CommandTag
+	var stmtErr error
+	completed, answered := 0, false
+	m.v = m.v[:0]
+	for {
+		msg, err := pc.ReceiveMessage(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, c.probeLost(err)
+		}
+		switch r := msg.(type) {
+		case *pgproto3.CommandComplete:
+			if completed++; completed == 1 {
+				tag = pgconn.NewCommandTag(string(r.CommandTag))
+			} else {
+				answered = true
+			}
+		case *pgproto3.DataRow:
+			if completed == 1 && len(r.Values) == 1 && r.Values[0] != nil {
+				m.v = append(m.v, r.Values[0]...)
+			}
+		case *pgproto3.ErrorResponse:
+			if stmtErr == nil && completed == 0 {
+				stmtErr = pgconn.ErrorResponseToPgError(r)
+			}
+		case *pgproto3.ReadyForQuery:
+			if stmtErr != nil {
+				return pgconn.CommandTag{}, stmtErr
+			}
+			if answered {
+				var v []byte
+				if len(m.v) > 0 {
+					v = m.v
+				}
+				c.learnt(v)
+			}
+			return tag, nil
+		}
+	}
 }
 
 // execSimpleProbed runs query (no arguments) over the simple protocol, as
