@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pooldriver/pooldriver/pool"
@@ -83,5 +85,38 @@ func TestPoolStateInWords(t *testing.T) {
 		if msg := tc.err.Error(); !strings.HasSuffix(msg, tc.tail) {
 			t.Errorf("%q: does not end with %q", msg, tc.tail)
 		}
+	}
+}
+
+// TestCommitErrors: a lost COMMIT's errors match their outcome and
+// ErrConnLost, never the other outcome or driver.ErrBadConn, and reach
+// the cause and the question's error.
+func TestCommitErrors(t *testing.T) {
+	cause := fmt.Errorf("read: %w", &net.OpError{Op: "read", Err: syscall.ECONNRESET})
+	why := context.DeadlineExceeded
+	for _, tc := range []struct {
+		err       error
+		is, isNot error
+		text      string
+	}{
+		{&commitError{outcome: ErrNotCommitted, cause: cause}, ErrNotCommitted, ErrCommitUnknown,
+			"pooldriver: the transaction was not committed (read: read: connection reset by peer)"},
+		{&commitError{outcome: ErrCommitUnknown, cause: cause, why: why}, ErrCommitUnknown, ErrNotCommitted,
+			"pooldriver: whether the transaction committed is unknown (read: read: connection reset by peer; asking the server: context deadline exceeded)"},
+	} {
+		if !errors.Is(tc.err, tc.is) || !errors.Is(tc.err, ErrConnLost) || errors.Is(tc.err, tc.isNot) || errors.Is(tc.err, driver.ErrBadConn) {
+			t.Errorf("%v: matches %v %v, ErrConnLost %v, %v %v, ErrBadConn %v", tc.err, tc.is, errors.Is(tc.err, tc.is),
+				errors.Is(tc.err, ErrConnLost), tc.isNot, errors.Is(tc.err, tc.isNot), errors.Is(tc.err, driver.ErrBadConn))
+		}
+		var op *net.OpError
+		if !errors.As(tc.err, &op) || !errors.Is(tc.err, syscall.ECONNRESET) {
+			t.Errorf("%v: the cause is not reached", tc.err)
+		}
+		if got := tc.err.Error(); got != tc.text {
+			t.Errorf("message %q, want %q", got, tc.text)
+		}
+	}
+	if e := (&commitError{outcome: ErrCommitUnknown, cause: cause, why: why}); !errors.Is(e, context.DeadlineExceeded) {
+		t.Error("the question's error is not reached")
 	}
 }
