@@ -66,7 +66,12 @@ func SQLBody(body string, s *Shadows) (calls []string, ok bool) {
 // a statement's text is read by, and adds the unknown calls it makes to
 // calls.
 func bodyPart(text string, s *Shadows, calls []string) ([]string, bool) {
-	if ChangesSession(text, Postgres) {
+	return bodyPartAs(text, Postgres, s, calls)
+}
+
+// bodyPartAs is bodyPart with the session rules of flavor f.
+func bodyPartAs(text string, f Flavor, s *Shadows, calls []string) ([]string, bool) {
+	if ChangesSession(text, f) {
 		return nil, false
 	}
 	names, ok := UnknownCalls(text)
@@ -270,9 +275,13 @@ func (r *plReader) sqlTo() bool {
 }
 
 // sql reads the tokens [a, b) as a SQL statement, with and without its
-// INTO targets (see sqlTo).
+// INTO targets (see sqlTo); with them, its INTO assigns (plInto).
 func (r *plReader) sql(a, b int) bool {
-	if !r.read("", a, b) {
+	if a >= b {
+		return false
+	}
+	calls, ok := bodyPartAs(r.text(a, b), Postgres|plInto, r.s, r.calls)
+	if r.calls = calls; !ok {
 		return false
 	}
 	var text string
@@ -289,7 +298,7 @@ func (r *plReader) sql(a, b int) bool {
 		return true
 	}
 	text += r.text(from, b)
-	calls, ok := bodyPart(text, r.s, r.calls)
+	calls, ok = bodyPart(text, r.s, r.calls)
 	r.calls = calls
 	return ok
 }

@@ -31,6 +31,7 @@ var triggers = []trigger{
 	{"unlisten", Postgres, true}, {"setval", Postgres | MySQL, false},
 	{"temporary", Any, false},
 	{"deallocate", Any, true},
+	{"create", Postgres, true}, {"into", Postgres, false},
 }
 
 const (
