@@ -156,26 +156,6 @@ var reportedParams = [...]string{
 	"IntervalStyle", "application_name", "scram_iterations",
 }
 
-// newConn returns the dialect's connection over sc; w, if not nil, is the
-// watch pgx read sc's messages through.
-func newConn(sc *stdlib.Conn, w *paramWatch) *conn {
-	c := &conn{sc: sc, watch: w}
-	c.MarkBaseline()
-	c.initDirect()
-	return c
-}
-
-// adapt is the dialect's ConnAdapter: it gives a connection of pgx's
-// stdlib that pooldriver.Wrap opened PostgreSQL's tracking, as if it had
-// come from a postgres:// DSN.
-func adapt(dc driver.Conn) (dialects.Conn, bool) {
-	sc, ok := dc.(*stdlib.Conn)
-	if !ok {
-		return nil, false
-	}
-	return newConn(sc, nil), true
-}
-
 // maxLexedText is the longest text conn.lexed keeps, as the lexer's memo.
 const maxLexedText = 4096
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -293,4 +294,24 @@ func permanentConnectError(err error) bool {
 	}
 	// pgconn's own words when the server answers sslmode=require with 'N'.
 	return dialects.PermanentNetError(err) || err != nil && strings.Contains(err.Error(), "server refused TLS connection")
+}
+
+// newConn returns the dialect's connection over sc; w, if not nil, is the
+// watch pgx read sc's messages through.
+func newConn(sc *stdlib.Conn, w *paramWatch) *conn {
+	c := &conn{sc: sc, watch: w}
+	c.MarkBaseline()
+	c.initDirect()
+	return c
+}
+
+// adapt is the dialect's ConnAdapter: it gives a connection of pgx's
+// stdlib that pooldriver.Wrap opened PostgreSQL's tracking, as if it had
+// come from a postgres:// DSN.
+func adapt(dc driver.Conn) (dialects.Conn, bool) {
+	sc, ok := dc.(*stdlib.Conn)
+	if !ok {
+		return nil, false
+	}
+	return newConn(sc, nil), true
 }
