@@ -206,6 +206,7 @@ var (
 	errNoTxID  = errors.New("pooldriver: the transaction's id was not learnt (a statement that may have written ran where the dialect does not ask it)")
 	errTooOld  = errors.New("pooldriver: the server no longer keeps the transaction's status")
 	errNoAsker = errors.New("pooldriver: the dialect cannot ask what became of a transaction")
+	errReused  = errors.New("pooldriver: the server was promoted since, and reports the transaction's id committed, which may be a transaction of its own that took the id")
 )
 
 // resolveBound bounds the questions about a lost COMMIT where the
@@ -251,6 +252,8 @@ func (x *tx) resolve(lc *lostCommit, cause error) error {
 			return &commitError{outcome: ErrNotCommitted, cause: cause}
 		case out == dialects.TxOutcomeUnknown:
 			return &commitError{outcome: ErrCommitUnknown, cause: cause, why: errTooOld}
+		case out == dialects.TxOtherHistory:
+			return &commitError{outcome: ErrCommitUnknown, cause: cause, why: errReused}
 		}
 		// In progress (its server process is being ended), or the
 		// question failed: again, after a pause.

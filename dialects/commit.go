@@ -16,6 +16,11 @@ type TxRef struct {
 	// Backend is the server process that runs it (PostgreSQL's pid), for
 	// ending it where it is still in progress.
 	Backend uint32
+	// Timeline is the history of the server the id was learnt on
+	// (PostgreSQL's timeline); 0: not known. A server promoted since
+	// (another timeline) may have given the same id to a transaction of
+	// its own.
+	Timeline uint32
 	// Clean: certain that the transaction has no id, so it wrote nothing
 	// and its COMMIT and a rollback leave the same. False wherever a
 	// statement ran since the last look at the id (one that the dialect
@@ -31,6 +36,11 @@ const (
 	TxCommitted                       // committed
 	TxAborted                         // rolled back, or never committed where the server (a promoted standby) has its history
 	TxInProgress                      // still running: its server process has not ended it
+	// TxOtherHistory: the server answering was promoted since the id was
+	// learnt, and reports a transaction of that id committed: its own,
+	// perhaps, which took the id again, where the transaction never
+	// reached it.
+	TxOtherHistory
 )
 
 // CommitResolver is implemented by a Conn that learns the id of its open

@@ -140,7 +140,9 @@ func pgxpoolTxRunner(pp *pgxpool.Pool) txRunner {
 // commitFailoverAfter commits on the new primary. Then, on the new
 // primary: every Commit that returned nil has its row, every one that
 // returned ErrNotCommitted has none (0 mismatches), none returned
-// ErrCommitUnknown but where its context ended first (a documented case),
+// ErrCommitUnknown but in the documented cases (its context ended first;
+// the promoted server reports the id committed, which may be a transaction
+// of its own that took the id again),
 // and no Commit returned any other error. Plain pgx stdlib and pgxpool
 // run the same loop beside it, for the log: their Commit errors, and how
 // many of those had committed. Each transaction also reads its id (xidSQL)
@@ -150,9 +152,9 @@ func pgxpoolTxRunner(pp *pgxpool.Pool) txRunner {
 // A COMMIT the old primary never streamed leaves an id the promoted
 // standby never saw, and assigns again to its own transactions: asked
 // after that, pg_xact_status reports the other transaction's outcome.
-// Where it had committed, pooldriver's Commit returned nil for a
-// transaction whose row is not on the new primary (4 of 26 runs on 2
-// cores under -race when this test was written).
+// pooldriver compares the server's timeline with the transaction's: on
+// another one, committed is ErrCommitUnknown (aborted and in progress
+// still say that the transaction did not commit there).
 func TestLostCommitFailover(t *testing.T) {
 	skipShort(t)
 	primary := startLocalPG(t)
@@ -292,7 +294,10 @@ func TestLostCommitFailover(t *testing.T) {
 				}
 			case errors.Is(a.err, pooldriver.ErrCommitUnknown):
 				unknown++
-				if errors.Is(a.err, context.DeadlineExceeded) {
+				// Documented: the context ended first, or the promoted
+				// server reports the id committed, which may be its own
+				// transaction's.
+				if errors.Is(a.err, context.DeadlineExceeded) || strings.Contains(a.err.Error(), "was promoted since") {
 					unknownCtx++
 				}
 				unknowns = append(unknowns, say)
@@ -331,7 +336,7 @@ func TestLostCommitFailover(t *testing.T) {
 		}
 		if s == 0 {
 			require.Zero(t, mismatched, "pooldriver: Commit answers that do not match the rows on the new primary")
-			require.Equal(t, unknownCtx, unknown, "pooldriver: ErrCommitUnknown where the Commit's context had not ended")
+			require.Equal(t, unknownCtx, unknown, "pooldriver: ErrCommitUnknown outside the documented cases")
 			require.Zero(t, other, "pooldriver: Commit errors that are neither ErrNotCommitted nor ErrCommitUnknown")
 			require.Zero(t, strays, "pooldriver: rows of transactions that never reached Commit")
 			require.Positive(t, nilN)

@@ -36,7 +36,12 @@ var _ dialects.CommitResolver = (*conn)(nil)
 
 // probeSQL reads the open transaction's id, NULL while it has none; it
 // assigns none.
-const probeSQL = "SELECT pg_catalog.pg_current_xact_id_if_assigned()"
+const probeSQL = "SELECT pg_catalog.pg_current_xact_id_if_assigned(), " + timelineSQL
+
+// timelineSQL is the server's timeline, 0 on a standby (where
+// pg_walfile_name fails): what a promotion changes.
+const timelineSQL = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN 0 " +
+	"ELSE ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_flush_lsn()), 1, 8))::pg_catalog.bit(32)::pg_catalog.int4 END"
 
 // xact is what the connection learnt of its open transaction's id.
 type xact struct {
@@ -47,6 +52,7 @@ type xact struct {
 	// unless id says it has.
 	looked bool
 	at     uint64
+	tli    uint32 // the server's timeline with the id; 0: not known
 }
 
 // probes reports whether query, about to run, is to carry probeSQL; it
@@ -71,11 +77,15 @@ func (c *conn) began() {
 	}
 }
 
-// learnt records probeSQL's answer, v (nil: no id yet).
-func (c *conn) learnt(v []byte) {
+// learnt records probeSQL's answer: the id v (nil: none yet) and the
+// timeline tli.
+func (c *conn) learnt(v, tli []byte) {
 	if v != nil {
 		if id, err := strconv.ParseUint(string(v), 10, 64); err == nil {
 			c.xact.id = id
+			if n, err := strconv.ParseUint(string(tli), 10, 32); err == nil {
+				c.xact.tli = uint32(n)
+			}
 		}
 	}
 	if c.watch != nil {
@@ -88,7 +98,7 @@ func (c *conn) learnt(v []byte) {
 // ran in it, or none ran (see xact).
 func (c *conn) OpenTxRef() dialects.TxRef {
 	pc := c.pgx().PgConn()
-	r := dialects.TxRef{ID: c.xact.id, Backend: pc.PID()}
+	r := dialects.TxRef{ID: c.xact.id, Backend: pc.PID(), Timeline: c.xact.tli}
 	r.Clean = r.ID == 0 && c.xact.looked && pc.TxStatus() == 'T' &&
 		c.watch != nil && c.watch.written.Load() == c.xact.at
 	return r
@@ -118,7 +128,7 @@ type probeMsgs struct {
 	parse           pgproto3.Parse
 	exec            pgproto3.Execute
 	sync            pgproto3.Sync
-	v               []byte // the probe's answer
+	v, tli          []byte // the probe's answer
 }
 
 // execProbed is execDirect's run of st (its arguments built) with the
@@ -151,7 +161,7 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 	var tag pgconn.CommandTag
 	var stmtErr error
 	completed, answered := 0, false
-	m.v = m.v[:0]
+	m.v, m.tli = m.v[:0], m.tli[:0]
 	for {
 		msg, err := pc.ReceiveMessage(ctx)
 		if err != nil {
@@ -165,8 +175,9 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 				answered = true
 			}
 		case *pgproto3.DataRow:
-			if completed == 1 && len(r.Values) == 1 && r.Values[0] != nil {
+			if completed == 1 && len(r.Values) == 2 && r.Values[0] != nil {
 				m.v = append(m.v, r.Values[0]...)
+				m.tli = append(m.tli[:0], r.Values[1]...)
 			}
 		case *pgproto3.ErrorResponse:
 			if stmtErr == nil && completed == 0 {
@@ -181,7 +192,7 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 				if len(m.v) > 0 {
 					v = m.v
 				}
-				c.learnt(v)
+				c.learnt(v, m.tli)
 			}
 			return tag, nil
 		}
@@ -211,7 +222,7 @@ func (c *conn) execSimpleProbed(ctx context.Context, query string) (driver.Resul
 	if err != nil {
 		return nil, c.probeLost(err)
 	}
-	var v []byte
+	var v, tli []byte
 	var probeErr error
 	for done := false; !done; {
 		msg, err := pc.ReceiveMessage(ctx)
@@ -220,8 +231,9 @@ func (c *conn) execSimpleProbed(ctx context.Context, query string) (driver.Resul
 		}
 		switch m := msg.(type) {
 		case *pgproto3.DataRow:
-			if len(m.Values) == 1 && m.Values[0] != nil {
+			if len(m.Values) == 2 && m.Values[0] != nil {
 				v = append([]byte(nil), m.Values[0]...)
+				tli = append([]byte(nil), m.Values[1]...)
 			}
 		case *pgproto3.ErrorResponse:
 			probeErr = pgconn.ErrorResponseToPgError(m)
@@ -233,7 +245,7 @@ func (c *conn) execSimpleProbed(ctx context.Context, query string) (driver.Resul
 		return nil, stmtErr
 	}
 	if probeErr == nil {
-		c.learnt(v)
+		c.learnt(v, tli)
 	}
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
@@ -253,8 +265,9 @@ func (c *conn) probeLost(err error) error {
 // xactStatusSQL asks what became of a transaction by its id: 'committed',
 // 'aborted', 'in progress', or NULL where the id is older than the server
 // keeps; the server refuses an id it never assigned (22023, "in the
-// future": a promoted standby that never received it).
-const xactStatusSQL = "SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8)"
+// future": a promoted standby that never received it). And the server's
+// timeline.
+const xactStatusSQL = "SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8), " + timelineSQL
 
 // endXactSQL ends the server process $2 if it still runs transaction $1.
 const endXactSQL = "SELECT pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a " +
@@ -268,6 +281,14 @@ const invalidParameterValue = "22023"
 // in progress, it also ends ref's server process where that still runs
 // ref (an error doing so, a role not allowed to, leaves it to end by
 // itself).
+//
+// A server on another timeline than ref's was promoted since: where the
+// transaction's first write never reached it before that, it gave the id
+// again to one of its own. Its answer is then ref's only where it cannot
+// be the other's: aborted, or in progress (ref ended with the old
+// primary: a transaction still running is the other one, and ref's never
+// reached this server) say that ref did not commit here; committed may be
+// the other's (TxOtherHistory).
 func (c *conn) TxOutcome(ctx context.Context, ref dialects.TxRef) (dialects.TxOutcome, error) {
 	pc := c.pgx().PgConn()
 	id := []byte(strconv.FormatUint(ref.ID, 10))
@@ -279,15 +300,23 @@ func (c *conn) TxOutcome(ctx context.Context, ref dialects.TxRef) (dialects.TxOu
 		}
 		return dialects.TxOutcomeUnknown, res.Err
 	}
-	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
-		return dialects.TxOutcomeUnknown, fmt.Errorf("pooldriver: postgres: pg_xact_status: want one row of one column")
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 2 {
+		return dialects.TxOutcomeUnknown, fmt.Errorf("pooldriver: postgres: pg_xact_status: want one row of two columns")
 	}
+	tli, err := strconv.ParseUint(string(res.Rows[0][1]), 10, 32)
+	same := err == nil && ref.Timeline != 0 && uint32(tli) == ref.Timeline
 	switch string(res.Rows[0][0]) {
 	case "committed":
+		if !same {
+			return dialects.TxOtherHistory, nil
+		}
 		return dialects.TxCommitted, nil
 	case "aborted":
 		return dialects.TxAborted, nil
 	case "in progress":
+		if !same {
+			return dialects.TxAborted, nil // another's: see above
+		}
 		if ref.Backend != 0 {
 			pid := []byte(strconv.FormatUint(uint64(ref.Backend), 10))
 			ectx, cancel := context.WithTimeout(ctx, time.Second)
