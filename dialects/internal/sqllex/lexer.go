@@ -32,9 +32,6 @@ const (
 	// know. A text is lexed both as PostgreSQL and as MySQL, and the rules
 	// of both apply, plus a few of other databases'.
 	Any = Postgres | MySQL | others
-	// plInto marks PL/pgSQL's statements, whose INTO assigns variables:
-	// SELECT … INTO v makes no table there (ChangesSession).
-	plInto Flavor = 1 << 7
 )
 
 // kind is the kind of a token.

@@ -66,12 +66,7 @@ func SQLBody(body string, s *Shadows) (calls []string, ok bool) {
 // a statement's text is read by, and adds the unknown calls it makes to
 // calls.
 func bodyPart(text string, s *Shadows, calls []string) ([]string, bool) {
-	return bodyPartAs(text, Postgres, s, calls)
-}
-
-// bodyPartAs is bodyPart with the session rules of flavor f.
-func bodyPartAs(text string, f Flavor, s *Shadows, calls []string) ([]string, bool) {
-	if ChangesSession(text, f) {
+	if ChangesSession(text, Postgres) {
 		return nil, false
 	}
 	names, ok := UnknownCalls(text)
@@ -275,13 +270,9 @@ func (r *plReader) sqlTo() bool {
 }
 
 // sql reads the tokens [a, b) as a SQL statement, with and without its
-// INTO targets (see sqlTo); with them, its INTO assigns (plInto).
+// INTO targets (see sqlTo).
 func (r *plReader) sql(a, b int) bool {
-	if a >= b {
-		return false
-	}
-	calls, ok := bodyPartAs(r.text(a, b), Postgres|plInto, r.s, r.calls)
-	if r.calls = calls; !ok {
+	if !r.read("", a, b) {
 		return false
 	}
 	var text string
@@ -298,7 +289,7 @@ func (r *plReader) sql(a, b int) bool {
 		return true
 	}
 	text += r.text(from, b)
-	calls, ok = bodyPart(text, r.s, r.calls)
+	calls, ok := bodyPart(text, r.s, r.calls)
 	r.calls = calls
 	return ok
 }

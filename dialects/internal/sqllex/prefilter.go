@@ -31,7 +31,6 @@ var triggers = []trigger{
 	{"unlisten", Postgres, true}, {"setval", Postgres | MySQL, false},
 	{"temporary", Any, false},
 	{"deallocate", Any, true},
-	{"create", Postgres, true}, {"into", Postgres, false},
 }
 
 const (

@@ -11,10 +11,7 @@ import "strings"
 // the session advisory lock functions, locking and unlocking (not the
 // pg_*advisory_xact_* ones), setval (which sets the session's currval and
 // lastval to the value it is given), CREATE TEMP/TEMPORARY … and SELECT … INTO TEMP,
-// any name starting with pg_temp, an object CREATE or SELECT … INTO makes
-// under a name whose schema is not named (search_path may put it in
-// pg_temp: its schema is data the rules cannot see, and a LOCAL setting of
-// it leaves the object behind), PREPARE, DEALLOCATE, LISTEN, UNLISTEN,
+// any name starting with pg_temp, PREPARE, DEALLOCATE, LISTEN, UNLISTEN,
 // DECLARE … WITH HOLD, DISCARD, LOAD and DO (whose code may do any of it).
 //
 // MySQL: every SET (SET TRANSACTION too: it sets the session's next
@@ -79,13 +76,6 @@ type sessionScan struct {
 	// lastID: MySQL's LAST_INSERT_ID: 1 when its '(' may come next, 2
 	// right after it, where anything but ')' is an argument.
 	lastID int
-
-	// made: PostgreSQL: the name of an object the statement makes is
-	// being read for its schema: 1 after CREATE (its modifiers and kind
-	// may follow), 2 after the kind, or after INTO in a SELECT (IF NOT
-	// EXISTS, TABLE, UNLOGGED may follow), 3 after the name, where only a
-	// '.' says that a schema was named.
-	made int
 }
 
 // scanSession runs the rules over query lexed as said. backslash reports a
@@ -101,9 +91,6 @@ func scanSession(query string, my, escapes bool, f Flavor) (changes, backslash b
 		case kSemi, kEOF:
 			if st.setWord == 1 || st.call == 2 {
 				return true, l.backslash // a statement cut short
-			}
-			if st.made == 3 {
-				return true, l.backslash // CREATE SEQUENCE s
 			}
 			if t.kind == kEOF {
 				return false, l.backslash
@@ -135,9 +122,6 @@ func (st *sessionScan) step(t token) bool {
 		}
 	}
 	if st.call != 0 && st.readCall(t) {
-		return true
-	}
-	if st.made != 0 && st.readMade(t) {
 		return true
 	}
 	switch st.lastID {
@@ -172,8 +156,6 @@ func (st *sessionScan) step(t token) bool {
 		return st.nameChanges(t)
 	case kAt:
 		return st.f&MySQL != 0 && st.prevWord("into") // SELECT ... INTO @var
-	case kOther:
-		return false
 	case kAssign:
 		return st.f&MySQL != 0
 	case kHash:
@@ -208,64 +190,6 @@ func (st *sessionScan) readCall(t token) bool {
 	return false
 }
 
-// readMade follows the name of an object the statement makes (see made).
-// It reports one made where search_path puts it.
-func (st *sessionScan) readMade(t token) bool {
-	word := t.kind == kWord
-	switch st.made {
-	case 1:
-		switch {
-		case !word:
-			st.made = 0
-		case madeModifier(t.text):
-		case madeElsewhere(t.text):
-			st.made = 0 // an index, a trigger, a role: not an object search_path places
-		default:
-			st.made = 2 // TABLE, VIEW, SEQUENCE, FUNCTION, TYPE, … and any kind not listed
-		}
-	case 2:
-		switch {
-		case word && (eqFold(t.text, "if") || eqFold(t.text, "not") || eqFold(t.text, "exists") ||
-			eqFold(t.text, "table") || eqFold(t.text, "unlogged") || eqFold(t.text, "strict")):
-		case word && (eqFold(t.text, "outfile") || eqFold(t.text, "dumpfile")):
-			st.made = 0 // MySQL's SELECT … INTO OUTFILE, lexed as PostgreSQL too (Any)
-		case word || t.kind == kIdent:
-			st.made = 3
-		default:
-			st.made = 0
-		}
-	case 3:
-		st.made = 0
-		return t.kind != kOther || t.text != "."
-	}
-	return false
-}
-
-// madeModifier reports a word that may stand between CREATE and the kind
-// of what it makes.
-func madeModifier(w string) bool {
-	for _, m := range [...]string{"or", "replace", "unlogged", "materialized", "recursive", "foreign", "trusted", "procedural", "default", "global", "local"} {
-		if eqFold(w, m) {
-			return true
-		}
-	}
-	return false
-}
-
-// madeElsewhere reports the kind of a CREATE whose object search_path does
-// not place: one that belongs to a table (an index, a trigger, a rule, a
-// policy) or to the cluster or database.
-func madeElsewhere(w string) bool {
-	for _, k := range [...]string{"index", "unique", "trigger", "constraint", "rule", "policy", "schema", "database", "role",
-		"user", "group", "extension", "event", "publication", "subscription", "server", "tablespace", "cast", "language",
-		"access", "transform"} {
-		if eqFold(w, k) {
-			return true
-		}
-	}
-	return false
-}
-
 func (st *sessionScan) prevWord(lw string) bool {
 	return st.prev.kind == kWord && eqFold(st.prev.text, lw)
 }
@@ -282,11 +206,6 @@ func (st *sessionScan) startChanges(w string) bool {
 		return false
 	case eqFold(w, "reset"), eqFold(w, "prepare"), eqFold(w, "deallocate"):
 		return true
-	case eqFold(w, "create"):
-		if f&Postgres != 0 {
-			st.made = 1
-		}
-		return false
 	}
 	if f&Postgres != 0 && (eqFold(w, "listen") || eqFold(w, "unlisten") || eqFold(w, "discard") ||
 		eqFold(w, "load") || eqFold(w, "do")) {
@@ -312,14 +231,6 @@ func (st *sessionScan) nameChanges(t token) bool {
 				st.prevWord("replace") || st.prevWord("into") || st.prevWord("drop")
 		case eqFold(w, "hold"):
 			return f&Postgres != 0 && st.prevWord("with") && eqFold(st.first, "declare")
-		case eqFold(w, "into"):
-			// SELECT … INTO t makes a table (INSERT INTO, MERGE INTO and
-			// a WITH's INSERT do not; PL/pgSQL takes its INTO out first).
-			if f&Postgres != 0 && f&plInto == 0 && st.depth == 0 && (eqFold(st.first, "select") || eqFold(st.first, "with")) &&
-				!st.prevWord("insert") && !st.prevWord("merge") {
-				st.made = 2
-			}
-			return false
 		case eqFold(w, "prepare"):
 			return f&MySQL != 0 && st.prevWord("drop")
 		case eqFold(w, "session"):
