@@ -1,0 +1,397 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
+)
+
+// What the server will run, not what a name says: a name on sqllex's list
+// is the built-in only where PostgreSQL resolves it to the built-in, and
+// operators, casts, triggers, rules, policies, defaults, checks and views
+// run code that no call in a statement's text names. The catalog says
+// which; catalogSQL reads it into a sqllex.Shadows, shared by every
+// connection to one server and database (dialects.Catalog) and read again
+// every dialects.CatalogTTL, or at once after a statement of DDL, and only
+// on a session that no statement changed since its last reset (readable).
+//
+// "Safe" below is a function the list vouches for, resolved: in
+// pg_catalog, made by initdb (an oid under FirstNormalObjectId, 16384),
+// with a listed name. Functions and operators of an extension count as
+// the server's when the extension owns both the operator (or cast) and
+// its function: an administrator installed them, and no role without
+// superuser can make a C function. Everything else is user code:
+//
+//   - a listed name that a function outside pg_catalog or made by a user
+//     overloads or shadows, or that the server lacks (a listed name then
+//     resolves only to a user's function) and does not read as syntax (a
+//     keyword that is not unreserved: COALESCE, CURRENT_DATE, TRIM, ...,
+//     which only a quoted name can make a call of a user's function);
+//   - a user's operator whose function is not safe;
+//   - a relation whose reads or writes run code that is not safe: a
+//     trigger (any, but the internal ones of foreign keys), a rule other
+//     than a view's, a policy, default, generated column, check or index
+//     expression calling such a function or operator, a column of a
+//     domain whose check or default does; a foreign table (postgres_fdw
+//     keeps a connection per session); and, however deep, every view or
+//     policy that reads such a relation, every table it is a partition or
+//     child of (a row routed to it fires its triggers), every table it
+//     references by a foreign key (a cascade writes to it);
+//   - a domain whose check or default calls such code (a cast to it runs
+//     it);
+//   - a user's function whose first argument is of a row type (or a
+//     pseudo-type, or a domain: one over a row type is one too), and the
+//     only one without a default: t.f calls it where the text names no
+//     call;
+//   - a user's cast with a function (any :: or CAST may be it; an
+//     implicit or assignment one runs where nothing is written: every
+//     statement counts then);
+//   - an enabled event trigger: every DDL statement counts;
+//   - a type whose use runs a user's function (one neither initdb's nor
+//     an extension's) where no statement names it, counted as a domain
+//     above (its name, the types over it, the relations with a column of
+//     it): a cast of it to json or jsonb by a function (the JSON
+//     built-ins call it: to_json, json_agg, ...), a default btree or hash
+//     operator class whose family holds a user's support function or
+//     operator (ORDER BY, GROUP BY, DISTINCT, joins), its I/O, typmod,
+//     analyze or subscripting function, a range's canonical or
+//     subtype_diff function or subtype operator class; and a table with
+//     an index over an operator class of such a family.
+//
+// It also finds what the session reset must undo beyond what DISCARD
+// does (see resetSQL): dblink's connections and postgres_fdw's; and the
+// relations a standby answers differently from the primary
+// (Shadows.Standby, for reads on standbys), by their properties: not
+// WAL-logged (unlogged or temporary), a sequence, a foreign table, a view
+// or a table with a policy whose stored query calls a user's function or
+// a VOLATILE built-in, and every view, policy or parent table that
+// reaches one of those through pg_depend or pg_inherits (dedge).
+//
+// Expressions (a view's query, a rule's, a default, a check, a policy, an
+// index's, a domain's default, a trigger's WHEN) are read from the trees
+// the server stores, since PostgreSQL records no dependency on a
+// built-in (a view that calls pg_advisory_lock depends on nothing): a
+// function called by name must be safe (an extension's is not: pg_trgm's
+// set_limit sets a setting, dblink_connect opens a connection that
+// outlives the statement), a cast's function, an aggregate or a window
+// function a built-in or an extension's, an operator not a user's unsafe
+// one. Objects of initdb's (oids under 16384: pg_catalog's
+// and information_schema's views) are the server's.
+//
+// The rows are (kind, name): 'n' a name, 'r' a relation a standby
+// answers differently, 'o' an operator, 'c' an explicit
+// cast, 'a' an implicit or assignment cast, 'e' an event trigger, 'x'
+// dblink's schema, 'f' the schema of postgres_fdw_disconnect_all (each
+// quoted). $1 is
+// the list's harmless names, $2 the names the session rules read, $3 the
+// words the call rules read as syntax before '(' (sqllex.SyntaxNames):
+// one a user's function is named is a name too, wherever it stands.
+// SET LOCAL jit: the query's estimated cost would start the JIT compiler,
+// which costs a second where the query takes milliseconds.
+const catalogSQL = `SET LOCAL jit = off; SET LOCAL search_path = pg_catalog, pg_temp; WITH RECURSIVE
+listed AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+ruled AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+syntax AS (SELECT pg_catalog.unnest('%s'::pg_catalog.text[]) AS name),
+ext AS (SELECT objid FROM pg_catalog.pg_depend WHERE deptype = 'e' AND classid = 'pg_catalog.pg_proc'::pg_catalog.regclass),
+safe AS (
+	SELECT p.oid FROM pg_catalog.pg_proc p JOIN listed l ON l.name = p.proname
+	WHERE p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace AND p.oid < 16384
+),
+user_fn AS (
+	SELECT p.oid FROM pg_catalog.pg_proc p WHERE p.oid >= 16384 AND p.oid NOT IN (SELECT objid FROM ext)
+),
+unsafe_op AS (
+	SELECT o.oid, o.oprname FROM pg_catalog.pg_operator o
+	WHERE o.oid >= 16384 AND o.oprcode::pg_catalog.oid NOT IN (SELECT oid FROM safe)
+	AND NOT (o.oprcode::pg_catalog.oid IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid))
+),
+unsafe_fam AS (
+	SELECT amp.amprocfamily AS fam FROM pg_catalog.pg_amproc amp
+		WHERE amp.oid >= 16384 AND amp.amproc::pg_catalog.oid IN (SELECT oid FROM user_fn)
+	UNION SELECT amo.amopfamily FROM pg_catalog.pg_amop amo JOIN pg_catalog.pg_operator o ON o.oid = amo.amopopr
+		WHERE amo.oid >= 16384 AND o.oprcode::pg_catalog.oid IN (SELECT oid FROM user_fn)
+),
+unsafe_opc AS (
+	SELECT oc.oid, oc.opcintype, oc.opcdefault, oc.opcmethod FROM pg_catalog.pg_opclass oc WHERE oc.opcfamily IN (SELECT fam FROM unsafe_fam)
+),
+tree AS (
+	SELECT r.ev_class AS rel, 0::pg_catalog.oid AS typ, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
+		FROM pg_catalog.pg_rewrite r WHERE r.oid >= 16384
+	UNION ALL SELECT ad.adrelid, 0, ad.adbin::pg_catalog.text FROM pg_catalog.pg_attrdef ad WHERE ad.oid >= 16384
+	UNION ALL SELECT co.conrelid, co.contypid, co.conbin::pg_catalog.text FROM pg_catalog.pg_constraint co
+		WHERE co.conbin IS NOT NULL AND co.oid >= 16384
+	UNION ALL SELECT po.polrelid, 0, coalesce(po.polqual::pg_catalog.text, '') || coalesce(po.polwithcheck::pg_catalog.text, '') FROM pg_catalog.pg_policy po
+	UNION ALL SELECT i.indrelid, 0, coalesce(i.indexprs::pg_catalog.text, '') || coalesce(i.indpred::pg_catalog.text, '') FROM pg_catalog.pg_index i
+		WHERE i.indexrelid >= 16384 AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
+	UNION ALL SELECT 0, t.oid, t.typdefaultbin::pg_catalog.text FROM pg_catalog.pg_type t WHERE t.typdefaultbin IS NOT NULL AND t.oid >= 16384
+	UNION ALL SELECT tg.tgrelid, 0, tg.tgqual::pg_catalog.text FROM pg_catalog.pg_trigger tg WHERE tg.tgqual IS NOT NULL
+),
+code AS (
+	SELECT DISTINCT tr.rel, tr.typ FROM tree tr, pg_catalog.regexp_matches(tr.t,
+		E'\\{(FUNCEXPR|AGGREF|WINDOWFUNC|OPEXPR|DISTINCTEXPR|NULLIFEXPR|SCALARARRAYOPEXPR) :[a-z]+ (\\d+)(?: :funcresulttype \\d+ :funcretset \\w+ :funcvariadic \\w+ :funcformat (\\d))?', 'g') m
+	WHERE CASE
+		WHEN m[1] = 'FUNCEXPR' AND coalesce(m[3], '0') IN ('0', '3')
+			THEN m[2]::pg_catalog.oid NOT IN (SELECT oid FROM safe)
+		WHEN m[1] IN ('FUNCEXPR', 'AGGREF', 'WINDOWFUNC') THEN m[2]::pg_catalog.oid >= 16384 AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
+		ELSE m[2]::pg_catalog.oid IN (SELECT oid FROM unsafe_op) END
+),
+utyp AS (
+	SELECT typ FROM code WHERE typ <> 0
+	UNION SELECT t.oid FROM pg_catalog.pg_type t WHERE t.oid >= 16384 AND EXISTS (SELECT 1 FROM user_fn u WHERE u.oid IN
+		(t.typinput::pg_catalog.oid, t.typoutput::pg_catalog.oid, t.typreceive::pg_catalog.oid, t.typsend::pg_catalog.oid,
+		t.typmodin::pg_catalog.oid, t.typmodout::pg_catalog.oid, t.typanalyze::pg_catalog.oid,
+		coalesce(pg_catalog.to_regproc(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'typsubscript')::pg_catalog.oid, 0)))
+	UNION SELECT oc.opcintype FROM unsafe_opc oc JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod
+		WHERE oc.opcdefault AND am.amname IN ('btree', 'hash')
+	UNION SELECT ca.castsource FROM pg_catalog.pg_cast ca
+		WHERE ca.casttarget IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.jsonb'::pg_catalog.regtype)
+		AND ca.castsource >= 16384 AND ca.castmethod = 'f' AND ca.castfunc IN (SELECT oid FROM user_fn)
+	UNION SELECT r.rngtypid FROM pg_catalog.pg_range r
+		WHERE r.rngcanonical::pg_catalog.oid IN (SELECT oid FROM user_fn) OR r.rngsubdiff::pg_catalog.oid IN (SELECT oid FROM user_fn)
+		OR r.rngsubopc IN (SELECT oid FROM unsafe_opc)
+),
+tedge AS (
+	SELECT t.typbasetype AS src, t.oid AS dst FROM pg_catalog.pg_type t WHERE t.typbasetype <> 0
+	UNION ALL SELECT t.typelem, t.oid FROM pg_catalog.pg_type t WHERE t.typelem <> 0
+	UNION ALL SELECT a.atttypid, c.reltype FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+		WHERE c.oid >= 16384 AND c.reltype <> 0 AND a.attnum > 0 AND NOT a.attisdropped
+	UNION ALL SELECT r.rngsubtype, r.rngtypid FROM pg_catalog.pg_range r
+	UNION ALL SELECT r.rngtypid, (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'rngmultitypid')::pg_catalog.oid FROM pg_catalog.pg_range r
+		WHERE r.rngtypid >= 16384
+),
+dom AS (
+	SELECT typ FROM utyp
+	UNION
+	SELECT e.dst FROM tedge e JOIN dom ON e.src = dom.typ WHERE e.dst IS NOT NULL
+),
+marked AS (
+	SELECT rel FROM code WHERE rel <> 0
+	UNION SELECT r.ev_class FROM pg_catalog.pg_rewrite r WHERE r.rulename <> '_RETURN' AND r.oid >= 16384
+	UNION SELECT tg.tgrelid FROM pg_catalog.pg_trigger tg WHERE NOT tg.tgisinternal
+	UNION SELECT a.attrelid FROM dom JOIN pg_catalog.pg_attribute a ON a.atttypid = dom.typ WHERE a.attnum > 0 AND NOT a.attisdropped
+	UNION SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relkind = 'f'
+	UNION SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid >= 16384
+		AND EXISTS (SELECT 1 FROM unsafe_opc oc WHERE oc.oid = ANY (i.indclass))
+),
+dedge AS (
+	SELECT d.refobjid AS src, coalesce(r.ev_class, po.polrelid) AS dst FROM pg_catalog.pg_depend d
+	LEFT JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND r.oid = d.objid
+	LEFT JOIN pg_catalog.pg_policy po ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass AND po.oid = d.objid
+	WHERE d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		AND d.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, 'pg_catalog.pg_policy'::pg_catalog.regclass)
+		AND d.objid >= 16384
+	UNION ALL SELECT inhrelid, inhparent FROM pg_catalog.pg_inherits
+),
+edge AS (
+	SELECT src, dst FROM dedge
+	UNION ALL SELECT conrelid, confrelid FROM pg_catalog.pg_constraint WHERE contype = 'f'
+),
+reach AS (
+	SELECT rel FROM marked
+	UNION
+	SELECT e.dst FROM reach m JOIN edge e ON e.src = m.rel
+),
+rtree AS (
+	SELECT r.ev_class AS rel, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
+		FROM pg_catalog.pg_rewrite r WHERE r.oid >= 16384
+	UNION ALL SELECT po.polrelid, coalesce(po.polqual::pg_catalog.text, '') FROM pg_catalog.pg_policy po
+),
+differs AS (
+	SELECT c.oid AS rel FROM pg_catalog.pg_class c WHERE c.relpersistence <> 'p' OR c.relkind IN ('S', 'f')
+	UNION SELECT tr.rel FROM rtree tr, pg_catalog.regexp_matches(tr.t,
+		E'\\{(?:FUNCEXPR|AGGREF|WINDOWFUNC) :[a-z]+ (\\d+)', 'g') m
+		JOIN pg_catalog.pg_proc p ON p.oid = m[1]::pg_catalog.oid
+		WHERE p.provolatile = 'v' OR p.oid >= 16384
+),
+sreach AS (
+	SELECT rel FROM differs
+	UNION
+	SELECT e.dst FROM sreach m JOIN dedge e ON e.src = m.rel
+)
+SELECT 'n', l.name FROM (SELECT name FROM listed UNION SELECT name FROM ruled) l
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
+	OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace)
+	AND l.name NOT IN (SELECT word FROM pg_catalog.pg_get_keywords() WHERE catcode <> 'U')
+UNION SELECT 'n', sy.name FROM syntax sy WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = sy.name
+	AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
+UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
+UNION SELECT 'r', pg_catalog.lower(c.relname) FROM sreach JOIN pg_catalog.pg_class c ON c.oid = sreach.rel
+	WHERE c.relkind NOT IN ('i', 'I', 'c', 't')
+UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
+UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
+	WHERE p.pronargs >= 1 AND (p.pronargs - p.pronargdefaults <= 1 OR p.provariadic <> 0)
+	AND (t.typrelid <> 0 OR t.typtype IN ('p', 'd')) AND p.oid >= 16384
+	AND p.oid NOT IN (SELECT objid FROM ext)
+UNION SELECT 'o', oprname FROM unsafe_op
+UNION SELECT CASE WHEN ca.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM pg_catalog.pg_cast ca
+	WHERE ca.oid >= 16384 AND ca.castmethod = 'f' AND ca.castfunc NOT IN (SELECT oid FROM safe)
+	AND NOT (ca.castfunc IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_cast'::pg_catalog.regclass AND d.objid = ca.oid))
+UNION SELECT 'e', '' FROM pg_catalog.pg_event_trigger WHERE evtenabled <> 'D'
+UNION SELECT 'x', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+	WHERE e.extname = 'dblink'
+UNION SELECT 'f', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0
+UNION SELECT 's', (SELECT system_identifier::text FROM pg_catalog.pg_control_system())
+	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE');
+` + functionsSQL
+
+// functionsSQL reads, for every name under which a user made a LANGUAGE
+// sql or PL/pgSQL function, every function of that name in any schema
+// (the server's too): its body where it is a plain LANGUAGE sql function
+// or a PL/pgSQL one without SET clauses (the language of the server's
+// plpgsql extension), NULL for any other (another language, a procedure,
+// an aggregate) and for one whose call runs code its body does not hold:
+// an argument's default (evaluated where it is called) or an argument or
+// result of a user's type (a domain's check runs on the way in and out);
+// whether it is PL/pgSQL; and its volatility (provolatile: 's' STABLE,
+// 'i' IMMUTABLE, 'v' VOLATILE). A name is harmless (sqllex.Shadows.Harmless)
+// only where every body is there and reads as harmless: whichever of them
+// a call resolves to, by schema or overload, leaves the session alone.
+// A harmless name is also a read (sqllex.Shadows.Reads) where every
+// function of it is STABLE or IMMUTABLE, whose statements the server runs
+// read-only (it refuses an INSERT, an UPDATE, a SELECT FOR UPDATE in
+// them, and runs them under the calling statement's snapshot), names no
+// built-in that writes or answers for the session (sqllex.NamesWriter:
+// nextval, currval, set_config, the advisory locks, ..., which a
+// read-only statement may still call), and calls only names that are
+// reads in turn (a VOLATILE function it calls runs its statements as
+// any). Names are compared as the server stores them (a call's name
+// folded as the server folds it: sqllex.UnknownCalls).
+const functionsSQL = `SELECT p.proname, CASE WHEN (p.prolang = l.oid OR p.prolang = pl.oid AND p.proconfig IS NULL)
+	AND p.prokind = 'f' AND p.proargdefaults IS NULL
+	AND p.prorettype < 16384 AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(coalesce(p.proallargtypes, p.proargtypes::pg_catalog.oid[])) a WHERE a >= 16384)
+	THEN p.prosrc END, p.prolang = pl.oid, p.provolatile
+FROM pg_catalog.pg_proc p, (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'sql') l,
+	(SELECT coalesce((SELECT la.oid FROM pg_catalog.pg_language la
+		JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_language'::pg_catalog.regclass AND d.objid = la.oid AND d.deptype = 'e'
+		JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'plpgsql'
+		WHERE la.lanname = 'plpgsql'), 0) AS oid) pl
+WHERE p.proname IN (SELECT u.proname FROM pg_catalog.pg_proc u WHERE u.oid >= 16384 AND u.prolang IN (l.oid, pl.oid))`
+
+// catalogQuery is catalogSQL with the lists filled in: the names are
+// sqllex's, lower-case words, so an array literal carries them as they
+// are.
+var catalogQuery = func() string {
+	harmless, ruled := sqllex.Listed(sqllex.Postgres)
+	return fmt.Sprintf(catalogSQL, "{"+strings.Join(harmless, ",")+"}", "{"+strings.Join(ruled, ",")+"}",
+		"{"+strings.Join(sqllex.SyntaxNames(), ",")+"}")
+}()
+
+// ddlWords are the words an enabled event trigger adds to the names:
+// every DDL statement may run it.
+var ddlWords = []string{"create", "alter", "drop", "comment", "grant", "revoke", "import", "security", "refresh", "reindex", "truncate"}
+
+// pgCatalog is one reading of a database's catalog.
+type pgCatalog struct {
+	shadows *sqllex.Shadows
+	// The schemas, quoted, of dblink and of postgres_fdw_disconnect_all
+	// where the database has them: the reset closes their connections.
+	dblink, fdw string
+	// The server's system identifier, where the role may read it (see
+	// serverID): a physical standby's is its primary's.
+	sysid string
+}
+
+// readCatalog reads the catalog on pc, which must be idle outside a
+// transaction (the reading's SET LOCAL would otherwise outlive it).
+func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
+	res, err := pc.Exec(ctx, catalogQuery).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %w", err)
+	}
+	if len(res) != 4 {
+		return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: %d results, want 4", len(res))
+	}
+	s := &sqllex.Shadows{Names: make(map[string]struct{}), Standby: make(map[string]struct{})}
+	cat := &pgCatalog{shadows: s}
+	for _, row := range res[2].Rows {
+		if len(row) != 2 || len(row[0]) != 1 {
+			return nil, fmt.Errorf("pooldriver: postgres: reading the catalog: a row of %d columns", len(row))
+		}
+		name := string(row[1])
+		switch row[0][0] {
+		case 'n':
+			s.Names[name] = struct{}{}
+		case 'r':
+			s.Standby[name] = struct{}{}
+		case 'o':
+			s.Ops = append(s.Ops, name)
+		case 'c':
+			s.Casts = true
+		case 'a':
+			s.All = true
+		case 'e':
+			for _, w := range ddlWords {
+				s.Names[w] = struct{}{}
+			}
+		case 'x':
+			cat.dblink = name
+		case 'f':
+			cat.fdw = name
+		case 's':
+			cat.sysid = name
+		}
+	}
+	s.Harmless, s.Reads = functionProofs(res[3].Rows, s)
+	return cat, nil
+}
+
+// harmlessFunctions returns the names all of whose functions (rows of
+// functionsSQL: a name, a body, NULL where not one read, whether it is
+// PL/pgSQL, and its volatility; the last two may be left off) read as
+// harmless against s, and call only names that are harmless in turn (see
+// provedFunctions).
+func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
+	harmless, _ := functionProofs(rows, s)
+	return harmless
+}
+
+// functionProofs returns, of the names of rows (see harmlessFunctions),
+// those proved harmless and, of those, the ones proved reads (see
+// functionsSQL): every function of the name STABLE or IMMUTABLE, its body
+// naming no writer, calling only names proved reads in turn. A row
+// without its volatility proves no read. Each body is read once for both.
+func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[string]struct{}) {
+	bodies := make(map[string]*fnBodies)
+	readBodies := make(map[string]*fnBodies)
+	for _, row := range rows {
+		if len(row) < 1 {
+			continue
+		}
+		name := string(row[0])
+		b, r := bodies[name], readBodies[name]
+		if b == nil {
+			b, r = &fnBodies{ok: true}, &fnBodies{ok: true}
+			bodies[name], readBodies[name] = b, r
+		}
+		if len(row) < 2 || len(row) > 4 {
+			b.ok, r.ok = false, false // a row not read proves nothing of its name
+			continue
+		}
+		if !b.ok {
+			continue
+		}
+		var calls []string
+		switch {
+		case row[1] == nil:
+			b.ok = false
+		case len(row) >= 3 && string(row[2]) == "t":
+			calls, b.ok = sqllex.PLpgSQLBody(string(row[1]), s)
+		default:
+			calls, b.ok = sqllex.SQLBody(string(row[1]), s)
+		}
+		b.calls = append(b.calls, calls...)
+		// A read is a harmless body first: the same calls, followed
+		// through the read bodies, so that a read calls only reads.
+		r.ok = r.ok && b.ok && len(row) == 4 && (string(row[3]) == "s" || string(row[3]) == "i") &&
+			!sqllex.NamesWriter(string(row[1])) && !sqllex.RefsOf(string(row[1]), sqllex.Postgres).NamesAny(s.Standby)
+		r.calls = b.calls
+	}
+	return provedFunctions(bodies), provedFunctions(readBodies)
+}
