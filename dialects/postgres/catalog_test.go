@@ -22,7 +22,10 @@ import (
 // the tables with a column of a type whose use runs a user's function (a
 // range's subtype_diff, a default hash operator class, a cast to json, a
 // composite over such a type), a function named as a word the call rules
-// read as syntax before '(' (conflict, like, by); and what names none of it stays harmless. A DDL statement on the
+// read as syntax before '(' (conflict, like, by), a partition key's
+// function, a domain cast to inside a view; and what names none of it
+// stays harmless (a table whose foreign key references a table with a
+// trigger too). A DDL statement on the
 // connection reads the catalog again at once.
 func TestCatalogShadows(t *testing.T) {
 	c := wrapped(t)
@@ -82,6 +85,14 @@ func TestCatalogShadows(t *testing.T) {
 		"CREATE FUNCTION " + s + ".conflict(int) RETURNS bool LANGUAGE sql AS $$ SELECT length(set_config('search_path', 'x', false)) > 0 $$",
 		"CREATE FUNCTION " + s + ".like(int) " + fn,
 		"CREATE FUNCTION " + s + ".by(int) " + fn,
+		// Reached only through what the server records: a partition
+		// key's function, a domain cast to inside a view whose column is
+		// not of it, a table whose foreign key references a table with a
+		// trigger (the check runs none of it).
+		"CREATE FUNCTION " + s + ".evil_imm(v int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM set_config('search_path', 'x', false); RETURN v; END $$",
+		"CREATE TABLE " + s + ".pd_keyed (a int) PARTITION BY RANGE (" + s + ".evil_imm(a))",
+		"CREATE VIEW " + s + ".pd_dom_v AS SELECT (1::" + s + ".pd_dom)::int AS a",
+		"CREATE TABLE " + s + ".pd_refs_audited (a int REFERENCES " + s + ".pd_audited)",
 	} {
 		if strings.Contains(q, "pd_plain (") {
 			exec(t, admin, "CREATE SEQUENCE "+s+".pd_seq")
@@ -123,6 +134,9 @@ func TestCatalogShadows(t *testing.T) {
 		{"SELECT 'a' LIKE 'b' ESCAPE like(1)::text", true},
 		{"SELECT by(1)", true},
 		{"SELECT 1 FROM pd_plain a JOIN pd_plain b ON a.a = b.a", false},
+		{"INSERT INTO pd_keyed (a) VALUES (1)", true},
+		{"SELECT a FROM pd_dom_v", true},
+		{"INSERT INTO pd_refs_audited (a) VALUES (1)", false},
 	} {
 		nextUser(t, c)
 		if got := c.ChangesSession(tc.query); got != tc.want {

@@ -110,29 +110,41 @@ unsafe_op AS (
 	AND NOT (o.oprcode::pg_catalog.oid IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
 		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid))
 ),
-unsafe_fam AS (
-	SELECT amp.amprocfamily AS fam FROM pg_catalog.pg_amproc amp
-		WHERE amp.oid >= 16384 AND amp.amproc::pg_catalog.oid IN (SELECT oid FROM user_fn)
-	UNION SELECT amo.amopfamily FROM pg_catalog.pg_amop amo JOIN pg_catalog.pg_operator o ON o.oid = amo.amopopr
-		WHERE amo.oid >= 16384 AND o.oprcode::pg_catalog.oid IN (SELECT oid FROM user_fn)
+unsafe_cast AS (
+	SELECT ca.oid, ca.castcontext FROM pg_catalog.pg_cast ca
+	WHERE ca.oid >= 16384 AND ca.castmethod = 'f' AND ca.castfunc NOT IN (SELECT oid FROM safe)
+	AND NOT (ca.castfunc IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_cast'::pg_catalog.regclass AND d.objid = ca.oid))
 ),
-unsafe_opc AS (
-	SELECT oc.oid, oc.opcintype, oc.opcdefault, oc.opcmethod FROM pg_catalog.pg_opclass oc WHERE oc.opcfamily IN (SELECT fam FROM unsafe_fam)
-),
+k AS (SELECT
+	'pg_catalog.pg_rewrite'::pg_catalog.regclass::pg_catalog.oid AS pg_rewrite,
+	'pg_catalog.pg_attrdef'::pg_catalog.regclass::pg_catalog.oid AS pg_attrdef,
+	'pg_catalog.pg_constraint'::pg_catalog.regclass::pg_catalog.oid AS pg_constraint,
+	'pg_catalog.pg_policy'::pg_catalog.regclass::pg_catalog.oid AS pg_policy,
+	'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid AS pg_class,
+	'pg_catalog.pg_type'::pg_catalog.regclass::pg_catalog.oid AS pg_type,
+	'pg_catalog.pg_trigger'::pg_catalog.regclass::pg_catalog.oid AS pg_trigger,
+	'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid AS pg_proc,
+	'pg_catalog.pg_operator'::pg_catalog.regclass::pg_catalog.oid AS pg_operator,
+	'pg_catalog.pg_cast'::pg_catalog.regclass::pg_catalog.oid AS pg_cast,
+	'pg_catalog.pg_opclass'::pg_catalog.regclass::pg_catalog.oid AS pg_opclass,
+	'pg_catalog.pg_opfamily'::pg_catalog.regclass::pg_catalog.oid AS pg_opfamily),
 tree AS (
-	SELECT r.ev_class AS rel, 0::pg_catalog.oid AS typ, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
-		FROM pg_catalog.pg_rewrite r WHERE r.oid >= 16384
-	UNION ALL SELECT ad.adrelid, 0, ad.adbin::pg_catalog.text FROM pg_catalog.pg_attrdef ad WHERE ad.oid >= 16384
-	UNION ALL SELECT co.conrelid, co.contypid, co.conbin::pg_catalog.text FROM pg_catalog.pg_constraint co
+	SELECT k.pg_rewrite AS cls, r.oid AS obj, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
+		FROM k, pg_catalog.pg_rewrite r WHERE r.oid >= 16384
+	UNION ALL SELECT k.pg_attrdef, ad.oid, ad.adbin::pg_catalog.text FROM k, pg_catalog.pg_attrdef ad WHERE ad.oid >= 16384
+	UNION ALL SELECT k.pg_constraint, co.oid, co.conbin::pg_catalog.text FROM k, pg_catalog.pg_constraint co
 		WHERE co.conbin IS NOT NULL AND co.oid >= 16384
-	UNION ALL SELECT po.polrelid, 0, coalesce(po.polqual::pg_catalog.text, '') || coalesce(po.polwithcheck::pg_catalog.text, '') FROM pg_catalog.pg_policy po
-	UNION ALL SELECT i.indrelid, 0, coalesce(i.indexprs::pg_catalog.text, '') || coalesce(i.indpred::pg_catalog.text, '') FROM pg_catalog.pg_index i
+	UNION ALL SELECT k.pg_policy, po.oid, coalesce(po.polqual::pg_catalog.text, '') || coalesce(po.polwithcheck::pg_catalog.text, '') FROM k, pg_catalog.pg_policy po
+	UNION ALL SELECT k.pg_class, i.indexrelid, coalesce(i.indexprs::pg_catalog.text, '') || coalesce(i.indpred::pg_catalog.text, '') FROM k, pg_catalog.pg_index i
 		WHERE i.indexrelid >= 16384 AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
-	UNION ALL SELECT 0, t.oid, t.typdefaultbin::pg_catalog.text FROM pg_catalog.pg_type t WHERE t.typdefaultbin IS NOT NULL AND t.oid >= 16384
-	UNION ALL SELECT tg.tgrelid, 0, tg.tgqual::pg_catalog.text FROM pg_catalog.pg_trigger tg WHERE tg.tgqual IS NOT NULL
+	UNION ALL SELECT k.pg_class, pt.partrelid, pt.partexprs::pg_catalog.text FROM k, pg_catalog.pg_partitioned_table pt
+		WHERE pt.partrelid >= 16384 AND pt.partexprs IS NOT NULL
+	UNION ALL SELECT k.pg_type, t.oid, t.typdefaultbin::pg_catalog.text FROM k, pg_catalog.pg_type t WHERE t.typdefaultbin IS NOT NULL AND t.oid >= 16384
+	UNION ALL SELECT k.pg_trigger, tg.oid, tg.tgqual::pg_catalog.text FROM k, pg_catalog.pg_trigger tg WHERE tg.tgqual IS NOT NULL
 ),
 code AS (
-	SELECT DISTINCT tr.rel, tr.typ FROM tree tr, pg_catalog.regexp_matches(tr.t,
+	SELECT DISTINCT tr.cls, tr.obj FROM tree tr, pg_catalog.regexp_matches(tr.t,
 		E'\\{(FUNCEXPR|AGGREF|WINDOWFUNC|OPEXPR|DISTINCTEXPR|NULLIFEXPR|SCALARARRAYOPEXPR) :[a-z]+ (\\d+)(?: :funcresulttype \\d+ :funcretset \\w+ :funcvariadic \\w+ :funcformat (\\d))?', 'g') m
 	WHERE CASE
 		WHEN m[1] = 'FUNCEXPR' AND coalesce(m[3], '0') IN ('0', '3')
@@ -140,43 +152,41 @@ code AS (
 		WHEN m[1] IN ('FUNCEXPR', 'AGGREF', 'WINDOWFUNC') THEN m[2]::pg_catalog.oid >= 16384 AND m[2]::pg_catalog.oid NOT IN (SELECT objid FROM ext)
 		ELSE m[2]::pg_catalog.oid IN (SELECT oid FROM unsafe_op) END
 ),
-utyp AS (
-	SELECT typ FROM code WHERE typ <> 0
-	UNION SELECT t.oid FROM pg_catalog.pg_type t WHERE t.oid >= 16384 AND EXISTS (SELECT 1 FROM user_fn u WHERE u.oid IN
-		(t.typinput::pg_catalog.oid, t.typoutput::pg_catalog.oid, t.typreceive::pg_catalog.oid, t.typsend::pg_catalog.oid,
-		t.typmodin::pg_catalog.oid, t.typmodout::pg_catalog.oid, t.typanalyze::pg_catalog.oid,
-		coalesce(pg_catalog.to_regproc(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'typsubscript')::pg_catalog.oid, 0)))
-	UNION SELECT oc.opcintype FROM unsafe_opc oc JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod
-		WHERE oc.opcdefault AND am.amname IN ('btree', 'hash')
-	UNION SELECT ca.castsource FROM pg_catalog.pg_cast ca
+seed AS (
+	SELECT cls, obj FROM code
+	UNION ALL SELECT k.pg_proc, oid FROM k, user_fn
+	UNION ALL SELECT k.pg_operator, oid FROM k, unsafe_op
+	UNION ALL SELECT k.pg_cast, oid FROM k, unsafe_cast
+	UNION ALL SELECT k.pg_trigger, tg.oid FROM k, pg_catalog.pg_trigger tg WHERE NOT tg.tgisinternal
+	UNION ALL SELECT k.pg_rewrite, r.oid FROM k, pg_catalog.pg_rewrite r WHERE r.rulename <> '_RETURN' AND r.oid >= 16384
+	UNION ALL SELECT k.pg_class, c.oid FROM k, pg_catalog.pg_class c WHERE c.relkind = 'f'
+),
+uses AS (
+	SELECT d.classid AS sc, d.objid AS so, d.refclassid AS dc, d.refobjid AS dobj FROM k, pg_catalog.pg_depend d
+	WHERE d.deptype = 'n' AND d.objid >= 16384 AND d.refobjid >= 16384
+		AND NOT (d.classid = k.pg_class AND d.refclassid = k.pg_class)
+		AND NOT (d.classid = k.pg_constraint AND d.refclassid = k.pg_class
+			AND EXISTS (SELECT 1 FROM pg_catalog.pg_constraint fk WHERE fk.oid = d.objid AND fk.contype = 'f'))
+	UNION ALL SELECT d.refclassid, d.refobjid, d.classid, d.objid FROM pg_catalog.pg_depend d
+		WHERE d.deptype IN ('a', 'i') AND d.objid >= 16384
+	UNION ALL SELECT d.classid, d.objid, d.refclassid, d.refobjid FROM k, pg_catalog.pg_depend d
+		WHERE d.deptype = 'i' AND d.classid = k.pg_type AND d.refclassid = k.pg_type AND d.objid >= 16384
+	UNION ALL SELECT k.pg_type, c.reltype, d.refclassid, d.refobjid FROM k CROSS JOIN pg_catalog.pg_class c
+		JOIN pg_catalog.pg_depend d ON d.classid = k.pg_class AND d.objid = c.oid AND d.objsubid > 0 AND d.deptype = 'n'
+		WHERE c.oid >= 16384 AND c.reltype <> 0
+	UNION ALL SELECT k.pg_class, co.confrelid, k.pg_class, co.conrelid FROM k, pg_catalog.pg_constraint co WHERE co.contype = 'f'
+	UNION ALL SELECT k.pg_class, inh.inhparent, k.pg_class, inh.inhrelid FROM k, pg_catalog.pg_inherits inh
+	UNION ALL SELECT k.pg_type, ca.castsource, k.pg_cast, ca.oid FROM k, pg_catalog.pg_cast ca
 		WHERE ca.casttarget IN ('pg_catalog.json'::pg_catalog.regtype, 'pg_catalog.jsonb'::pg_catalog.regtype)
-		AND ca.castsource >= 16384 AND ca.castmethod = 'f' AND ca.castfunc IN (SELECT oid FROM user_fn)
-	UNION SELECT r.rngtypid FROM pg_catalog.pg_range r
-		WHERE r.rngcanonical::pg_catalog.oid IN (SELECT oid FROM user_fn) OR r.rngsubdiff::pg_catalog.oid IN (SELECT oid FROM user_fn)
-		OR r.rngsubopc IN (SELECT oid FROM unsafe_opc)
+		AND ca.castsource >= 16384 AND ca.castmethod = 'f'
+	UNION ALL SELECT k.pg_type, oc.opcintype, k.pg_opclass, oc.oid FROM k, pg_catalog.pg_opclass oc
+		JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod WHERE oc.opcdefault AND am.amname IN ('btree', 'hash') AND oc.oid >= 16384
+	UNION ALL SELECT k.pg_opclass, oc.oid, k.pg_opfamily, oc.opcfamily FROM k, pg_catalog.pg_opclass oc WHERE oc.oid >= 16384
 ),
-tedge AS (
-	SELECT t.typbasetype AS src, t.oid AS dst FROM pg_catalog.pg_type t WHERE t.typbasetype <> 0
-	UNION ALL SELECT t.typelem, t.oid FROM pg_catalog.pg_type t WHERE t.typelem <> 0
-	UNION ALL SELECT a.atttypid, c.reltype FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
-		WHERE c.oid >= 16384 AND c.reltype <> 0 AND a.attnum > 0 AND NOT a.attisdropped
-	UNION ALL SELECT r.rngsubtype, r.rngtypid FROM pg_catalog.pg_range r
-	UNION ALL SELECT r.rngtypid, (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'rngmultitypid')::pg_catalog.oid FROM pg_catalog.pg_range r
-		WHERE r.rngtypid >= 16384
-),
-dom AS (
-	SELECT typ FROM utyp
+bad AS (
+	SELECT cls, obj FROM seed
 	UNION
-	SELECT e.dst FROM tedge e JOIN dom ON e.src = dom.typ WHERE e.dst IS NOT NULL
-),
-marked AS (
-	SELECT rel FROM code WHERE rel <> 0
-	UNION SELECT r.ev_class FROM pg_catalog.pg_rewrite r WHERE r.rulename <> '_RETURN' AND r.oid >= 16384
-	UNION SELECT tg.tgrelid FROM pg_catalog.pg_trigger tg WHERE NOT tg.tgisinternal
-	UNION SELECT a.attrelid FROM dom JOIN pg_catalog.pg_attribute a ON a.atttypid = dom.typ WHERE a.attnum > 0 AND NOT a.attisdropped
-	UNION SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relkind = 'f'
-	UNION SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid >= 16384
-		AND EXISTS (SELECT 1 FROM unsafe_opc oc WHERE oc.oid = ANY (i.indclass))
+	SELECT u.sc, u.so FROM bad b JOIN uses u ON u.dc = b.cls AND u.dobj = b.obj
 ),
 dedge AS (
 	SELECT d.refobjid AS src, coalesce(r.ev_class, po.polrelid) AS dst FROM pg_catalog.pg_depend d
@@ -186,15 +196,6 @@ dedge AS (
 		AND d.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, 'pg_catalog.pg_policy'::pg_catalog.regclass)
 		AND d.objid >= 16384
 	UNION ALL SELECT inhrelid, inhparent FROM pg_catalog.pg_inherits
-),
-edge AS (
-	SELECT src, dst FROM dedge
-	UNION ALL SELECT conrelid, confrelid FROM pg_catalog.pg_constraint WHERE contype = 'f'
-),
-reach AS (
-	SELECT rel FROM marked
-	UNION
-	SELECT e.dst FROM reach m JOIN edge e ON e.src = m.rel
 ),
 rtree AS (
 	SELECT r.ev_class AS rel, r.ev_action::pg_catalog.text || coalesce(r.ev_qual::pg_catalog.text, '') AS t
@@ -219,19 +220,16 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = l.name AND (p
 	AND l.name NOT IN (SELECT word FROM pg_catalog.pg_get_keywords() WHERE catcode <> 'U')
 UNION SELECT 'n', sy.name FROM syntax sy WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = sy.name
 	AND (p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace OR p.oid >= 16384))
-UNION SELECT 'n', pg_catalog.lower(c.relname) FROM reach JOIN pg_catalog.pg_class c ON c.oid = reach.rel
+UNION SELECT 'n', pg_catalog.lower(c.relname) FROM bad JOIN pg_catalog.pg_class c ON bad.cls = 'pg_catalog.pg_class'::pg_catalog.regclass AND c.oid = bad.obj
 UNION SELECT 'r', pg_catalog.lower(c.relname) FROM sreach JOIN pg_catalog.pg_class c ON c.oid = sreach.rel
 	WHERE c.relkind NOT IN ('i', 'I', 'c', 't')
-UNION SELECT 'n', pg_catalog.lower(t.typname) FROM dom JOIN pg_catalog.pg_type t ON t.oid = dom.typ
+UNION SELECT 'n', pg_catalog.lower(t.typname) FROM bad JOIN pg_catalog.pg_type t ON bad.cls = 'pg_catalog.pg_type'::pg_catalog.regclass AND t.oid = bad.obj
 UNION SELECT 'n', pg_catalog.lower(p.proname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
 	WHERE p.pronargs >= 1 AND (p.pronargs - p.pronargdefaults <= 1 OR p.provariadic <> 0)
 	AND (t.typrelid <> 0 OR t.typtype IN ('p', 'd')) AND p.oid >= 16384
 	AND p.oid NOT IN (SELECT objid FROM ext)
 UNION SELECT 'o', oprname FROM unsafe_op
-UNION SELECT CASE WHEN ca.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM pg_catalog.pg_cast ca
-	WHERE ca.oid >= 16384 AND ca.castmethod = 'f' AND ca.castfunc NOT IN (SELECT oid FROM safe)
-	AND NOT (ca.castfunc IN (SELECT objid FROM ext) AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-		WHERE d.deptype = 'e' AND d.classid = 'pg_catalog.pg_cast'::pg_catalog.regclass AND d.objid = ca.oid))
+UNION SELECT CASE WHEN uc.castcontext = 'e' THEN 'c' ELSE 'a' END, '' FROM unsafe_cast uc
 UNION SELECT 'e', '' FROM pg_catalog.pg_event_trigger WHERE evtenabled <> 'D'
 UNION SELECT 'x', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
 	WHERE e.extname = 'dblink'
