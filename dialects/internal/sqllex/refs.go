@@ -30,6 +30,9 @@ type Refs struct {
 	// Code: a statement of the text starts with DO, whose code may do
 	// anything, DDL included, that no text shows.
 	Code bool
+	// Named: a word of the text may name a user's object where it stands
+	// (see namesNothing): what Meets counts where nothing was read.
+	Named bool
 }
 
 // Shadows is what a server's catalog says of the names a text may use:
@@ -120,14 +123,16 @@ func HarmlessReturn(body string, s *Shadows) bool {
 }
 
 // Meets reports whether a text with refs r may run code that s names.
-// A nil s (nothing read yet) meets everything but a text that names
-// nothing at all.
+// A nil s (nothing read, or no reading that vouches) meets every text
+// that may name a user's object (Named), runs an operator (any may be a
+// user's, found by the session's search_path) or casts (any cast may be
+// a user's): SELECT 1, BEGIN or SELECT $1 name nothing and meet nothing.
 func (r *Refs) Meets(s *Shadows) bool {
 	if r == nil {
 		return false
 	}
 	if s == nil {
-		return len(r.Words) > 0 || len(r.Ops) > 0
+		return r.Named || len(r.Ops) > 0 || r.Casts
 	}
 	if s.All || s.Casts && r.Casts {
 		return true
@@ -208,6 +213,7 @@ var ddlWords = set(`create alter drop comment grant revoke import security`)
 func refsScan(r *Refs, query string, my, escapes bool) bool {
 	l := newLexer(query, my, escapes)
 	first := true
+	dot := false // the token before is a '.'
 	var op strings.Builder
 	opEnd := -1 // where the run in op ends in query
 	flush := func() {
@@ -228,12 +234,15 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 			return l.backslash
 		case kSemi:
 			flush()
-			first = true
+			first, dot = true, false
 			continue
 		case kWord, kIdent:
 			flush()
 			w := strings.ToLower(t.text)
 			r.Words = append(r.Words, w)
+			if !r.Named && (t.kind == kIdent || !namesNothing(w, my, first, dot)) {
+				r.Named = true
+			}
 			if !my && (len(t.text) > maxPGName || !isASCII(t.text)) {
 				r.Words = append(r.Words, pgCatalogNames(t.text)...)
 			}
@@ -251,6 +260,11 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 			}
 		case kOther, kAt, kHash:
 			c := t.text[0]
+			if c == '.' {
+				first, dot = false, true
+				flush()
+				continue
+			}
 			if c == ':' && l.i < len(query) && query[l.i] == ':' {
 				r.Casts = true
 			}
@@ -269,9 +283,62 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 		default:
 			flush()
 		}
-		first = false
+		first, dot = false, false
 	}
 }
+
+// namesNothing reports whether w, an unquoted word in lower case, can
+// name no user's object where it stands: a number (PostgreSQL: digits,
+// '_' and an exponent's 'e', all one literal or a literal and an alias;
+// MySQL: digits only, since a name may start with a digit there), and on
+// PostgreSQL the first word of a statement (every statement opens with a
+// keyword) or a reserved keyword not after a '.' (after one, any keyword
+// may name a column or, schema-qualified, a function: s.select()).
+// MySQL's reserved words are kept: several are built-ins a stored
+// function's call may stand for (LEFT, INSERT, REPLACE, DATABASE), and
+// its readings list names as written. Where it is unsure a word stays a
+// name: a keyword that is not reserved (key, value, name) may name a
+// table or a function.
+func namesNothing(w string, my, first, dot bool) bool {
+	if number(w, my) {
+		return true
+	}
+	return !my && (first || !dot && inSet(pgReserved, w))
+}
+
+// number reports whether w, a word, is a numeric literal (see
+// namesNothing).
+func number(w string, my bool) bool {
+	if w == "" || w[0] < '0' || w[0] > '9' {
+		return false
+	}
+	for i := 1; i < len(w); i++ {
+		switch c := w[i]; {
+		case '0' <= c && c <= '9':
+		case !my && (c == '_' || c == 'e'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// pgReserved are the keywords that no object can be named unquoted in
+// any PostgreSQL from 12 on: the reserved ones (catcode R of
+// pg_get_keywords, but system_user, reserved from 16 only) and those
+// that may name a column but no function, type or relation (catcode C,
+// but normalize, from 13, and the JSON ones, from 16: a name on older
+// servers). The type_func_name keywords (left, join, like, ...) may name
+// a function and are not here.
+var pgReserved = set(`all analyse analyze and any array as asc asymmetric both case cast check collate column
+	constraint create current_catalog current_date current_role current_time current_timestamp current_user
+	default deferrable desc distinct do else end except false fetch for foreign from grant group having in
+	initially intersect into lateral leading limit localtime localtimestamp not null offset on only or order
+	placing primary references returning select session_user some symmetric table then to trailing true
+	union unique user using variadic when where window with
+	between bigint bit boolean char character coalesce dec decimal exists extract float greatest grouping
+	inout int integer interval least national nchar none nullif numeric out overlay position precision
+	real row setof smallint substring time timestamp treat trim values varchar`)
 
 // maxPGName is the longest name PostgreSQL keeps (NAMEDATALEN - 1): a
 // longer one, quoted or not, is cut to it, and names the relation, type

@@ -68,8 +68,49 @@ func TestMeets(t *testing.T) {
 	if !RefsOf("SELECT 1", Postgres).Meets(&Shadows{All: true}) {
 		t.Error("an implicit user cast: every text meets it")
 	}
-	if !RefsOf("SELECT 1", Postgres).Meets(nil) || RefsOf("", Postgres).Meets(nil) {
+	if !RefsOf("SELECT a FROM t", Postgres).Meets(nil) || RefsOf("", Postgres).Meets(nil) {
 		t.Error("nothing read: every text that names anything meets it")
+	}
+}
+
+// TestMeetsNothingRead: with nothing read, a text meets what may name a
+// user's object, run a user's operator or be a user's cast; keywords
+// that no object can be named unquoted, the first word of a statement
+// and numbers name nothing. A keyword that is not reserved may name a
+// table or a function (key, value, name, left), and so may any word
+// after a '.' (s.select() calls a function of that name).
+func TestMeetsNothingRead(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		f    Flavor
+		want bool
+	}{
+		{"SELECT 1", Postgres, false},
+		{"select 1.5e3, 1_000, true, false, null", Postgres, false},
+		{"SELECT $1", Postgres, false},
+		{"SELECT 'a b c' AS x", Postgres, true}, // x: an alias, but a word
+		{"BEGIN", Postgres, false},
+		{"COMMIT; ROLLBACK; START TRANSACTION", Postgres, true}, // transaction: not reserved
+		{"SELECT CURRENT_DATE, CURRENT_USER, LOCALTIMESTAMP", Postgres, false},
+		{"SELECT 1 WHERE true AND NOT false", Postgres, false},
+		{"SELECT 1 + 1", Postgres, true},                     // a user's + for (int, int)
+		{"SELECT 1::int", Postgres, true},                    // a user's cast
+		{"SELECT CASE WHEN true THEN 1 END", Postgres, true}, // CASE runs =
+		{"SELECT key FROM value", Postgres, true},
+		{"SELECT left('ab', 1)", Postgres, true},
+		{"SELECT s.select(1)", Postgres, true},
+		{`SELECT "select"()`, Postgres, true},
+		{"SELECT name", Postgres, true},
+		{"SELECT now()", Postgres, true},
+		{"SELECT 1; SELECT system_user", Postgres, true}, // a name before 16
+		{"SELECT 1", MySQL, true},                        // MySQL's keywords are kept
+		{"1", MySQL, false},
+		{"1e5", MySQL, true}, // a name may start with a digit there
+	} {
+		r := RefsOf(tc.q, tc.f)
+		if got := r.Meets(nil); got != tc.want {
+			t.Errorf("%q (%v) meets with nothing read: %v, want %v (%+v)", tc.q, tc.f, got, tc.want, *r)
+		}
 	}
 }
 
