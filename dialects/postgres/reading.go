@@ -32,17 +32,32 @@ import (
 //     keyword that is not unreserved: COALESCE, CURRENT_DATE, TRIM, ...,
 //     which only a quoted name can make a call of a user's function);
 //   - a user's operator whose function is not safe;
-//   - a relation whose reads or writes run code that is not safe: a
-//     trigger (any, but the internal ones of foreign keys), a rule other
-//     than a view's, a policy, default, generated column, check or index
-//     expression calling such a function or operator, a column of a
-//     domain whose check or default does; a foreign table (postgres_fdw
-//     keeps a connection per session); and, however deep, every view or
-//     policy that reads such a relation, every table it is a partition or
-//     child of (a row routed to it fires its triggers), every table it
-//     references by a foreign key (a cascade writes to it);
-//   - a domain whose check or default calls such code (a cast to it runs
-//     it);
+//   - a relation or type from which the server's dependency graph
+//     reaches code (bad, a closure over pg_depend): the seeds are a
+//     user's function (neither initdb's nor an extension's), an unsafe
+//     operator or cast, a trigger (any, but the internal ones of foreign
+//     keys), a rule other than a view's, a foreign table (postgres_fdw
+//     keeps a connection per session), and a stored expression that
+//     calls an unsafe built-in (see below); an object reaches what it
+//     depends on normally (a view's rule the relations, types, functions
+//     and operators its query names; a default, check, policy, index or
+//     partition key its functions; a type its I/O, typmod, analyze and
+//     subscripting functions, its base type; a range its canonical and
+//     subtype_diff functions) and runs its parts, what depends on it
+//     automatically or internally (a table its rules, triggers, defaults,
+//     checks, policies, indexes and partitions; a view its rule; a domain
+//     its checks). Beside pg_depend: an array or multirange type reaches
+//     its element or range, a composite type its columns' types, a
+//     table its inheritance children and the tables that reference it by
+//     a foreign key (a cascade writes to them; a referencing table does
+//     not reach the referenced one, whose code the check does not run),
+//     a type its cast to json or jsonb by a function (the JSON built-ins
+//     call it: to_json, json_agg, ...) and its default btree or hash
+//     operator class (ORDER BY, GROUP BY, DISTINCT, joins), an operator
+//     class its family, whose parts are its support functions and
+//     operators. TestClosureKinds asks the server which kinds of object
+//     can reference a function or hold an expression, and fails for one
+//     this does not place;
 //   - a user's function whose first argument is of a row type (or a
 //     pseudo-type, or a domain: one over a row type is one too), and the
 //     only one without a default: t.f calls it where the text names no
@@ -50,17 +65,7 @@ import (
 //   - a user's cast with a function (any :: or CAST may be it; an
 //     implicit or assignment one runs where nothing is written: every
 //     statement counts then);
-//   - an enabled event trigger: every DDL statement counts;
-//   - a type whose use runs a user's function (one neither initdb's nor
-//     an extension's) where no statement names it, counted as a domain
-//     above (its name, the types over it, the relations with a column of
-//     it): a cast of it to json or jsonb by a function (the JSON
-//     built-ins call it: to_json, json_agg, ...), a default btree or hash
-//     operator class whose family holds a user's support function or
-//     operator (ORDER BY, GROUP BY, DISTINCT, joins), its I/O, typmod,
-//     analyze or subscripting function, a range's canonical or
-//     subtype_diff function or subtype operator class; and a table with
-//     an index over an operator class of such a family.
+//   - an enabled event trigger: every DDL statement counts.
 //
 // It also finds what the session reset must undo beyond what DISCARD
 // does (see resetSQL): dblink's connections and postgres_fdw's; and the
@@ -72,7 +77,8 @@ import (
 // reaches one of those through pg_depend or pg_inherits (dedge).
 //
 // Expressions (a view's query, a rule's, a default, a check, a policy, an
-// index's, a domain's default, a trigger's WHEN) are read from the trees
+// index's, a partition key's, a domain's default, a trigger's WHEN) are
+// read from the trees
 // the server stores, since PostgreSQL records no dependency on a
 // built-in (a view that calls pg_advisory_lock depends on nothing): a
 // function called by name must be safe (an extension's is not: pg_trgm's
