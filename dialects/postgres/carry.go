@@ -102,7 +102,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 func (c *conn) runDue(ctx context.Context) error {
 	if !c.carry.due {
 		c.catchUp()
-		return nil
+		return c.syncCustom(ctx)
 	}
 	done := c.carry.done
 	if err := c.ResetSession(ctx); err != nil {
@@ -134,14 +134,18 @@ func (c *conn) dropAll(ctx context.Context) error {
 }
 
 // carriedReset returns the statements of the reset carried in front of a
-// statement, BEGIN and COMMIT included: resetStatements', with DEALLOCATE
+// statement, BEGIN and COMMIT included: resetStatements' (custom, where
+// not "", at customCarriedAt), with DEALLOCATE
 // ALL for the list of prepared statements, and the functions it calls in
 // one SELECT (each statement that plans costs the server more than the
 // utility statements).
-func carriedReset(cat *pgCatalog, origin originPrivilege) []string {
-	stmts := make([]string, 0, 14)
+func carriedReset(cat *pgCatalog, origin originPrivilege, custom string) []string {
+	stmts := make([]string, 0, 15)
 	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DEALLOCATE ALL`,
 		`UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+	if custom != "" {
+		stmts = append(stmts, custom) // at customCarriedAt
+	}
 	if cat != nil && cat.dblink != "" {
 		stmts = append(stmts, dblinkClose(cat.dblink)...)
 	}
@@ -161,6 +165,10 @@ func carriedReset(cat *pgCatalog, origin originPrivilege) []string {
 	}
 	return append(stmts, `COMMIT`)
 }
+
+// customCarriedAt is the index of the custom settings' statement (see
+// resetStatements) among carriedReset's.
+const customCarriedAt = 8
 
 // carriable reports whether the waiting reset can go with a statement of
 // the direct path: nothing pgx's stdlib prepared would be dropped from
@@ -201,7 +209,7 @@ func (c *conn) takeDue() ([]string, func(bool)) {
 	done := c.carry.done
 	c.carry.due, c.carry.done = false, nil
 	c.stmtsDropped = false
-	return carriedReset(cat, c.origin), done
+	return carriedReset(cat, c.origin, c.takeCustom(true)), done
 }
 
 // closeCarried closes the pipeline a statement ran in (prepareRun); err
@@ -263,7 +271,9 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (
 		return nil, nil, false, err
 	}
 	if withReset {
-		if err := readReset(pl, len(reset)); err != nil {
+		rows, err := readReset(pl, len(reset), customCarriedAt)
+		c.customDone(rows, err)
+		if err != nil {
 			// The block is open and failed: the statement did not run.
 			_ = pl.Close()
 			if !isPgError(err) {
@@ -333,9 +343,11 @@ func isPgError(err error) bool {
 }
 
 // readReset reads the replies to the reset's n statements and its Sync,
-// and returns the first error (the server skipped the rest to the Sync).
-func readReset(pl *pgconn.Pipeline, n int) error {
+// and returns the first column of the at-th statement's rows and the
+// first error (the server skipped the rest to the Sync).
+func readReset(pl *pgconn.Pipeline, n, at int) ([]string, error) {
 	var first error
+	var rows []string
 	for i := 0; ; i++ {
 		res, err := pl.GetResults()
 		if err != nil {
@@ -343,12 +355,17 @@ func readReset(pl *pgconn.Pipeline, n int) error {
 				first = err
 			}
 			if !isPgError(err) {
-				return first
+				return nil, first
 			}
 			continue
 		}
 		switch r := res.(type) {
 		case *pgconn.ResultReader:
+			for i == at && r.NextRow() {
+				if v := r.Values(); len(v) > 0 {
+					rows = append(rows, string(v[0]))
+				}
+			}
 			if _, err := r.Close(); err != nil && first == nil {
 				first = err
 			}
@@ -356,9 +373,9 @@ func readReset(pl *pgconn.Pipeline, n int) error {
 			if first == nil && i != n {
 				first = fmt.Errorf("pooldriver: postgres: reset: %d replies, not %d", i, n)
 			}
-			return first
+			return rows, first
 		default:
-			return fmt.Errorf("pooldriver: postgres: reset: an unexpected reply %T", res)
+			return nil, fmt.Errorf("pooldriver: postgres: reset: an unexpected reply %T", res)
 		}
 	}
 }
@@ -388,10 +405,11 @@ func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Resu
 	if err := fe.Flush(); err != nil {
 		return nil, c.carryLost(err)
 	}
-	_, resetErr, _, err := c.readSimple(ctx)
+	_, resetErr, _, rows, err := c.readSimpleRows(ctx, customCarriedAt)
 	if err != nil {
 		return nil, c.carryLost(err)
 	}
+	c.customDone(rows, resetErr)
 	_, stmtErr, tag, err := c.readSimple(ctx)
 	if err != nil {
 		return nil, c.carryLost(err)
@@ -417,13 +435,24 @@ func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Resu
 // sent, and the last command's tag. err is a failure to read: the
 // connection is out of step.
 func (c *conn) readSimple(ctx context.Context) (completed int, firstErr error, tag pgconn.CommandTag, err error) {
+	completed, firstErr, tag, _, err = c.readSimpleRows(ctx, -1)
+	return completed, firstErr, tag, err
+}
+
+// readSimpleRows is readSimple that also returns the first column of the
+// rows of the message's at-th statement.
+func (c *conn) readSimpleRows(ctx context.Context, at int) (completed int, firstErr error, tag pgconn.CommandTag, rows []string, err error) {
 	pc := c.pgx().PgConn()
 	for {
 		msg, err := pc.ReceiveMessage(ctx)
 		if err != nil {
-			return completed, firstErr, tag, err
+			return completed, firstErr, tag, nil, err
 		}
 		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			if completed == at && len(m.Values) > 0 {
+				rows = append(rows, string(m.Values[0]))
+			}
 		case *pgproto3.CommandComplete:
 			completed++
 			tag = pgconn.NewCommandTag(string(m.CommandTag))
@@ -432,7 +461,7 @@ func (c *conn) readSimple(ctx context.Context) (completed int, firstErr error, t
 				firstErr = pgconn.ErrorResponseToPgError(m)
 			}
 		case *pgproto3.ReadyForQuery:
-			return completed, firstErr, tag, nil
+			return completed, firstErr, tag, rows, nil
 		}
 	}
 }
@@ -453,6 +482,9 @@ func (c *conn) carryLost(err error) error {
 // query's statement: see carriable and carries, and a statement not yet
 // described, which is prepared (a round trip) before it runs.
 func (c *conn) beforeDirect(ctx context.Context, query string) error {
+	if !c.carry.due {
+		return c.syncCustom(ctx)
+	}
 	if _, ok := c.direct.stmts[query]; ok && c.carriable() && carries(query) {
 		c.catchUp()
 		return nil

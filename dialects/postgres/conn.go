@@ -111,6 +111,8 @@ type conn struct {
 	// origin: whether the login role may reset a replication origin
 	// session (see resetSQL).
 	origin originPrivilege
+
+	custom customState // the custom settings' names (custom.go)
 }
 
 var (
@@ -188,6 +190,7 @@ func (c *conn) TrustFunctions(trust bool) {
 }
 
 func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
+	c.noteCustom(query)
 	changed := c.judge(pc, query)
 	if changed && c.dirtySeq == 0 {
 		c.dirtySeq = c.direct.seq + 1

@@ -114,7 +114,7 @@ func (c *conn) queryDirect(ctx context.Context, query string, args []driver.Name
 	if p.IsClosed() {
 		return nil, driver.ErrBadConn
 	}
-	if c.carry.due {
+	if c.carry.due || c.customDue() {
 		if err := c.beforeDirect(ctx, query); err != nil {
 			return nil, err
 		}
@@ -201,7 +201,7 @@ func (c *conn) execDirect(ctx context.Context, query string, args []driver.Named
 	if p.IsClosed() {
 		return nil, driver.ErrBadConn
 	}
-	if c.carry.due {
+	if c.carry.due || c.customDue() {
 		if err := c.beforeDirect(ctx, query); err != nil {
 			return nil, err
 		}

@@ -47,19 +47,24 @@ var (
 // role went back to the login role, and the answer holds for the
 // connection's life.
 func resetSQL(cat *pgCatalog, origin originPrivilege) string {
-	return strings.Join(resetStatements(cat, origin, listPrepared), "; ")
+	return strings.Join(resetStatements(cat, origin, "", listPrepared), "; ")
 }
 
 // listPrepared is the reset's last statement: the prepared statements the
 // server has, and whether a user prepared them with SQL PREPARE.
 const listPrepared = `SELECT name, from_sql FROM pg_catalog.pg_prepared_statements`
 
-// resetStatements returns resetSQL's statements, one by one, list last.
-func resetStatements(cat *pgCatalog, origin originPrivilege, list string) []string {
-	stmts := make([]string, 0, 12)
+// resetStatements returns resetSQL's statements, one by one, list last,
+// and custom (customSQL: the custom settings' names the session lacks),
+// where not "", at customAt.
+func resetStatements(cat *pgCatalog, origin originPrivilege, custom, list string) []string {
+	stmts := make([]string, 0, 13)
 	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `UNLISTEN *`,
 		`DISCARD TEMP`, `DISCARD SEQUENCES`,
 		`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`+strconv.FormatFloat(freshSeed(), 'g', -1, 64)+`)`)
+	if custom != "" {
+		stmts = append(stmts, custom) // at customAt
+	}
 	if cat != nil && cat.dblink != "" {
 		stmts = append(stmts, dblinkClose(cat.dblink)...)
 	}
@@ -81,6 +86,10 @@ func resetStatements(cat *pgCatalog, origin originPrivilege, list string) []stri
 	}
 	return append(stmts, list)
 }
+
+// customAt is the index of the custom settings' statement among
+// resetStatements'.
+const customAt = 7
 
 // resetFault, where a test sets it, is a statement every reset runs
 // before its last: a reset that fails on the server (carry_test.go).
@@ -108,10 +117,13 @@ func (c *conn) ResetSession(ctx context.Context) error {
 		}
 	}
 	cat := c.lastReading(pc)
-	res, err := pc.Exec(ctx, resetSQL(cat, c.origin)).ReadAll()
+	custom := c.takeCustom(true)
+	res, err := pc.Exec(ctx, strings.Join(resetStatements(cat, c.origin, custom, listPrepared), "; ")).ReadAll()
 	if err != nil {
+		c.customDone(nil, err)
 		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)
 	}
+	c.customDone(customRows(res, customAt), nil)
 	if c.origin == originUnknown {
 		if c.origin, err = originAnswer(res); err != nil {
 			return err

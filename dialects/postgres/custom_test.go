@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestCustomNamesIn(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{`SET LOCAL app.tenant = '42'`, []string{"app.tenant"}},
+		{`set app.Tenant to 1`, []string{"app.tenant"}},
+		{`SET SESSION "App"."tenant" = 1`, []string{"app.tenant"}},
+		{`RESET app.tenant`, []string{"app.tenant"}},
+		{`SELECT set_config('app.tenant', '42', true)`, []string{"app.tenant"}},
+		{`SELECT pg_catalog.SET_CONFIG ( E'a.b.c', $1, false)`, []string{"a.b.c"}},
+		{`SELECT 1; /* SET x.y = 1 */ SET LOCAL a.b = 2 -- SET c.d`, []string{"a.b"}},
+		{`CREATE FUNCTION f() RETURNS int LANGUAGE sql SET app.fn = '42' AS $$ SELECT 1 $$`, []string{"app.fn"}},
+		{`CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $f$ BEGIN SET LOCAL app.body = 1; END $f$`, []string{"app.body"}},
+		{`SELECT set_config($1, $2, true)`, nil},
+		{`SET search_path = a, b`, nil},
+		{`SET LOCAL ROLE r`, nil},
+		{`SET SESSION AUTHORIZATION DEFAULT`, nil},
+		{`SELECT 'SET a.b = 1', t.a FROM t`, nil},
+		{`SELECT set_config('search_path', '', false)`, nil},
+		{`SET app."bad name" = 1`, nil},
+		{`SELECT set_config('1a.b', '', true)`, nil},
+		{`SELECT $1::int, $tag$SET a.b; $tag$`, []string{"a.b"}},
+	} {
+		if got := customNamesIn(tc.query); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+func TestCustomName(t *testing.T) {
+	for n, want := range map[string]bool{
+		"app.tenant": true, "a.b.c": true, "_a.b$1": true, "a1.b_2": true,
+		"app": false, "app.": false, ".a": false, "a..b": false, "1a.b": false, "a.1b": false,
+		"a.b c": false, "A.b": false, "a.b,c": false, "a.b}": false, "a.b'": false,
+	} {
+		if customName(n) != want {
+			t.Errorf("customName(%q) = %v", n, !want)
+		}
+	}
+}
+
+// asks returns current_setting(name, true) on c, "<NULL>" for NULL.
+func asks(t *testing.T, c *conn, name string) string {
+	t.Helper()
+	got, err := query1(t, c, "SELECT coalesce(pg_catalog.current_setting($1, true), '<NULL>')", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// ran runs query on c without arguments, and lets c read it as pooldriver
+// does after a statement (Observe).
+func ran(t *testing.T, c *conn, query string) {
+	t.Helper()
+	if _, err := c.ExecContext(t.Context(), query, nil); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	if _, _, err := c.Observe(t.Context(), query, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCustomSettingsAlike: a name one connection defined (SET LOCAL in a
+// transaction) reads the empty string on every connection to the server and database
+// from their next statement on, a new one's first included, and through
+// each way a reset runs.
+func TestCustomSettingsAlike(t *testing.T) {
+	name := fmt.Sprintf("pdcs%d.tenant", rand.Uint64())
+	before := wrapped(t)
+	if got := asks(t, before, name); got != "<NULL>" {
+		t.Fatalf("before anyone set it: %q", got)
+	}
+	first := wrapped(t)
+	ran(t, first, "BEGIN")
+	ran(t, first, "SET LOCAL "+name+" = '42'")
+	ran(t, first, "COMMIT")
+	for what, c := range map[string]*conn{"the connection that set it": first, "one open before": before, "a new one": wrapped(t)} {
+		if got := asks(t, c, name); got != "" {
+			t.Errorf("%s: %q, want ''", what, got)
+		}
+	}
+
+	// Through a reset on its own and the carried ones: each defines what
+	// the session lacks before the statement behind it.
+	for _, path := range append([]string{"own"}, carryPaths...) {
+		t.Run(path, func(t *testing.T) {
+			c := wrapped(t)
+			tbl := table(t, c, "v int")
+			prepareInsert(t, c, tbl, 0)
+			other := fmt.Sprintf("pdcs%d.%s", rand.Uint64(), path)
+			if path == "own" {
+				ran(t, first, "SELECT set_config('"+other+"', 'x', true)")
+				if err := c.ResetSession(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				carried(t, c)
+				ran(t, first, "SELECT set_config('"+other+"', 'x', true)")
+				if err := insertOn(t, c, path, tbl, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.custom.have != int(c.custom.reg.n.Load()) {
+				t.Errorf("the reset defined %d of %d names", c.custom.have, c.custom.reg.n.Load())
+			}
+			if got := asks(t, c, other); got != "" {
+				t.Errorf("%q, want ''", got)
+			}
+		})
+	}
+}
+
+// TestCustomSettingsFunctions: a name only a function's SET clause
+// defines is read from the catalog with the reset of a session that ran a
+// user's code, and defined on the others from then on.
+func TestCustomSettingsFunctions(t *testing.T) {
+	admin := wrapped(t)
+	name := fmt.Sprintf("pdcs%d.fn", rand.Uint64())
+	fn := fmt.Sprintf("pd_custom_%d", rand.Uint64())
+	exec(t, admin, "CREATE FUNCTION "+fn+"() RETURNS text LANGUAGE sql SET "+name+" = '42' AS $$ SELECT pg_catalog.current_setting('"+name+"') $$")
+	t.Cleanup(func() {
+		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP FUNCTION "+fn, nil)
+	})
+	c := wrapped(t)
+	ran(t, c, "SELECT "+fn+"()")
+	if err := c.ResetSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := asks(t, wrapped(t), name); got != "" {
+		t.Errorf("a new connection: %q, want ''", got)
+	}
+	if got := asks(t, c, name); got != "" {
+		t.Errorf("the connection that called it: %q, want ''", got)
+	}
+}
