@@ -51,11 +51,14 @@ import (
 // customNames is the set of custom setting names that connections to one
 // server and database defined.
 type customNames struct {
-	mu    sync.Mutex          // guards names and known
-	names []string            // in the order learnt, lower case
-	known map[string]struct{} // names' members
-	n     atomic.Int64        // len(names), read without mu
-	off   atomic.Bool         // the server refused a name: define none
+	mu    sync.Mutex // guards names, and known's writes
+	names []string   // in the order learnt, lower case
+	// known: names' members, read without mu; replaced, never changed,
+	// under mu (a statement that sets a name learnt already, the RLS
+	// pattern's SET LOCAL, only looks).
+	known atomic.Pointer[map[string]struct{}]
+	n     atomic.Int64 // len(names), read without mu
+	off   atomic.Bool  // the server refused a name: define none
 }
 
 // customRegistries holds a *customNames per catalogKey.
@@ -66,8 +69,17 @@ func customFor(key string) *customNames {
 	if r, ok := customRegistries.Load(key); ok {
 		return r.(*customNames)
 	}
-	r, _ := customRegistries.LoadOrStore(key, &customNames{known: make(map[string]struct{})})
+	r, _ := customRegistries.LoadOrStore(key, new(customNames))
 	return r.(*customNames)
+}
+
+// has reports name (lower case) among the names.
+func (r *customNames) has(name string) bool {
+	if m := r.known.Load(); m != nil {
+		_, ok := (*m)[name]
+		return ok
+	}
+	return false
 }
 
 // add adds the valid ones of names, and returns how many names there were
@@ -76,15 +88,30 @@ func (r *customNames) add(names []string) (before, after int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before = len(r.names)
+	var next map[string]struct{}
 	for _, n := range names {
 		n = strings.ToLower(n)
-		if _, ok := r.known[n]; ok || !customName(n) {
+		if r.has(n) || !customName(n) {
 			continue
 		}
-		r.known[n] = struct{}{}
+		if _, ok := next[n]; ok {
+			continue
+		}
+		if next == nil {
+			next = make(map[string]struct{}, len(r.names)+len(names))
+			if m := r.known.Load(); m != nil {
+				for k := range *m {
+					next[k] = struct{}{}
+				}
+			}
+		}
+		next[n] = struct{}{}
 		r.names = append(r.names, n)
 	}
-	r.n.Store(int64(len(r.names)))
+	if next != nil {
+		r.known.Store(&next)
+		r.n.Store(int64(len(r.names)))
+	}
 	return before, len(r.names)
 }
 
@@ -148,8 +175,17 @@ func (c *conn) noteCustom(query string) {
 	if len(query) <= maxLexedText {
 		s.last = query
 	}
-	if names := customNamesIn(query); len(names) > 0 {
-		c.attachCustom().add(names)
+	var buf [4]string
+	names := appendCustomNames(buf[:0], query)
+	if len(names) == 0 {
+		return
+	}
+	r := c.attachCustom()
+	for _, n := range names {
+		if !r.has(n) {
+			r.add(names)
+			return
+		}
 	}
 }
 
@@ -304,13 +340,13 @@ func customName(n string) bool {
 	return parts > 0 && !start
 }
 
-// customNamesIn returns the custom setting names query's text names where
-// it defines one: after SET (SESSION or LOCAL) or RESET, and as
-// set_config's literal first argument. Comments and strings are skipped,
-// but for set_config's argument; the text of dollar quotes is read as SQL
-// (a function body's SET defines its name when the function runs).
-func customNamesIn(query string) []string {
-	var out []string
+// appendCustomNames appends to out the custom setting names, in lower
+// case, that query's text names where it defines one: after SET (SESSION
+// or LOCAL) or RESET, and as set_config's literal first argument.
+// Comments and strings are skipped, but for set_config's argument; the
+// text of dollar quotes is read as SQL (a function body's SET defines its
+// name when the function runs).
+func appendCustomNames(out []string, query string) []string {
 	l := customLexer{s: query}
 	// state: 0 nothing; 1 after SET or RESET (a name may follow, or
 	// SESSION/LOCAL); 2 after set_config; 3 after set_config(.
@@ -330,7 +366,7 @@ func customNamesIn(query string) []string {
 		case state == 1 && kind == tokWord && (eqFoldASCII(tok, "session") || eqFoldASCII(tok, "local")):
 			continue
 		case state == 1 && (kind == tokWord || kind == tokQuoted):
-			if name, ok := l.dotted(tok); ok {
+			if name, ok := l.dotted(tok, kind); ok {
 				out = append(out, name)
 			}
 		case state == 2 && kind == tokPunct && tok == "(":
@@ -419,6 +455,11 @@ func (l *customLexer) next() (string, int) {
 func (l *customLexer) quoted(q byte) string {
 	s := l.s
 	l.i++
+	if k := strings.IndexByte(s[l.i:], q); k >= 0 && (l.i+k+1 >= len(s) || s[l.i+k+1] != q) {
+		v := s[l.i : l.i+k] // no doubled quote: the text as it is
+		l.i += k + 1
+		return v
+	}
 	var b strings.Builder
 	for l.i < len(s) {
 		if s[l.i] == q {
@@ -454,9 +495,29 @@ func (l *customLexer) dollar() bool {
 }
 
 // dotted reads the rest of a dotted name whose first part is first (a
-// word or a quoted identifier's name): the name in lower case, if it is
-// a custom setting's.
-func (l *customLexer) dotted(first string) (string, bool) {
+// word or a quoted identifier's name, kind): the name in lower case, if
+// it is a custom setting's.
+func (l *customLexer) dotted(first string, kind int) (string, bool) {
+	if kind == tokWord {
+		// The common case, words joined by dots alone: the text itself.
+		start, j := l.i-len(first), l.i
+		for j < len(l.s) && l.s[j] == '.' {
+			k := j + 1
+			for k < len(l.s) && (l.s[k] == '_' || l.s[k] == '$' || l.s[k] >= 'a' && l.s[k] <= 'z' ||
+				l.s[k] >= 'A' && l.s[k] <= 'Z' || l.s[k] >= '0' && l.s[k] <= '9') {
+				k++
+			}
+			if k == j+1 {
+				break
+			}
+			j = k
+		}
+		if j > l.i && (j == len(l.s) || l.s[j] != '"' && l.s[j] != '.' && l.s[j] < 0x80) {
+			l.i = j
+			n := strings.ToLower(l.s[start:j])
+			return n, customName(n)
+		}
+	}
 	parts := []string{first}
 	for {
 		j := l.i

@@ -18,6 +18,9 @@ func TestCustomNamesIn(t *testing.T) {
 		{`set app.Tenant to 1`, []string{"app.tenant"}},
 		{`SET SESSION "App"."tenant" = 1`, []string{"app.tenant"}},
 		{`RESET app.tenant`, []string{"app.tenant"}},
+		{`SET app."Tenant" = 1`, []string{"app.tenant"}},
+		{`SET app . tenant = 1`, []string{"app.tenant"}},
+		{`SET LOCAL app.tenant.`, nil},
 		{`SELECT set_config('app.tenant', '42', true)`, []string{"app.tenant"}},
 		{`SELECT pg_catalog.SET_CONFIG ( E'a.b.c', $1, false)`, []string{"a.b.c"}},
 		{`SELECT 1; /* SET x.y = 1 */ SET LOCAL a.b = 2 -- SET c.d`, []string{"a.b"}},
@@ -33,9 +36,22 @@ func TestCustomNamesIn(t *testing.T) {
 		{`SELECT set_config('1a.b', '', true)`, nil},
 		{`SELECT $1::int, $tag$SET a.b; $tag$`, []string{"a.b"}},
 	} {
-		if got := customNamesIn(tc.query); !slices.Equal(got, tc.want) {
+		if got := appendCustomNames(nil, tc.query); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.query, got, tc.want)
 		}
+	}
+}
+
+// TestNoteCustomAllocs: the RLS pattern's SET LOCAL of a name learnt
+// already costs no allocation.
+func TestNoteCustomAllocs(t *testing.T) {
+	c := &conn{}
+	c.custom.reg = customFor(fmt.Sprintf("test|%d", rand.Uint64()))
+	c.custom.reg.add([]string{"app.tenant"})
+	texts := []string{`SET LOCAL app.tenant = '1'`, `SET LOCAL app.tenant = '2'`}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() { i++; c.noteCustom(texts[i%2]) }); n != 0 {
+		t.Errorf("%v allocations", n)
 	}
 }
 
