@@ -40,6 +40,11 @@ type conn struct {
 	lexedFacts sqllex.SessionFacts
 	lexedDDL   bool                                  // the text may change the catalog
 	lexedSnap  *dialects.CatalogSnapshot[*pgCatalog] // the catalog reading lexedFacts was read with
+	// lexedPath: what the text does with search_path's choice of schema
+	// (pathUse); pathSet: a statement of the open transaction may have
+	// set the path (madeInTemp).
+	lexedPath sqllex.PathUse
+	pathSet   bool
 
 	// catalog is what the server's catalog says runs code no statement
 	// names (catalog.go), shared with the other connections to the same
@@ -247,12 +252,16 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		}
 		c.lexedFacts = f.SessionWith(c.trust, shadows) // nil: nothing read, every naming text counts
 		c.lexedDDL = expires                           // read again each time: each run may change the catalog
+		c.lexedPath = c.pathUse(f)
 		c.lexed, c.lexedSnap = "", snap
 		if len(query) <= maxLexedText {
 			c.lexed = query
 		}
 	}
 	v := c.lexedFacts
+	if c.lexedPath != 0 && c.madeInTemp(pc, c.lexedPath) {
+		return true
+	}
 	if !sqllex.Verdict(v) {
 		// The server's facts, read only where the text's leave the
 		// verdict open: reading them notes a standby and clears the

@@ -14,6 +14,9 @@ type Facts struct {
 	// names of the functions called that are not on the list
 	// (UnknownCallsOf); nil where a call names none.
 	Unknown []string
+	// Path: for PostgreSQL, what the text does with search_path's choice
+	// of schema (PathUseOf).
+	Path PathUse
 }
 
 // Of returns the Facts of query read as flavor f, remembered for the texts
@@ -31,6 +34,9 @@ var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
 				Calls:          CallsOf(q, Flavor(f)),
 				Tx:             TxEffectOf(q, Flavor(f)),
 				Refs:           RefsOf(q, Flavor(f)),
+			}
+			if Flavor(f) == Postgres {
+				facts.Path = PathUseOf(q)
 			}
 			if facts.Calls == CallsUnknown && (Flavor(f) == Postgres || Flavor(f) == MySQL) {
 				facts.Unknown, _ = UnknownCallsOf(q, Flavor(f))

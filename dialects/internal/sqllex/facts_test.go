@@ -7,7 +7,7 @@ import (
 )
 
 // TestOfIsTheLexersAnswer: Of answers what ChangesSession, CallsOf,
-// TxEffectOf, RefsOf and UnknownCallsOf do, for a text met for the first
+// TxEffectOf, RefsOf, UnknownCallsOf and PathUseOf do, for a text met for the first
 // time and again, in every flavor, and a text that took another's slot
 // does not get its facts.
 func TestOfIsTheLexersAnswer(t *testing.T) {
@@ -25,6 +25,9 @@ func TestOfIsTheLexersAnswer(t *testing.T) {
 				want := Facts{ChangesSession: ChangesSession(q, f), Calls: CallsOf(q, f), Tx: TxEffectOf(q, f), Refs: RefsOf(q, f)}
 				if want.Calls == CallsUnknown && f != Any {
 					want.Unknown, _ = UnknownCallsOf(q, f)
+				}
+				if f == Postgres {
+					want.Path = PathUseOf(q)
 				}
 				if got := Of(q, f); !reflect.DeepEqual(got, want) {
 					t.Fatalf("flavor %d, round %d: Of(%q) = %+v, want %+v", f, round, q, got, want)
