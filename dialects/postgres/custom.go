@@ -169,7 +169,7 @@ func (c *conn) customScanDue() bool { return c.mustSee != c.custom.scanned }
 // (customDue), as a statement that failed may not have.
 func (c *conn) noteCustom(query string) {
 	s := &c.custom
-	if query == s.last || strings.IndexByte(query, '.') < 0 {
+	if query == s.last || strings.IndexByte(query, '.') < 0 || !mentionsSet(query) {
 		return
 	}
 	if len(query) <= maxLexedText {
@@ -536,6 +536,17 @@ func (l *customLexer) dotted(first string, kind int) (string, bool) {
 	}
 	n := strings.ToLower(strings.Join(parts, "."))
 	return n, len(parts) > 1 && customName(n)
+}
+
+// mentionsSet reports "set" in query, in any case: SET, RESET and
+// set_config all hold it.
+func mentionsSet(query string) bool {
+	for i := 0; i+2 < len(query); i++ {
+		if query[i]|0x20 == 's' && query[i+1]|0x20 == 'e' && query[i+2]|0x20 == 't' {
+			return true
+		}
+	}
+	return false
 }
 
 // eqFoldASCII reports s equal to lower (lower case ASCII), in any case.
