@@ -266,14 +266,14 @@ func (c *conn) syncCustom(ctx context.Context) error {
 		return nil
 	}
 	c.customDone(nil, err)
-	if isPgError(err) {
-		// Refused (the defining is off), or failed for the session's
-		// own reasons (its statement_timeout): the statement runs as it
-		// would have; this session tries again once more names come.
-		c.custom.have = max(c.custom.have, int(r.n.Load()))
-		return nil
+	if pc.IsClosed() || !isPgError(err) {
+		return c.carryFailed(err) // the statement was not sent
 	}
-	return c.carryFailed(err)
+	// Refused (the defining is off), or failed for the session's own
+	// reasons (its statement_timeout): the statement runs as it would
+	// have; this session tries again once more names come.
+	c.custom.have = max(c.custom.have, int(r.n.Load()))
+	return nil
 }
 
 // customRows returns the first column of res[i]'s rows.
