@@ -16,6 +16,15 @@ import (
 // once (see Catalog.ExpireAll).
 const CatalogTTL = 5 * time.Second
 
+// CatalogMaxAge is how long a reading vouches for anything (Fresh): a
+// reading is due after CatalogTTL and read again at once off the callers'
+// paths; where that fails (a lock held on a catalog table, a server that
+// does not answer) or finds no idle connection, a statement judged later
+// than this after the last reading began counts as if nothing had been
+// read. This bounds the window in which a change another client made to
+// the catalog may go unseen.
+const CatalogMaxAge = CatalogTTL + time.Second
+
 // catalogMinInterval spaces the readings that a change made due (Expire)
 // for the connections that did not make it: a stream of DDL from other
 // connections then costs one reading per interval, not one per
@@ -35,7 +44,10 @@ type Catalog[T any] struct {
 	expires atomic.Uint64 // Expire calls, so far
 	changed atomic.Uint64 // the number of the last Expire of Changed's
 	claimed uint64        // expires when the read in progress was claimed; written by its claimer
+	claimAt time.Time     // when it was claimed; written by its claimer
 	lastAt  atomic.Int64  // when the last reading was claimed, in Unix nanoseconds
+	lastGen atomic.Uint64 // expires when the last reading was claimed
+	urgent  atomic.Uint64 // the number of the last ExpireNow
 
 	firstMu sync.Mutex
 	// firstCh: non-nil while a connection reads the first reading
@@ -43,22 +55,25 @@ type Catalog[T any] struct {
 	// expires when that reading was claimed.
 	firstCh  chan struct{}
 	firstGen uint64
+	firstAt  time.Time
 }
 
 // CatalogSnapshot is one reading of the catalog.
 type CatalogSnapshot[T any] struct {
 	Value   T
 	expired atomic.Bool
-	gen     uint64 // the Expire calls made before its reading was claimed
+	gen     uint64    // the Expire calls made before its reading was claimed
+	at      time.Time // when its reading was claimed (began)
 
 	due     chan struct{} // closed once it is due (DueSignal)
 	dueOnce sync.Once
 	seeded  bool // another server's reading (Seed): a first reading replaces it
 }
 
-// newSnapshot returns a snapshot of v, read from gen on.
-func newSnapshot[T any](v T, gen uint64) *CatalogSnapshot[T] {
-	return &CatalogSnapshot[T]{Value: v, gen: gen, due: make(chan struct{})}
+// newSnapshot returns a snapshot of v, read from gen on, its reading
+// begun at at.
+func newSnapshot[T any](v T, gen uint64, at time.Time) *CatalogSnapshot[T] {
+	return &CatalogSnapshot[T]{Value: v, gen: gen, at: at, due: make(chan struct{})}
 }
 
 // expire makes s due.
@@ -75,6 +90,12 @@ func (s *CatalogSnapshot[T]) Sees(gen uint64) bool { return s.gen >= gen }
 // expired by a change: the next connection that can should read the
 // catalog again.
 func (s *CatalogSnapshot[T]) Due() bool { return s.expired.Load() }
+
+// Fresh reports whether the snapshot's reading began less than
+// CatalogMaxAge ago: an older one vouches for nothing. A snapshot is
+// Due before it is no longer Fresh, so a caller that keeps what it
+// judged with a snapshot until it is Due asks only then.
+func (s *CatalogSnapshot[T]) Fresh() bool { return time.Since(s.at) < CatalogMaxAge }
 
 var (
 	catalogsMu sync.Mutex
@@ -103,18 +124,21 @@ func (c *Catalog[T]) Current() *CatalogSnapshot[T] { return c.snap.Load() }
 
 // Claim reports whether the caller may read the catalog now: no one else
 // is reading it, and, unless now (the caller ran DDL, or has no reading
-// at all), the last reading began at least catalogMinInterval ago. The
-// caller then calls Store or Release.
+// at all) or an ExpireNow came after the last reading began, the last
+// reading began at least catalogMinInterval ago. The caller then calls
+// Store or Release.
 func (c *Catalog[T]) Claim(now bool) bool {
 	t := time.Now().UnixNano()
-	if !now && t-c.lastAt.Load() < int64(catalogMinInterval) {
+	if !now && t-c.lastAt.Load() < int64(catalogMinInterval) && c.urgent.Load() <= c.lastGen.Load() {
 		return false
 	}
 	if !c.loading.CompareAndSwap(false, true) {
 		return false
 	}
 	c.claimed = c.expires.Load()
+	c.claimAt = time.Now()
 	c.lastAt.Store(t)
+	c.lastGen.Store(c.claimed)
 	return true
 }
 
@@ -177,6 +201,7 @@ func (c *Catalog[T]) ClaimFirst(ctx context.Context) (bool, *CatalogSnapshot[T])
 		if ch == nil && c.snap.Load() == nil {
 			c.firstCh = make(chan struct{})
 			c.firstGen = c.expires.Load()
+			c.firstAt = time.Now()
 			c.firstMu.Unlock()
 			return true, nil
 		}
@@ -210,7 +235,7 @@ func (c *Catalog[T]) endFirst() {
 // the reading then current is returned.
 func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 	c.firstMu.Lock()
-	s := newSnapshot(v, c.firstGen)
+	s := newSnapshot(v, c.firstGen, c.firstAt)
 	c.firstMu.Unlock()
 	if c.expires.Load() != s.gen {
 		s.expire()
@@ -235,11 +260,12 @@ func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 // catalog (a standby of the server read, promoted), where there is none
 // yet: due at once, so that this server's own reading replaces it off the
 // callers' paths (a health check, a session reset), while the first
-// connection to the server serves at once rather than read it first. It
-// wakes the connections waiting for a first reading, and returns the
-// reading current then.
+// connection to the server serves at once rather than read it first. How
+// old v is is not known: it is taken as read CatalogTTL ago, fresh for
+// what is left of CatalogMaxAge. It wakes the connections waiting for a
+// first reading, and returns the reading current then.
 func (c *Catalog[T]) Seed(v T) *CatalogSnapshot[T] {
-	s := newSnapshot(v, 0)
+	s := newSnapshot(v, 0, time.Now().Add(-CatalogTTL))
 	s.seeded = true
 	s.expire()
 	c.snap.CompareAndSwap(nil, s)
@@ -254,7 +280,7 @@ func (c *Catalog[T]) Release() { c.loading.Store(false) }
 // the caller's Claim. A reading claimed before the last Expire may have
 // missed what changed: it is published due, to be read again.
 func (c *Catalog[T]) Store(v T) *CatalogSnapshot[T] {
-	s := newSnapshot(v, c.claimed)
+	s := newSnapshot(v, c.claimed, c.claimAt)
 	if c.expires.Load() != c.claimed {
 		s.expire()
 	}
@@ -276,6 +302,21 @@ func (c *Catalog[T]) Expire() uint64 {
 		s.expire()
 	}
 	return gen
+}
+
+// ExpireNow is Expire for a change that a connection waits on before
+// its statements are vouched for again (a user's code ran there that no
+// reading proves harmless, and may have run DDL through EXECUTE): the
+// next reading is not spaced by catalogMinInterval, so that the
+// connection waits for one reading, not a second.
+func (c *Catalog[T]) ExpireNow() uint64 {
+	gen := c.Expire()
+	for {
+		old := c.urgent.Load()
+		if old >= gen || c.urgent.CompareAndSwap(old, gen) {
+			return gen
+		}
+	}
 }
 
 // ExpireAll is Expire for a change every connection's judgments must see

@@ -194,3 +194,60 @@ func TestCatalogSeed(t *testing.T) {
 		t.Fatalf("a seed replaced the server's own reading, or it is due: %v", c.Current())
 	}
 }
+
+// TestCatalogFresh: a reading vouches for CatalogMaxAge from when it
+// began, however long it took or whenever it was stored; a seeded one,
+// whose age is not known, for what CatalogMaxAge leaves after
+// CatalogTTL.
+func TestCatalogFresh(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-fresh|%d", time.Now().UnixNano()))
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	s := c.Store(1)
+	if !s.Fresh() {
+		t.Fatal("a reading just taken is not fresh")
+	}
+	s.at = time.Now().Add(-CatalogMaxAge)
+	if s.Fresh() {
+		t.Error("a reading that began CatalogMaxAge ago is fresh")
+	}
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	c.claimAt = time.Now().Add(-CatalogMaxAge) // a reading that took that long
+	if c.Store(2).Fresh() {
+		t.Error("fresh by when it was stored, not when it began")
+	}
+	seeded := CatalogFor[int](fmt.Sprintf("test-fresh-seed|%d", time.Now().UnixNano())).Seed(3)
+	if !seeded.Fresh() || time.Since(seeded.at) < CatalogTTL {
+		t.Errorf("a seeded reading: fresh %v, taken as read %v ago, want fresh and CatalogTTL", seeded.Fresh(), time.Since(seeded.at))
+	}
+}
+
+// TestCatalogExpireNow: readings are spaced by catalogMinInterval, but
+// for one that a connection waits on after ExpireNow (once: the reading
+// after it is spaced again); ExpireAll's and Expire's are spaced.
+func TestCatalogExpireNow(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-now|%d", time.Now().UnixNano()))
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	c.Store(1)
+	c.Expire()
+	c.ExpireAll()
+	if c.Claim(false) {
+		t.Fatal("a reading not spaced after Expire and ExpireAll")
+	}
+	gen := c.ExpireNow()
+	if !c.Claim(false) {
+		t.Fatal("ExpireNow: the next reading is spaced")
+	}
+	if s := c.Store(2); !s.Sees(gen) || s.Due() {
+		t.Errorf("the reading after ExpireNow: sees it %v, due %v", s.Sees(gen), s.Due())
+	}
+	c.Expire()
+	if c.Claim(false) {
+		t.Error("the reading after the one ExpireNow asked for is not spaced")
+	}
+}

@@ -116,24 +116,17 @@ func (c *conn) current(pc *pgconn.PgConn, f sqllex.Facts) *dialects.CatalogSnaps
 	return c.shadows(pc, true)
 }
 
-// seeChanged returns a reading that sees the last DDL the process ran
-// (dialects.Catalog.ExpireAll), where the current one is older: that one
-// vouches for none of this connection's statements (vouching), so
-// without a new one every statement that names anything, SELECT 1
-// included, would count as a change and cost a reset, the reset's own
-// reading being spaced by the catalog's minimum interval, until a
-// reading caught up with the process's DDL; under a stream of DDL from
-// other connections none may. The reading is read here where c can
-// (readable), or the one another connection is reading since the change
-// is waited for; otherwise the current one is returned.
-func (c *conn) seeChanged(pc *pgconn.PgConn) *dialects.CatalogSnapshot[*pgCatalog] {
+// readSince returns a reading that sees the change numbered gen, read on
+// pc where c can (readable), or the one another connection is reading
+// since that change, waited for; otherwise the current one.
+func (c *conn) readSince(pc *pgconn.PgConn, gen uint64) *dialects.CatalogSnapshot[*pgCatalog] {
 	c.catalogOf(pc)
 	if !c.readable(pc) {
 		return c.catalog.Current()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
 	defer cancel()
-	mine, snap := c.catalog.ClaimSince(ctx, c.catalog.Changed())
+	mine, snap := c.catalog.ClaimSince(ctx, gen)
 	if !mine {
 		return snap
 	}
@@ -145,20 +138,14 @@ func (c *conn) seeChanged(pc *pgconn.PgConn) *dialects.CatalogSnapshot[*pgCatalo
 	return c.catalog.Store(s)
 }
 
-// catchUp reads, before a statement, a reading that sees the last DDL the
-// process ran where the current one is older (seeChanged; c reads only
-// where its session is clean): judged after it, a statement that calls a
-// user's function, which may have changed the session, is no place to
-// read, and would count as a change however harmless the function.
-func (c *conn) catchUp() {
-	if c.trust || c.catalog == nil {
-		return
-	}
-	if snap := c.catalog.Current(); snap == nil || snap.Sees(c.catalog.Changed()) {
-		return
-	}
-	c.seeChanged(c.pgx().PgConn())
-}
+// catchUp is called before a statement runs. It reads nothing: a
+// reading costs milliseconds (more on a loaded server, up to
+// catalogTimeout behind a lock), which no statement waits for. A reading
+// older than the process's last DDL vouches for nothing (vouching) until
+// one taken since is stored off the callers' paths (the catalog's
+// watcher, a session reset: dialects.CatalogWatcher); meanwhile a
+// statement that may name a user's object counts as a change.
+func (c *conn) catchUp() {}
 
 // leavesSession reports a statement whose text shows no change to the
 // session and no code run that the text does not show.
@@ -167,12 +154,14 @@ func leavesSession(f sqllex.Facts) bool {
 }
 
 // vouching returns what snap says for this connection's statements: nil
-// (nothing is vouched for) where there is no reading, or the reading
-// began before the session's last change that may have changed the
+// (nothing is vouched for) where there is no reading, the reading began
+// more than dialects.CatalogMaxAge ago (a reading since failed, or found
+// no connection to read on: a proof that could not be read is none), or
+// it began before the session's last change that may have changed the
 // catalog (mustSee) or before DDL any of the process's connections ran
 // (dialects.Catalog.ExpireAll).
 func (c *conn) vouching(snap *dialects.CatalogSnapshot[*pgCatalog]) *sqllex.Shadows {
-	if snap == nil || !snap.Sees(max(c.mustSee, c.catalog.Changed())) {
+	if snap == nil || !snap.Fresh() || !snap.Sees(max(c.mustSee, c.catalog.Changed())) {
 		return nil
 	}
 	return snap.Value.shadows
@@ -202,9 +191,15 @@ func (c *conn) lastReading(pc *pgconn.PgConn) *pgCatalog {
 // readAfterReset reads the catalog, where due, on the session just reset,
 // and closes what the new reading shows the reset did not know to close
 // (cat: the reading the reset ran with): dblink's or postgres_fdw's
-// connections where the extension came since.
+// connections where the extension came since. Where the session ran a
+// user's code that may have changed the catalog (codeSee), it gets a
+// reading since at once (readSince): until then none of its statements
+// is vouched for.
 func (c *conn) readAfterReset(ctx context.Context, pc *pgconn.PgConn, cat *pgCatalog) error {
 	snap := c.shadows(pc, false)
+	if snap != nil && !snap.Sees(c.codeSee) {
+		snap = c.readSince(pc, c.codeSee)
+	}
 	if snap == nil {
 		return nil
 	}

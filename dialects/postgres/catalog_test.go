@@ -314,13 +314,12 @@ func TestCatalogExtensionFunctionInTree(t *testing.T) {
 }
 
 // TestCatalogOtherConnectionsDDL: DDL that another connection of the
-// process ran where it could not read the catalog at once (inside a
-// transaction) leaves every connection's reading older than it, vouching
-// for nothing; a connection with a clean session reads a new one before
-// its next statement, or after it where the statement's text shows it
-// left the session alone, rather than count SELECT 1 or a call of a
-// harmless function as a change (a reset per statement, AfterConnect
-// hooks again, for as long as such DDL goes on elsewhere in the process).
+// process ran leaves every connection's reading older than it, vouching
+// for nothing until a reading taken since is stored. No statement reads
+// it on its path, neither the DDL's nor the next one's: the catalog's
+// watcher and the session reset do, off the callers' paths (shadows
+// here). Meanwhile SELECT 1, which names nothing, is no change, and the
+// call of a harmless function is one.
 func TestCatalogOtherConnectionsDDL(t *testing.T) {
 	c := wrapped(t)
 	admin := wrapped(t)
@@ -336,8 +335,9 @@ func TestCatalogOtherConnectionsDDL(t *testing.T) {
 		"CREATE FUNCTION " + s + ".pd_ok(int) RETURNS int LANGUAGE sql AS 'SELECT $1 + 1'",
 	} {
 		exec(t, admin, ddl)
-		admin.ChangesSession(ddl) // read again at once
+		admin.ChangesSession(ddl)
 	}
+	nextUser(t, admin) // a DDL statement after DDL counts: the reset, then a reading as the catalog's watcher takes it
 	call := "SELECT " + s + ".pd_ok(1)"
 	for _, q := range []string{"SELECT 1", call} {
 		t.Run(q, func(t *testing.T) {
@@ -347,22 +347,30 @@ func TestCatalogOtherConnectionsDDL(t *testing.T) {
 			if c.ChangesSession(q) {
 				t.Fatal("counted with the catalog as it is")
 			}
-			exec(t, admin, "BEGIN")
-			ddl := "CREATE TABLE " + s + ".pd_t" + strconv.Itoa(len(q)) + " (a int)"
+			ddl := "CREATE VIEW " + s + ".pd_v" + strconv.Itoa(len(q)) + " AS SELECT 1 AS a"
 			exec(t, admin, ddl)
-			admin.ChangesSession(ddl) // in a transaction: no reading now
-			exec(t, admin, "COMMIT")
+			admin.ChangesSession(ddl) // no reading on its path
 			if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
 				t.Fatal("the reading sees DDL read by no connection")
 			}
 			if _, err := c.ExecContext(t.Context(), q, nil); err != nil {
 				t.Fatal(err)
 			}
-			if c.ChangesSession(q) {
-				t.Error("counted as a change after another connection's DDL")
+			if got, want := c.ChangesSession(q), q != "SELECT 1"; got != want {
+				t.Errorf("after another connection's DDL, before a reading that sees it: counted %v, want %v", got, want)
 			}
+			if snap := c.catalog.Current(); snap.Sees(c.catalog.Changed()) {
+				t.Error("a reading taken on the statement's path")
+			}
+			nextUser(t, c) // the reset, and a reading as the catalog's watcher takes it
 			if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
-				t.Error("no reading that sees the DDL")
+				t.Fatal("no reading that sees the DDL")
+			}
+			if _, err := c.ExecContext(t.Context(), q, nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.ChangesSession(q) {
+				t.Error("counted as a change by a reading that sees the DDL")
 			}
 		})
 	}
@@ -388,8 +396,9 @@ func TestCatalogDDLInTransaction(t *testing.T) {
 		"CREATE FUNCTION " + s + ".pd_f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
 	} {
 		exec(t, admin, ddl)
-		admin.ChangesSession(ddl) // read again at once
+		admin.ChangesSession(ddl)
 	}
+	nextUser(t, admin) // a DDL statement after DDL counts: the reset, then a reading as the catalog's watcher takes it
 	call := "SELECT " + s + ".pd_f()"
 	exec(t, c, call)
 	if c.ChangesSession(call) {
@@ -400,8 +409,7 @@ func TestCatalogDDLInTransaction(t *testing.T) {
 	exec(t, admin, ddl)
 	admin.ChangesSession(ddl) // in a transaction: expires the readings
 	// Another connection reads again while the change is not committed.
-	exec(t, c, "SELECT 1")
-	c.ChangesSession("SELECT 1")
+	c.shadows(c.pgx().PgConn(), true)
 	if snap := c.catalog.Current(); !snap.Sees(c.catalog.Changed()) {
 		t.Fatal("no reading taken while the transaction was open: the case is not set up")
 	}
@@ -475,9 +483,7 @@ func TestCatalogReads(t *testing.T) {
 	c.catalogOf(pg)
 	tm.reached.Store(c.catalog)
 	c.catalog.Expire()
-	if snap := c.seeChanged(pg); snap == nil || snap.Due() {
-		c.shadows(pg, true)
-	}
+	c.shadows(pg, true)
 	for q, want := range map[string]bool{
 		"SELECT 1":                               true,
 		"SELECT " + u + "stable(1)":              true,

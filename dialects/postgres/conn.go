@@ -52,8 +52,11 @@ type conn struct {
 	// change (dialects.Catalog.Expire) this session made or may have made
 	// to the catalog (DDL, a user's code): a reading older than it
 	// vouches for none of this connection's statements (vouching).
+	// codeSee: the last of those a user's code made, which the session's
+	// reset reads a reading since for at once (readAfterReset).
 	catalog *dialects.Catalog[*pgCatalog]
 	mustSee uint64
+	codeSee uint64
 	// changedInTx: a statement that may have changed the catalog (DDL:
 	// expireDDL; a user's code: expireCode) ran inside a transaction that
 	// is still open. A reading taken before its end cannot see what it
@@ -211,7 +214,10 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 	// What the catalog says matters only to a user who does not vouch for
 	// their functions (and the code of their triggers, policies, ...).
 	var snap *dialects.CatalogSnapshot[*pgCatalog]
-	older := false // snap is older than DDL the process ran (vouching)
+	// unsure: snap vouches for nothing now, though it may have when
+	// lexedFacts were judged with it (vouching): it is older than DDL
+	// the process ran, or than dialects.CatalogMaxAge.
+	unsure := false
 	if !c.trust {
 		if snap = c.lexedSnap; snap == nil || snap.Due() {
 			if snap = nil; c.catalog != nil {
@@ -221,13 +227,10 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 				// read here only if there is no reading yet
 				snap = c.current(pc, sqllex.Of(query, sqllex.Postgres))
 			}
-			if older = snap != nil && !snap.Sees(c.catalog.Changed()); older && leavesSession(sqllex.Of(query, sqllex.Postgres)) {
-				snap = c.seeChanged(pc)
-				older = snap != nil && !snap.Sees(c.catalog.Changed())
-			}
+			unsure = snap != nil && (!snap.Fresh() || !snap.Sees(c.catalog.Changed()))
 		}
 	}
-	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL || older {
+	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL || unsure {
 		f := sqllex.Of(query, sqllex.Postgres)
 		shadows := c.vouching(snap)
 		expires := f.Refs != nil && f.Refs.DDL || !c.trust && ranCode(f, shadows)
@@ -235,20 +238,32 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			// It may have made or changed a function, trigger or policy
 			// (DDL, or a user's code that may run DDL no text shows): no
 			// reading from before vouches for this session's statements
-			// (vouching). Read again at once where the session is as
-			// its last reset left it; otherwise its reset reads it.
+			// (vouching) until one taken since is stored, off the
+			// callers' paths: the expired reading is due, which the
+			// catalog's watcher reads at once on an idle connection, and
+			// a session reset reads it too.
 			how := expireCode
 			if f.Refs != nil && f.Refs.DDL {
 				how = expireDDL
+				if shadows != nil && !f.Refs.Makes && !ranCode(f, shadows) {
+					// It only removed or labelled, or made a table that
+					// runs only code its text names, which the reading
+					// vouched for: the reading still vouches for all it
+					// did, and is read again off the callers' paths.
+					how = expireRemoves
+				}
 			}
 			c.expire(how)
 			if pc.TxStatus() != 'I' {
 				c.changedInTx = max(c.changedInTx, how)
 			}
-			if !c.trust && leavesSession(f) && !ranCode(f, shadows) {
-				snap = c.shadows(pc, true)
+			if how == expireCode || f.Refs.AfterDDL {
+				// A DDL statement ran with the catalog the reading
+				// before it vouched for: what it changed is the next
+				// statements' to meet, one after it in the text
+				// included.
+				shadows = c.vouching(snap)
 			}
-			shadows = c.vouching(snap)
 		}
 		c.lexedFacts = f.SessionWith(c.trust, shadows) // nil: nothing read, every naming text counts
 		c.lexedDDL = expires                           // read again each time: each run may change the catalog
@@ -275,10 +290,15 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 }
 
 // How a change to the catalog expires readings: a user's code that ran
-// may have changed this connection's catalog (Expire); DDL changed it for
-// every connection of the process (ExpireAll).
+// may have changed this connection's catalog (ExpireNow); DDL changed it
+// for every connection of the process (ExpireAll); DDL that only removed
+// or made a table that runs no code its text does not name leaves what
+// a reading vouches for true, and makes it due (Expire).
+// The larger the more a reading must see: a transaction that ran more
+// than one expires as its largest (changedInTx).
 const (
-	expireCode uint8 = 1 + iota
+	expireRemoves uint8 = 1 + iota // DDL that makes no code run where none ran (sqllex.Refs.Makes)
+	expireCode
 	expireDDL
 )
 
@@ -286,10 +306,14 @@ const (
 // every judgment of this connection's, and with expireDDL every
 // connection's, waits for the next reading.
 func (c *conn) expire(how uint8) {
-	if how == expireDDL {
+	switch how {
+	case expireRemoves:
+		c.catalog.Expire()
+	case expireDDL:
 		c.mustSee = c.catalog.ExpireAll()
-	} else {
-		c.mustSee = c.catalog.Expire()
+	default:
+		c.mustSee = c.catalog.ExpireNow()
+		c.codeSee = c.mustSee
 	}
 }
 

@@ -27,6 +27,17 @@ type Refs struct {
 	// COMMENT, GRANT, REVOKE, IMPORT or SECURITY: it may change what the
 	// catalog says (see Shadows).
 	DDL bool
+	// AfterDDL: a statement of the text follows one that starts with a
+	// DDL word, and runs with what that one changed.
+	AfterDDL bool
+	// Makes: a DDL statement of the text may make or change what runs
+	// code, or rename what the catalog names: any but one that only
+	// removes or labels (DROP, COMMENT, GRANT, REVOKE) and a CREATE
+	// [UNLOGGED] TABLE that names no partition, exclusion constraint or
+	// access method (USING), where an operator class of a user's may
+	// stand unnamed by any reading. Such a table runs only code its text
+	// names, which the reading before it vouches for or not.
+	Makes bool
 	// Code: a statement of the text starts with DO, whose code may do
 	// anything, DDL included, that no text shows.
 	Code bool
@@ -214,6 +225,15 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 	l := newLexer(query, my, escapes)
 	first := true
 	dot := false // the token before is a '.'
+	ddl := false // a statement before started with a DDL word
+	var stmt [3]string // the statement's first words
+	words := 0         // how many of its words stmt holds
+	endStmt := func() {
+		if words > 0 && inSet(ddlWords, stmt[0]) && !removesOnly(stmt) {
+			r.Makes = true
+		}
+		words = 0
+	}
 	var op strings.Builder
 	opEnd := -1 // where the run in op ends in query
 	flush := func() {
@@ -228,18 +248,33 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 	}
 	for {
 		t := l.next()
+		if first && ddl && t.kind != kSemi && t.kind != kEOF {
+			r.AfterDDL = true
+		}
 		switch t.kind {
 		case kEOF, kBad:
 			flush()
+			endStmt()
+			if t.kind == kBad && r.DDL {
+				r.Makes = true
+			}
 			return l.backslash
 		case kSemi:
 			flush()
 			first, dot = true, false
+			endStmt()
 			continue
 		case kWord, kIdent:
 			flush()
 			w := strings.ToLower(t.text)
 			r.Words = append(r.Words, w)
+			if t.kind == kWord && words < len(stmt) && (words > 0 || first) {
+				stmt[words] = w
+				words++
+			}
+			if t.kind == kWord && (w == "exclude" || w == "partition" || w == "using") && words > 0 && stmt[0] == "create" {
+				stmt[1] = "" // no plain table
+			}
 			if !r.Named && (t.kind == kIdent || !namesNothing(w, my, first, dot)) {
 				r.Named = true
 			}
@@ -247,7 +282,7 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 				r.Words = append(r.Words, pgCatalogNames(t.text)...)
 			}
 			if first && t.kind == kWord && inSet(ddlWords, w) {
-				r.DDL = true
+				r.DDL, ddl = true, true
 			}
 			if first && t.kind == kWord && w == "do" {
 				r.Code = true
@@ -285,6 +320,18 @@ func refsScan(r *Refs, query string, my, escapes bool) bool {
 		}
 		first, dot = false, false
 	}
+}
+
+// removesOnly reports a DDL statement, by its first words, that removes
+// or labels what the catalog holds (see Refs.Makes).
+func removesOnly(stmt [3]string) bool {
+	switch stmt[0] {
+	case "drop", "comment", "grant", "revoke":
+		return true
+	case "create":
+		return stmt[1] == "table" || stmt[1] == "unlogged" && stmt[2] == "table"
+	}
+	return false
 }
 
 // namesNothing reports whether w, an unquoted word in lower case, can

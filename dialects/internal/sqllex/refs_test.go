@@ -26,8 +26,28 @@ func TestRefsOf(t *testing.T) {
 		{q: "SELECT 'a\\'; DROP x' FROM t", f: Postgres, words: []string{"drop", "from", "select", "t"}, ddl: true},
 	} {
 		r := RefsOf(tc.q, tc.f)
+		if r.AfterDDL {
+			t.Errorf("RefsOf(%q): a statement after DDL", tc.q)
+		}
 		if !slices.Equal(r.Words, tc.words) || !slices.Equal(r.Ops, tc.ops) || r.Casts != tc.casts || r.DDL != tc.ddl {
 			t.Errorf("RefsOf(%q) = %+v, want words %q ops %q casts %v ddl %v", tc.q, *r, tc.words, tc.ops, tc.casts, tc.ddl)
+		}
+	}
+}
+
+// TestRefsAfterDDL: a statement that follows a DDL statement in the same
+// text runs with what the DDL changed.
+func TestRefsAfterDDL(t *testing.T) {
+	for q, want := range map[string]bool{
+		"CREATE TABLE t (a int)":                                                        false,
+		"CREATE TABLE t (a int);  ":                                                     false,
+		"CREATE TABLE t (a int); INSERT INTO t VALUES (1)":                              true,
+		"SELECT 1; CREATE TABLE t (a int)":                                              false,
+		"CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$": false,
+		"CREATE OR REPLACE FUNCTION g() RETURNS int AS 'SELECT 1'; SELECT g()":          true,
+	} {
+		if got := RefsOf(q, Postgres).AfterDDL; got != want {
+			t.Errorf("RefsOf(%q).AfterDDL = %v, want %v", q, got, want)
 		}
 	}
 }
@@ -140,6 +160,35 @@ func TestMeetsImpliedOps(t *testing.T) {
 	} {
 		if got := RefsOf(tc.q, Postgres).Meets(&Shadows{Ops: []string{tc.op}}); got != tc.want {
 			t.Errorf("%q meets a user's %s: %v, want %v", tc.q, tc.op, got, tc.want)
+		}
+	}
+}
+
+// TestRefsMakes: DDL that may make or change what runs code, or rename
+// what a reading names, against DDL that only removes or labels, and a
+// plain CREATE TABLE, which runs only the code its text names.
+func TestRefsMakes(t *testing.T) {
+	for q, want := range map[string]bool{
+		"CREATE TABLE t (id int PRIMARY KEY, v text NOT NULL DEFAULT 'x')":          false,
+		"create unlogged table t (a int)":                                           false,
+		"CREATE TABLE IF NOT EXISTS t (a int REFERENCES u)":                         false,
+		"DROP TABLE t; DROP FUNCTION f(int) CASCADE":                                false,
+		"COMMENT ON TABLE t IS 'x'; GRANT SELECT ON t TO r; REVOKE ALL ON t FROM r": false,
+		"SELECT 1":                    false,
+		"CREATE TEMP TABLE t (a int)": true,
+		"CREATE TABLE t (a int) PARTITION BY RANGE (a text_pattern_ops)":                   true,
+		"CREATE TABLE t PARTITION OF p FOR VALUES IN (1)":                                  true,
+		"CREATE TABLE t (a int, EXCLUDE USING gist (a my_ops WITH &&))":                    true,
+		"CREATE TABLE t (a int) USING my_am":                                               true,
+		"CREATE VIEW v AS SELECT 1":                                                        true,
+		"CREATE INDEX i ON t (a my_ops)":                                                   true,
+		"ALTER TABLE t RENAME TO u":                                                        true,
+		"CREATE TABLE t (a int); CREATE TRIGGER g BEFORE INSERT ON t EXECUTE FUNCTION f()": true,
+		"CREATE FUNCTION f() RETURNS int AS 'SELECT 1'":                                    true,
+		"SECURITY LABEL ON TABLE t IS 'x'":                                                 true,
+	} {
+		if got := RefsOf(q, Postgres).Makes; got != want {
+			t.Errorf("RefsOf(%q).Makes = %v, want %v", q, got, want)
 		}
 	}
 }
