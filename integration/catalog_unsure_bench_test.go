@@ -17,12 +17,15 @@ import (
 //     pooldriver at the defaults and with pool_trust_functions=true;
 //     x-plain is each pool's time over plain's. No statement of it needs
 //     a reset: every one leaves the session alone.
+//
 //   - session16: 16 callers of a point select, one call in 100 of a
 //     user's function that changes a setting (set_config(…, false): the
 //     default pool resets after it, the trusting one does not), at the
 //     defaults against pool_trust_functions=true, through pools of 10
 //     (the default) and 4; resets-% is the default pool's share of calls
 //     reset, on/trust its throughput over the trusting pool's.
+//
+// Run it with:
 //
 //	POOLDRIVER_POSTGRES_DSN=... go test -run '^$' -bench '^BenchmarkCatalogUnsure$' -benchtime 2000x -count 3 ./integration
 func BenchmarkCatalogUnsure(b *testing.B) {

@@ -224,8 +224,8 @@ var ddlWords = set(`create alter drop comment grant revoke import security`)
 func refsScan(r *Refs, query string, my, escapes bool) bool {
 	l := newLexer(query, my, escapes)
 	first := true
-	dot := false // the token before is a '.'
-	ddl := false // a statement before started with a DDL word
+	dot := false       // the token before is a '.'
+	ddl := false       // a statement before started with a DDL word
 	var stmt [3]string // the statement's first words
 	words := 0         // how many of its words stmt holds
 	endStmt := func() {
