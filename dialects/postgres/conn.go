@@ -41,10 +41,9 @@ type conn struct {
 	lexedDDL   bool                                  // the text may change the catalog
 	lexedSnap  *dialects.CatalogSnapshot[*pgCatalog] // the catalog reading lexedFacts was read with
 	// lexedPath: what the text does with search_path's choice of schema
-	// (pathUse); pathSet: a statement of the open transaction may have
-	// set the path (madeInTemp).
+	// (pathUse), for tempPath.made.
 	lexedPath sqllex.PathUse
-	pathSet   bool
+	tempPath  tempPath
 
 	// catalog is what the server's catalog says runs code no statement
 	// names (catalog.go), shared with the other connections to the same
@@ -267,14 +266,14 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		}
 		c.lexedFacts = f.SessionWith(c.trust, shadows) // nil: nothing read, every naming text counts
 		c.lexedDDL = expires                           // read again each time: each run may change the catalog
-		c.lexedPath = c.pathUse(f)
+		c.lexedPath = pathUse(f, c.trust)
 		c.lexed, c.lexedSnap = "", snap
 		if len(query) <= maxLexedText {
 			c.lexed = query
 		}
 	}
 	v := c.lexedFacts
-	if c.lexedPath != 0 && c.madeInTemp(pc, c.lexedPath) {
+	if c.lexedPath != 0 && c.tempPath.made(pc.TxStatus() != 'I', c.lexedPath) {
 		return true
 	}
 	if !sqllex.Verdict(v) {
