@@ -64,7 +64,7 @@ func create(driverName, dsn, name, dropSuffix string) (drop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		return nil, fmt.Errorf("owndb: making the test binary's database %s: %w", name, err)
 	}
@@ -75,7 +75,7 @@ func create(driverName, dsn, name, dropSuffix string) (drop func(), err error) {
 		if err != nil {
 			return
 		}
-		defer db.Close()
+		defer func() { _ = db.Close() }()
 		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+dropSuffix); err != nil && !strings.Contains(err.Error(), "does not exist") {
 			fmt.Fprintf(os.Stderr, "owndb: dropping %s: %v\n", name, err)
 		}
