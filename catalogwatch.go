@@ -83,7 +83,7 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		rctx, rcancel := context.WithTimeout(ctx, c.cfg.CleanupTimeout)
 		defer rcancel()
 		if err := r.RefreshCatalog(rctx); err != nil {
-			pc.CloseReason = phys.ClosePing
+			pc.Closing(phys.ClosePing)
 			return err
 		}
 		return nil

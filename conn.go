@@ -203,7 +203,7 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		x = &tx{l: l, pc: pc, open: phys.OpenTx{Drv: dtx, Nested: txs == phys.TxRaw}, task: le.t, ctx: ctx}
 		x.tellsPosition = le.t != nil && l.c.reads != nil && !opts.ReadOnly && pc.Env == &l.c.env
-		x.open.Of = x
+		x.open.For(x)
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on
 		}
@@ -290,19 +290,7 @@ func (l *conn) IsValid() bool {
 	if l.lost != nil {
 		l.lost = nil // written only when set: see conn.parked
 	}
-	pc := l.pc
-	// phys.Conn.Park, written out (keep them alike) for the usual state:
-	// the connection parks as it is, and its release is not traced.
-	if r := pc.Res; !pc.Traced && !r.Contended() && !pc.Env.LookDue.Load() && pc.St.Holds == 1 && phys.ParksClean(&pc.St) && !pc.Stale() {
-		pc.St.Holds, pc.St.Stale = 0, false // as verdict would have written it
-		if r.Park() {
-			if l.parked != r {
-				l.parked = r
-			}
-			return l.state != holdClosed
-		}
-		pc.St.Holds = 1 // Park refused: pc is still the hold's
-	} else if r := pc.Park(); r != nil {
+	if r := l.pc.Park(); r != nil {
 		if l.parked != r {
 			l.parked = r
 		}
@@ -311,7 +299,7 @@ func (l *conn) IsValid() bool {
 	if l.parked != nil {
 		l.parked = nil // see conn.parked: Close must not Return it
 	}
-	pc.LetGoAlone()
+	l.pc.LetGoAlone()
 	return l.state != holdClosed
 }
 

@@ -47,14 +47,14 @@ func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
 			return nil, err
 		}
 		c.connected()
-		pc.Gen = gen
+		pc.Opened(gen)
 		if !pc.Stale() {
 			if c.leaks != nil {
 				c.leaks.add(pc)
 			}
 			return pc, nil
 		}
-		pc.CloseReason = phys.CloseResetAll
+		pc.Closing(phys.CloseResetAll)
 		c.closePhys(pc)
 		c.stats.openedStale.Add(1)
 	}
@@ -98,16 +98,16 @@ func (c *Connector) closePhys(pc *phys.Conn) {
 // healthcheck is the pool's check of an idle connection.
 func (c *Connector) healthcheck(ctx context.Context, pc *phys.Conn) error {
 	if pc.Stale() {
-		pc.CloseReason = phys.CloseResetAll
+		pc.Closing(phys.CloseResetAll)
 		return phys.ErrStale
 	}
 	if err := pc.DC.Ping(ctx); err != nil {
-		pc.CloseReason = phys.ClosePing
+		pc.Closing(phys.ClosePing)
 		return err
 	}
 	if r, ok := pc.DC.(dialects.CatalogRefresher); ok {
 		if err := r.RefreshCatalog(ctx); err != nil {
-			pc.CloseReason = phys.ClosePing
+			pc.Closing(phys.ClosePing)
 			return err
 		}
 	}
@@ -174,12 +174,10 @@ func (c *Connector) take(ctx context.Context) (*phys.Conn, error) {
 		return nil, c.acquireError(err)
 	}
 	pc := r.Value()
-	if pc.Res == nil {
-		pc.Res = r // the pool keeps one handle per connection for its life
-	}
+	pc.Handle(r) // the pool keeps one handle per connection for its life
 	if c.cfg.BeforeAcquire != nil {
 		if err := c.beforeAcquire(ctx, pc); err != nil {
-			pc.CloseReason = phys.CloseHook
+			pc.Closing(phys.CloseHook)
 			r.Destroy()
 			return nil, err
 		}

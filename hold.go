@@ -137,11 +137,11 @@ func (l *conn) query(ctx context.Context, query string, args []driver.NamedValue
 // while this goroutine waits (the reader may be waiting for it): that is a
 // busyError, with its bounded wait, not an unbounded wait for the lock.
 func (l *conn) lock(ctx context.Context, pc *phys.Conn, k opKind) error {
-	if pc.Sem.TryLock() {
+	if pc.TryClaim() {
 		return nil
 	}
 	if l.state != holdShared {
-		return pc.Sem.Lock(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
+		return pc.Claim(ctx) // only a statement of this hold, or a task's cleanup, has it: both end
 	}
 	for {
 		if err := l.checkShared(pc, k); err != nil {
@@ -150,7 +150,7 @@ func (l *conn) lock(ctx context.Context, pc *phys.Conn, k opKind) error {
 		// A statement of another hold runs: wait for it, but look again
 		// now and then, in case it left rows open.
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		err := pc.Sem.Lock(wctx)
+		err := pc.Claim(wctx)
 		cancel()
 		if err == nil {
 			return nil
@@ -183,7 +183,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 			return err
 		}
 		le.fresh = true
-		if solo := k == opExec || k == opStmt; solo || pc.Sem.TryLock() {
+		if solo := k == opExec || k == opStmt; solo || pc.TryClaim() {
 			if pc.Evictions.Load() > 0 {
 				pc.DropEvicted()
 			}
@@ -203,7 +203,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		// there), and is the only operation left to a *sql.Tx that its
 		// task's end claimed (see tx.end).
 		if l.rows == 0 {
-			_ = le.pc.Sem.Lock(context.Background()) // held only by statements, which end
+			_ = le.pc.Claim(context.Background()) // held only by statements, which end
 			le.locked = true
 		}
 		return nil
@@ -299,7 +299,7 @@ func (l *conn) startRound(ctx context.Context, k opKind, le *lease, p startPlan)
 	case err != nil:
 		return err
 	case p.lockRows:
-		if err := le.pc.Sem.Lock(ctx); err != nil {
+		if err := le.pc.Claim(ctx); err != nil {
 			return err
 		}
 		l.to(evRowsLocked)
@@ -309,7 +309,7 @@ func (l *conn) startRound(ctx context.Context, k opKind, le *lease, p startPlan)
 		}
 		le.locked = true
 		if err := l.checkLocked(le.pc, k); err != nil {
-			le.pc.Sem.Unlock()
+			le.pc.Unclaim()
 			le.locked = false
 			return err
 		}
@@ -358,9 +358,8 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 			t.begun.Store(true)
 		}
 		if useTask && t.modeFor(l.c) == SessionMode {
-			pc.Mu.Lock()
-			ok := t.bind(l.c, pc)
-			pc.Mu.Unlock()
+			var ok bool
+			pc.Locked(func(*phys.ConnState) { ok = t.bind(l.c, pc) })
 			if !ok {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
@@ -418,10 +417,13 @@ func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error)
 // task's rules forbid it (planShare): it is taken by a *sql.Tx of the task,
 // or busy with rows of another statement (then a transaction-mode
 // statement outside a transaction goes to the pool instead: le.separate).
-func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (bool, error) {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
-	st := &pc.St
+func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (ok bool, err error) {
+	pc.Locked(func(st *phys.ConnState) { ok, err = l.shareLocked(pc, st, t, k, le) })
+	return ok, err
+}
+
+// shareLocked is share with pc's state st under its mutex.
+func (l *conn) shareLocked(pc *phys.Conn, st *phys.ConnState, t *task, k opKind, le *lease) (bool, error) {
 	c := connFactsOf(st, st.TxOwner != nil)
 	c.bound = pc.BoundToLocked(t)
 	switch v := planShare(k, t.modeFor(l.c), c); v {
@@ -456,7 +458,7 @@ func connFactsOf(st *phys.ConnState, otherTx bool) connFacts {
 }
 
 // shareError is the error of verdict v, which refuses an operation of kind
-// k of l's hold on pc, whose state st the caller read under pc.Mu, which it
+// k of l's hold on pc, whose state st the caller read under pc's mutex (pc.Locked), which it
 // still holds.
 func (l *conn) shareError(v shareVerdict, pc *phys.Conn, st *phys.ConnState, k opKind) error {
 	switch v {
@@ -475,17 +477,16 @@ func (l *conn) shareError(v shareVerdict, pc *phys.Conn, st *phys.ConnState, k o
 
 // checkShared applies the task's rules (planShared) to a later operation of
 // a hold whose connection other holds of its task may use too.
-func (l *conn) checkShared(pc *phys.Conn, k opKind) error {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
-	return l.sharedLocked(pc, k, l.rows > 0)
+func (l *conn) checkShared(pc *phys.Conn, k opKind) (err error) {
+	pc.Locked(func(*phys.ConnState) { err = l.sharedLocked(pc, k, l.rows > 0) })
+	return err
 }
 
 // sharedLocked is checkShared's verdict, rows saying whether the hold's
 // rows are open; with rows true, it is only what no operation on a shared
 // connection may meet, checked before the wait for its lock and again
 // after: the connection lost, another hold's transaction on it, or (for
-// BeginTx) any transaction open on it. The caller holds pc.Mu.
+// BeginTx) any transaction open on it. The caller holds pc's mutex (pc.Locked).
 func (l *conn) sharedLocked(pc *phys.Conn, k opKind, rows bool) error {
 	st := &pc.St
 	otherTx := st.TxOwner != nil && (l.tx == nil || st.TxOwner != &l.tx.open)
@@ -531,13 +532,13 @@ func (e *busyError) wait(ctx context.Context, deadline *time.Time) error {
 	}
 	wctx, cancel := context.WithDeadline(ctx, *deadline)
 	defer cancel()
-	if err := e.pc.Sem.Lock(wctx); err != nil {
+	if err := e.pc.Claim(wctx); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return e.err
 	}
-	e.pc.Sem.Unlock() // free now: look again, from the start
+	e.pc.Unclaim() // free now: look again, from the start
 	return nil
 }
 
@@ -556,9 +557,9 @@ func (l *conn) checkLocked(pc *phys.Conn, k opKind) error {
 	if l.state != holdShared {
 		return nil
 	}
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
-	return l.sharedLocked(pc, k, true)
+	var err error
+	pc.Locked(func(*phys.ConnState) { err = l.sharedLocked(pc, k, true) })
+	return err
 }
 
 // finish ends an operation of kind k that ran query on le.pc and returned
@@ -595,7 +596,7 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 			l.lose(oerr)
 		}
 		if locked {
-			pc.Sem.Unlock()
+			pc.Unclaim()
 		}
 		return nil
 	}
@@ -623,7 +624,7 @@ func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string
 		}
 	}
 	if l.rows == 0 && locked {
-		pc.Sem.Unlock()
+		pc.Unclaim()
 	}
 	return err
 }
@@ -736,9 +737,8 @@ func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, carri
 func (l *conn) bindForTask(le *lease) error {
 	pc, t := le.pc, le.t
 	if !le.separate {
-		pc.Mu.Lock()
-		ok := t.bind(l.c, pc)
-		pc.Mu.Unlock()
+		var ok bool
+		pc.Locked(func(*phys.ConnState) { ok = t.bind(l.c, pc) })
 		if ok {
 			l.to(evBind)
 			return nil

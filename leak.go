@@ -68,22 +68,12 @@ func (d *leakDetector) remove(pc *phys.Conn) {
 
 // taken records that pc left the pool, and who took it.
 func (d *leakDetector) taken(pc *phys.Conn) {
-	m := &pc.Leak
-	m.Mu.Lock()
-	m.N = runtime.Callers(3, m.Pcs[:]) // from the caller of Connector.acquire
-	m.Reported = false
-	m.Mu.Unlock()
-	m.TakenAt.Store(int64(time.Since(d.epoch)) + 1)
+	pc.Leak.Taken(2, int64(time.Since(d.epoch))+1) // from the caller of Connector.acquire
 }
 
 // returned records that pc is going back to the pool (or being closed).
 func (d *leakDetector) returned(pc *phys.Conn) {
-	m := &pc.Leak
-	at := m.TakenAt.Swap(0)
-	m.Mu.Lock()
-	reported := m.Reported
-	m.Reported = false
-	m.Mu.Unlock()
+	at, reported := pc.Leak.Returned()
 	if reported && at > 0 {
 		held := time.Since(d.epoch) - time.Duration(at-1)
 		phys.LogAt(context.Background(), d.log, slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
@@ -122,15 +112,11 @@ func (d *leakDetector) check(pc *phys.Conn, now time.Duration) {
 	if at == 0 || now-time.Duration(at-1) < d.threshold {
 		return
 	}
-	m.Mu.Lock()
-	if m.Reported || m.TakenAt.Load() != at {
-		m.Mu.Unlock()
+	var pcs [phys.LeakStackDepth]uintptr
+	n, ok := m.Report(at, &pcs)
+	if !ok {
 		return
 	}
-	m.Reported = true
-	var pcs [phys.LeakStackDepth]uintptr
-	n := copy(pcs[:], m.Pcs[:m.N])
-	m.Mu.Unlock()
 	// Counted before it is logged: whoever reads the line finds it counted.
 	d.count.Add(1)
 	phys.LogAt(context.Background(), d.log, slog.LevelWarn, "connection held longer than the leak detection threshold; it was taken by", nil,

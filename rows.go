@@ -81,7 +81,7 @@ func (r *rows) Close() error {
 		// finish's common case for the rows of a hold's first query,
 		// written out: they never had the lock, and closed cleanly.
 		pc := r.le.pc
-		pc.St.Rows-- // pc.AddRows(-1, false): the hold has pc alone
+		pc.AddRows(-1, false) // the hold has pc alone
 		l.rows--
 		l.to(evRowsLocked)
 		if pc.Usable() {
@@ -90,7 +90,7 @@ func (r *rows) Close() error {
 				l.lose(oerr)
 			}
 			if r.le.locked {
-				pc.Sem.Unlock()
+				pc.Unclaim()
 			}
 		} else {
 			err = l.finishRest(&r.cctx, &r.le, opCloseRows, r.query, nil, r.le.locked)

@@ -53,21 +53,21 @@ func TestSoloRowsLock(t *testing.T) {
 		}
 		pc := l.pc
 		if tc.next != nil {
-			if pc.Sem.State.Load() != 0 || !(l.state == holdSoloRows) {
-				t.Fatalf("%s: the first query's rows: locked %d, solo %t; want 0, true", tc.name, pc.Sem.State.Load(), (l.state == holdSoloRows))
+			if pc.Claimed() || !(l.state == holdSoloRows) {
+				t.Fatalf("%s: the first query's rows: locked %t, solo %t; want false, true", tc.name, pc.Claimed(), (l.state == holdSoloRows))
 			}
 			if err := tc.next(); !errors.Is(err, fakedb.ErrBusy) {
 				t.Fatalf("%s beside the rows: %v, want fakedb.ErrBusy", tc.name, err)
 			}
 		}
-		if got := pc.Sem.State.Load() == 1; got != tc.held || (l.state == holdSoloRows) == tc.held {
+		if got := pc.Claimed(); got != tc.held || (l.state == holdSoloRows) == tc.held {
 			t.Fatalf("%s: rows open: locked %t, solo %t; want %t, %t", tc.name, got, (l.state == holdSoloRows), tc.held, !tc.held)
 		}
 		if err := r.Close(); err != nil {
 			t.Fatalf("%s: Close: %v", tc.name, err)
 		}
-		if pc.Sem.State.Load() != 0 || (l.state == holdSoloRows) {
-			t.Fatalf("%s: rows closed: locked %d, solo %t; want 0, false", tc.name, pc.Sem.State.Load(), (l.state == holdSoloRows))
+		if pc.Claimed() || (l.state == holdSoloRows) {
+			t.Fatalf("%s: rows closed: locked %t, solo %t; want false, false", tc.name, pc.Claimed(), (l.state == holdSoloRows))
 		}
 		if !l.IsValid() {
 			t.Fatalf("%s: the logical conn is no longer valid", tc.name)

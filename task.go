@@ -146,7 +146,7 @@ func (t *task) addBindingLocked(b binding) {
 	b.c.tasks.Add(1)
 }
 
-// bind binds pc, a connection of c, to t. The caller holds pc.Mu. It fails
+// bind binds pc, a connection of c, to t. The caller holds pc's mutex (pc.Locked). It fails
 // when t ended or already has a connection (or a lost one) there.
 func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 	t.mu.Lock()
@@ -171,7 +171,7 @@ func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 }
 
 // UnbindConn forgets pc as t's connection, unless it was lost (the record
-// stays: the task's later statements must fail). The caller holds pc.Mu.
+// stays: the task's later statements must fail). The caller holds pc's mutex (pc.Locked).
 func (t *task) UnbindConn(pc *phys.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -184,7 +184,7 @@ func (t *task) UnbindConn(pc *phys.Conn) {
 }
 
 // LostConn records that pc, t's connection, was lost while it carried a
-// transaction or session of t's. The caller holds pc.Mu.
+// transaction or session of t's. The caller holds pc's mutex (pc.Locked).
 func (t *task) LostConn(pc *phys.Conn, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

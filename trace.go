@@ -18,7 +18,7 @@ func (c *Connector) acquireTraced(ctx context.Context) (*phys.Conn, error) {
 	t.TraceAcquireEnd(ctx, TraceAcquireEndData{PoolName: c.name, Wait: now.Sub(start), Err: err})
 	if err == nil && c.env.Releases != nil {
 		// Nobody else has pc: the hold's own.
-		pc.TracedAt, pc.TracedCtx, pc.Traced = now, caller, true
+		pc.TraceHold(caller, now)
 	}
 	return pc, err
 }

@@ -30,13 +30,13 @@ const carryIdleBound = 100 * time.Millisecond
 // carry hands pc's session reset to the dialect, if it takes it. Nobody
 // else can reach pc (settle).
 func (pc *Conn) carry() bool {
-	_ = pc.Sem.Lock(context.Background()) // free: nobody else can reach pc
+	_ = pc.sem.Lock(context.Background()) // free: nobody else can reach pc
 	ok := pc.carrier.CarryReset(pc.carryDone)
-	pc.Sem.Unlock()
+	pc.sem.Unlock()
 	if ok {
-		pc.Mu.Lock()
+		pc.mu.Lock()
 		pc.St.Session = sessionClean // as it will be before anything else runs there
-		pc.Mu.Unlock()
+		pc.mu.Unlock()
 		// Counted now, as Stats has it once a hold let go (one that
 		// fails replaces the connection).
 		pc.Env.Stats.SessionResets.Add(1)
@@ -58,8 +58,8 @@ func (pc *Conn) carriedDone(carried bool) {
 // resetWhenIdle runs pc's carried reset on its own if pc is still idle,
 // with the reset still waiting, carryIdleBound from now.
 func (pc *Conn) resetWhenIdle() {
-	pc.Mu.Lock() // pc is back in the pool: another hold may have it already
-	defer pc.Mu.Unlock()
+	pc.mu.Lock() // pc is back in the pool: another hold may have it already
+	defer pc.mu.Unlock()
 	if pc.idleReset == nil {
 		pc.idleReset = time.AfterFunc(carryIdleBound, pc.resetIdle)
 		return
@@ -70,8 +70,8 @@ func (pc *Conn) resetWhenIdle() {
 // resetIdle is resetWhenIdle's: the pool lends pc to it if it is idle.
 func (pc *Conn) resetIdle() {
 	pc.Res.Tend(func(pc *Conn) error {
-		_ = pc.Sem.Lock(context.Background()) // free: the pool lent it to nobody else
-		defer pc.Sem.Unlock()
+		_ = pc.sem.Lock(context.Background()) // free: the pool lent it to nobody else
+		defer pc.sem.Unlock()
 		if err := pc.ResetCarriedNow(); err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func (pc *Conn) resetIdle() {
 }
 
 // ResetCarriedNow runs pc's carried reset on its own, if one waits; on
-// failure pc is lost. The caller holds Sem.
+// failure pc is lost. The caller holds sem.
 func (pc *Conn) ResetCarriedNow() error {
 	if pc.carrier == nil || !pc.carrier.ResetPending() {
 		return nil

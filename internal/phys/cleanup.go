@@ -10,7 +10,7 @@ import "sync"
 // a cleanup runs on the goroutine that let go, as before.
 type Cleanups struct {
 	mu     sync.Mutex // protects the fields below
-	idle   *sync.Cond // on Mu: running reached 0
+	idle   *sync.Cond // on mu: running reached 0
 	closed bool
 	n      int // cleanups running
 }

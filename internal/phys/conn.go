@@ -61,41 +61,41 @@ type Conn struct {
 	// runs it on its own once pc sat idle carryIdleBound.
 	carrier   dialects.ResetCarrier
 	carryDone func(carried bool)
-	idleReset *time.Timer // under Mu
+	idleReset *time.Timer // under mu
 
 	// Lock rules, for everything below:
 	//
-	//   - Sem is held by whoever runs something on Drv or DC: a statement
+	//   - sem is held by whoever runs something on Drv or DC: a statement
 	//     (from start to done), open result sets (until their Close), a
 	//     rollback or a reset. Statements on one physical conn never overlap.
 	//     One exception, a transition of the hold's state machine
 	//     (the root's plan.go): the first operation of a hold outside any task runs
 	//     without it, as the only one that can reach pc, and so do the rows
 	//     of such a query (holdSoloRows) until they close or the hold's next
-	//     operation, which takes Sem for them before it can let anyone else
-	//     reach pc; everything they count as held by Sem below, they own
+	//     operation, which takes sem for them before it can let anyone else
+	//     reach pc; everything they count as held by sem below, they own
 	//     alone.
-	//   - St is read and written under Mu. Its tx, txOwner and rows fields
-	//     are written only by the holder of Sem, which may therefore read
-	//     them without Mu; session is written by the holder of Sem too, and
-	//     by a task's cleanup that cannot get Sem (which marks it lost), so
-	//     everyone reads it under Mu; holds and task are written by anyone.
+	//   - St is read and written under mu. Its tx, txOwner and rows fields
+	//     are written only by the holder of sem, which may therefore read
+	//     them without mu; session is written by the holder of sem too, and
+	//     by a task's cleanup that cannot get sem (which marks it lost), so
+	//     everyone reads it under mu; holds and task are written by anyone.
 	//   - A Conn fresh from the pool is reachable only by its taker
 	//     until it binds it to a task; until then the taker may touch St
-	//     without Mu. (A task that ended may keep a stale pointer to it,
-	//     through which it only reads St.task and St.txOwner under Mu;
+	//     without mu. (A task that ended may keep a stale pointer to it,
+	//     through which it only reads St.task and St.txOwner under mu;
 	//     the taker writes those only when they are set.)
-	//   - Lock order: Mu, then task.Mu. Nothing waits for Sem while holding
-	//     Mu.
-	Sem connLock
-	Mu  sync.Mutex
+	//   - Lock order: mu, then task.mu. Nothing waits for sem while holding
+	//     mu.
+	sem connLock
+	mu  sync.Mutex
 	St  ConnState
 
-	// Touched only by the holder of Sem.
+	// Touched only by the holder of sem.
 	stmts map[string]driver.Stmt
 
 	// Statements closed by their logical statements, to drop from stmts at
-	// the next chance; guarded by Mu, counted in evictions so that the
+	// the next chance; guarded by mu, counted in evictions so that the
 	// statement path needs no lock to learn there are none.
 	evict     []string
 	Evictions atomic.Int32
@@ -103,7 +103,7 @@ type Conn struct {
 
 func NewConn(env *Env, dc dialects.Conn) *Conn {
 	drv := dc.Driver()
-	pc := &Conn{Env: env, DC: dc, Drv: drv, Sem: newConnLock(), Born: time.Now()}
+	pc := &Conn{Env: env, DC: dc, Drv: drv, sem: newConnLock(), Born: time.Now()}
 	pc.St.resetAlways, pc.St.parkable = env.ResetAlways, env.Parkable
 	// A dialect that runs queries or prepares statements its own way
 	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
@@ -196,17 +196,39 @@ func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
 	return true
 }
 
+// Closing records why pc is about to be destroyed, for the log line that
+// says it closed; whoever destroys it says so first.
+func (pc *Conn) Closing(reason string) { pc.CloseReason = reason }
+
+// Opened records the Connector's Reset generation that pc was opened in
+// (see Stale). The opener has pc alone.
+func (pc *Conn) Opened(gen int64) { pc.Gen = gen }
+
+// Handle keeps r, pc's handle in the pool, for pc's life: the pool gives
+// one per connection, recorded at its first acquire.
+func (pc *Conn) Handle(r *pool.Resource[*Conn]) {
+	if pc.Res == nil {
+		pc.Res = r
+	}
+}
+
+// TraceHold records that the hold that has pc traced its acquire at at,
+// with ctx, for the trace of its release. The hold has pc alone.
+func (pc *Conn) TraceHold(ctx context.Context, at time.Time) {
+	pc.TracedAt, pc.TracedCtx, pc.Traced = at, ctx, true
+}
+
 // Stale reports whether pc was opened before its Connector's last Reset.
 func (pc *Conn) Stale() bool { return pc.Gen != pc.Env.Gen.Load() }
 
 // ErrStale is why a stale connection is not handed out.
 var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
 
-// SetTx records the transaction now open on the server. The caller holds Sem.
+// SetTx records the transaction now open on the server. The caller holds sem.
 func (pc *Conn) SetTx(s TxState, owner *OpenTx) {
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	pc.St.Tx, pc.St.TxOwner = s, owner
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 }
 
 // Taken records that pc, fresh from the pool, is the hold's that took it:
@@ -214,46 +236,46 @@ func (pc *Conn) SetTx(s TxState, owner *OpenTx) {
 func (pc *Conn) Taken() { pc.St.Holds = 1 }
 
 // JoinLocked records one more hold on pc, bound to a task. The caller holds
-// Mu.
+// mu.
 func (pc *Conn) JoinLocked() { pc.St.Holds++ }
 
 // BindLocked binds pc to task t, whose mode on pc's Connector is mode. The
-// caller holds Mu (and t's: see task.bind).
+// caller holds mu (and t's: see task.bind).
 func (pc *Conn) BindLocked(t TaskBinding, mode Mode) { pc.St.task, pc.St.mode = t, mode }
 
-// boundTo reports whether pc is bound to t. The caller holds Mu.
+// boundTo reports whether pc is bound to t. The caller holds mu.
 func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.St.task == t }
 
 // KeepsTaskState reports whether a raw transaction is open on pc or its
 // session changed: what a transaction-mode task keeps its connection for.
-// The caller holds Sem.
+// The caller holds sem.
 func (pc *Conn) KeepsTaskState() bool {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	return pc.St.Tx == TxRaw || pc.St.Session == SessionDirty
 }
 
 // heldByOthers reports whether holds other than the caller's use pc.
 func (pc *Conn) heldByOthers() bool {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	return pc.St.Holds > 1
 }
 
 // IsLost reports whether pc is lost.
 func (pc *Conn) IsLost() bool {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	return pc.St.Session == SessionLost
 }
 
-// MarkDirty records that the session changed. The caller holds Sem.
+// MarkDirty records that the session changed. The caller holds sem.
 func (pc *Conn) MarkDirty() {
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	if pc.St.Session == sessionClean {
 		pc.St.Session = SessionDirty
 	}
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 }
 
 // Lose records that the connection broke or its state is unknown, and
@@ -261,11 +283,11 @@ func (pc *Conn) MarkDirty() {
 // transaction, a changed session, or a session-mode session that was used
 // before: fresh says it was just made for the failing statement), the task
 // is told: its later statements on this Connector fail until it ends. It
-// reports whether the connection carried such state. The caller holds Sem
+// reports whether the connection carried such state. The caller holds sem
 // (or is a task's cleanup that could not get it).
 func (pc *Conn) Lose(cause error, fresh bool) (carried bool) {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	if pc.St.Session == SessionLost {
 		return false
 	}
@@ -283,20 +305,20 @@ func (pc *Conn) Lose(cause error, fresh bool) (carried bool) {
 	return carried
 }
 
-// AddRows counts the result sets open on pc. The caller holds Sem (rows
+// AddRows counts the result sets open on pc. The caller holds sem (rows
 // keep it while open), or runs solo (see the lock rules).
 //
 // shared says whether anything else may reach pc (it is bound to a task,
 // or a task's *sql.Tx is open on it, which the task's end reaches):
-// otherwise the caller may write St without Mu (see the lock rules).
+// otherwise the caller may write St without mu (see the lock rules).
 func (pc *Conn) AddRows(n int, shared bool) {
 	if !shared {
 		pc.St.Rows += n
 		return
 	}
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	pc.St.Rows += n
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 }
 
 // Convert prepares arguments for Drv the way database/sql would have: the
@@ -347,7 +369,7 @@ func argName(nv *driver.NamedValue) string {
 }
 
 // Prepared returns Drv's prepared statement for query, preparing it on this
-// connection the first time. The caller holds Sem.
+// connection the first time. The caller holds sem.
 func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
 	if pc.Evictions.Load() > 0 {
 		pc.DropEvicted()
@@ -380,7 +402,7 @@ func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error)
 }
 
 // dropStmt closes and forgets the cached statement for query. The caller
-// holds Sem.
+// holds sem.
 func (pc *Conn) dropStmt(query string) {
 	if s, ok := pc.stmts[query]; ok {
 		_ = s.Close() // best effort: it goes with the connection at the latest
@@ -391,26 +413,26 @@ func (pc *Conn) dropStmt(query string) {
 // EvictLater asks for the cached statement for query to be dropped at the
 // next chance (its logical statement was closed). Anyone may call it.
 func (pc *Conn) EvictLater(query string) {
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	pc.evict = append(pc.evict, query)
 	pc.Evictions.Add(1)
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 }
 
 // DropEvicted drops the statements evictLater asked for. The caller holds
-// Sem.
+// sem.
 func (pc *Conn) DropEvicted() {
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	qs := pc.evict
 	pc.evict = nil
 	pc.Evictions.Store(0)
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 	for _, q := range qs {
 		pc.dropStmt(q)
 	}
 }
 
-// CloseStmts closes every cached prepared statement. The caller holds Sem.
+// CloseStmts closes every cached prepared statement. The caller holds sem.
 func (pc *Conn) CloseStmts() {
 	for q, s := range pc.stmts {
 		_ = s.Close() // best effort: it goes with the connection at the latest
@@ -572,7 +594,7 @@ func (pc *Conn) Broken(err error) bool {
 }
 
 // Sent returns how many bytes the connection has written to the server,
-// when the dialect can tell; 0 otherwise. The caller holds Sem, or runs
+// when the dialect can tell; 0 otherwise. The caller holds sem, or runs
 // solo (see the lock rules).
 func (pc *Conn) Sent() uint64 {
 	if pc.Written == nil {
@@ -597,7 +619,7 @@ func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
 // transaction the server reports (unless a BeginTx transaction is open, whose
 // state is known) and whether the session changed. It returns an error when
 // the transaction state cannot be established; the caller then treats the
-// connection as lost. The caller holds Sem.
+// connection as lost. The caller holds sem.
 func (pc *Conn) Observe(ctx context.Context, query string) error {
 	askTx := pc.St.Tx != TxBegun
 	changed, status, err := pc.Ask(ctx, query, askTx)
@@ -607,7 +629,7 @@ func (pc *Conn) Observe(ctx context.Context, query string) error {
 // Ask returns what the dialect says query left: its session verdict (the
 // dialect's, which combines its facts in sqllex.Verdict) and, when askTx,
 // the transaction status or why it is unknown. It records nothing:
-// Observed does. The caller holds Sem.
+// Observed does. The caller holds sem.
 func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
 	if pc.Observer != nil {
 		return pc.Observer.Observe(ctx, query, askTx)
@@ -648,7 +670,7 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 // just ended: its statements are not asked while it is open (a setting
 // changed inside it, by SET LOCAL or set_config in a function, may still
 // revert), so the end asks, as it asks after a raw COMMIT: query is COMMIT
-// or ROLLBACK. The transaction state is known: none. The caller holds Sem.
+// or ROLLBACK. The transaction state is known: none. The caller holds sem.
 func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
 	changed, _, _ := pc.Ask(ctx, query, false) // no error without askTx
 	_ = pc.Observed(changed, false, dialects.TxIdle, nil)
@@ -672,7 +694,7 @@ func rawTx(s dialects.TxStatus) TxState {
 // rollback ends the open transaction on a context detached from the
 // caller's (a cancelled context must not abort a cleanup) and bounded by the
 // cleanup timeout: owner's, through the driver's Tx, or else a raw one. The
-// caller holds Sem. On failure the connection is lost.
+// caller holds sem. On failure the connection is lost.
 func (pc *Conn) rollback(owner *OpenTx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
 	defer cancel()
@@ -696,7 +718,7 @@ func (pc *Conn) rollback(owner *OpenTx) error {
 }
 
 // resetSession returns the session to the state of a new connection. The
-// caller holds Sem. On failure (or if the dialect cannot reset) the
+// caller holds sem. On failure (or if the dialect cannot reset) the
 // connection is lost.
 func (pc *Conn) resetSession() error {
 	if k, ok := pc.DC.(dialects.StatementKeeper); !ok || !k.ResetKeepsStatements() {
@@ -715,22 +737,22 @@ func (pc *Conn) resetSession() error {
 		pc.Lose(err, false)
 		return err
 	}
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	pc.St.Session = sessionClean
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 	return nil
 }
 
 // LetGo ends one hold (or a task's cleanup) on pc and, if that was the last
 // thing using it, applies decide's verdict: keep it for its task, or unbind
 // it, settle it (roll back, reset) and give it back to the pool, or destroy
-// it. The caller does not hold Sem.
+// it. The caller does not hold sem.
 func (pc *Conn) LetGo() {
-	pc.Mu.Lock()
+	pc.mu.Lock()
 	pc.St.Holds--
 	f := pc.letGoVerdict(&pc.St)
 	if f == fateInUse || f == fateKeepForTask {
-		pc.Mu.Unlock()
+		pc.mu.Unlock()
 		return
 	}
 	if t := pc.St.task; t != nil {
@@ -741,7 +763,7 @@ func (pc *Conn) LetGo() {
 	// back.
 	owner := pc.St.TxOwner
 	pc.St.TxOwner = nil
-	pc.Mu.Unlock()
+	pc.mu.Unlock()
 	// Nothing reaches pc now: no hold, no rows, no task, no transaction
 	// owner, not in the pool.
 	pc.settle(f, owner)
@@ -759,7 +781,7 @@ func (pc *Conn) LetGoAlone() {
 	owner := pc.St.TxOwner
 	if owner != nil {
 		// Written only when set: a task that ended may still hold a stale
-		// pointer to pc and read txOwner under Mu (cleanUp); a transaction
+		// pointer to pc and read txOwner under mu (cleanUp); a transaction
 		// begun outside any task cannot be one of its.
 		pc.St.TxOwner = nil
 	}
@@ -820,7 +842,7 @@ func (pc *Conn) traceRelease(f Fate) {
 
 // letGoVerdict is verdict for a connection a hold or a task lets go of,
 // with what the share and the carried reset want of it (written into st).
-// The caller holds Mu, or has pc alone.
+// The caller holds mu, or has pc alone.
 func (pc *Conn) letGoVerdict(st *ConnState) Fate {
 	st.lookDue = pc.Env.LookDue.Load()
 	st.carries = pc.carrier != nil
@@ -830,7 +852,7 @@ func (pc *Conn) letGoVerdict(st *ConnState) Fate {
 
 // verdict is decide on st, pc's state (or what it is about to be), with
 // what pc knows besides: whether it is stale (written into st.stale), and
-// the mode of its task. The caller holds Mu, or has pc alone.
+// the mode of its task. The caller holds mu, or has pc alone.
 func (pc *Conn) verdict(st *ConnState) Fate {
 	st.Stale = pc.Stale()
 	mode := TransactionMode
@@ -930,8 +952,8 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 // the server still has).
 func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
 	env := pc.Env
-	_ = pc.Sem.Lock(context.Background()) // free: nobody else can reach pc
-	defer pc.Sem.Unlock()
+	_ = pc.sem.Lock(context.Background()) // free: nobody else can reach pc
+	defer pc.sem.Unlock()
 	if f == FateRollback || f == FateRollbackReset {
 		ctx, why := context.Background(), undoLeftOpen
 		if owner != nil && owner.Of != nil {
@@ -980,7 +1002,7 @@ const (
 // has that error, and the server rolled the transaction back as the
 // connection closed. Every rollback pooldriver runs by itself goes through
 // it. On failure the connection is lost (see rollback). The caller holds
-// Sem.
+// sem.
 func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	closed := why == undoTaskEnded && !pc.Usable()
 	err := pc.rollback(owner)
@@ -1017,8 +1039,8 @@ func (pc *Conn) CountUndo() {
 // the end to do there; session reports that pc was bound to t in session
 // mode, and is unbound now: its session must be reset before reuse.
 func (pc *Conn) joinForEnd(t TaskBinding, owner *OpenTx) (ok, session bool) {
-	pc.Mu.Lock()
-	defer pc.Mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	switch {
 	case owner != nil && pc.St.TxOwner != owner:
 		// Its hold let go of pc meanwhile, and took the transaction along
@@ -1054,7 +1076,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 		return
 	}
 	lctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
-	err := pc.Sem.Lock(lctx)
+	err := pc.sem.Lock(lctx)
 	cancel()
 	if err != nil {
 		pc.Lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
@@ -1077,6 +1099,6 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 		// them lets go.
 		pc.Lose(ended, false)
 	}
-	pc.Sem.Unlock()
+	pc.sem.Unlock()
 	pc.LetGo()
 }

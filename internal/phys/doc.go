@@ -11,7 +11,7 @@
 //     carry it), and one in an unknown state is destroyed. Every such
 //     choice is decide's, from ConnState.
 //   - ConnState is written only by Conn's methods, under the lock rules
-//     written at Conn's fields (Mu, Sem).
+//     written at Conn's fields (mu, sem).
 //   - It never reaches up into the Connector, a task or a transaction: it
 //     is handed what it needs of them, once, in an Env (timeouts, what is
 //     on, the stats it counts, the Owner it asks), and sees a task as a

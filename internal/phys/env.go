@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,8 +178,46 @@ const LeakStackDepth = 32
 type leakMark struct {
 	TakenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
 
-	Mu       sync.Mutex // protects the fields below
-	Reported bool       // this acquisition was reported
-	N        int
-	Pcs      [LeakStackDepth]uintptr
+	mu       sync.Mutex // protects the fields below
+	reported bool       // this acquisition was reported
+	n        int
+	pcs      [LeakStackDepth]uintptr
 }
+
+// Taken records the stack of whoever took the connection from the pool,
+// from skip frames above Taken's caller, as not reported yet.
+func (m *leakMark) Taken(skip int, at int64) {
+	m.mu.Lock()
+	m.n = runtime.Callers(skip+2, m.pcs[:])
+	m.reported = false
+	m.mu.Unlock()
+	m.TakenAt.Store(at)
+}
+
+// Returned records that the connection is going back to the pool (or
+// being closed): it returns when it was taken (0: not recorded) and
+// whether that acquisition was reported.
+func (m *leakMark) Returned() (at int64, reported bool) {
+	at = m.TakenAt.Swap(0)
+	m.mu.Lock()
+	reported = m.reported
+	m.reported = false
+	m.mu.Unlock()
+	return at, reported
+}
+
+// Report marks the acquisition taken at at as reported, where it is still
+// the connection's and was not reported yet, and copies its stack into
+// pcs: it returns the number of frames copied, or false.
+func (m *leakMark) Report(at int64, pcs *[LeakStackDepth]uintptr) (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reported || m.TakenAt.Load() != at {
+		return 0, false
+	}
+	m.reported = true
+	return copy(pcs[:], m.pcs[:m.n]), true
+}
+
+// For records the *sql.Tx's wrapper whose transaction o is.
+func (o *OpenTx) For(of TaskClaim) { o.Of = of }

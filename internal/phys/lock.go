@@ -51,3 +51,28 @@ func (l *connLock) Unlock() {
 		}
 	}
 }
+
+// TryClaim takes pc for one thing run on its driver connection (a
+// statement, its rows, a rollback, a reset: sem, see Conn's lock rules)
+// where nobody has it, without waiting.
+func (pc *Conn) TryClaim() bool { return pc.sem.TryLock() }
+
+// Claim takes pc as TryClaim does, waiting for whoever has it, or returns
+// ctx's error if ctx ends first.
+func (pc *Conn) Claim(ctx context.Context) error { return pc.sem.Lock(ctx) }
+
+// Unclaim lets go of pc after Claim or TryClaim.
+func (pc *Conn) Unclaim() { pc.sem.Unlock() }
+
+// Claimed reports whether someone has pc claimed, for tests.
+func (pc *Conn) Claimed() bool { return pc.sem.State.Load() != 0 }
+
+// Locked runs f with pc's state under mu: f may read and write the fields
+// of st that the lock rules give to mu's holder (holds, task, session),
+// and call the methods whose callers must hold mu (BoundToLocked,
+// BindLocked, JoinLocked). f must not wait for sem, nor take mu again.
+func (pc *Conn) Locked(f func(st *ConnState)) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	f(&pc.St)
+}

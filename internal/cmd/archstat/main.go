@@ -37,7 +37,9 @@
 // arrows leads from each to each: an SCC), and with -layers a file left
 // unplaced, a listed file that is not in the package, or an upward arrow.
 // make lint runs it, so that a change that ties the files together, or
-// climbs back up, fails there rather than in a later review.
+// climbs back up, fails there rather than in a later review. With -sealed
+// PATH it also reports every write of a field declared in package PATH
+// and every Lock, Unlock or TryLock called on one (see sealed).
 //
 // -covdiff compares two coverage profiles (go test -covermode=count
 // -coverprofile): the files with blocks whose counts differ. Two runs of a
@@ -71,6 +73,7 @@ func main() {
 	covdiff := flag.Bool("covdiff", false, "compare the two coverage profiles given as arguments")
 	checkOnly := flag.Bool("check", false, "report only what breaks -max-set and -layers, and exit 1 if anything does")
 	maxSet := flag.Int("max-set", 0, "with -check: the most files that may reach each other (0: any number)")
+	sealedPkg := flag.String("sealed", "", "with -check: the import path of a package whose fields no code outside it writes or locks")
 	flag.Parse()
 	var err error
 	switch {
@@ -79,7 +82,11 @@ func main() {
 	case *checkOnly && flag.NArg() == 1:
 		var p *pkg
 		if p, err = load(flag.Arg(0)); err == nil {
-			if broken := check(p, *layers, *maxSet); len(broken) > 0 {
+			broken := check(p, *layers, *maxSet)
+			if *sealedPkg != "" {
+				broken = append(broken, sealed(p, *sealedPkg)...)
+			}
+			if len(broken) > 0 {
 				_, _ = fmt.Fprintf(os.Stderr, "archstat: %s breaks its layering:\n  %s\n", p.path, strings.Join(broken, "\n  "))
 				os.Exit(1)
 			}
