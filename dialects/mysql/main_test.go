@@ -26,6 +26,6 @@ func ownDatabase(m *testing.M) int {
 		return m.Run()
 	}
 	defer drop()
-	os.Setenv("POOLDRIVER_MYSQL_DSN", "mysql://"+own)
+	_ = os.Setenv("POOLDRIVER_MYSQL_DSN", "mysql://"+own)
 	return m.Run()
 }

@@ -25,6 +25,6 @@ func ownDatabase(m *testing.M) int {
 		return m.Run()
 	}
 	defer drop()
-	os.Setenv("POOLDRIVER_POSTGRES_DSN", own)
+	_ = os.Setenv("POOLDRIVER_POSTGRES_DSN", own)
 	return m.Run()
 }
