@@ -48,6 +48,7 @@ type Catalog[T any] struct {
 	lastAt  atomic.Int64  // when the last reading was claimed, in Unix nanoseconds
 	lastGen atomic.Uint64 // expires when the last reading was claimed
 	urgent  atomic.Uint64 // the number of the last ExpireNow
+	failAt  atomic.Int64  // when a reading last failed (Release), in Unix nanoseconds
 
 	firstMu sync.Mutex
 	// firstCh: non-nil while a connection reads the first reading
@@ -252,6 +253,7 @@ func (c *Catalog[T]) StoreFirst(v T) *CatalogSnapshot[T] {
 			break
 		}
 	}
+	c.failAt.Store(0)
 	c.endFirst()
 	return c.snap.Load()
 }
@@ -274,7 +276,18 @@ func (c *Catalog[T]) Seed(v T) *CatalogSnapshot[T] {
 }
 
 // Release gives up a Claim without a new reading (the read failed).
-func (c *Catalog[T]) Release() { c.loading.Store(false) }
+func (c *Catalog[T]) Release() {
+	c.failAt.Store(time.Now().UnixNano())
+	c.loading.Store(false)
+}
+
+// Failing reports whether a reading failed less than CatalogTTL ago, and
+// none was stored since: a
+// caller that would read on a statement's path does not (a lock held on
+// a catalog table makes every reading wait until it times out).
+func (c *Catalog[T]) Failing() bool {
+	return time.Now().UnixNano()-c.failAt.Load() < int64(CatalogTTL)
+}
 
 // Store publishes a new reading, due again after CatalogTTL, and ends
 // the caller's Claim. A reading claimed before the last Expire may have
@@ -285,6 +298,7 @@ func (c *Catalog[T]) Store(v T) *CatalogSnapshot[T] {
 		s.expire()
 	}
 	c.snap.Store(s)
+	c.failAt.Store(0)
 	c.loading.Store(false)
 	if !s.expired.Load() {
 		time.AfterFunc(CatalogTTL, s.expire)

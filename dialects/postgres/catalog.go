@@ -116,20 +116,21 @@ func (c *conn) current(pc *pgconn.PgConn, f sqllex.Facts) *dialects.CatalogSnaps
 	return c.shadows(pc, true)
 }
 
-// readSince returns a reading that sees the change numbered gen, read on
-// pc where c can (readable), or the one another connection is reading
-// since that change, waited for; otherwise the current one.
+// readSince returns a reading that sees the change numbered gen: the
+// current one where it does; otherwise one read on pc now, where c can
+// (readable), no other connection is reading, and no reading failed
+// lately (dialects.Catalog.Failing: a lock held on a catalog table makes
+// every reading wait until it times out); otherwise the current one. It
+// waits for no other connection's reading, which may have begun before
+// the change: the next statement asks again.
 func (c *conn) readSince(pc *pgconn.PgConn, gen uint64) *dialects.CatalogSnapshot[*pgCatalog] {
 	c.catalogOf(pc)
-	if !c.readable(pc) {
-		return c.catalog.Current()
+	snap := c.catalog.Current()
+	if snap != nil && snap.Sees(gen) || !c.readable(pc) || c.catalog.Failing() || !c.catalog.Claim(true) {
+		return snap
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
 	defer cancel()
-	mine, snap := c.catalog.ClaimSince(ctx, gen)
-	if !mine {
-		return snap
-	}
 	s, err := readCatalog(ctx, pc)
 	if err != nil {
 		c.catalog.Release()

@@ -226,6 +226,15 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 				// read here only if there is no reading yet
 				snap = c.current(pc, sqllex.Of(query, sqllex.Postgres))
 			}
+			if snap != nil && !snap.Sees(c.codeSee) && c.readable(pc) && leavesSession(sqllex.Of(query, sqllex.Postgres)) {
+				// A user's code this session ran may have changed the
+				// catalog, and its reset went with a statement, reading
+				// nothing (readAfterReset reads after a reset of its
+				// own): the first statement since whose text leaves the
+				// session reads once, rather than every statement count
+				// until the catalog's next reading.
+				snap = c.readSince(pc, c.codeSee)
+			}
 			unsure = snap != nil && (!snap.Fresh() || !snap.Sees(c.catalog.Changed()))
 		}
 	}
