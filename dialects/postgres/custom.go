@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 // Custom settings: a name with a dot (app.tenant) that a session sets with
@@ -61,9 +61,6 @@ type customNames struct {
 	known atomic.Pointer[map[string]struct{}]
 	n     atomic.Int64 // len(names), read without mu
 	off   atomic.Bool  // the server refused a name: define none
-	// read: the catalog reading that was current when the functions' SET
-	// clauses were last read (see customSnapDue).
-	read atomic.Pointer[dialects.CatalogSnapshot[*pgCatalog]]
 }
 
 // customRegistries holds a *customNames per catalogKey.
@@ -144,11 +141,9 @@ type customState struct {
 // customDefine is what one customSQL statement defines: reg's names up to
 // upto, and the functions' SET clauses where scan.
 type customDefine struct {
-	sql     string
-	upto    int
-	scan    bool
-	mustSee uint64                                // c.mustSee when taken
-	snap    *dialects.CatalogSnapshot[*pgCatalog] // the reading current when taken
+	sql  string
+	upto int
+	scan bool
 }
 
 // attachCustom finds the connection's names, the first time.
@@ -163,43 +158,32 @@ func (c *conn) attachCustom() *customNames {
 // does not know yet): the next statement defines them first (syncCustom).
 func (c *conn) customDue() bool {
 	s := &c.custom
-	return s.reg == nil || (s.reg.n.Load() > int64(s.have) || c.customSnapDue() != nil) && !s.reg.off.Load()
-}
-
-// customSnapDue returns the catalog's current reading where the functions'
-// SET clauses were not read since it was stored, nil otherwise. A user's
-// function that the reading proves harmless costs no reset, yet its SET
-// clause defines its name: the clauses are read, by whichever connection
-// comes first, before any statement runs with a reading that vouches for
-// a function they were not read with.
-func (c *conn) customSnapDue() *dialects.CatalogSnapshot[*pgCatalog] {
-	if c.catalog == nil || c.custom.reg == nil {
-		return nil
-	}
-	if cur := c.catalog.Current(); cur != nil && cur != c.custom.reg.read.Load() {
-		return cur
-	}
-	return nil
+	return s.reg == nil || s.reg.n.Load() > int64(s.have) && !s.reg.off.Load()
 }
 
 // customScanDue reports a session that ran a user's code or DDL since it
-// last read the functions' SET clauses (a function's SET clause may have
-// defined a name no text showed, the function new since the catalog's
-// reading), or a reading they were not read with (customSnapDue).
-func (c *conn) customScanDue(reset bool) bool {
-	return reset && c.mustSee != c.custom.scanned || c.customSnapDue() != nil
-}
+// last read the functions' SET clauses: a function's SET clause may have
+// defined a name no text showed.
+func (c *conn) customScanDue() bool { return c.mustSee != c.custom.scanned }
 
 // noteCustom learns the custom setting names query's text defines (see
 // above). The connection itself defines them with its next statement too
 // (customDue), as a statement that failed may not have.
 func (c *conn) noteCustom(query string) {
 	s := &c.custom
-	if query == s.last || strings.IndexByte(query, '.') < 0 || !mentionsSet(query) {
+	if query == s.last {
 		return
 	}
 	if len(query) <= maxLexedText {
 		s.last = query
+	}
+	if !c.trust && strings.IndexByte(query, '(') >= 0 && sqllex.Of(query, sqllex.Postgres).Calls != sqllex.CallsKnown {
+		// A function the catalog proves harmless costs no reset, yet its
+		// SET clause defines its name: the next reset reads them.
+		s.scanned = c.mustSee - 1
+	}
+	if strings.IndexByte(query, '.') < 0 || !mentionsSet(query) {
+		return
 	}
 	var buf [4]string
 	names := appendCustomNames(buf[:0], query)
@@ -215,11 +199,11 @@ func (c *conn) noteCustom(query string) {
 	}
 }
 
-// takeCustom returns the statement a reset (reset) about to run, or a
-// message of its own, adds to define what the session lacks and read
-// the functions' SET clauses where due (customScanDue), "" where nothing
-// is; the reset calls customDone once it ran.
-func (c *conn) takeCustom(reset bool) string {
+// takeCustom returns the statement a reset about to run adds to define
+// what the session lacks, "" where it lacks nothing, reading the
+// functions' SET clauses where that is due and scan allows; the reset
+// calls customDone once it ran.
+func (c *conn) takeCustom(scan bool) string {
 	r := c.attachCustom()
 	s := &c.custom
 	s.pending = customDefine{}
@@ -227,15 +211,11 @@ func (c *conn) takeCustom(reset bool) string {
 		return ""
 	}
 	upto := int(r.n.Load())
-	scan := c.customScanDue(reset)
+	scan = scan && c.customScanDue()
 	if upto == s.have && !scan {
 		return ""
 	}
-	s.pending = customDefine{sql: customSQL(r.since(s.have)[:upto-s.have], scan), upto: upto, scan: scan,
-		mustSee: c.mustSee}
-	if c.catalog != nil {
-		s.pending.snap = c.catalog.Current()
-	}
+	s.pending = customDefine{sql: customSQL(r.since(s.have)[:upto-s.have], scan), upto: upto, scan: scan}
 	return s.pending.sql
 }
 
@@ -256,10 +236,7 @@ func (c *conn) customDone(rows []string, err error) {
 	}
 	s.have = max(s.have, p.upto)
 	if p.scan {
-		s.scanned = p.mustSee
-		if p.snap != nil {
-			s.reg.read.Store(p.snap)
-		}
+		s.scanned = c.mustSee
 		if before, after := s.reg.add(rows); s.have == before {
 			s.have = after // the statement defined what it found
 		}
@@ -283,13 +260,13 @@ func (c *conn) syncCustom(ctx context.Context) error {
 	}
 	r := c.attachCustom()
 	pc := c.pgx().PgConn()
-	if r.off.Load() || int(r.n.Load()) == c.custom.have && c.customSnapDue() == nil || pc.TxStatus() != 'I' || pc.IsClosed() {
+	if r.off.Load() || int(r.n.Load()) == c.custom.have || pc.TxStatus() != 'I' || pc.IsClosed() {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err // nothing sent
 	}
-	sql := c.takeCustom(false)
+	sql := c.takeCustom(false) // a session between resets is no place to read the catalog
 	if sql == "" {
 		return nil
 	}
