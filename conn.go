@@ -63,111 +63,15 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-// ExecContext runs query on the hold's physical connection. It is exec
-// (hold.go) for a statement that is not prepared, with start's and
-// finish's common case, a hold's first operation outside any task that
-// succeeds, written out rather than called: two calls fewer per statement.
+// ExecContext runs query on the hold's physical connection (exec).
 func (l *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if l.state != holdNone || l.tx != nil || tasksBegun.Load() {
-		return l.exec(ctx, query, args, nil)
-	}
-	// start's first branch, for opExec outside any task.
-	if l.c.reads != nil {
-		l.text = query
-	}
-	pc, err := l.takeOwn(ctx, l.source(ctx, nil, opExec, false, false))
-	if err != nil {
-		return nil, err
-	}
-	if pc.Evictions.Load() > 0 {
-		pc.DropEvicted()
-	}
-	le := lease{pc: pc, leaseFacts: leaseFacts{fresh: true, solo: true}}
-	if pc.Written != nil {
-		le.sent = pc.Written.Written()
-	}
-	// pc.Exec, written out.
-	var res driver.Result
-	if args, err = pc.Convert(args); err == nil {
-		if pc.Execer == nil {
-			res, err = pc.ExecPrepared(ctx, query, args)
-		} else if res, err = pc.Execer.ExecContext(ctx, query, args); err != nil {
-			res, err = pc.ExecFailed(ctx, query, args, res, err)
-		}
-	}
-	if err != nil || l.rows != 0 {
-		if err = l.finish(ctx, &le, opExec, query, err); err != nil && l.standby != nil {
-			if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
-				return l.exec(pctx, query, args, nil)
-			}
-		}
-		return res, err
-	}
-	// finish's common case: the lease is not locked. With a
-	// StatementObserver, pc.Observe written out (pc.Ask's first branch, not
-	// inlined on its own), and Observed, which applies the verdict,
-	// skipped when there is nothing to record.
-	var oerr error
-	if o := pc.Observer; o != nil {
-		askTx := pc.St.Tx != phys.TxBegun
-		changed, status, err := o.Observe(ctx, query, askTx)
-		if pc.ToRecord(changed, askTx, status, err) {
-			oerr = pc.Observed(changed, askTx, status, err)
-		}
-	} else {
-		oerr = pc.Observe(ctx, query)
-	}
-	if oerr != nil {
-		pc.Lose(oerr, false)
-		l.lose(oerr)
-	}
-	return res, nil
+	return l.exec(ctx, query, args, nil)
 }
 
 // QueryContext runs query; the rows keep the physical connection (see
-// conn.query). Like ExecContext, it has the common case of query and start,
-// a hold's first operation outside any task, written out.
+// conn.query).
 func (l *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if l.state != holdNone || l.tx != nil || tasksBegun.Load() {
-		return l.query(ctx, query, args, nil)
-	}
-	// start's first branch, for opStmt outside any task.
-	if l.c.reads != nil {
-		l.text = query
-	}
-	pc, err := l.takeOwn(ctx, l.source(ctx, nil, opStmt, false, false))
-	if err != nil {
-		return nil, err
-	}
-	if pc.Evictions.Load() > 0 {
-		pc.DropEvicted()
-	}
-	le := lease{pc: pc, leaseFacts: leaseFacts{fresh: true, solo: true}}
-	if pc.Written != nil {
-		le.sent = pc.Written.Written()
-	}
-	// pc.Query, written out.
-	var dr driver.Rows
-	if args, err = pc.Convert(args); err == nil {
-		if pc.Queryer == nil {
-			dr, err = pc.QueryPrepared(ctx, query, args)
-		} else if dr, err = pc.Queryer.QueryContext(ctx, query, args); err != nil {
-			dr, err = pc.QueryFailed(ctx, query, args, dr, err)
-		}
-	}
-	if err != nil {
-		if err = l.finish(ctx, &le, opStmt, query, err); l.standby != nil {
-			if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
-				return l.query(pctx, query, args, nil)
-			}
-		}
-		return nil, err
-	}
-	// query's rest, outside any task.
-	pc.AddRows(1, !l.state.alone())
-	l.rows++
-	l.to(evSoloRows) // the hold's first operation: no other rows
-	return newRows(l, le, dr, query), nil
+	return l.query(ctx, query, args, nil)
 }
 
 // BeginTx begins a transaction on the hold's physical connection, which
@@ -279,27 +183,7 @@ func (l *conn) ResetSession(context.Context) error {
 // IsValid is called by database/sql exactly when it takes the conn back:
 // the hold ends here.
 func (l *conn) IsValid() bool {
-	if l.state != holdOwn {
-		l.endHold()
-		return l.state != holdClosed
-	}
-	// endHold's common case, written out: the hold had its connection
-	// alone, and parks it.
-	l.to(evEnd)
-	l.readDone()
-	if l.lost != nil {
-		l.lost = nil // written only when set: see conn.parked
-	}
-	if r := l.pc.Park(); r != nil {
-		if l.parked != r {
-			l.parked = r
-		}
-		return l.state != holdClosed
-	}
-	if l.parked != nil {
-		l.parked = nil // see conn.parked: Close must not Return it
-	}
-	l.pc.LetGoAlone()
+	l.endHold()
 	return l.state != holdClosed
 }
 
@@ -348,8 +232,8 @@ func (c *Connector) Connect(context.Context) (driver.Conn, error) {
 // to moves l's hold by event e (see step). An event step refuses is a
 // pooldriver bug: it is counted in Stats.Misuses, and the state kept.
 func (l *conn) to(e holdEvent) {
-	next := holdNext[l.state&7][e&15]
-	if next == numHoldStates {
+	next, ok := step(l.state, e)
+	if !ok {
 		l.c.stats.misuses.Add(1)
 		return
 	}

@@ -65,8 +65,7 @@ func (l *conn) do(ctx context.Context, k opKind, le *lease, query string, fn fun
 
 // exec is do for a statement: it runs query with args, or the prepared
 // statement s (with its text) when s is not nil, without the closure do
-// takes, which every statement would pay for. conn.ExecContext has its
-// common case written out.
+// takes, which every statement would pay for.
 func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue, s *stmt) (driver.Result, error) {
 	var le lease
 	if l.c.reads != nil {
@@ -570,12 +569,10 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 	// no rows of the hold are open: the operation took it, or these are
 	// the hold's rows closing, which kept it, unless they never had it.
 	locked := le.locked
-	switch k {
-	case opOpenRows:
-		// query counted the rows, and calls this only in a task: there is
-		// nothing to learn before they close (err is nil), but the
-		// connection may have to be bound to the task.
-	case opCloseRows:
+	// (opOpenRows: query counted the rows, and calls this only in a task:
+	// there is nothing to learn before they close, err is nil, but the
+	// connection may have to be bound to the task.)
+	if k == opCloseRows {
 		pc.AddRows(-1, !l.state.alone())
 		l.rows--
 		if l.state == holdSoloRows {

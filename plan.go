@@ -181,9 +181,10 @@ var holdNext = func() (t [8][16]holdState) {
 	return t
 }()
 
-// step is the one place that says how a hold's state changes: the state
-// after event e in state s. ok is false for an event that cannot happen in
-// s (a pooldriver bug); the state is then s. It has no side effects.
+// step is the one place that says how a hold's state changes (holdMoves,
+// as a table): the state after event e in state s. ok is false for an
+// event that cannot happen in s (a pooldriver bug); the state is then s.
+// It has no side effects; conn.to applies it, inlined.
 func step(s holdState, e holdEvent) (next holdState, ok bool) {
 	if s < numHoldStates && e < numHoldEvents {
 		if next = holdNext[s][e]; next != numHoldStates {

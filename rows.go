@@ -77,27 +77,7 @@ func (r *rows) Close() error {
 	r.cctx.d = r.le.pc.Env.CleanupTimeout // the rest is zero: see release
 	// The second half of the query's operation (conn.query), whose lease
 	// the rows kept: start ran when the query did.
-	if l.state == holdSoloRows && r.le.t == nil && l.rows == 1 && err == nil {
-		// finish's common case for the rows of a hold's first query,
-		// written out: they never had the lock, and closed cleanly.
-		pc := r.le.pc
-		pc.AddRows(-1, false) // the hold has pc alone
-		l.rows--
-		l.to(evRowsLocked)
-		if pc.Usable() {
-			if oerr := pc.Observe(&r.cctx, r.query); oerr != nil {
-				pc.Lose(oerr, false)
-				l.lose(oerr)
-			}
-			if r.le.locked {
-				pc.Unclaim()
-			}
-		} else {
-			err = l.finishRest(&r.cctx, &r.le, opCloseRows, r.query, nil, r.le.locked)
-		}
-	} else {
-		err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)
-	}
+	err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)
 	r.cctx.release()
 	return err
 }

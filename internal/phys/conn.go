@@ -187,6 +187,11 @@ func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
 	if r.IdleFor() < idlePingAfter {
 		return true
 	}
+	return pc.pingIdle(ctx)
+}
+
+// pingIdle is CheckIdle's ping of a connection idle idlePingAfter or more.
+func (pc *Conn) pingIdle(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
 	defer cancel()
 	if pc.DC.Ping(ctx) != nil {
@@ -440,8 +445,7 @@ func (pc *Conn) CloseStmts() {
 	}
 }
 
-// Exec runs a statement that returns no rows. conn.ExecContext has it
-// written out, with execFailed and execPrepared as here.
+// Exec runs a statement that returns no rows.
 func (pc *Conn) Exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	args, err := pc.Convert(args)
 	if err != nil {
@@ -478,8 +482,7 @@ func (pc *Conn) ExecPrepared(ctx context.Context, query string, args []driver.Na
 	return pc.StmtExec(ctx, s, query, args)
 }
 
-// Query runs a statement that returns rows. conn.QueryContext has it
-// written out, with queryFailed and queryPrepared as here.
+// Query runs a statement that returns rows.
 func (pc *Conn) Query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	args, err := pc.Convert(args)
 	if err != nil {
@@ -622,6 +625,15 @@ func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
 // connection as lost. The caller holds sem.
 func (pc *Conn) Observe(ctx context.Context, query string) error {
 	askTx := pc.St.Tx != TxBegun
+	if o := pc.Observer; o != nil {
+		// Ask's first branch, which the compiler does not inline, and
+		// Observed only where there is something to record.
+		changed, status, err := o.Observe(ctx, query, askTx)
+		if !pc.ToRecord(changed, askTx, status, err) {
+			return nil
+		}
+		return pc.Observed(changed, askTx, status, err)
+	}
 	changed, status, err := pc.Ask(ctx, query, askTx)
 	return pc.Observed(changed, askTx, status, err)
 }
@@ -644,7 +656,7 @@ func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool
 // Observed records what the dialect answered (Ask): whether the session
 // changed, and, when asked (askTx), the transaction status or why it is
 // unknown. It is the one place a statement's session verdict is applied.
-// conn.ExecContext skips it when there is nothing to record (ToRecord).
+// Observe skips it when there is nothing to record (ToRecord).
 func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err error) error {
 	if changed {
 		pc.MarkDirty()
@@ -679,7 +691,7 @@ func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
 // ToRecord reports whether what a StatementObserver said of a statement
 // (see observed) changes anything pc knows: the session changed, or,
 // where the transaction was asked for, it could not be read or is not
-// the one pc believes. Inlined into ExecContext's written-out path.
+// the one pc believes.
 func (pc *Conn) ToRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
 	return changed || askTx && (err != nil || rawTx(status) != pc.St.Tx)
 }
@@ -799,9 +811,19 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 	if r.Contended() || pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // Park would refuse, settle is to look at the server, or a reset waits: spare decide
 	}
+	if pc.St.Holds == 1 && !pc.Traced && ParksClean(&pc.St) && !pc.Stale() {
+		// The usual state: decide says fatePark (parksAsIs), and the
+		// release is not traced.
+		pc.St.Holds, pc.St.Stale = 0, false
+		if r.Park() {
+			return r // someone else may have pc already: it is not to be touched
+		}
+		pc.St.Holds = 1 // the caller settles pc
+		return nil
+	}
 	pc.St.Holds--
 	if parksAsIs(&pc.St) && !pc.Stale() {
-		pc.St.Stale = false // as verdict would have written it: decide says fatePark
+		pc.St.Stale = false // decide says fatePark (see decide's test of parksAsIs)
 	} else if pc.letGoVerdict(&pc.St) != fatePark {
 		pc.St.Holds++
 		return nil
