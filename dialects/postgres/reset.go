@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 var (
@@ -315,4 +317,147 @@ func originAnswer(res []*pgconn.Result) (originPrivilege, error) {
 		return originMay, nil
 	}
 	return originMayNot, nil
+}
+
+// The custom settings a reset defines (custom.go): what the connection
+// knows of them, and the statement that defines what it lacks.
+
+// attachCustom finds the connection's names, the first time.
+func (c *conn) attachCustom() *customNames {
+	if c.custom.reg == nil {
+		c.custom.reg = customFor(catalogKey(c.pgx().PgConn(), c.pgx().Config().Database))
+	}
+	return c.custom.reg
+}
+
+// customDue reports a connection that may lack a name another defined (or
+// does not know yet): the next statement defines them first (syncCustom).
+func (c *conn) customDue() bool {
+	s := &c.custom
+	return s.reg == nil || s.reg.n.Load() > int64(s.have) && !s.reg.off.Load()
+}
+
+// customScanDue reports a session that ran a user's code or DDL since it
+// last read the functions' SET clauses: a function's SET clause may have
+// defined a name no text showed.
+func (c *conn) customScanDue() bool { return c.mustSee != c.custom.scanned }
+
+// noteCustom learns the custom setting names query's text defines (see
+// above). The connection itself defines them with its next statement too
+// (customDue), as a statement that failed may not have.
+func (c *conn) noteCustom(query string) {
+	s := &c.custom
+	if query == s.last {
+		return
+	}
+	if len(query) <= maxLexedText {
+		s.last = query
+	}
+	if !c.trust && strings.IndexByte(query, '(') >= 0 && sqllex.Of(query, sqllex.Postgres).Calls != sqllex.CallsKnown {
+		// A function the catalog proves harmless costs no reset, yet its
+		// SET clause defines its name: the next reset reads them.
+		s.scanned = c.mustSee - 1
+	}
+	if strings.IndexByte(query, '.') < 0 || !mentionsSet(query) {
+		return
+	}
+	var buf [4]string
+	names := appendCustomNames(buf[:0], query)
+	if len(names) == 0 {
+		return
+	}
+	r := c.attachCustom()
+	for _, n := range names {
+		if !r.has(n) {
+			r.add(names)
+			return
+		}
+	}
+}
+
+// takeCustom returns the statement a reset about to run adds to define
+// what the session lacks, "" where it lacks nothing, reading the
+// functions' SET clauses where that is due and scan allows; the reset
+// calls customDone once it ran.
+func (c *conn) takeCustom(scan bool) string {
+	r := c.attachCustom()
+	s := &c.custom
+	s.pending = customDefine{}
+	if r.off.Load() {
+		return ""
+	}
+	upto := int(r.n.Load())
+	scan = scan && c.customScanDue()
+	if upto == s.have && !scan {
+		return ""
+	}
+	s.pending = customDefine{sql: customSQL(r.since(s.have)[:upto-s.have], scan), upto: upto, scan: scan}
+	return s.pending.sql
+}
+
+// customDone records what the reset's customSQL did (rows: its result's
+// first column, the names it saw, nil where it failed: err).
+func (c *conn) customDone(rows []string, err error) {
+	s := &c.custom
+	p := s.pending
+	s.pending = customDefine{}
+	if p.sql == "" {
+		return
+	}
+	if err != nil {
+		if refused(err) {
+			s.reg.off.Store(true)
+		}
+		return
+	}
+	s.have = max(s.have, p.upto)
+	if p.scan {
+		s.scanned = c.mustSee
+		if before, after := s.reg.add(rows); s.have == before {
+			s.have = after // the statement defined what it found
+		}
+	}
+}
+
+// refused reports the server refusing a name as a setting's: under a
+// prefix an extension reserved (42602), or not a setting's name at all.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42602" || pe.Code == "22023")
+}
+
+// syncCustom defines, in a message of its own, the names the session
+// lacks, where no reset is waiting to and no transaction is open (one
+// that is waits for its end: a name is defined for good, and the
+// statements of a transaction see it as they began).
+func (c *conn) syncCustom(ctx context.Context) error {
+	if !c.customDue() {
+		return nil
+	}
+	r := c.attachCustom()
+	pc := c.pgx().PgConn()
+	if r.off.Load() || int(r.n.Load()) == c.custom.have || pc.TxStatus() != 'I' || pc.IsClosed() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing sent
+	}
+	sql := c.takeCustom(false) // a session between resets is no place to read the catalog
+	if sql == "" {
+		return nil
+	}
+	res, err := pc.Exec(ctx, sql).ReadAll()
+	if err == nil {
+		c.customDone(customRows(res, 0), nil)
+		return nil
+	}
+	c.customDone(nil, err)
+	if pc.IsClosed() || !isPgError(err) {
+		return c.carryFailed(err) // the statement was not sent
+	}
+	// Refused (the defining is off), or failed for the session's own
+	// reasons (its statement_timeout): the statement runs as it would
+	// have; this session tries again once more names come.
+	c.custom.have = max(c.custom.have, int(r.n.Load()))
+	return nil
 }
