@@ -101,7 +101,6 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // prepared again when next run: see namedStmt.)
 func (c *conn) runDue(ctx context.Context) error {
 	if !c.carry.due {
-		c.catchUp()
 		return c.syncCustom(ctx)
 	}
 	done := c.carry.done
@@ -486,7 +485,6 @@ func (c *conn) beforeDirect(ctx context.Context, query string) error {
 		return c.syncCustom(ctx)
 	}
 	if _, ok := c.direct.stmts[query]; ok && c.carriable() && carries(query) {
-		c.catchUp()
 		return nil
 	}
 	return c.runDue(ctx)

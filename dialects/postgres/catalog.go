@@ -139,15 +139,6 @@ func (c *conn) readSince(pc *pgconn.PgConn, gen uint64) *dialects.CatalogSnapsho
 	return c.catalog.Store(s)
 }
 
-// catchUp is called before a statement runs. It reads nothing: a
-// reading costs milliseconds (more on a loaded server, up to
-// catalogTimeout behind a lock), which no statement waits for. A reading
-// older than the process's last DDL vouches for nothing (vouching) until
-// one taken since is stored off the callers' paths (the catalog's
-// watcher, a session reset: dialects.CatalogWatcher); meanwhile a
-// statement that may name a user's object counts as a change.
-func (c *conn) catchUp() {}
-
 // leavesSession reports a statement whose text shows no change to the
 // session and no code run that the text does not show.
 func leavesSession(f sqllex.Facts) bool {
