@@ -215,18 +215,23 @@ func (c *conn) readAfterReset(ctx context.Context, pc *pgconn.PgConn, cat *pgCat
 // dblinkClose returns the statements that close dblink's connections
 // (schema: dblink's, quoted). The unnamed connection has no name to ask
 // about: closing it when there is none is an error, which the block
-// swallows.
+// swallows. So is a dblink dropped since the reading that named its
+// schema (undefined_function, invalid_schema_name): there is nothing to
+// close, and a reading older than the DROP must not fail every reset.
 func dblinkClose(schema string) []string {
-	return []string{
-		fmt.Sprintf(`SELECT %[1]s.dblink_disconnect(n) FROM pg_catalog.unnest(%[1]s.dblink_get_connections()) n`, schema),
-		fmt.Sprintf(`DO $pd$BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END$pd$`, schema),
-	}
+	return []string{fmt.Sprintf(`DO $pd$BEGIN
+	BEGIN PERFORM %[1]s.dblink_disconnect(n) FROM pg_catalog.unnest(%[1]s.dblink_get_connections()) n;
+	EXCEPTION WHEN undefined_function OR invalid_schema_name THEN NULL; END;
+	BEGIN PERFORM %[1]s.dblink_disconnect(); EXCEPTION WHEN OTHERS THEN NULL; END;
+END$pd$`, schema)}
 }
 
 // fdwClose returns the statement that closes postgres_fdw's connections
-// (schema: postgres_fdw_disconnect_all's, quoted).
+// (schema: postgres_fdw_disconnect_all's, quoted), nothing where the
+// function was dropped since the reading that named its schema.
 func fdwClose(schema string) string {
-	return fmt.Sprintf(`SELECT %s.postgres_fdw_disconnect_all()`, schema)
+	return fmt.Sprintf(`DO $pd$BEGIN PERFORM %s.postgres_fdw_disconnect_all();
+	EXCEPTION WHEN undefined_function OR invalid_schema_name THEN NULL; END$pd$`, schema)
 }
 
 var _ dialects.CatalogWatcher = (*conn)(nil)

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"context"
 	"database/sql/driver"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -181,5 +183,39 @@ func TestResetReconcilesStatements(t *testing.T) {
 	reset(false)
 	if len(c.direct.stmts) != 1 || name() != kept {
 		t.Fatalf("after the reset: %d statements cached, want the one prepared before the change (%s)", len(c.direct.stmts), kept)
+	}
+}
+
+// TestResetAfterDroppedExtensions: a reading taken while dblink and
+// postgres_fdw were there, and the extensions dropped since by another
+// client (nothing this process ran expired the reading): the reset's
+// statements that close their connections find nothing to close, and the
+// reset succeeds, where it failed every time until a new reading came.
+func TestResetAfterDroppedExtensions(t *testing.T) {
+	admin := wrapped(t)
+	schema := fmt.Sprintf("pd_ext_%d", rand.Uint64())
+	exec(t, admin, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() {
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, ext := range []string{"dblink", "postgres_fdw"} {
+		if _, err := admin.Driver().(driver.ExecerContext).ExecContext(t.Context(), "CREATE EXTENSION IF NOT EXISTS "+ext+" SCHEMA "+schema, nil); err != nil {
+			t.Skipf("%s is not installed on this server: %v", ext, err)
+		}
+	}
+	c := wrapped(t)
+	cat, err := readCatalog(t.Context(), c.pgx().PgConn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat.dblink == "" || cat.fdw == "" {
+		t.Fatalf("the reading names no dblink (%q) or postgres_fdw (%q)", cat.dblink, cat.fdw)
+	}
+	exec(t, admin, "DROP EXTENSION dblink")
+	exec(t, admin, "DROP EXTENSION postgres_fdw")
+	if _, err := c.pgx().PgConn().Exec(t.Context(), resetSQL(cat, originMayNot)).ReadAll(); err != nil {
+		t.Fatalf("the reset with a reading older than the DROP: %v", err)
 	}
 }
