@@ -162,11 +162,12 @@ func (c *conn) vouching(snap *dialects.CatalogSnapshot[*pgCatalog]) *sqllex.Shad
 // ranCode reports a statement that ran code no reading of the catalog
 // vouches for, which may have run DDL that its text does not show: a DO
 // block, SQL run from a string, a call of a user's function the catalog
-// does not prove harmless, a relation, operator or cast whose use runs
-// a user's code.
+// proves neither harmless nor static (one that may set a setting, but
+// runs no DDL: Shadows.Static), a relation, operator or cast whose use
+// runs a user's code.
 func ranCode(f sqllex.Facts, shadows *sqllex.Shadows) bool {
 	return f.Calls == sqllex.CallsText || f.Refs != nil && f.Refs.Code ||
-		f.Calls == sqllex.CallsUnknown && !shadows.Vouched(f.Unknown) ||
+		f.Calls == sqllex.CallsUnknown && !shadows.Vouched(f.Unknown) && !shadows.RunsStatic(f.Unknown) ||
 		shadows != nil && f.Refs.Meets(shadows)
 }
 

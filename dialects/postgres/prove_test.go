@@ -87,3 +87,32 @@ func TestFunctionProofsReads(t *testing.T) {
 		t.Errorf("harmlessFunctions = %v, want functionProofs' %v", h, harmless)
 	}
 }
+
+// TestStaticFunctions: a body that may set a setting but runs nothing
+// that may change the catalog is static; DDL, EXECUTE, DO, SQL from a
+// string, a body not read, an unknown call, or a call of a name not
+// static in turn is not.
+func TestStaticFunctions(t *testing.T) {
+	row := func(name, body string) [][]byte {
+		return [][]byte{[]byte(name), []byte(body), []byte("t"), []byte("v")}
+	}
+	rows := [][][]byte{
+		row("sets", "BEGIN PERFORM set_config('search_path', 'x', false); RETURN 1; END"),
+		row("plain_sql", "SELECT $1 + 1"),
+		row("calls_sets", "BEGIN RETURN sets(); END"),
+		row("creates", "BEGIN CREATE TABLE t (a int); RETURN 1; END"),
+		row("executes", "BEGIN EXECUTE 'SELECT 1'; RETURN 1; END"),
+		row("does", "BEGIN DO $x$ BEGIN END $x$; RETURN 1; END"),
+		row("from_string", "SELECT query_to_xml('create table z ()', true, true, '')"),
+		row("calls_creates", "SELECT creates()"),
+		row("calls_unknown", "SELECT dblink_exec('x', 'drop table t')"),
+		row("mixed", "SELECT 1"),
+		row("mixed", "BEGIN DROP TABLE t; END"),
+		{[]byte("no_body"), nil, []byte("f"), []byte("s")},
+	}
+	got := slices.Sorted(maps.Keys(staticFunctions(rows)))
+	want := []string{"calls_sets", "plain_sql", "sets"}
+	if !slices.Equal(got, want) {
+		t.Errorf("static %q, want %q", got, want)
+	}
+}

@@ -343,6 +343,7 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 		}
 	}
 	s.Harmless, s.Reads = functionProofs(res[3].Rows, s)
+	s.Static = staticFunctions(res[3].Rows)
 	return cat, nil
 }
 
@@ -398,4 +399,66 @@ func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[str
 		r.calls = b.calls
 	}
 	return provedFunctions(bodies), provedFunctions(readBodies)
+}
+
+// catalogWords are the words whose statements may change the catalog or
+// run what no text shows: DDL (ddlWords) and what runs SQL built at run
+// time or elsewhere (EXECUTE, DO, CALL, PREPARE, LOAD). A body with one
+// anywhere, as a word (a string's text is no word), is no static one.
+var catalogWords = append([]string{"execute", "do", "call", "prepare", "load"}, ddlWords...)
+
+// staticFunctions returns the names of rows (see harmlessFunctions) under
+// which every function is one whose body is read (a LANGUAGE sql or
+// PL/pgSQL one without SET clauses, argument defaults or user's types:
+// functionsSQL) and runs nothing that may change the catalog: no word of
+// catalogWords, no SQL from a string (sqllex.CallsText: query_to_xml,
+// dblink, ...), and calls only built-ins on the list or names static in
+// turn (provedFunctions). Such a call may change the session (a
+// set_config): it is reset after, but the catalog reading before it
+// still vouches for what follows (sqllex.Shadows.Static), and is not read
+// again for it.
+func staticFunctions(rows [][][]byte) map[string]struct{} {
+	bodies := make(map[string]*fnBodies)
+	for _, row := range rows {
+		if len(row) < 1 {
+			continue
+		}
+		name := string(row[0])
+		b := bodies[name]
+		if b == nil {
+			b = &fnBodies{ok: true}
+			bodies[name] = b
+		}
+		if !b.ok {
+			continue
+		}
+		if len(row) < 2 || row[1] == nil {
+			b.ok = false
+			continue
+		}
+		body := string(row[1])
+		if sqllex.CallsOf(body, sqllex.Postgres) == sqllex.CallsText || namesAny(sqllex.RefsOf(body, sqllex.Postgres).Words, catalogWords) {
+			b.ok = false
+			continue
+		}
+		calls, ok := sqllex.UnknownCalls(body)
+		if !ok {
+			b.ok = false
+			continue
+		}
+		b.calls = append(b.calls, calls...)
+	}
+	return provedFunctions(bodies)
+}
+
+// namesAny reports whether words holds any of names.
+func namesAny(words, names []string) bool {
+	for _, w := range words {
+		for _, n := range names {
+			if w == n {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -79,6 +79,12 @@ type Shadows struct {
 	// session, calling only names proved so in turn): a SELECT that
 	// calls only these and built-ins only reads (ReadsVouched).
 	Reads map[string]struct{}
+	// Static, in lower case (PostgreSQL): names under which every
+	// function the catalog has runs nothing that may change the catalog
+	// (no DDL, no SQL from a string), calling only names proved so in
+	// turn; it may still change the session. A call of only these and
+	// built-ins leaves the reading true (RunsStatic).
+	Static map[string]struct{}
 	// Standby, in lower case: names of relations a standby does not
 	// answer as the primary does, by what the catalog says of them (an
 	// unlogged or temporary relation, a sequence, a foreign table, a
@@ -96,6 +102,20 @@ func (s *Shadows) Vouched(names []string) bool {
 	}
 	for _, n := range names {
 		if _, ok := s.Harmless[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// RunsStatic reports whether s proves that none of names, functions of
+// the user's, may change the catalog (Static); false for none or a nil s.
+func (s *Shadows) RunsStatic(names []string) bool {
+	if s == nil || len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := s.Static[n]; !ok {
 			return false
 		}
 	}
