@@ -97,25 +97,22 @@ type Shadows struct {
 // Vouched reports whether s proves every one of names harmless; false for
 // none (a call that names no function) or a nil s.
 func (s *Shadows) Vouched(names []string) bool {
-	if s == nil || len(names) == 0 {
-		return false
-	}
-	for _, n := range names {
-		if _, ok := s.Harmless[n]; !ok {
-			return false
-		}
-	}
-	return true
+	return s != nil && allIn(s.Harmless, names)
 }
 
 // RunsStatic reports whether s proves that none of names, functions of
 // the user's, may change the catalog (Static); false for none or a nil s.
 func (s *Shadows) RunsStatic(names []string) bool {
-	if s == nil || len(names) == 0 {
+	return s != nil && allIn(s.Static, names)
+}
+
+// allIn reports whether names, one or more, are all in set.
+func allIn(set map[string]struct{}, names []string) bool {
+	if len(names) == 0 {
 		return false
 	}
 	for _, n := range names {
-		if _, ok := s.Static[n]; !ok {
+		if _, ok := set[n]; !ok {
 			return false
 		}
 	}
