@@ -181,9 +181,33 @@ func (l *conn) ResetSession(context.Context) error {
 }
 
 // IsValid is called by database/sql exactly when it takes the conn back:
-// the hold ends here.
+// the hold ends here (see endHold). A connection the hold had alone is
+// parked, or let go with decide's verdict; a shared one is let go of.
 func (l *conn) IsValid() bool {
-	l.endHold()
+	if !l.state.held() {
+		return l.state != holdClosed
+	}
+	pc := l.pc
+	alone := l.state.alone()
+	l.to(evEnd)
+	l.readDone()
+	if l.lost != nil {
+		l.lost = nil // written only when set: see conn.parked
+	}
+	if !alone {
+		pc.LetGo()
+		return l.state != holdClosed
+	}
+	if r := pc.Park(); r != nil {
+		if l.parked != r {
+			l.parked = r
+		}
+		return l.state != holdClosed
+	}
+	if l.parked != nil {
+		l.parked = nil // see conn.parked: Close must not Return it
+	}
+	pc.LetGoAlone()
 	return l.state != holdClosed
 }
 

@@ -753,30 +753,7 @@ func (l *conn) bindForTask(le *lease) error {
 	return ErrTaskConnBusy
 }
 
-// endHold ends l's hold: database/sql took l back (IsValid) or closed it.
-func (l *conn) endHold() {
-	if !l.state.held() {
-		return
-	}
-	pc := l.pc
-	alone := l.state.alone()
-	l.to(evEnd)
-	l.readDone()
-	if l.lost != nil {
-		l.lost = nil // written only when set: see conn.parked
-	}
-	if alone {
-		if r := pc.Park(); r != nil {
-			if l.parked != r {
-				l.parked = r
-			}
-			return
-		}
-		if l.parked != nil {
-			l.parked = nil // see conn.parked: Close must not Return it
-		}
-		pc.LetGoAlone()
-		return
-	}
-	pc.LetGo()
-}
+// endHold ends l's hold where database/sql did not take l back: it closed
+// it, or a standby's hold gives way to the primary's. IsValid, on the
+// statement path, is the one that does it.
+func (l *conn) endHold() { l.IsValid() }
