@@ -283,7 +283,7 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 	}
 	v := c.lexedFacts
 	if c.lexedPath != 0 && c.tempPath.made(pc.TxStatus() != 'I', c.lexedPath) {
-		return true
+		v.Text = true
 	}
 	if !sqllex.Verdict(v) {
 		// The server's facts, read only where the text's leave the
@@ -293,6 +293,12 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		if !v.TxOpen {
 			v.Params = c.reportedDiffer(pc)
 		}
+	} else if c.role != roleAny && c.roleGone == "" && (c.watch == nil || c.watch.maybeChanged()) {
+		// A change the text decided skips the server's facts, but not
+		// what its reports say of its role: a primary fenced read-only,
+		// or a standby, is left with this statement (Observe), however
+		// its session is judged.
+		c.roleGone = reportsLost(pc, c.role)
 	}
 	return sqllex.Verdict(v)
 }
