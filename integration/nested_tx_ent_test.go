@@ -36,6 +36,20 @@ func entExec(t *testing.T, x dialect.ExecQuerier, c context.Context, query strin
 	return res
 }
 
+// entBackend returns the server's id of the session x runs on, through
+// ent's Query.
+func entBackend(t *testing.T, x dialect.ExecQuerier, c context.Context, s server) int64 {
+	t.Helper()
+	var rows entsql.Rows
+	require.NoError(t, x.Query(c, s.backendID, []any{}, &rows))
+	defer func() { _ = rows.Close() }()
+	require.True(t, rows.Next(), s.backendID)
+	var id int64
+	require.NoError(t, rows.Scan(&id))
+	require.NoError(t, rows.Close())
+	return id
+}
+
 // entNames returns the names in table through ent's Query, sorted.
 func entNames(t *testing.T, x dialect.ExecQuerier, c context.Context, table string) []string {
 	t.Helper()
@@ -72,10 +86,15 @@ func TestNestedTxEnt(t *testing.T) {
 				entExec(t, drv, c, "BEGIN")
 				entExec(t, drv, c, ins, "task")
 
+				task := entBackend(t, drv, c, s)
 				tx, err := drv.Tx(c)
 				require.NoError(t, err)
 				if e.pooled {
-					assert.Equal(t, 1, e.c.Stats().Active, "ent's Tx on the task's connection")
+					// By the server's session id, not by the pool's
+					// count of connections in use: the catalog's
+					// reading after the table's DDL may hold another one
+					// for a moment, off the callers' paths.
+					assert.Equal(t, task, entBackend(t, tx, c, s), "ent's Tx on the task's connection")
 				}
 				n, err := entExec(t, tx, c, ins, "ent").RowsAffected()
 				require.NoError(t, err)

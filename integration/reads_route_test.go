@@ -129,6 +129,7 @@ func TestReadsRouteSelects(t *testing.T) {
 		require.NoError(t, db.QueryRowContext(ctx, q).Scan(&b), q)
 		return b
 	}
+	waitReadable(t, bg, db)
 	require.True(t, onStandby(bg, "SELECT pg_is_in_recovery()"), "a plain SELECT of built-ins")
 	require.False(t, onStandby(bg, "SELECT reads_selects_f()"), "a call of a user's function")
 	require.False(t, onStandby(bg, "SELECT pg_is_in_recovery() FROM reads_selects WHERE k = -1 FOR UPDATE"), "a locking SELECT")
@@ -282,6 +283,7 @@ func TestReadsNotYetReplayed(t *testing.T) {
 	defer func() { _, _ = sb.ExecContext(context.Background(), "SELECT pg_wal_replay_resume()") }()
 	_, err = db.ExecContext(bg, "CREATE TABLE reads_not_replayed (k int); INSERT INTO reads_not_replayed VALUES (7); CREATE FUNCTION reads_not_replayed_f() RETURNS int STABLE LANGUAGE sql AS 'SELECT 8'")
 	require.NoError(t, err)
+	waitReadable(t, pooldriver.ReadOnly(bg), db)
 	before := c.Standbys()[0].Pool.Acquires
 	var k int
 	require.NoError(t, db.QueryRowContext(pooldriver.ReadOnly(bg), "SELECT k FROM reads_not_replayed").Scan(&k), "a table the standby has not replayed")
@@ -294,6 +296,18 @@ func TestReadsNotYetReplayed(t *testing.T) {
 	require.Equal(t, 8, k)
 	require.Greater(t, c.Standbys()[0].Pool.Acquires, before, "the reads were tried on the standby first")
 	require.True(t, c.Standbys()[0].Up, "the standby stayed up for reads")
+}
+
+// waitReadable waits for a read of built-ins with ctx to run on a
+// standby: after DDL the process ran, the catalog reading the router goes
+// by is taken again off the callers' paths, and until then nothing is
+// proved a standby's read (the primary serves them).
+func waitReadable(t *testing.T, ctx context.Context, db *sql.DB) {
+	t.Helper()
+	waitFor(t, "a catalog reading since the test's DDL", func() bool {
+		var b bool
+		return db.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&b) == nil && b
+	})
 }
 
 // openReads starts a private primary and its streaming standby, opens
