@@ -13,6 +13,9 @@ import "time"
 // only wake it to hand the resource on again, and under a storm of
 // cancellations the oldest waiters are the likeliest to have given up.
 func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, owes owed) {
+	if p.tendLocked(r) {
+		return
+	}
 	for w := p.nextWaiterLocked(now); w != nil; w = p.nextWaiterLocked(now) {
 		p.waiters.remove(w)
 		if err := w.ctx.Err(); err != nil {
@@ -45,4 +48,27 @@ func (p *Pool[T]) handOutLocked(r *Resource[T]) {
 	r.state.Store(stateAcquired)
 	p.acquired++
 	p.stats.acquires++
+}
+
+// tender is a TendNext waiting for the next resource released.
+type tender[T any] struct {
+	ch     chan *Resource[T] // buffered (1): handing over never blocks
+	closes uint64            // the CloseIdle calls when it was handed one
+}
+
+// tendLocked hands r, released or stolen, to the TendNext waiting, if
+// one is, and reports whether it did: r is then in its hands as the
+// healthcheck's is in tend's. The caller holds mu.
+func (p *Pool[T]) tendLocked(r *Resource[T]) bool {
+	t := p.tender
+	if t == nil {
+		return false
+	}
+	p.tender = nil
+	p.tending.Store(false)
+	r.state.Store(stateChecking)
+	p.checking++
+	t.closes = p.idleCloses
+	t.ch <- r
+	return true
 }

@@ -1,5 +1,7 @@
 package pool
 
+import "context"
+
 // healthLoop runs the background healthcheck every HealthcheckInterval until
 // the pool closes.
 func (p *Pool[T]) healthLoop() { p.every(p.cfg.HealthcheckInterval, p.CheckNow) }
@@ -94,8 +96,13 @@ func (p *Pool[T]) tend(r *Resource[T], f func(T) error, check bool) bool {
 	closes := p.idleCloses
 	p.mu.Unlock()
 
-	err := f(r.value)
+	return p.tended(r, f(r.value), closes, check)
+}
 
+// tended ends a tend of r that f ran (closes: the CloseIdle calls when r
+// was taken): it puts r back, or destroys it when f failed (err) or it
+// went stale meanwhile. It reports true.
+func (p *Pool[T]) tended(r *Resource[T], err error, closes uint64, check bool) bool {
 	p.mu.Lock()
 	p.checking--
 	if err != nil || p.closed || p.idleCloses != closes || r.retired.Load() {
@@ -119,4 +126,48 @@ func (p *Pool[T]) tend(r *Resource[T], f func(T) error, check bool) bool {
 	}
 	p.mu.Unlock()
 	return true
+}
+
+// TendNext runs f, as Tend does, on an idle resource, or, where none is,
+// on the next one released (a holder's Park hands it back meanwhile, as
+// for a waiter: see Resource.Contended), waiting for it within ctx, ahead
+// of Acquire's waiters. It starts no factory call, and what it takes is no
+// hand-out: the pool neither grows for it nor counts it as an acquire,
+// and it is in use only as the healthcheck's is. The user of a resource
+// runs upkeep this way that cannot wait for a resource to sit idle
+// (callers that keep every one busy), and is worth a short wait of
+// theirs. One TendNext waits at a time: it reports false at once beside
+// another, as when ctx ends before a resource comes, and true once it ran
+// f.
+func (p *Pool[T]) TendNext(ctx context.Context, f func(T) error) bool {
+	if p.TendOne(f) {
+		return true
+	}
+	p.mu.Lock()
+	if p.closed || p.tender != nil {
+		p.mu.Unlock()
+		return false
+	}
+	t := &tender[T]{ch: make(chan *Resource[T], 1)}
+	p.tender = t
+	p.tending.Store(true) // before the steal: see stealLocked and Park
+	if r := p.stealLocked(); r != nil {
+		p.putLocked(r, p.clock(), owesExpiry) // to t
+	}
+	p.mu.Unlock()
+	var r *Resource[T]
+	select {
+	case r = <-t.ch:
+	case <-ctx.Done():
+		p.mu.Lock()
+		if p.tender == t {
+			p.tender = nil
+			p.tending.Store(false)
+			p.mu.Unlock()
+			return false
+		}
+		p.mu.Unlock()
+		r = <-t.ch // handed one as ctx ended: it is t's to put back
+	}
+	return p.tended(r, f(r.value), t.closes, false)
 }

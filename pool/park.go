@@ -84,10 +84,10 @@ func (r *Resource[T]) Park() bool {
 	if !p.mayBeParked.Load() {
 		p.mayBeParked.Store(true) // see stealLocked; a load only, once set
 	}
-	if p.waiters.n.Load() == 0 && !p.closing.Load() && !r.retired.Load() {
+	if p.waiters.n.Load() == 0 && !p.tending.Load() && !p.closing.Load() && !r.retired.Load() {
 		return true
 	}
-	// A waiter arrived, Close began, or Retire marked it: release it the
+	// A waiter (or a TendNext) arrived, Close began, or Retire marked it: release it the
 	// usual way (which destroys a retired one), unless the waiter (or
 	// Close, or Retire) took it already.
 	if r.state.CompareAndSwap(stateParked, stateAcquired) {
@@ -100,7 +100,9 @@ func (r *Resource[T]) Park() bool {
 // Park would refuse: a holder that checks before Park (and before the work
 // it does to decide whether to park) may skip that work. Anyone may start
 // waiting right after, which Park sees.
-func (r *Resource[T]) Contended() bool { return r.pool.waiters.n.Load() != 0 }
+func (r *Resource[T]) Contended() bool {
+	return r.pool.waiters.n.Load() != 0 || r.pool.tending.Load()
+}
 
 // Spare reports whether a resource of r's pool is to be had now without
 // waiting for one in use: nobody waits, and one is idle or there is room

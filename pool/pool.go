@@ -35,7 +35,11 @@ type Pool[T any] struct {
 	// Park sets it, a steal that finds nothing parked clears it, so that
 	// a waiter does not scan every resource when none can be parked.
 	mayBeParked atomic.Bool
-	observers   observers // read without mu, on every Acquire and Release
+	// tending mirrors tender != nil for Park (a TendNext waits: park.go,
+	// steal.go), written under mu before the steal, as the count of
+	// waiters is.
+	tending   atomic.Bool
+	observers observers // read without mu, on every Acquire and Release
 
 	// epoch is the origin of the pool's clock: times are kept as durations
 	// since it, read with time.Since, which costs a monotonic clock read
@@ -55,6 +59,7 @@ type Pool[T any] struct {
 	// be checked or tended while one ran is destroyed when it comes back
 	// rather than made idle again (see tend).
 	idleCloses  uint64
+	tender      *tender[T] // a TendNext waiting for a resource (healthcheck.go)
 	closed      bool
 	state       State
 	trial       bool // Recovering: the one trial factory call is under way

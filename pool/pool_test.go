@@ -350,6 +350,68 @@ func TestTryAcquire(t *testing.T) {
 	r.Release()
 }
 
+// TestTendNext: with nothing idle and room to grow, TendNext starts no
+// factory call; at Max, beside a caller that waits too, it gets the
+// resource in use when that comes back, ahead of the caller; what it
+// holds is no hand-out (neither Acquires nor Active count it), and it
+// goes to the waiting caller after.
+func TestTendNext(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 4
+	p := newPool(t, cfg)
+	held := mustAcquire(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ran := p.TendNext(ctx, func(*item) error { return nil })
+	cancel()
+	if ran {
+		t.Fatal("TendNext ran with nothing idle and nothing released")
+	}
+	if got := b.calls.Load(); got != 1 {
+		t.Fatalf("%d factory calls, want 1: TendNext grew the pool", got)
+	}
+	held.Release()
+
+	// At Max, beside a caller that waits too.
+	var b1 backend
+	cfg = b1.config()
+	cfg.Max = 1
+	p = newPool(t, cfg)
+	held = mustAcquire(t, p)
+	tended := make(chan *item, 1)
+	release := make(chan struct{})
+	go func() {
+		p.TendNext(context.Background(), func(it *item) error {
+			tended <- it
+			<-release
+			return nil
+		})
+	}()
+	waitFor(t, "TendNext waiting", func() bool { return p.tending.Load() })
+	acquired := make(chan *Resource[*item], 1)
+	go func() {
+		r, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		acquired <- r
+	}()
+	waitFor(t, "the caller waiting", func() bool { return p.Stats().Waiting == 1 })
+	held.Release()
+	if it := <-tended; it != held.Value() {
+		t.Fatal("TendNext was not handed the resource that came back")
+	}
+	if st := p.Stats(); st.Acquires != 1 || st.Active != 0 || st.Total != 1 {
+		t.Fatalf("while tended: %d acquires, %d active, %d in all; want 1, 0, 1", st.Acquires, st.Active, st.Total)
+	}
+	close(release)
+	r := <-acquired
+	if r == nil || r.Value() != held.Value() {
+		t.Fatal("the waiting caller did not get the resource after TendNext")
+	}
+	r.Release()
+}
+
 func TestBeforeReleaseAndBeforeAcquire(t *testing.T) {
 	var b backend
 	cfg := b.config()
