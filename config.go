@@ -139,6 +139,28 @@ func ParseConfig(dsn string) (*Config, error) {
 	return &cfg, nil
 }
 
+// parseDSN finds the DSN's dialect and lets it split the DSN into a
+// credential template and pool parameters. Errors never quote the DSN,
+// which may hold a password.
+func parseDSN(dsn string) (dialects.Template, map[string]string, error) {
+	if dsn == "" {
+		return nil, nil, fmt.Errorf("pooldriver: empty DSN")
+	}
+	scheme, ok := dialects.SchemeOf(dsn)
+	if !ok {
+		return nil, nil, fmt.Errorf("pooldriver: the DSN has no scheme: want postgres://, postgresql://, mysql://, odbc:// or a key=value PostgreSQL string")
+	}
+	d, err := dialects.Lookup(scheme)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, params, err := d.Parse(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, params, nil
+}
+
 // checkCounts reports a minimum of connections above the maximum.
 func (c *Config) checkCounts() error {
 	switch {
@@ -236,6 +258,47 @@ func (c *Config) validate() error {
 		return fmt.Errorf("pooldriver: Tracer (WithTracer) is a nil %T", c.Tracer)
 	case c.CircuitBreaker != nil && isNilPointer(c.CircuitBreaker):
 		return fmt.Errorf("pooldriver: CircuitBreaker (WithCircuitBreaker) is a nil %T", c.CircuitBreaker)
+	}
+	return nil
+}
+
+// settle works out what derives from c's final settings, checks them
+// together, and returns the template c's physical connections are made
+// from: the DSN's, adapted to the pooler in front of the server.
+func (c *Config) settle() (dialects.Template, error) {
+	c.deriveJitter()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	t, err := behindPooler(c.tmpl, c.ServerPooling)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkHooks(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// behindPooler lets t's dialect adapt to the pooler pool_server_pooling
+// names (or check for one), if it knows how.
+func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Template, error) {
+	if pt, ok := t.(dialects.PoolerTemplate); ok {
+		return pt.BehindPooler(p)
+	}
+	if p == dialects.ServerPoolingSession || p == dialects.ServerPoolingTransaction {
+		return nil, fmt.Errorf("pooldriver: pool_server_pooling=%s: this dialect does not support a pooler in front of the server (only PostgreSQL's does)", p)
+	}
+	return t, nil
+}
+
+// checkHooks reports a hook that c's template cannot run.
+func (c *Config) checkHooks(t dialects.Template) error {
+	if c.BeforeConnect == nil {
+		return nil
+	}
+	if _, ok := t.(dialects.ConfigurableTemplate); !ok {
+		return errors.New("pooldriver: WithBeforeConnect: this connector has no driver configuration to shape (postgres:// DSNs have; with Wrap, configure the wrapped connector)")
 	}
 	return nil
 }

@@ -9,17 +9,6 @@ import (
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
-// checkHooks reports a hook that c's template cannot run.
-func (c *Config) checkHooks(t dialects.Template) error {
-	if c.BeforeConnect == nil {
-		return nil
-	}
-	if _, ok := t.(dialects.ConfigurableTemplate); !ok {
-		return errors.New("pooldriver: WithBeforeConnect: this connector has no driver configuration to shape (postgres:// DSNs have; with Wrap, configure the wrapped connector)")
-	}
-	return nil
-}
-
 // call runs hook f, turning a panic into an error.
 func call(name string, f func() error) (err error) {
 	defer func() {

@@ -112,15 +112,8 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 			return nil, err
 		}
 	}
-	s.deriveJitter()
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
-	t, err := behindPooler(s.tmpl, s.ServerPooling)
+	t, err := s.settle()
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkHooks(t); err != nil {
 		return nil, err
 	}
 	breaker := s.CircuitBreaker
@@ -205,18 +198,6 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	}
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
-}
-
-// behindPooler lets t's dialect adapt to the pooler pool_server_pooling
-// names (or check for one), if it knows how.
-func behindPooler(t dialects.Template, p dialects.ServerPooling) (dialects.Template, error) {
-	if pt, ok := t.(dialects.PoolerTemplate); ok {
-		return pt.BehindPooler(p)
-	}
-	if p == dialects.ServerPoolingSession || p == dialects.ServerPoolingTransaction {
-		return nil, fmt.Errorf("pooldriver: pool_server_pooling=%s: this dialect does not support a pooler in front of the server (only PostgreSQL's does)", p)
-	}
-	return t, nil
 }
 
 // Close closes every idle physical connection at once and every other one as
