@@ -13,11 +13,17 @@ import (
 // dialects.CatalogTTL, then reads it again off the callers' paths. The
 // pool's health check does that only every pool_health_check_period
 // (30 s by default), so a Connector also waits on its catalog's reading
-// falling due and then runs the reading on one idle connection at once:
+// falling due and then runs the reading at once on one idle connection,
+// or, where none is, on the next one a caller lets go (tendNext):
 // what another client changed in the catalog is seen within CatalogTTL
-// and the moment it takes to find an idle connection. The loop starts
+// and the moment it takes to get a connection. The loop starts
 // with the first connection whose dialect reads a catalog, and ends with
 // Close.
+
+// catalogTakeWait bounds how long the loop waits for a connection in
+// use where none is idle (tendNext): a reading not taken within it may
+// no longer be Fresh (dialects.CatalogMaxAge) by the time it is stored.
+const catalogTakeWait = dialects.CatalogMaxAge - dialects.CatalogTTL
 
 // catalogRetry spaces the tries while a due reading is not taken: no
 // connection was idle; catalogRetryRead, one that was tried (a reading
@@ -95,7 +101,7 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		case <-due.DueSignal():
 		}
 		wait := catalogRetry
-		if c.pool.TendOne(refresh) {
+		if c.pool.TendOne(refresh) || due.Wanted() && !due.Failing() && c.drainMark.Load() == 0 && c.tendNext(ctx, refresh) {
 			wait = catalogRetryRead
 		}
 		select {
@@ -111,4 +117,20 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		default:
 		}
 	}
+}
+
+// tendNext runs refresh on the next connection a caller lets go, where
+// none was idle (pool.Pool.TendNext: none is opened for it, and it is no
+// acquire of a caller's): callers that keep every connection busy (a
+// serial loop on one connection, more callers than connections) would
+// otherwise leave the reading due until it vouches for nothing, and every
+// statement that names anything would then count as a change. It waits
+// within catalogTakeWait, for a reading that soon vouches for nothing
+// (dialects.Catalog.Wanted) only, never while readings fail (each would
+// hold the connection until it timed out) or once Shutdown began, and
+// holds the connection for one reading.
+func (c *Connector) tendNext(ctx context.Context, refresh func(*phys.Conn) error) bool {
+	tctx, cancel := context.WithTimeout(ctx, catalogTakeWait)
+	defer cancel()
+	return c.pool.TendNext(tctx, refresh)
 }

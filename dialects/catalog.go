@@ -369,6 +369,19 @@ func (c *Catalog[T]) DueSignal() <-chan struct{} {
 // CatalogDue is a Catalog as CatalogWatcher hands it out.
 type CatalogDue interface {
 	DueSignal() <-chan struct{}
+	Failing() bool
+	Wanted() bool
+}
+
+// Wanted reports a reading that is due and soon vouches for nothing, or
+// already does: it began more than CatalogTTL ago (it stops at
+// CatalogMaxAge), or a change since made every connection distrust it
+// (ExpireAll). A watcher that finds no idle connection for it takes one
+// in use then (see CatalogWatcher); not for the first reading, which a
+// new connection takes.
+func (c *Catalog[T]) Wanted() bool {
+	s := c.snap.Load()
+	return s != nil && s.Due() && (time.Since(s.at) > CatalogTTL || !s.Sees(c.changed.Load()))
 }
 
 // CatalogWatcher is implemented by a CatalogRefresher whose readings fall
@@ -376,7 +389,8 @@ type CatalogDue interface {
 // and then runs RefreshCatalog on an idle connection at once, off the
 // callers' paths, so that a reading is no older than CatalogTTL and the
 // time it takes to find an idle connection, rather than the next health
-// check's. CatalogWatch returns the connection's catalog, nil where it
+// check's; where none is idle and the reading is Wanted, on one in use,
+// in its turn among the callers, unless readings are Failing. CatalogWatch returns the connection's catalog, nil where it
 // has none.
 type CatalogWatcher interface {
 	CatalogWatch() CatalogDue

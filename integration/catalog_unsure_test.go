@@ -146,17 +146,7 @@ func TestCatalogUnsureOnce(t *testing.T) {
 				defer db.Close()
 				point := "SELECT v FROM " + table + " WHERE id = $1"
 				var v string
-				// Until a reading sees the DDL other tests of the process
-				// ran, every point select counts.
-				for deadline := time.Now().Add(3 * dialects.CatalogTTL); ; {
-					before := c.Stats().SessionResets
-					require.NoError(t, db.QueryRowContext(ctx(t), point, 1).Scan(&v))
-					if c.Stats().SessionResets == before {
-						break
-					}
-					require.True(t, time.Now().Before(deadline), "no reading vouches for a point select")
-					time.Sleep(50 * time.Millisecond)
-				}
+				waitVouched(t, c, db, point)
 				before := c.Stats().SessionResets
 				for range 2 {
 					_, err := db.ExecContext(ctx(t), "SELECT "+f+"()")
@@ -177,4 +167,55 @@ func TestCatalogUnsureOnce(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestCatalogTrustingNeighbour: a connector that trusts its functions
+// shares the catalog's reading with the process's other connectors to
+// the server; its plain CREATE TABLE and DROP TABLE leave what the
+// reading vouches for true, for the others as for itself, and the point
+// selects of a connector that does not trust its functions, right after
+// each, cost no reset (before, each such DDL of the trusting connector's
+// made the reading vouch for nothing until a new one was stored).
+func TestCatalogTrustingNeighbour(t *testing.T) {
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		table := unique("cat65_nb")
+		s.adminExec(t, "CREATE TABLE "+table+" (id int PRIMARY KEY, v text)")
+		s.adminExec(t, "INSERT INTO "+table+" VALUES (1, 'x')")
+		t.Cleanup(func() { s.adminExec(t, "DROP TABLE "+table) })
+		c := pooldriver.New(withParams(s.dsn, "pool_max_conns=1"))
+		db := sql.OpenDB(c)
+		defer db.Close()
+		trusting := sql.OpenDB(pooldriver.New(withParams(s.dsn, "pool_trust_functions=true")))
+		defer trusting.Close()
+		point := "SELECT v FROM " + table + " WHERE id = $1"
+		var v string
+		waitVouched(t, c, db, point)
+		scratch := unique("cat65_nb_t")
+		before := c.Stats().SessionResets
+		for range 20 {
+			for _, q := range []string{"CREATE TABLE " + scratch + " (id int PRIMARY KEY, v text NOT NULL)", "DROP TABLE " + scratch} {
+				_, err := trusting.ExecContext(ctx(t), q)
+				require.NoError(t, err)
+				require.NoError(t, db.QueryRowContext(ctx(t), point, 1).Scan(&v))
+			}
+		}
+		require.Equal(t, before, c.Stats().SessionResets, "point selects reset after the trusting connector's DDL")
+	})
+}
+
+// waitVouched runs point (a point select of id 1) on db, c's, until a run
+// costs no reset: until a reading sees the DDL the process's other tests
+// ran, every statement that names anything counts as a change.
+func waitVouched(t *testing.T, c *pooldriver.Connector, db *sql.DB, point string) {
+	t.Helper()
+	var v string
+	for deadline := time.Now().Add(3 * dialects.CatalogTTL); ; {
+		before := c.Stats().SessionResets
+		require.NoError(t, db.QueryRowContext(ctx(t), point, 1).Scan(&v))
+		if c.Stats().SessionResets == before {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no reading vouches for a point select")
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -65,7 +65,7 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 		if !mine {
 			return snap
 		}
-		s, err := readCatalog(ctx, pc)
+		s, err := c.read(ctx, pc)
 		if err != nil {
 			c.catalog.ReleaseFirst()
 			return c.catalog.Current()
@@ -78,7 +78,7 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
 	defer cancel()
 	if now && c.catalog.ClaimNow(ctx) || !now && c.catalog.Claim(false) {
-		s, err := readCatalog(ctx, pc)
+		s, err := c.read(ctx, pc)
 		if err != nil {
 			c.catalog.Release()
 		} else {
@@ -86,6 +86,19 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 		}
 	}
 	return snap
+}
+
+// read reads the catalog on pc (readCatalog), and adds the custom
+// settings' names its functions' SET clauses name to what every
+// connection to the server and database defines (custom.go): a call of
+// one defines its name in the session, and the next user's session must
+// answer as a new one.
+func (c *conn) read(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
+	s, err := readCatalog(ctx, pc)
+	if err == nil && len(s.custom) > 0 {
+		c.attachCustom().add(s.custom)
+	}
+	return s, err
 }
 
 // readable reports whether the catalog may be read on pc now: idle, no
@@ -131,7 +144,7 @@ func (c *conn) readSince(pc *pgconn.PgConn, gen uint64) *dialects.CatalogSnapsho
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
 	defer cancel()
-	s, err := readCatalog(ctx, pc)
+	s, err := c.read(ctx, pc)
 	if err != nil {
 		c.catalog.Release()
 		return c.catalog.Current()

@@ -253,7 +253,15 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			how := expireCode
 			if f.Refs != nil && f.Refs.DDL {
 				how = expireDDL
-				if shadows != nil && !f.Refs.Makes && !ranCode(f, shadows) {
+				seen := shadows
+				if c.trust {
+					// A user who vouches for their code judges nothing
+					// by the reading, but the process's other
+					// connectors to the server share it: what the DDL
+					// did is judged for them as for one who does not.
+					seen = c.vouching(c.catalog.Current())
+				}
+				if seen != nil && !f.Refs.Makes && !ranCode(f, seen) {
 					// It only removed or labelled, or made a table that
 					// runs only code its text names, which the reading
 					// vouched for: the reading still vouches for all it
@@ -272,6 +280,9 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 				// included.
 				shadows = c.vouching(snap)
 			}
+		}
+		if !c.trust {
+			c.customScanAfter(f, shadows)
 		}
 		c.lexedFacts = f.SessionWith(c.trust, shadows) // nil: nothing read, every naming text counts
 		c.lexedDDL = expires                           // read again each time: each run may change the catalog

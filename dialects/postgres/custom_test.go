@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pooldriver/pooldriver/dialects/internal/sqllex"
 )
 
 func TestCustomNamesIn(t *testing.T) {
@@ -160,6 +162,49 @@ func TestCustomSettingsFunctions(t *testing.T) {
 	}
 	if got := asks(t, c, name); got != "" {
 		t.Errorf("the connection that called it: %q, want ''", got)
+	}
+}
+
+// TestCustomSettingsReadWithCatalog: the catalog's reading carries the
+// names the functions' SET clauses name (a quoted one in lower case
+// too), and a connection that reads it adds them to what every
+// connection of the server and database defines: a harmless function's
+// call, which costs no reset, leaves the next user a session that
+// answers as a new one, and a reset after a call of a function the
+// reading read does not read the SET clauses again.
+func TestCustomSettingsReadWithCatalog(t *testing.T) {
+	admin := wrapped(t)
+	prefix := fmt.Sprintf("pdcr%d", rand.Uint64())
+	fn := fmt.Sprintf("pd_custom_rd_%d", rand.Uint64())
+	exec(t, admin, "CREATE FUNCTION "+fn+"() RETURNS int LANGUAGE sql SET "+prefix+".a = '1' SET \"Mixed\".b = '2' AS $$ SELECT 1 $$")
+	t.Cleanup(func() {
+		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP FUNCTION "+fn, nil)
+	})
+	c := wrapped(t)
+	cat, err := c.read(t.Context(), c.pgx().PgConn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{prefix + ".a", "mixed.b"} {
+		if !slices.Contains(cat.custom, want) {
+			t.Errorf("the reading's names %q lack %q", cat.custom, want)
+		}
+		if !c.attachCustom().has(want) {
+			t.Errorf("%q was not added to the connections' names", want)
+		}
+	}
+	if _, ok := cat.shadows.Harmless[fn]; !ok {
+		t.Fatalf("%s is not harmless by the reading", fn)
+	}
+	f := sqllex.Of("SELECT "+fn+"()", sqllex.Postgres)
+	c.custom.scanned = c.mustSee
+	c.customScanAfter(f, cat.shadows)
+	if c.customScanDue() {
+		t.Error("a call of a function the reading read makes the next reset read the SET clauses")
+	}
+	c.customScanAfter(sqllex.Of("SELECT pd_custom_unknown_fn()", sqllex.Postgres), cat.shadows)
+	if !c.customScanDue() {
+		t.Error("a call of a function no reading read leaves the SET clauses unread")
 	}
 }
 

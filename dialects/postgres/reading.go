@@ -92,7 +92,8 @@ import (
 // answers differently, 'o' an operator, 'c' an explicit
 // cast, 'a' an implicit or assignment cast, 'e' an event trigger, 'x'
 // dblink's schema, 'f' the schema of postgres_fdw_disconnect_all (each
-// quoted). $1 is
+// quoted), 's' the system identifier, 'g' a custom setting's name a
+// function's SET clause names (in lower case). $1 is
 // the list's harmless names, $2 the names the session rules read, $3 the
 // words the call rules read as syntax before '(' (sqllex.SyntaxNames):
 // one a user's function is named is a name too, wherever it stands.
@@ -242,7 +243,9 @@ UNION SELECT 'x', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension
 UNION SELECT 'f', pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 	WHERE p.proname = 'postgres_fdw_disconnect_all' AND p.pronargs = 0
 UNION SELECT 's', (SELECT system_identifier::text FROM pg_catalog.pg_control_system())
-	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE');
+	WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')
+UNION SELECT 'g', pg_catalog.lower(pg_catalog.split_part(c, '=', 1)) FROM pg_catalog.pg_proc p, pg_catalog.unnest(p.proconfig) c
+	WHERE p.oid >= 16384 AND p.proconfig IS NOT NULL AND pg_catalog.strpos(pg_catalog.split_part(c, '=', 1), '.') > 0;
 ` + functionsSQL
 
 // functionsSQL reads, for every name under which a user made a LANGUAGE
@@ -300,6 +303,10 @@ type pgCatalog struct {
 	// The server's system identifier, where the role may read it (see
 	// serverID): a physical standby's is its primary's.
 	sysid string
+	// custom: the custom settings' names the functions' SET clauses
+	// name (pg_proc.proconfig), which a call defines in the session
+	// (custom.go).
+	custom []string
 }
 
 // readCatalog reads the catalog on pc, which must be idle outside a
@@ -340,6 +347,8 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 			cat.fdw = name
 		case 's':
 			cat.sysid = name
+		case 'g':
+			cat.custom = append(cat.custom, name)
 		}
 	}
 	s.Harmless, s.Reads = functionProofs(res[3].Rows, s)

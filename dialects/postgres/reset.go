@@ -342,6 +342,19 @@ func (c *conn) customDue() bool {
 // defined a name no text showed.
 func (c *conn) customScanDue() bool { return c.mustSee != c.custom.scanned }
 
+// customScanAfter makes the next reset read the functions' SET clauses
+// where the statement (f, judged with shadows: nil where no reading
+// vouches) called a function whose SET clause no reading has read: one
+// that runs SQL from a string, or one of the user's the reading proves
+// neither harmless nor static (made since, or by its body unread). The
+// others' names are the reading's own (pgCatalog.custom), which every
+// connection defines already.
+func (c *conn) customScanAfter(f sqllex.Facts, shadows *sqllex.Shadows) {
+	if f.Calls == sqllex.CallsText || f.Calls == sqllex.CallsUnknown && !shadows.Vouched(f.Unknown) && !shadows.RunsStatic(f.Unknown) {
+		c.custom.scanned = c.mustSee - 1
+	}
+}
+
 // noteCustom learns the custom setting names query's text defines (see
 // above). The connection itself defines them with its next statement too
 // (customDue), as a statement that failed may not have.
@@ -352,11 +365,6 @@ func (c *conn) noteCustom(query string) {
 	}
 	if len(query) <= maxLexedText {
 		s.last = query
-	}
-	if !c.trust && strings.IndexByte(query, '(') >= 0 && sqllex.Of(query, sqllex.Postgres).Calls != sqllex.CallsKnown {
-		// A function the catalog proves harmless costs no reset, yet its
-		// SET clause defines its name: the next reset reads them.
-		s.scanned = c.mustSee - 1
 	}
 	if strings.IndexByte(query, '.') < 0 || !mentionsSet(query) {
 		return
