@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -86,5 +87,35 @@ func TestNeverDirtyPostgresEnumToJSON(t *testing.T) {
 		d.add("CREATE VIEW "+view+" AS SELECT to_json('a'::"+enum+")::text AS j", "DROP VIEW "+view)
 		d.apply()
 		checkDenied(t, s, s.dsn, denyCase{dirty: execAll("SELECT j FROM " + view), observe: searchPath, want: clean})
+	})
+}
+
+// TestNeverDirtyMariaDBClosureKinds: on MariaDB the user's code a
+// statement reaches without naming it is a view's body or a table's
+// trigger, which the catalog reading reads (dialects/mysql, shadowsSQL);
+// a stored function cannot stand in a generated column, a CHECK
+// constraint or a column DEFAULT, where PostgreSQL's closure must follow
+// it. The server is asked: a version that accepts one fails here, naming
+// the kind the reading must then walk to.
+func TestNeverDirtyMariaDBClosureKinds(t *testing.T) {
+	forServer(t, "mysql", func(t *testing.T, s server) {
+		fn := unique("pd_kind_fn")
+		s.adminExec(t, "CREATE FUNCTION "+fn+"(x INT) RETURNS INT DETERMINISTIC RETURN x + 1")
+		t.Cleanup(func() { s.adminExec(t, "DROP FUNCTION "+fn) })
+		for kind, column := range map[string]string{
+			"generated column": "b INT AS (" + fn + "(a))",
+			"CHECK constraint": "b INT CHECK (" + fn + "(b) > 0)",
+			"column DEFAULT":   "b INT DEFAULT (" + fn + "(1))",
+		} {
+			tbl := unique("pd_kind")
+			_, err := s.admin(t).ExecContext(ctx(t), "CREATE TABLE "+tbl+" (a INT, "+column+")")
+			switch {
+			case err == nil:
+				s.adminExec(t, "DROP TABLE "+tbl)
+				t.Errorf("the server runs a stored function in a %s: the catalog reading must follow it there", kind)
+			case !strings.Contains(err.Error(), fn):
+				t.Errorf("a %s: %v, want the server's refusal of %s", kind, err, fn)
+			}
+		}
 	})
 }
