@@ -50,12 +50,6 @@ func (p *Pool[T]) handOutLocked(r *Resource[T]) {
 	p.stats.acquires++
 }
 
-// tender is a TendNext waiting for the next resource released.
-type tender[T any] struct {
-	ch     chan *Resource[T] // buffered (1): handing over never blocks
-	closes uint64            // the CloseIdle calls when it was handed one
-}
-
 // tendLocked hands r, released or stolen, to the TendNext waiting, if
 // one is, and reports whether it did: r is then in its hands as the
 // healthcheck's is in tend's. The caller holds mu.

@@ -131,3 +131,9 @@ func (p *Pool[T]) clock() time.Duration { return time.Since(p.epoch) }
 // misuse counts the use of a handle its caller does not hold
 // ([Stats].Misuses).
 func (p *Pool[T]) misuse() { p.misuses.Add(1) }
+
+// tender is a TendNext waiting for the next resource released.
+type tender[T any] struct {
+	ch     chan *Resource[T] // buffered (1): handing over never blocks
+	closes uint64            // the CloseIdle calls when it was handed one
+}
