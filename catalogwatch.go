@@ -26,9 +26,10 @@ import (
 const catalogTakeWait = dialects.CatalogMaxAge - dialects.CatalogTTL
 
 // catalogRetry spaces the tries while a due reading is not taken: no
-// connection was idle; catalogRetryRead, one that was tried (a reading
-// that failed, or one refused because the last began less than a second
-// ago: dialects.Catalog.Claim).
+// connection was idle, or one was tried for a reading still Wanted that
+// readings are not failing; catalogRetryRead, one that was tried (a
+// reading that failed, or one refused because the last began less than a
+// second ago: dialects.Catalog.Claim).
 const (
 	catalogRetry     = 100 * time.Millisecond
 	catalogRetryRead = time.Second
@@ -103,6 +104,13 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		wait := catalogRetry
 		if c.pool.TendOne(refresh) || due.Wanted() && !due.Failing() && c.drainMark.Load() == 0 && c.tendNext(ctx, refresh) {
 			wait = catalogRetryRead
+			if due.Wanted() && !due.Failing() {
+				// Tried, but not read (another reading was in progress,
+				// or began less than a second ago): a second's wait
+				// could outlast what is left of the reading's
+				// dialects.CatalogMaxAge.
+				wait = catalogRetry
+			}
 		}
 		select {
 		case <-ctx.Done():
