@@ -255,3 +255,47 @@ func TestCatalogExpireNow(t *testing.T) {
 		t.Error("the reading after the one ExpireNow asked for is not spaced")
 	}
 }
+
+// TestCatalogClaimFresh: where the latest reading is no longer Fresh, one
+// caller claims the reading and the others wait for it and get what it
+// stores; a waiter whose context ends gets the old reading; with a Fresh
+// reading nobody claims.
+func TestCatalogClaimFresh(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-fresh|%d", time.Now().UnixNano()))
+	c.snap.Store(newSnapshot(1, 0, time.Now().Add(-CatalogMaxAge-time.Second)))
+	mine, _ := c.ClaimFresh(context.Background())
+	if !mine {
+		t.Fatal("the first caller finding an old reading does not read")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if m, s := c.ClaimFresh(ctx); m || s == nil || s.Value != 1 {
+		t.Fatalf("a waiter whose context ended: mine %v, reading %v", m, s)
+	}
+	const waiters = 4
+	got := make(chan *CatalogSnapshot[int], waiters)
+	for range waiters {
+		go func() {
+			m, s := c.ClaimFresh(context.Background())
+			if m {
+				s = nil // a second reader: reported below
+			}
+			got <- s
+		}()
+	}
+	time.Sleep(5 * claimPoll)
+	c.Store(2)
+	for range waiters {
+		select {
+		case s := <-got:
+			if s == nil || s.Value != 2 || !s.Fresh() {
+				t.Fatalf("a waiter got %v, want the reading stored (2) and no claim of its own", s)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("waiters still wait 10s after the reading was stored")
+		}
+	}
+	if m, s := c.ClaimFresh(context.Background()); m || s == nil || s.Value != 2 {
+		t.Fatalf("with a fresh reading: mine %v, reading %v", m, s)
+	}
+}
