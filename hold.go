@@ -74,6 +74,10 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 	if err := l.start(ctx, opExec, &le); err != nil {
 		return nil, err
 	}
+	var lc *lostCommit
+	if le.pc.St.Tx == phys.TxRaw && commitsAlone(query) {
+		lc = watchCommit(le.pc) // the raw transaction's end (lostcommit.go)
+	}
 	var res driver.Result
 	var err error
 	if s == nil {
@@ -81,7 +85,14 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 	} else {
 		res, err = s.execOn(ctx, le.pc, args)
 	}
-	if err = l.finish(ctx, &le, opExec, query, err); err != nil && l.standby != nil {
+	lost := lc.lost(ctx, le.pc, err)
+	if err = l.finish(ctx, &le, opExec, query, err); lost {
+		if err = l.c.resolveCommit(ctx, lc, err); err == nil {
+			res = driver.RowsAffected(0) // committed, as the reply would have said
+		}
+		return res, err
+	}
+	if err != nil && l.standby != nil {
 		if pctx, ok := l.retryOnPrimary(ctx, err, le.fresh); ok {
 			return l.exec(pctx, query, args, s)
 		}

@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync/atomic"
-	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/internal/phys"
@@ -39,13 +38,6 @@ type tx struct {
 	// lostCommit: its COMMIT lost its connection, whose dialect can ask
 	// what became of the transaction (set by endOn, read by end).
 	lostCommit *lostCommit
-}
-
-// lostCommit is what a COMMIT whose connection broke knew before it was
-// sent.
-type lostCommit struct {
-	ref  dialects.TxRef
-	sent bool // bytes of the COMMIT left for the server
 }
 
 var _ driver.Tx = (*tx)(nil)
@@ -109,7 +101,7 @@ func (x *tx) end(commit bool) error {
 		return x.endOn(pc, commit)
 	})
 	if lc := x.lostCommit; lc != nil && err != nil {
-		return x.resolve(lc, err)
+		return x.l.c.resolveCommit(x.ctx, lc, err)
 	}
 	return err
 }
@@ -155,15 +147,13 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	stop := pc.WatchBlocking(bound)
 	var err error
 	if commit {
-		cr, resolves := pc.DC.(dialects.CommitResolver)
-		var ref dialects.TxRef
-		if resolves && !nested {
-			ref = cr.OpenTxRef()
+		var lc *lostCommit
+		if !nested {
+			lc = watchCommit(pc)
 		}
-		before := pc.Sent()
 		err = x.commit(bound, pc, nested)
-		if resolves && !nested && err != nil && bound.Err() == nil && pc.Broken(err) {
-			x.lostCommit = &lostCommit{ref: ref, sent: pc.Written == nil || pc.Sent() != before}
+		if lc.lost(bound, pc, err) {
+			x.lostCommit = lc
 		}
 	} else {
 		err = x.open.Drv.Rollback()
@@ -200,92 +190,4 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	}
 	x.l.tx = nil
 	return err
-}
-
-var (
-	errNoTxID  = errors.New("pooldriver: the transaction's id was not learnt (a statement that may have written ran where the dialect does not ask it)")
-	errTooOld  = errors.New("pooldriver: the server no longer keeps the transaction's status")
-	errNoAsker = errors.New("pooldriver: the dialect cannot ask what became of a transaction")
-	errReused  = errors.New("pooldriver: the server was promoted since, and reports the transaction's id committed, which may be a transaction of its own that took the id")
-)
-
-// resolveBound bounds the questions about a lost COMMIT where the
-// Commit's context (BeginTx's) has no deadline: a failover that promotes a
-// standby takes seconds, an unreachable server may never answer.
-const resolveBound = 30 * time.Second
-
-// resolve turns the error of a COMMIT whose connection broke (cause) into
-// what the server says became of the transaction: nil where it
-// committed, ErrNotCommitted where it did not, ErrCommitUnknown where the
-// server could not say within the Commit's context. A transaction known
-// to have no id wrote nothing: its COMMIT leaves what a rollback would, so
-// its Commit returns nil.
-func (x *tx) resolve(lc *lostCommit, cause error) error {
-	if !lc.sent {
-		return &commitError{outcome: ErrNotCommitted, cause: cause}
-	}
-	if lc.ref.ID == 0 {
-		if lc.ref.Clean {
-			return nil
-		}
-		return &commitError{outcome: ErrCommitUnknown, cause: cause, why: errNoTxID}
-	}
-	ctx := x.ctx
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, resolveBound)
-		defer cancel()
-	}
-	wait := 2 * time.Millisecond
-	var why error
-	for {
-		out, err := x.ask(ctx, lc.ref)
-		switch {
-		case err != nil:
-			why = err
-			if errors.Is(err, ErrClosed) || errors.Is(err, ErrServerRefused) || errors.Is(err, errNoAsker) {
-				return &commitError{outcome: ErrCommitUnknown, cause: cause, why: why}
-			}
-		case out == dialects.TxCommitted:
-			return nil
-		case out == dialects.TxAborted:
-			return &commitError{outcome: ErrNotCommitted, cause: cause}
-		case out == dialects.TxOutcomeUnknown:
-			return &commitError{outcome: ErrCommitUnknown, cause: cause, why: errTooOld}
-		case out == dialects.TxOtherHistory:
-			return &commitError{outcome: ErrCommitUnknown, cause: cause, why: errReused}
-		}
-		// In progress (its server process is being ended), or the
-		// question failed: again, after a pause.
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if why == nil {
-				why = ctx.Err()
-			}
-			return &commitError{outcome: ErrCommitUnknown, cause: cause, why: why}
-		case <-t.C:
-		}
-		wait = min(2*wait, 100*time.Millisecond)
-	}
-}
-
-// ask asks, on a new connection the Connector opens as its pool would
-// (the primary, as the DSN finds it: after a failover, the promoted
-// standby), what became of the transaction ref. Not one of the pool's:
-// the lost connection still counts against its size until Commit returns,
-// and a pool of one would wait for itself. The question's connection is
-// closed after it.
-func (x *tx) ask(ctx context.Context, ref dialects.TxRef) (dialects.TxOutcome, error) {
-	pc, err := x.l.c.dial(ctx)
-	if err != nil {
-		return dialects.TxOutcomeUnknown, err
-	}
-	defer func() { _ = pc.DC.Close() }()
-	cr, ok := pc.DC.(dialects.CommitResolver)
-	if !ok {
-		return dialects.TxOutcomeUnknown, errNoAsker
-	}
-	return cr.TxOutcome(ctx, ref)
 }

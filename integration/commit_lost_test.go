@@ -18,7 +18,7 @@ import (
 )
 
 // commitRuns is how many transactions each case of TestLostCommitResolved
-// runs: POOLDRIVER_COMMIT_RUNS, else 100.
+// runs: POOLDRIVER_COMMIT_RUNS, else 100 (25 of a raw BEGIN … COMMIT).
 func commitRuns(t *testing.T) int {
 	if v := os.Getenv("POOLDRIVER_COMMIT_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -28,8 +28,8 @@ func commitRuns(t *testing.T) int {
 	return 100
 }
 
-// TestLostCommitResolved: a *sql.Tx on PostgreSQL that inserted (with an
-// argument, then without) commits behind a fault proxy that (a) lets the
+// TestLostCommitResolved: a *sql.Tx on PostgreSQL, and a task's raw BEGIN
+// … COMMIT, that inserted (with an argument, then without) commits behind a fault proxy that (a) lets the
 // COMMIT reach the server and cuts the connection in place of its reply:
 // Commit returns nil and the rows are there, every run; (b) drops the
 // COMMIT and cuts the connection before the server sees it: Commit's
@@ -38,76 +38,100 @@ func commitRuns(t *testing.T) int {
 // driver runs beside, for the log only.
 func TestLostCommitResolved(t *testing.T) {
 	forServer(t, "postgres", func(t *testing.T, s server) {
-		n := commitRuns(t)
+		runs := commitRuns(t)
 		for _, reached := range []bool{true, false} {
 			name := "commit lost before the server"
 			if reached {
 				name = "reply lost after the commit"
 			}
-			for _, f := range allFlavours {
-				t.Run(name+"/"+string(f), func(t *testing.T) {
-					tn := newTenant(t, s)
-					tbl := s.table(t, "lostcommit", "v varchar(64)")
-					px, err := faultproxy.New(serverAddr(t, s))
-					require.NoError(t, err)
-					t.Cleanup(px.Close)
-					db := openOneConnOn(t, s, f, throughProxy(t, tn.base, px.Addr()))
-					t.Cleanup(func() { closeAndDrain(t, db, tn.backends, tn.kill) })
-					require.NoError(t, db.PingContext(ctx(t)))
-					var nilErrs, notCommitted, other, mismatched int
-					var last error
-					for i := range n {
-						marker := unique("pdcommit")
-						err := lostCommitRun(t, db, px, tbl, marker, reached)
-						rows := s.adminInt(t, fmt.Sprintf("SELECT count(*) FROM %s WHERE v LIKE '%s%%'", tbl, marker))
-						switch {
-						case err == nil:
-							nilErrs++
-							if rows != 2 {
-								mismatched++
-							}
-						case errors.Is(err, pooldriver.ErrNotCommitted):
-							notCommitted++
-							if rows != 0 {
-								mismatched++
-							}
-						default:
-							other++
-							last = err
-						}
-						if f != plainFlavour && i < 3 {
-							t.Logf("run %d: %v, %d rows", i, err, rows)
-						}
-						if f == plainFlavour {
-							continue
-						}
-						if reached {
-							require.NoError(t, err, "run %d: the server committed", i)
-							require.EqualValues(t, 2, rows, "run %d", i)
-						} else {
-							require.ErrorIs(t, err, pooldriver.ErrNotCommitted, "run %d", i)
-							require.ErrorIs(t, err, pooldriver.ErrConnLost, "run %d", i)
-							require.NotErrorIs(t, err, driver.ErrBadConn, "run %d", i)
-							require.EqualValues(t, 0, rows, "run %d", i)
-						}
+			for _, shape := range []string{"tx", "raw"} {
+				for _, f := range allFlavours {
+					n := runs
+					if shape == "raw" && os.Getenv("POOLDRIVER_COMMIT_RUNS") == "" {
+						n = runs / 4 // the same path as tx's from the COMMIT on
 					}
-					t.Logf("%s, %d runs: nil %d, ErrNotCommitted %d, other %d, answers that do not match the rows %d; last other: %v",
-						f, n, nilErrs, notCommitted, other, mismatched, last)
-				})
+					t.Run(name+"/"+shape+"/"+string(f), func(t *testing.T) {
+						tn := newTenant(t, s)
+						tbl := s.table(t, "lostcommit", "v varchar(64)")
+						px, err := faultproxy.New(serverAddr(t, s))
+						require.NoError(t, err)
+						t.Cleanup(px.Close)
+						db := openOneConnOn(t, s, f, throughProxy(t, tn.base, px.Addr()))
+						t.Cleanup(func() { closeAndDrain(t, db, tn.backends, tn.kill) })
+						require.NoError(t, db.PingContext(ctx(t)))
+						var nilErrs, notCommitted, other, mismatched int
+						var last error
+						for i := range n {
+							marker := unique("pdcommit")
+							err := lostCommitRun(t, db, px, tbl, marker, reached, shape == "raw")
+							rows := s.adminInt(t, fmt.Sprintf("SELECT count(*) FROM %s WHERE v LIKE '%s%%'", tbl, marker))
+							switch {
+							case err == nil:
+								nilErrs++
+								if rows != 2 {
+									mismatched++
+								}
+							case errors.Is(err, pooldriver.ErrNotCommitted):
+								notCommitted++
+								if rows != 0 {
+									mismatched++
+								}
+							default:
+								other++
+								last = err
+							}
+							if f != plainFlavour && i < 3 {
+								t.Logf("run %d: %v, %d rows", i, err, rows)
+							}
+							if f == plainFlavour {
+								continue
+							}
+							if reached {
+								require.NoError(t, err, "run %d: the server committed", i)
+								require.EqualValues(t, 2, rows, "run %d", i)
+							} else {
+								require.ErrorIs(t, err, pooldriver.ErrNotCommitted, "run %d", i)
+								require.ErrorIs(t, err, pooldriver.ErrConnLost, "run %d", i)
+								require.NotErrorIs(t, err, driver.ErrBadConn, "run %d", i)
+								require.EqualValues(t, 0, rows, "run %d", i)
+							}
+						}
+						t.Logf("%s, %d runs: nil %d, ErrNotCommitted %d, other %d, answers that do not match the rows %d; last other: %v",
+							f, n, nilErrs, notCommitted, other, mismatched, last)
+					})
+				}
 			}
 		}
 	})
 }
 
 // lostCommitRun runs one transaction on db whose COMMIT the proxy loses:
-// its reply (reached) or itself. It returns Commit's error.
-func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker string, reached bool) error {
+// its reply (reached) or itself. It returns Commit's error; raw: the
+// transaction is a task's raw BEGIN … COMMIT, and that is the COMMIT's
+// Exec's error.
+func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker string, reached, raw bool) error {
 	t.Helper()
-	tx, err := db.BeginTx(ctx(t), nil)
+	var exec func(query string, args ...any) (sql.Result, error)
+	var commit func() error
+	if raw {
+		tctx, end := pooldriver.WithTask(ctx(t))
+		defer end()
+		_, err := db.ExecContext(tctx, "BEGIN")
+		require.NoError(t, err)
+		exec = func(query string, args ...any) (sql.Result, error) { return db.ExecContext(tctx, query, args...) }
+		commit = func() error {
+			_, err := db.ExecContext(tctx, "COMMIT")
+			return err
+		}
+	} else {
+		tx, err := db.BeginTx(ctx(t), nil)
+		require.NoError(t, err)
+		exec = func(query string, args ...any) (sql.Result, error) { return tx.ExecContext(ctx(t), query, args...) }
+		commit = tx.Commit
+	}
+	_, err := exec(fmt.Sprintf("INSERT INTO %s VALUES ($1)", tbl), marker+"a")
 	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx(t), fmt.Sprintf("INSERT INTO %s VALUES ($1)", tbl), marker+"a")
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx(t), fmt.Sprintf("INSERT INTO %s VALUES ('%sb')", tbl, marker))
+	_, err = exec(fmt.Sprintf("INSERT INTO %s VALUES ('%sb')", tbl, marker))
 	require.NoError(t, err)
 	var stage atomic.Int32 // 0: waiting for the COMMIT, 1: it went by, 2: cut
 	px.SetFilter(func(dir faultproxy.Direction, b []byte) faultproxy.Verdict {
@@ -124,7 +148,7 @@ func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker s
 		}
 		return faultproxy.Pass
 	})
-	err = tx.Commit()
+	err = commit()
 	px.SetFilter(nil)
 	require.EqualValues(t, 2, stage.Load(), "the COMMIT was not cut")
 	return err
