@@ -74,7 +74,7 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 	if err := l.start(ctx, opExec, &le); err != nil {
 		return nil, err
 	}
-	var lc *lostCommit
+	var lc lostCommit
 	if le.pc.St.Tx == phys.TxRaw && commitsAlone(query) {
 		lc = watchCommit(le.pc) // the raw transaction's end (lostcommit.go)
 	}
@@ -87,7 +87,7 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 	}
 	lost := lc.lost(ctx, le.pc, err)
 	if err = l.finish(ctx, &le, opExec, query, err); lost {
-		if err = l.c.resolveCommit(ctx, lc, err); err == nil {
+		if err = l.c.resolveCommit(ctx, &lc, err); err == nil {
 			res = driver.RowsAffected(0) // committed, as the reply would have said
 		}
 		return res, err

@@ -20,29 +20,30 @@ import (
 // cannot say, unknown.
 
 // lostCommit is what a COMMIT knew before it was sent, and whether bytes
-// of it left for the server once its connection broke.
+// of it left for the server once its connection broke. A value, kept on
+// the stack of the COMMIT's caller: every commit makes one.
 type lostCommit struct {
-	ref    dialects.TxRef
-	before uint64 // the connection's bytes sent before the COMMIT (phys.Conn.Sent)
-	sent   bool   // bytes of the COMMIT left for the server
+	ref     dialects.TxRef
+	before  uint64 // the connection's bytes sent before the COMMIT (phys.Conn.Sent)
+	watched bool   // the dialect can ask what became of the transaction
+	sent    bool   // bytes of the COMMIT left for the server
 }
 
 // watchCommit notes what pc's dialect learnt of its open transaction,
-// just before its COMMIT is sent; nil where the dialect cannot ask what
-// became of it.
-func watchCommit(pc *phys.Conn) *lostCommit {
+// just before its COMMIT is sent; the zero lostCommit, not watched, where
+// the dialect cannot ask what became of it.
+func watchCommit(pc *phys.Conn) lostCommit {
 	cr, ok := pc.DC.(dialects.CommitResolver)
 	if !ok {
-		return nil
+		return lostCommit{}
 	}
-	return &lostCommit{ref: cr.OpenTxRef(), before: pc.Sent()}
+	return lostCommit{ref: cr.OpenTxRef(), before: pc.Sent(), watched: true}
 }
 
-// lost reports whether the COMMIT watched by lc (nil: none) lost its
-// connection: err, its error, is the connection's end, and not ctx's,
-// which bounds it.
+// lost reports whether the COMMIT watched by lc lost its connection: err,
+// its error, is the connection's end, and not ctx's, which bounds it.
 func (lc *lostCommit) lost(ctx context.Context, pc *phys.Conn, err error) bool {
-	if lc == nil || err == nil || ctx.Err() != nil || !pc.Broken(err) {
+	if !lc.watched || err == nil || ctx.Err() != nil || !pc.Broken(err) {
 		return false
 	}
 	lc.sent = pc.Written == nil || pc.Sent() != lc.before

@@ -147,13 +147,14 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	stop := pc.WatchBlocking(bound)
 	var err error
 	if commit {
-		var lc *lostCommit
+		var lc lostCommit
 		if !nested {
 			lc = watchCommit(pc)
 		}
 		err = x.commit(bound, pc, nested)
 		if lc.lost(bound, pc, err) {
-			x.lostCommit = lc
+			lost := lc // to the heap only when lost
+			x.lostCommit = &lost
 		}
 	} else {
 		err = x.open.Drv.Rollback()

@@ -81,9 +81,9 @@ func (c *conn) began() {
 // timeline tli.
 func (c *conn) learnt(v, tli []byte) {
 	if v != nil {
-		if id, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+		if id, ok := decimal(v, 64); ok {
 			c.xact.id = id
-			if n, err := strconv.ParseUint(string(tli), 10, 32); err == nil {
+			if n, ok := decimal(tli, 32); ok {
 				c.xact.tli = uint32(n)
 			}
 		}
@@ -91,6 +91,27 @@ func (c *conn) learnt(v, tli []byte) {
 	if c.watch != nil {
 		c.xact.looked, c.xact.at = true, c.watch.written.Load()
 	}
+}
+
+// decimal parses b, digits only, as an unsigned number of bits bits
+// (strconv.ParseUint's answer for such text, without the string it
+// needs: it runs with every transaction's first writing statement).
+func decimal(b []byte, bits uint) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, d := range b {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		next := n*10 + uint64(d-'0')
+		if next/10 != n || bits < 64 && next >= 1<<bits {
+			return 0, false // overflow
+		}
+		n = next
+	}
+	return n, true
 }
 
 // OpenTxRef reports the open transaction's id, its server process, and
