@@ -18,7 +18,8 @@ import (
 )
 
 // commitRuns is how many transactions each case of TestLostCommitResolved
-// runs: POOLDRIVER_COMMIT_RUNS, else 100 (25 of a raw BEGIN … COMMIT).
+// runs: POOLDRIVER_COMMIT_RUNS, else 100 (25 of the other shapes than
+// "tx": lostCommitRun).
 func commitRuns(t *testing.T) int {
 	if v := os.Getenv("POOLDRIVER_COMMIT_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -28,8 +29,9 @@ func commitRuns(t *testing.T) int {
 	return 100
 }
 
-// TestLostCommitResolved: a *sql.Tx on PostgreSQL, and a task's raw BEGIN
-// … COMMIT, that inserted (with an argument, then without) commits behind a fault proxy that (a) lets the
+// TestLostCommitResolved: a *sql.Tx on PostgreSQL (its inserts Execs, or
+// INSERT … RETURNING read with QueryRow), and a task's raw BEGIN … COMMIT,
+// that inserted (with an argument, then without) commits behind a fault proxy that (a) lets the
 // COMMIT reach the server and cuts the connection in place of its reply:
 // Commit returns nil and the rows are there, every run; (b) drops the
 // COMMIT and cuts the connection before the server sees it: Commit's
@@ -44,10 +46,10 @@ func TestLostCommitResolved(t *testing.T) {
 			if reached {
 				name = "reply lost after the commit"
 			}
-			for _, shape := range []string{"tx", "raw"} {
+			for _, shape := range []string{"tx", "raw", "query"} {
 				for _, f := range allFlavours {
 					n := runs
-					if shape == "raw" && os.Getenv("POOLDRIVER_COMMIT_RUNS") == "" {
+					if shape != "tx" && os.Getenv("POOLDRIVER_COMMIT_RUNS") == "" {
 						n = runs / 4 // the same path as tx's from the COMMIT on
 					}
 					t.Run(name+"/"+shape+"/"+string(f), func(t *testing.T) {
@@ -63,7 +65,7 @@ func TestLostCommitResolved(t *testing.T) {
 						var last error
 						for i := range n {
 							marker := unique("pdcommit")
-							err := lostCommitRun(t, db, px, tbl, marker, reached, shape == "raw")
+							err := lostCommitRun(t, db, px, tbl, marker, reached, shape)
 							rows := s.adminInt(t, fmt.Sprintf("SELECT count(*) FROM %s WHERE v LIKE '%s%%'", tbl, marker))
 							switch {
 							case err == nil:
@@ -106,14 +108,16 @@ func TestLostCommitResolved(t *testing.T) {
 }
 
 // lostCommitRun runs one transaction on db whose COMMIT the proxy loses:
-// its reply (reached) or itself. It returns Commit's error; raw: the
-// transaction is a task's raw BEGIN … COMMIT, and that is the COMMIT's
-// Exec's error.
-func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker string, reached, raw bool) error {
+// its reply (reached) or itself. It returns Commit's error. The shape
+// says what the transaction is: "tx", a *sql.Tx whose inserts are Execs;
+// "query", one whose inserts are INSERT … RETURNING read with QueryRow
+// (as GORM's Create runs them); "raw", a task's raw BEGIN … COMMIT, whose
+// COMMIT's Exec's error is returned.
+func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker string, reached bool, shape string) error {
 	t.Helper()
 	var exec func(query string, args ...any) (sql.Result, error)
 	var commit func() error
-	if raw {
+	if shape == "raw" {
 		tctx, end := pooldriver.WithTask(ctx(t))
 		defer end()
 		_, err := db.ExecContext(tctx, "BEGIN")
@@ -127,6 +131,12 @@ func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker s
 		tx, err := db.BeginTx(ctx(t), nil)
 		require.NoError(t, err)
 		exec = func(query string, args ...any) (sql.Result, error) { return tx.ExecContext(ctx(t), query, args...) }
+		if shape == "query" {
+			exec = func(query string, args ...any) (sql.Result, error) {
+				var v string
+				return nil, tx.QueryRowContext(ctx(t), query+" RETURNING v", args...).Scan(&v)
+			}
+		}
 		commit = tx.Commit
 	}
 	_, err := exec(fmt.Sprintf("INSERT INTO %s VALUES ($1)", tbl), marker+"a")

@@ -233,13 +233,15 @@ func (c *conn) dropped() {
 
 // prepareRun runs st (its arguments built into c.direct.eqb) where its
 // server statement is gone: prepared again under its name in the same
-// write as its run, behind the waiting reset if withReset. It returns the
+// write as its run, behind the waiting reset if withReset, and with the
+// transaction id's probe behind it if probe (readProbe reads it once the
+// result is closed). It returns the
 // statement's result, the pipeline to close after it (closeCarried), and
 // whether the result is to be read by rr.FieldDescriptions() rather than
 // st's (DDL changed it since: redescribe); or the error of the statement,
 // which did not run; one that matches dialects.ErrNotRun says the reset
 // failed and the connection is broken.
-func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (*pgconn.ResultReader, *pgconn.Pipeline, bool, error) {
+func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset, probe bool) (*pgconn.ResultReader, *pgconn.Pipeline, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, false, err // nothing sent, nothing taken
 	}
@@ -261,6 +263,9 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset bool) (
 	described := *st.sd
 	described.Fields = nil // for pgx to ask for the result's description
 	pl.SendQueryStatement(&described, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	if probe {
+		pl.SendQueryParams(probeSQL, nil, nil, nil, nil) // read by readProbe
+	}
 	pl.SendPipelineSync()
 	if err := pl.Flush(); err != nil {
 		_ = pl.Close()

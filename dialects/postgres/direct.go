@@ -138,18 +138,24 @@ func (c *conn) queryDirect(ctx context.Context, query string, args []driver.Name
 	var rr *pgconn.ResultReader
 	var pl *pgconn.Pipeline
 	redescribed := false
-	if c.carry.due || !st.onServer {
-		if rr, pl, redescribed, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
+	probe := c.probes(p.PgConn(), query)
+	switch {
+	case c.carry.due || !st.onServer:
+		if rr, pl, redescribed, err = c.prepareRun(ctx, st, c.carry.due, probe); err != nil {
 			return nil, c.prepareRunFailed(query, st, err)
 		}
-	} else {
+	case probe:
+		if rr, pl, err = c.queryProbed(ctx, st); err != nil {
+			return nil, c.prepareRunFailed(query, st, err)
+		}
+	default:
 		rr = p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
 	}
 	r := &d.rows
 	if r.rr != nil {
 		r = new(directRows)
 	}
-	*r = directRows{c: c, st: st, rr: rr, pl: pl, query: query}
+	*r = directRows{c: c, st: st, rr: rr, pl: pl, query: query, probe: probe}
 	if redescribed {
 		// Asked for in the formats of st's old description: read by the
 		// result's own (carry.go, redescribe).
@@ -214,10 +220,14 @@ func (c *conn) execDirect(ctx context.Context, query string, args []driver.Named
 	if err == nil && (c.carry.due || !st.onServer) {
 		var rr *pgconn.ResultReader
 		var pl *pgconn.Pipeline
-		if rr, pl, _, err = c.prepareRun(ctx, st, c.carry.due); err != nil {
+		probe := c.probes(p.PgConn(), query)
+		if rr, pl, _, err = c.prepareRun(ctx, st, c.carry.due, probe); err != nil {
 			return nil, c.prepareRunFailed(query, st, err)
 		}
 		tag, err = rr.Close()
+		if probe && err == nil {
+			c.readProbe(pl)
+		}
 		err = c.closeCarried(pl, err)
 	} else if err == nil {
 		if c.probes(p.PgConn(), query) {
@@ -338,7 +348,8 @@ type directRows struct {
 	c     *conn
 	st    *directStmt
 	rr    *pgconn.ResultReader
-	pl    *pgconn.Pipeline // the carried reset's (carry.go), closed after rr; or nil
+	pl    *pgconn.Pipeline // the carried reset's (carry.go) or the probe's (xact.go), closed after rr; or nil
+	probe bool             // the transaction id's probe follows rr in pl (readProbe)
 	query string
 	// decode: the decoders of a statement whose description had no
 	// columns but whose result has (a FETCH from a cursor declared
@@ -422,6 +433,9 @@ func (r *directRows) end() error {
 	if !r.done {
 		r.done, r.more = true, false
 		_, err := r.rr.Close()
+		if r.probe && err == nil {
+			r.c.readProbe(r.pl)
+		}
 		if r.pl != nil {
 			err = r.c.closeCarried(r.pl, err)
 			r.pl = nil

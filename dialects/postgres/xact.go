@@ -26,13 +26,15 @@ var _ dialects.CommitResolver = (*conn)(nil)
 // wrote has none, and needs none, since its COMMIT leaves what a rollback
 // would.
 //
-// Statements asked: ExecContext on the direct path (with arguments: the
-// probe goes in the statement's pipeline, before its Sync) and without
-// arguments (over the simple protocol: a second Query message in the same
-// write). A query that returns rows, a prepared statement, a statement
-// through pgx's stdlib or the raw connection are not: the id they assign
-// is learnt by the next statement asked, and until then the transaction
-// is not known to be clean (see OpenTxRef).
+// Statements asked: ExecContext and QueryContext on the direct path (with
+// arguments: the probe goes behind the statement, before its Sync, written
+// by hand (execProbed) or in a pipeline (queryProbed, and prepareRun where
+// the statement is prepared in the same write; a query's probe is read
+// once its rows are closed: readProbe); an Exec without arguments over the
+// simple protocol: a second Query message in the same write). A prepared
+// statement, a statement through pgx's stdlib or the raw connection are
+// not: the id they assign is learnt by the next statement asked, and until
+// then the transaction is not known to be clean (see OpenTxRef).
 
 // probeSQL reads the open transaction's id, NULL while it has none; it
 // assigns none.
@@ -140,6 +142,68 @@ func (c *conn) canProbe(pc *pgconn.PgConn) bool {
 		}
 	}
 	return c.probing > 0
+}
+
+// queryProbed runs st (its arguments built), a statement that returns
+// rows, with the probe behind it in the same write and before the same
+// Sync: its result, and the pipeline to read the probe from once the
+// result is closed (readProbe) and to close after.
+func (c *conn) queryProbed(ctx context.Context, st *directStmt) (*pgconn.ResultReader, *pgconn.Pipeline, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // nothing sent
+	}
+	d := &c.direct
+	pl := c.pgx().PgConn().StartPipeline(ctx)
+	pl.SendQueryStatement(st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	pl.SendQueryParams(probeSQL, nil, nil, nil, nil)
+	pl.SendPipelineSync()
+	if err := pl.Flush(); err != nil {
+		_ = pl.Close()
+		return nil, nil, err
+	}
+	res, err := pl.GetResults()
+	if err == nil {
+		if rr, ok := res.(*pgconn.ResultReader); ok {
+			return rr, pl, nil
+		}
+		err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a statement", res)
+	}
+	return nil, nil, c.closeCarried(pl, err)
+}
+
+// readProbe reads the probe's answer that follows a statement's result
+// in pl (prepareRun, queryProbed), the statement's result closed without
+// an error. A probe that fails teaches nothing; the pipeline's Close
+// reports what broke.
+func (c *conn) readProbe(pl *pgconn.Pipeline) {
+	res, err := pl.GetResults()
+	if err != nil {
+		return
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return
+	}
+	m := &c.probe
+	m.v, m.tli = m.v[:0], m.tli[:0]
+	answered := false
+	for rr.NextRow() {
+		if v := rr.Values(); len(v) == 2 {
+			answered = true
+			if v[0] != nil {
+				m.v = append(m.v, v[0]...)
+			}
+			m.tli = append(m.tli[:0], v[1]...)
+		}
+	}
+	if _, err := rr.Close(); err != nil || !answered {
+		return
+	}
+	var v []byte
+	if len(m.v) > 0 {
+		v = m.v
+	}
+	c.learnt(v, m.tli)
 }
 
 // probeMsgs are the messages execProbed writes, kept on the connection so

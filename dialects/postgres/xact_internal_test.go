@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"database/sql/driver"
+	"fmt"
 	"strconv"
 	"testing"
 )
@@ -23,6 +25,53 @@ func TestDecimal(t *testing.T) {
 			if gotOK != ok || ok && got != want {
 				t.Errorf("decimal(%q, %d) = %d, %v; want %d, %v", s, bits, got, gotOK, want, ok)
 			}
+		}
+	}
+}
+
+// TestTxIDLearntByQuery: in a transaction, a statement that returns rows
+// and may write (INSERT … RETURNING, as GORM's Create runs it) brings the
+// transaction's id in its own round trip, on its first run on the
+// connection (prepared in the same write) and on a later one (prepared
+// before); the id is the server's. A transaction that only began is known
+// to have none.
+func TestTxIDLearntByQuery(t *testing.T) {
+	c := opened(t)
+	ctx := t.Context()
+	exec(t, c, "CREATE TEMP TABLE pd_probe_q (v int)")
+	const insert = "INSERT INTO pd_probe_q VALUES ($1) RETURNING v"
+	for _, run := range []string{"first run, prepared with it", "prepared before"} {
+		tx, err := c.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref := c.OpenTxRef(); ref.ID != 0 || !ref.Clean {
+			t.Fatalf("%s: a transaction that only began: %+v, want no id and clean", run, ref)
+		}
+		rows, err := c.QueryContext(ctx, insert, []driver.NamedValue{{Ordinal: 1, Value: int64(7)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dest := make([]driver.Value, 1)
+		for rows.Next(dest) == nil {
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ref := c.OpenTxRef()
+		rows, err = c.QueryContext(ctx, "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rows.Next(dest); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+		if got := fmt.Sprint(dest[0]); ref.ID == 0 || strconv.FormatUint(ref.ID, 10) != got {
+			t.Errorf("%s: the id learnt is %d, the server's %s", run, ref.ID, got)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
