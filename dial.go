@@ -68,16 +68,24 @@ func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
 		return nil, err
 	}
 	dc, err := c.openConfigured(ctx, creds)
+	accepted := false
 	if err == nil {
 		if err = c.prepareSession(ctx, dc); err != nil {
 			_ = dc.Close()
+			accepted = true
 		}
 	}
 	if err != nil {
 		// The driver's own error, as the plain driver returns it (callers
 		// compare it with ==), unless it quotes a password; the log line
 		// of the failure names the pool.
-		return nil, redact(redact(err, creds.Password), secret)
+		err = redact(redact(err, creds.Password), secret)
+		if accepted {
+			// The server took the connection; the hook failed. Not the
+			// slow refusal of a failover: no new connection at once.
+			err = pool.Accepted(err)
+		}
+		return nil, err
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
 	c.watchCatalog(dc)

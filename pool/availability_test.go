@@ -720,3 +720,38 @@ func TestSlowRefusalsRedialAtOnce(t *testing.T) {
 		held.Release()
 	})
 }
+
+// TestAcceptedErrorNotRedialled: a factory call that fails after a while
+// is called again at once for the caller it was made for (a standby
+// refusing a primary's callers answers so during a failover), within the
+// caller's deadline; one whose error is marked Accepted (the backend took
+// the resource, the factory's own set-up of it failed) is not: the caller
+// gets that error after the one call, and errors.Is still reaches it.
+func TestAcceptedErrorNotRedialled(t *testing.T) {
+	errSetUp := errors.New("set-up failed")
+	for _, accepted := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			var calls atomic.Int32
+			p := newPool(t, Config[*item]{Factory: func(context.Context) (*item, error) {
+				calls.Add(1)
+				time.Sleep(2 * DefaultBackoffMin) // answered, after a while
+				if accepted {
+					return nil, Accepted(errSetUp)
+				}
+				return nil, errSetUp
+			}})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := p.Acquire(ctx)
+			if !errors.Is(err, errSetUp) {
+				t.Fatalf("accepted %v: Acquire: %v, want the factory's error", accepted, err)
+			}
+			switch n := calls.Load(); {
+			case accepted && n != 1:
+				t.Errorf("an accepted failure: %d factory calls for one caller, want 1", n)
+			case !accepted && n < 10:
+				t.Errorf("a slow refusal: %d factory calls within the caller's second, want it called again at once", n)
+			}
+		})
+	}
+}

@@ -166,12 +166,26 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took tim
 // may be the first the promoted server accepts, and a plain driver's
 // caller would be dialling it now; the back-off is for failures that come
 // at once (a port nobody listens on), which it still spaces, and for
-// silence. One call per waiting caller at most, within Max.
+// silence; not for one the backend accepted (Accepted). One call per
+// waiting caller at most, within Max.
 func (p *Pool[T]) redialLocked(owner *waiter[T], ev Event, err error, took time.Duration) bool {
 	return owner != nil && owner.queued && !owner.creating && p.state == Active && !p.closed &&
-		ev == EventCreateFailed && !p.permanent && !isTimeout(err) &&
+		ev == EventCreateFailed && !p.permanent && !isTimeout(err) && !errors.As(err, new(*acceptedError)) &&
 		p.cfg.BackoffMin > 0 && took >= p.cfg.BackoffMin && p.total < p.maxLocked()
 }
+
+// Accepted marks a factory error that came after the backend accepted
+// the resource: the factory's own set-up of it failed (a caller's hook on
+// a new connection). The backend answered, but not as a standby refuses a
+// primary's callers during a failover: calling the factory again at once
+// (redialLocked) cures nothing, and the caller it was made for gets the
+// error, as for one that came at once. errors.Is and errors.As reach err.
+func Accepted(err error) error { return &acceptedError{err: err} }
+
+type acceptedError struct{ err error }
+
+func (e *acceptedError) Error() string { return e.err.Error() }
+func (e *acceptedError) Unwrap() error { return e.err }
 
 // failWaitingLocked fails the waiters that have no factory call of their
 // own under way, after a failed factory call with nothing in use (see
