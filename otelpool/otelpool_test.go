@@ -56,10 +56,25 @@ func TestRegister(t *testing.T) {
 			"db.client.connection.timeouts":         1,
 		}
 		// A connection made for a waiter is reported by the goroutine that
-		// made it, which may still be on its way: wait for it.
-		servertest.WaitFor(t, "the create time reported", func() bool {
-			return histogram(t, collect(t, reader), "db.client.connection.create_time").Count == uint64(after.CreateTime.Count-before.CreateTime.Count)
-		})
+		// made it, and a use once the pool has the connection back, either
+		// of which may still be on its way on a loaded machine: wait for
+		// them.
+		for _, h := range []struct {
+			name string
+			want uint64
+		}{
+			{"db.client.connection.create_time", uint64(after.CreateTime.Count - before.CreateTime.Count)},
+			{"db.client.connection.use_time", uint64(after.UseTime.Count - before.UseTime.Count)},
+		} {
+			servertest.WaitFor(t, h.name+" reported", func() bool {
+				m, ok := metric(t, collect(t, reader), h.name)
+				if !ok {
+					return false // not yet: none recorded
+				}
+				d, ok := m.Data.(metricdata.Histogram[float64])
+				return ok && len(d.DataPoints) == 1 && d.DataPoints[0].Count == h.want
+			})
+		}
 		rm := collect(t, reader)
 		checkSums(t, rm, gauges)
 		for name, want := range map[string][2]pool.Histogram{
