@@ -18,7 +18,7 @@ type rows struct {
 	drv    driver.Rows
 	query  string
 	closed bool
-	cctx   lazyTimeout // the context of what Close asks the server
+	cctx   *lazyTimeout // the context of what Close asks the server; nil until the first Close
 }
 
 var (
@@ -74,18 +74,26 @@ func (r *rows) Close() error {
 	r.closed = true
 	err := r.drv.Close()
 	l := r.l
+	if r.cctx == nil {
+		r.cctx = new(lazyTimeout) // once per wrapper: see release
+	}
 	r.cctx.d = r.le.pc.Env.CleanupTimeout // the rest is zero: see release
 	// The second half of the query's operation (conn.query), whose lease
 	// the rows kept: start ran when the query did.
-	err = l.finish(&r.cctx, &r.le, opCloseRows, r.query, err)
-	r.cctx.release()
+	err = l.finish(r.cctx, &r.le, opCloseRows, r.query, err)
+	if !r.cctx.release() {
+		r.cctx = nil
+	}
 	return err
 }
 
 // lazyTimeout is a context that ends d after its first use: its timer is
 // made only if somebody asks for its Done channel, Err or Deadline. Not
 // safe for concurrent first use from several goroutines; the statement
-// path uses it from one.
+// path uses it from one. Once used it is not written again (release): a
+// driver may still read it from a goroutine of its own (go-sql-driver's
+// watcher picks a statement's context up after the statement returned
+// where its connection died under it).
 type lazyTimeout struct {
 	d      time.Duration
 	ctx    context.Context
@@ -104,13 +112,17 @@ func (c *lazyTimeout) Done() <-chan struct{}       { return c.get().Done() }
 func (c *lazyTimeout) Err() error                  { return c.get().Err() }
 func (c *lazyTimeout) Value(key any) any           { return nil }
 
-// release stops the timer, if one was made, and leaves c zero.
-func (c *lazyTimeout) release() {
+// release stops the timer, if one was made, and reports whether c may be
+// used again: zero, where nobody used it; where somebody did, c is left
+// as it is, ended, to whoever still holds it, and the caller makes a new
+// one.
+func (c *lazyTimeout) release() bool {
 	if c.cancel != nil {
 		c.cancel()
-		c.ctx, c.cancel = nil, nil
+		return false
 	}
 	c.d = 0
+	return true
 }
 
 func (r *rows) HasNextResultSet() bool {
