@@ -57,6 +57,12 @@ type Catalog[T any] struct {
 	firstCh  chan struct{}
 	firstGen uint64
 	firstAt  time.Time
+
+	// freshCh: non-nil while a connection just opened reads the catalog
+	// again, the latest reading being no longer Fresh (ClaimFresh);
+	// closed by EndFresh.
+	freshMu sync.Mutex
+	freshCh chan struct{}
 }
 
 // CatalogSnapshot is one reading of the catalog.
@@ -165,26 +171,8 @@ func (c *Catalog[T]) ClaimNow(ctx context.Context) bool {
 // waited for, and the caller then reads in its place. Connections that
 // all find their reading older than another's DDL so share one reading.
 func (c *Catalog[T]) ClaimSince(ctx context.Context, gen uint64) (bool, *CatalogSnapshot[T]) {
-	return c.claimUnless(ctx, func(s *CatalogSnapshot[T]) bool { return s.Sees(gen) })
-}
-
-// ClaimFresh reports whether the caller, which found the latest reading
-// no longer Fresh, should read the catalog now (then Store, or Release if
-// the read failed): no one else is reading it. Otherwise it waits, within
-// ctx, for the reading in progress, and returns what is current then: a
-// Fresh reading where one was stored meanwhile. Connections opened
-// together after a pause longer than CatalogMaxAge so share one reading,
-// as the first ones share ClaimFirst's.
-func (c *Catalog[T]) ClaimFresh(ctx context.Context) (bool, *CatalogSnapshot[T]) {
-	return c.claimUnless(ctx, (*CatalogSnapshot[T]).Fresh)
-}
-
-// claimUnless is ClaimSince's and ClaimFresh's: the current reading where
-// it will do, a claim where nobody reads, else a wait for the reading in
-// progress.
-func (c *Catalog[T]) claimUnless(ctx context.Context, will func(*CatalogSnapshot[T]) bool) (bool, *CatalogSnapshot[T]) {
 	for {
-		if s := c.snap.Load(); s != nil && will(s) {
+		if s := c.snap.Load(); s != nil && s.Sees(gen) {
 			return false, s
 		}
 		if c.Claim(true) {
@@ -196,6 +184,51 @@ func (c *Catalog[T]) claimUnless(ctx context.Context, will func(*CatalogSnapshot
 		case <-time.After(claimPoll):
 		}
 	}
+}
+
+// ClaimFresh reports whether the caller, a connection just opened that
+// found the latest reading no longer Fresh, should read the catalog now
+// (then Store, or Release if the read failed, and EndFresh in both
+// cases): no one else is reading it. Where another connection just opened
+// reads it for the same reason, it waits, within ctx, for that reading
+// and returns what is current then, as the first connections share
+// ClaimFirst's; where a reading of another kind is in progress (the
+// watcher's, a statement's connection's), it waits for nothing and
+// returns the current reading: that reading may be one stuck on a server
+// that went silent, which no connect should wait on.
+func (c *Catalog[T]) ClaimFresh(ctx context.Context) (bool, *CatalogSnapshot[T]) {
+	for {
+		if s := c.snap.Load(); s != nil && s.Fresh() {
+			return false, s
+		}
+		c.freshMu.Lock()
+		ch := c.freshCh
+		if ch == nil {
+			if !c.Claim(true) {
+				c.freshMu.Unlock()
+				return false, c.snap.Load()
+			}
+			c.freshCh = make(chan struct{})
+			c.freshMu.Unlock()
+			return true, nil
+		}
+		c.freshMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, c.snap.Load()
+		}
+	}
+}
+
+// EndFresh ends the ClaimFresh read in progress, waking its waiters.
+func (c *Catalog[T]) EndFresh() {
+	c.freshMu.Lock()
+	if c.freshCh != nil {
+		close(c.freshCh)
+		c.freshCh = nil
+	}
+	c.freshMu.Unlock()
 }
 
 // claimPoll spaces ClaimNow's and ClaimSince's looks at a reading in

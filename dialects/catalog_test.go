@@ -257,12 +257,23 @@ func TestCatalogExpireNow(t *testing.T) {
 }
 
 // TestCatalogClaimFresh: where the latest reading is no longer Fresh, one
-// caller claims the reading and the others wait for it and get what it
-// stores; a waiter whose context ends gets the old reading; with a Fresh
-// reading nobody claims.
+// connection just opened claims the reading and the others opened with it
+// wait for it and get what it stores; a waiter whose context ends gets
+// the old reading; a reading of another kind in progress (the watcher's)
+// is waited for by nobody; with a Fresh reading nobody claims.
 func TestCatalogClaimFresh(t *testing.T) {
 	c := CatalogFor[int](fmt.Sprintf("test-fresh|%d", time.Now().UnixNano()))
 	c.snap.Store(newSnapshot(1, 0, time.Now().Add(-CatalogMaxAge-time.Second)))
+
+	if !c.Claim(true) { // the watcher reads, on a server gone silent
+		t.Fatal("Claim")
+	}
+	start := time.Now()
+	if m, s := c.ClaimFresh(context.Background()); m || s == nil || s.Value != 1 || time.Since(start) > time.Second {
+		t.Fatalf("beside the watcher's reading: mine %v, reading %v after %v, want the old one at once", m, s, time.Since(start))
+	}
+	c.Release()
+
 	mine, _ := c.ClaimFresh(context.Background())
 	if !mine {
 		t.Fatal("the first caller finding an old reading does not read")
@@ -285,6 +296,7 @@ func TestCatalogClaimFresh(t *testing.T) {
 	}
 	time.Sleep(5 * claimPoll)
 	c.Store(2)
+	c.EndFresh()
 	for range waiters {
 		select {
 		case s := <-got:

@@ -89,7 +89,8 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 }
 
 // freshen reads the catalog on pc, a connection just opened, where no
-// other connection is reading it; otherwise it waits for that reading
+// other connection is reading it; where another connection just opened
+// reads it, it waits for that reading, and for no other
 // (dialects.Catalog.ClaimFresh). A reading older than
 // dialects.CatalogMaxAge vouches for nothing: a new pool's connections
 // judged by it would count their first statements as changes, and each
@@ -103,6 +104,7 @@ func (c *conn) freshen(pc *pgconn.PgConn) {
 	if mine, _ := c.catalog.ClaimFresh(ctx); !mine {
 		return
 	}
+	defer c.catalog.EndFresh()
 	s, err := c.read(ctx, pc)
 	if err != nil {
 		c.catalog.Release()
