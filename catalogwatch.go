@@ -102,13 +102,7 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		case <-due.DueSignal():
 		}
 		wait := catalogRetry
-		var tried bool
-		if due.Wanted() && !due.Failing() && c.drainMark.Load() == 0 {
-			tried = c.tendNext(ctx, refresh) // an idle one first, as TendOne
-		} else {
-			tried = c.pool.TendOne(refresh)
-		}
-		if tried {
+		if c.pool.TendOne(refresh) || due.Wanted() && !due.Failing() && c.drainMark.Load() == 0 && c.tendNext(ctx, refresh) {
 			wait = catalogRetryRead
 			if due.Wanted() && !due.Failing() {
 				// Tried, but not read (another reading was in progress,

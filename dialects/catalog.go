@@ -57,12 +57,6 @@ type Catalog[T any] struct {
 	firstCh  chan struct{}
 	firstGen uint64
 	firstAt  time.Time
-
-	// freshCh: non-nil while a connection just opened reads the catalog
-	// again, the latest reading being no longer Fresh (ClaimFresh);
-	// closed by EndFresh.
-	freshMu sync.Mutex
-	freshCh chan struct{}
 }
 
 // CatalogSnapshot is one reading of the catalog.
@@ -184,51 +178,6 @@ func (c *Catalog[T]) ClaimSince(ctx context.Context, gen uint64) (bool, *Catalog
 		case <-time.After(claimPoll):
 		}
 	}
-}
-
-// ClaimFresh reports whether the caller, a connection just opened that
-// found the latest reading no longer Fresh, should read the catalog now
-// (then Store, or Release if the read failed, and EndFresh in both
-// cases): no one else is reading it. Where another connection just opened
-// reads it for the same reason, it waits, within ctx, for that reading
-// and returns what is current then, as the first connections share
-// ClaimFirst's; where a reading of another kind is in progress (the
-// watcher's, a statement's connection's), it waits for nothing and
-// returns the current reading: that reading may be one stuck on a server
-// that went silent, which no connect should wait on.
-func (c *Catalog[T]) ClaimFresh(ctx context.Context) (bool, *CatalogSnapshot[T]) {
-	for {
-		if s := c.snap.Load(); s != nil && s.Fresh() {
-			return false, s
-		}
-		c.freshMu.Lock()
-		ch := c.freshCh
-		if ch == nil {
-			if !c.Claim(true) {
-				c.freshMu.Unlock()
-				return false, c.snap.Load()
-			}
-			c.freshCh = make(chan struct{})
-			c.freshMu.Unlock()
-			return true, nil
-		}
-		c.freshMu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false, c.snap.Load()
-		}
-	}
-}
-
-// EndFresh ends the ClaimFresh read in progress, waking its waiters.
-func (c *Catalog[T]) EndFresh() {
-	c.freshMu.Lock()
-	if c.freshCh != nil {
-		close(c.freshCh)
-		c.freshCh = nil
-	}
-	c.freshMu.Unlock()
 }
 
 // claimPoll spaces ClaimNow's and ClaimSince's looks at a reading in

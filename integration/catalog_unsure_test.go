@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"database/sql"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -219,79 +218,4 @@ func waitVouched(t *testing.T, c *pooldriver.Connector, db *sql.DB, point string
 		require.True(t, time.Now().Before(deadline), "no reading vouches for a point select")
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// TestCatalogFreshAtConnect: a pool opened in a process whose reading of
-// the catalog is older than dialects.CatalogMaxAge (the pools that kept
-// it fresh were closed) reads the catalog again at connect, so that its
-// point selects and its calls of a function the reading proves static
-// cost only the calls' own resets. Judged by the old reading, which
-// vouches for nothing, every statement that names a table would count as
-// a change, and each call as code that may have run DDL, until the
-// catalog's watcher read it again.
-func TestCatalogFreshAtConnect(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the catalog's reading to be older than dialects.CatalogMaxAge")
-	}
-	forServer(t, "postgres", func(t *testing.T, s server) {
-		// A database of its own: no other test's pool keeps its reading
-		// fresh meanwhile.
-		name := unique("cat65_fresh")
-		s.adminExec(t, "CREATE DATABASE "+name)
-		t.Cleanup(func() { s.adminExec(t, "DROP DATABASE "+name+" WITH (FORCE)") })
-		u, err := url.Parse(s.dsn)
-		require.NoError(t, err)
-		u.Path = "/" + name
-		dsn := u.String()
-		admin, err := sql.Open("pgx", dsn)
-		require.NoError(t, err)
-		defer admin.Close()
-		f, table := unique("cat65_fset"), unique("cat65_fkv")
-		for _, q := range []string{
-			"CREATE TABLE " + table + " (id int PRIMARY KEY, v text)",
-			"INSERT INTO " + table + " SELECT g, 'v' FROM generate_series(1, 10) g",
-			"CREATE FUNCTION " + f + "() RETURNS text LANGUAGE sql AS $$ SELECT set_config('work_mem', '8MB', false) $$",
-		} {
-			_, err := admin.ExecContext(ctx(t), q)
-			require.NoError(t, err)
-		}
-		require.NoError(t, admin.Close())
-		point := "SELECT v FROM " + table + " WHERE id = $1"
-
-		first := pooldriver.New(withParams(dsn, "pool_max_conns=4"))
-		db := sql.OpenDB(first)
-		waitVouched(t, first, db, point) // the process's reading knows the function
-		require.NoError(t, db.Close())
-		time.Sleep(dialects.CatalogMaxAge + 200*time.Millisecond)
-
-		c := pooldriver.New(withParams(dsn, "pool_max_conns=4"))
-		db = sql.OpenDB(c)
-		defer db.Close()
-		const workers, each, every = 8, 40, 10
-		var calls atomic.Int64
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				var v string
-				for i := range each {
-					if i%every == every-1 {
-						calls.Add(1)
-						if _, err := db.ExecContext(ctx(t), "SELECT "+f+"()"); err != nil {
-							t.Error(err)
-							return
-						}
-						continue
-					}
-					if err := db.QueryRowContext(ctx(t), point, 1+i%10).Scan(&v); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		require.NoError(t, db.Close())
-		require.Equal(t, calls.Load(), c.Stats().SessionResets,
-			"resets in a pool opened after the reading aged, over %d calls of a static function among %d statements", calls.Load(), workers*each)
-	})
 }

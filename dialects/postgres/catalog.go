@@ -88,31 +88,6 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 	return snap
 }
 
-// freshen reads the catalog on pc, a connection just opened, where no
-// other connection is reading it; where another connection just opened
-// reads it, it waits for that reading, and for no other
-// (dialects.Catalog.ClaimFresh). A reading older than
-// dialects.CatalogMaxAge vouches for nothing: a new pool's connections
-// judged by it would count their first statements as changes, and each
-// call of a user's function as code that may have run DDL, until the
-// catalog's watcher read it again (hundreds of milliseconds with every
-// connection busy).
-func (c *conn) freshen(pc *pgconn.PgConn) {
-	c.catalogOf(pc)
-	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
-	defer cancel()
-	if mine, _ := c.catalog.ClaimFresh(ctx); !mine {
-		return
-	}
-	defer c.catalog.EndFresh()
-	s, err := c.read(ctx, pc)
-	if err != nil {
-		c.catalog.Release()
-		return
-	}
-	c.catalog.Store(s)
-}
-
 // read reads the catalog on pc (readCatalog), and adds the custom
 // settings' names its functions' SET clauses name to what every
 // connection to the server and database defines (custom.go): a call of

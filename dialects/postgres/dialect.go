@@ -146,12 +146,8 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 		return nil, fmt.Errorf("pooldriver: postgres: pgx stdlib returned %T, want *stdlib.Conn", dc)
 	}
 	// The first connection to a server and database reads its catalog
-	// now, and so does the first after a pause in which no connection
-	// read it (a pool opened again in a process whose reading is older
-	// than dialects.CatalogMaxAge, which vouches for nothing); a due
-	// reading is read again by a statement's connection or the catalog's
-	// watcher, not on the connect path (a new server process reads it
-	// slowest).
+	// now; a due reading is read again by a statement's connection, not
+	// on the connect path (a new server process reads it slowest).
 	pg := sc.Conn().PgConn()
 	cat := dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database))
 	askID := t.hosts != nil && cat.Current() == nil // a sibling's reading may do (hostOrder.sibling)
@@ -173,10 +169,8 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	if t.hosts != nil {
 		t.hosts.sibling(cat, cfg.Database, id)
 	}
-	if snap := cat.Current(); snap == nil {
+	if cat.Current() == nil {
 		pc.shadows(pg, true)
-	} else if !snap.Fresh() && !cat.Failing() {
-		pc.freshen(pg)
 	}
 	return pc, nil
 }
