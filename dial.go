@@ -18,7 +18,8 @@ import (
 // template's credentials or those WithCredentials returns now, and prepared
 // by the AfterConnect hook. One opened while Reset ran is opened again. ctx
 // has the values of the acquire that needed it (a trace's span), or none
-// when the pool opens one by itself, and not its cancellation.
+// when the pool opens one by itself, and not its cancellation (but see
+// pool.Config.Factory).
 func (c *Connector) open(ctx context.Context) (*phys.Conn, error) {
 	if c.cfg.Tracer != nil {
 		return c.openTraced(ctx)

@@ -198,6 +198,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], owes 
 	if giveUp == nil {
 		if res.err != nil {
 			p.mu.Lock()
+			p.abandonLocked(w)
 			waited := p.waitEndedLocked(w)
 			p.freeWaiterLocked(w)
 			p.mu.Unlock()
@@ -212,6 +213,7 @@ func (p *Pool[T]) wait(ctx context.Context, w *waiter[T]) (r *Resource[T], owes 
 	if w.queued {
 		p.waiters.remove(w)
 		p.stats.canceled++
+		p.abandonLocked(w)
 		waited := p.waitEndedLocked(w)
 		p.freeWaiterLocked(w)
 		if p.backoff.failures > 0 || p.state != Active {

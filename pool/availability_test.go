@@ -755,3 +755,82 @@ func TestAcceptedErrorNotRedialled(t *testing.T) {
 		})
 	}
 }
+
+// TestSilentBackendCallEndsWithCaller: while the backend is silent (the
+// last factory call timed out), a caller that gives up ends the factory
+// call made for it, so that calls hung in a black hole do not hold every
+// slot after it: a caller that comes when the backend answers again dials
+// it at once. With the backend answering, a caller's giving up leaves its
+// call to go on (TestFactoryContext); so does the first call into the
+// silence, before a timeout says the backend is silent.
+func TestSilentBackendCallEndsWithCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const connectTimeout = time.Second
+		var silent atomic.Bool
+		var mu sync.Mutex
+		var ended []bool // per call: its context ended before its timeout
+		p, err := New(Config[int]{Max: 2, Factory: func(ctx context.Context) (int, error) {
+			if !silent.Load() {
+				return 1, nil
+			}
+			mu.Lock()
+			i := len(ended)
+			ended = append(ended, false)
+			mu.Unlock()
+			select {
+			case <-time.After(connectTimeout):
+				return 0, fmt.Errorf("connecting: %w", context.DeadlineExceeded)
+			case <-ctx.Done():
+				mu.Lock()
+				ended[i] = true
+				mu.Unlock()
+				return 0, ctx.Err()
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		acquire := func(timeout time.Duration) error {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			r, err := p.Acquire(ctx)
+			if err == nil {
+				r.Release()
+			}
+			return err
+		}
+		silent.Store(true)
+		// The first call into the silence: its caller gives up, the call
+		// goes on to its timeout.
+		if err := acquire(300 * time.Millisecond); err == nil {
+			t.Fatal("a caller was served by a silent backend")
+		}
+		time.Sleep(connectTimeout)
+		synctest.Wait()
+		// Now the backend is known silent: two callers, one call each,
+		// both give up after 200ms, and their calls end with them.
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if err := acquire(200 * time.Millisecond); err == nil {
+					t.Error("a caller was served by a silent backend")
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		silent.Store(false)
+		if err := acquire(100 * time.Millisecond); err != nil {
+			t.Fatalf("the first caller after the silence: %v, want the backend dialled at once", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ended) != 3 || ended[0] || !ended[1] || !ended[2] {
+			t.Fatalf("calls ended with their callers: %v, want [false true true]", ended)
+		}
+		if st := p.Stats(); st.CreateErrors != 3 {
+			t.Errorf("CreateErrors %d, want 3", st.CreateErrors)
+		}
+	})
+}

@@ -15,25 +15,19 @@ func (p *Pool[T]) recovered(what string, v any) error {
 	return fmt.Errorf("pool: %s panicked: %v", what, v)
 }
 
-// callFactory calls the factory with the values of caller (nil: for the
-// pool itself) but not its cancellation: a dial in flight goes on when the
-// caller that needed it gives up, and serves the next one. Close cancels
-// it.
-func (p *Pool[T]) callFactory(caller context.Context) (v T, err error) {
+// callFactory calls the factory in call's context (nil: the pool's own,
+// for the pool itself). See factoryCall for when a caller's giving up ends
+// it; Close ends every one.
+func (p *Pool[T]) callFactory(call *factoryCall) (v T, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			err = p.recovered("Factory", x)
 		}
 	}()
 	ctx := p.bgCtx
-	if caller != nil {
-		c, cancel := context.WithCancel(context.WithoutCancel(caller))
-		stop := context.AfterFunc(p.bgCtx, cancel)
-		defer func() {
-			stop()
-			cancel()
-		}()
-		ctx = c
+	if call != nil {
+		defer call.end()
+		ctx = call.ctx
 	}
 	return p.cfg.Factory(ctx)
 }

@@ -27,8 +27,10 @@ type Config[T any] struct {
 	// Factory creates a resource. Its context carries the values of the
 	// context of the Acquire that needed it (a background context for the
 	// pool's own refill), but not its deadline or cancellation: a dial in
-	// flight goes on when the caller that needed it gives up, serves the
-	// next one, and is cancelled only when the pool closes. An error it
+	// flight goes on when the caller that needed it gives up, and serves
+	// the next one. It is cancelled when the pool closes, and when its
+	// caller gives up while the backend is silent (the last call timed
+	// out), as a plain driver's dial ends with its caller. An error it
 	// returns reaches the caller as it is (see Acquire).
 	Factory func(ctx context.Context) (T, error)
 

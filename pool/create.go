@@ -14,11 +14,16 @@ import (
 // resource goes to the next waiter in turn (not necessarily owner: FIFO
 // wins) or to idle; an error goes to owner if it still waits and nothing
 // else can serve it in time.
-func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
+func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool) {
 	start := p.clock()
-	v, err := p.callFactory(ctx)
+	v, err := p.callFactory(call)
 	now := p.clock()
 	p.mu.Lock()
+	if err != nil && call != nil && call.abandoned {
+		p.withdrawLocked(owner, trial)
+		p.mu.Unlock()
+		return
+	}
 	p.stats.createTime.observe(now - start)
 	strategy := p.strategy
 	ended := false // this success ends a back-off
@@ -43,7 +48,7 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 	p.mu.Lock()
 	p.creating--
 	if owner != nil {
-		owner.creating = false
+		owner.creating, owner.call = false, nil
 	}
 	if trial {
 		p.trial = false
@@ -70,6 +75,58 @@ func (p *Pool[T]) create(owner *waiter[T], ctx context.Context, trial bool) {
 	}
 	p.fillToMinLocked()
 	p.mu.Unlock()
+}
+
+// factoryCall is a factory call made for a waiting caller: it carries the
+// caller's values but not its cancellation, so that a call in flight goes
+// on when the caller that needed it gives up, and its resource serves the
+// next one. Except while the backend is silent (the last call failed by a
+// timeout): then the caller's giving up ends its call (abandonLocked). A
+// call hung in a black hole would otherwise hold its slot until its own
+// timeout, past the end of the black hole, and with every slot so held
+// the callers that came after it could not dial a backend that answers
+// again (a plain driver's dial is the caller's, and ends with it).
+type factoryCall struct {
+	ctx       context.Context
+	cancel    context.CancelFunc
+	stop      func() bool // of the AfterFunc that ends it with the pool
+	abandoned bool        // guarded by the pool's mu
+}
+
+func (p *Pool[T]) newFactoryCall(caller context.Context) *factoryCall {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(caller))
+	return &factoryCall{ctx: ctx, cancel: cancel, stop: context.AfterFunc(p.bgCtx, cancel)}
+}
+
+func (c *factoryCall) end() {
+	c.stop()
+	c.cancel()
+}
+
+// abandonLocked ends the factory call made for w, which gave up waiting,
+// if the backend is silent (see factoryCall). Its slot goes to the next
+// call when it has returned (withdrawLocked).
+func (p *Pool[T]) abandonLocked(w *waiter[T]) {
+	if w.creating && w.call != nil && p.state == Active && p.backoff.failures > 0 && isTimeout(p.lastFailure) {
+		w.call.abandoned = true
+		w.call.cancel()
+	}
+}
+
+// withdrawLocked frees the slot of an abandoned factory call that failed.
+// Its failure is the caller's giving up, not news of the backend: the
+// back-off, the last failure and the strategy stay as they were; it
+// counts as a failed call.
+func (p *Pool[T]) withdrawLocked(owner *waiter[T], trial bool) {
+	p.creating--
+	p.total--
+	p.stats.createErrors++
+	owner.creating, owner.call = false, nil
+	if trial {
+		p.trial = false
+	}
+	p.startFactoriesLocked()
+	p.fillToMinLocked()
 }
 
 // createFailed handles a failed factory call. The strategy hears of it
@@ -122,7 +179,7 @@ func (p *Pool[T]) createFailed(owner *waiter[T], trial bool, err error, took tim
 	}
 	p.mu.Lock()
 	if owner != nil {
-		owner.creating = false // kept until now: nobody dials for it twice
+		owner.creating, owner.call = false, nil // kept until now: nobody dials for it twice
 	}
 	if p.state == Active && p.acquired+p.checking == 0 && !p.closed {
 		now = p.clock()

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"time"
 )
 
@@ -212,10 +211,11 @@ func (p *Pool[T]) dialDue() {
 // of owner's context. While Recovering, the call is the circuit breaker's
 // trial.
 func (p *Pool[T]) startFactoryLocked(owner *waiter[T], now time.Duration) {
-	var ctx context.Context
+	var call *factoryCall
 	if owner != nil {
 		owner.creating = true
-		ctx = owner.ctx
+		call = p.newFactoryCall(owner.ctx)
+		owner.call = call
 	}
 	trial := p.state == Recovering
 	if trial {
@@ -226,5 +226,5 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T], now time.Duration) {
 	p.total++
 	p.creating++
 	p.lastStart = now
-	p.goBackground(func() { p.create(owner, ctx, trial) })
+	p.goBackground(func() { p.create(owner, call, trial) })
 }

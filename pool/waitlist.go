@@ -42,6 +42,7 @@ type waiter[T any] struct {
 	begun      bool          // it continues work begun (Config.Begun): queued before new work
 	reusable   bool          // it left the list with no factory call started on its behalf
 	creating   bool          // a factory call was started on its behalf
+	call       *factoryCall  // that call, while creating
 	start      time.Duration // when it started waiting, on the pool's clock
 	deadline   time.Duration // its context's deadline on the pool's clock, or noDeadline
 	limit      time.Duration // the earlier of deadline and Config.AcquireTimeout's end
