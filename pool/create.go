@@ -77,32 +77,6 @@ func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool) {
 	p.mu.Unlock()
 }
 
-// factoryCall is a factory call made for a waiting caller: it carries the
-// caller's values but not its cancellation, so that a call in flight goes
-// on when the caller that needed it gives up, and its resource serves the
-// next one. Except while the backend is silent (the last call failed by a
-// timeout): then the caller's giving up ends its call (abandonLocked). A
-// call hung in a black hole would otherwise hold its slot until its own
-// timeout, past the end of the black hole, and with every slot so held
-// the callers that came after it could not dial a backend that answers
-// again (a plain driver's dial is the caller's, and ends with it).
-type factoryCall struct {
-	ctx       context.Context
-	cancel    context.CancelFunc
-	stop      func() bool // of the AfterFunc that ends it with the pool
-	abandoned bool        // guarded by the pool's mu
-}
-
-func (p *Pool[T]) newFactoryCall(caller context.Context) *factoryCall {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(caller))
-	return &factoryCall{ctx: ctx, cancel: cancel, stop: context.AfterFunc(p.bgCtx, cancel)}
-}
-
-func (c *factoryCall) end() {
-	c.stop()
-	c.cancel()
-}
-
 // abandonLocked ends the factory call made for w, which gave up waiting,
 // if the backend is silent (see factoryCall). Its slot goes to the next
 // call when it has returned (withdrawLocked).

@@ -214,7 +214,7 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T], now time.Duration) {
 	var call *factoryCall
 	if owner != nil {
 		owner.creating = true
-		call = p.newFactoryCall(owner.ctx)
+		call = newFactoryCall(owner.ctx, p.bgCtx)
 		owner.call = call
 	}
 	trial := p.state == Recovering
