@@ -165,8 +165,26 @@ func (c *Catalog[T]) ClaimNow(ctx context.Context) bool {
 // waited for, and the caller then reads in its place. Connections that
 // all find their reading older than another's DDL so share one reading.
 func (c *Catalog[T]) ClaimSince(ctx context.Context, gen uint64) (bool, *CatalogSnapshot[T]) {
+	return c.claimUnless(ctx, func(s *CatalogSnapshot[T]) bool { return s.Sees(gen) })
+}
+
+// ClaimFresh reports whether the caller, which found the latest reading
+// no longer Fresh, should read the catalog now (then Store, or Release if
+// the read failed): no one else is reading it. Otherwise it waits, within
+// ctx, for the reading in progress, and returns what is current then: a
+// Fresh reading where one was stored meanwhile. Connections opened
+// together after a pause longer than CatalogMaxAge so share one reading,
+// as the first ones share ClaimFirst's; the caller bounds the wait.
+func (c *Catalog[T]) ClaimFresh(ctx context.Context) (bool, *CatalogSnapshot[T]) {
+	return c.claimUnless(ctx, (*CatalogSnapshot[T]).Fresh)
+}
+
+// claimUnless is ClaimSince's and ClaimFresh's: the current reading where
+// it will do, a claim where nobody reads, else a wait for the reading in
+// progress.
+func (c *Catalog[T]) claimUnless(ctx context.Context, will func(*CatalogSnapshot[T]) bool) (bool, *CatalogSnapshot[T]) {
 	for {
-		if s := c.snap.Load(); s != nil && s.Sees(gen) {
+		if s := c.snap.Load(); s != nil && will(s) {
 			return false, s
 		}
 		if c.Claim(true) {

@@ -255,3 +255,40 @@ func TestCatalogExpireNow(t *testing.T) {
 		t.Error("the reading after the one ExpireNow asked for is not spaced")
 	}
 }
+
+// TestCatalogClaimFresh: where the reading is no longer Fresh, the first
+// caller claims the next reading and the others wait for it, within their
+// contexts; one that gives up gets the old reading and no claim. A Fresh
+// reading is returned at once.
+func TestCatalogClaimFresh(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-claimfresh|%d", time.Now().UnixNano()))
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	old := c.Store(1)
+	old.at = time.Now().Add(-CatalogMaxAge)
+	if mine, _ := c.ClaimFresh(t.Context()); !mine {
+		t.Fatal("nobody reads, the reading is not Fresh: no claim")
+	}
+	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if mine, s := c.ClaimFresh(short); mine || s != old {
+		t.Fatalf("a caller that gave up waiting: claim %v, reading %v, want none and the old one", mine, s)
+	}
+	got := make(chan *CatalogSnapshot[int], 1)
+	go func() {
+		mine, s := c.ClaimFresh(t.Context())
+		if mine {
+			s = nil
+		}
+		got <- s
+	}()
+	time.Sleep(10 * time.Millisecond)
+	fresh := c.Store(2)
+	if s := <-got; s != fresh {
+		t.Fatalf("a waiter got %v, want the reading stored meanwhile", s)
+	}
+	if mine, s := c.ClaimFresh(t.Context()); mine || s != fresh {
+		t.Fatalf("with a Fresh reading: claim %v, reading %v", mine, s)
+	}
+}

@@ -17,6 +17,11 @@ var _ dialects.CatalogRefresher = (*conn)(nil)
 // catalogTimeout bounds one reading of the catalog.
 const catalogTimeout = 5 * time.Second
 
+// freshWait bounds how long a connection just opened waits for another's
+// reading of a catalog whose last reading vouches for nothing any more
+// (freshen): some tens of times a reading's usual few milliseconds.
+const freshWait = 250 * time.Millisecond
+
 // serverID returns the system identifier of pc's server, "" where the
 // role may not read it: a reading of another server is borrowed only
 // from one with the same (hostOrder.sibling).
@@ -86,6 +91,46 @@ func (c *conn) shadows(pc *pgconn.PgConn, now bool) *dialects.CatalogSnapshot[*p
 		}
 	}
 	return snap
+}
+
+// freshen reads the catalog on pc, a connection just opened, where the
+// latest reading is no longer Fresh, no other connection is reading it
+// and no reading failed lately. A process that opens a pool again after
+// a pause longer than dialects.CatalogMaxAge has such a reading, which
+// vouches for nothing: the new pool's connections would count their
+// first statements as changes, and each call of a user's function as
+// code that may have run DDL, until the catalog's watcher found a
+// connection to read on (with every connection busy, the next one a
+// caller lets go). Where another connection is reading it, it waits for
+// that reading, within the connect's context and freshWait at most,
+// then goes on without it. It reads within the connect's own context: a
+// server that stops answering fails this connect as it fails any, and
+// holds another at most freshWait. An error is the connection's, closed
+// by the failed reading; a server's refusal keeps the last reading, as a
+// due reading's does.
+func (c *conn) freshen(ctx context.Context, pc *pgconn.PgConn) error {
+	c.catalogOf(pc)
+	if c.catalog.Failing() {
+		return nil
+	}
+	wait, stop := context.WithTimeout(ctx, freshWait)
+	mine, _ := c.catalog.ClaimFresh(wait)
+	stop()
+	if !mine {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
+	defer cancel()
+	s, err := c.read(ctx, pc)
+	if err != nil {
+		c.catalog.Release()
+		if pc.IsClosed() {
+			return fmt.Errorf("pooldriver: postgres: reading the catalog at connect: %w", err)
+		}
+		return nil
+	}
+	c.catalog.Store(s)
+	return nil
 }
 
 // read reads the catalog on pc (readCatalog), and adds the custom

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -501,5 +502,47 @@ func TestCatalogReads(t *testing.T) {
 	c.catalog.Expire()
 	if tm.ReadsOnly("SELECT " + u + "stable(1)") {
 		t.Error("a due reading proved a read")
+	}
+}
+
+// TestCatalogFreshAtConnect: connections opened where the catalog's latest
+// reading is no longer Fresh (a process that opens a pool again after a
+// pause longer than dialects.CatalogMaxAge) read it again at connect, one
+// of them, which the others opened with it wait for (freshWait at most):
+// their first statements are judged by a reading that vouches, not by
+// one that vouches for nothing.
+func TestCatalogFreshAtConnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the catalog's reading to be older than dialects.CatalogMaxAge")
+	}
+	first := opened(t)
+	first.catalogOf(first.pgx().PgConn()) // set where a reading existed before it
+	old := first.catalog.Current()
+	if old == nil {
+		t.Fatal("no reading after a connection opened")
+	}
+	time.Sleep(dialects.CatalogMaxAge + 100*time.Millisecond)
+	if first.catalog.Current() != old || old.Fresh() {
+		t.Fatal("the reading changed, or is still Fresh, with no connection to read it")
+	}
+	tmpl, _, err := Dialect.Parse(serverDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			dc, err := tmpl.Open(t.Context(), tmpl.Credentials())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = dc.Close()
+		})
+	}
+	wg.Wait()
+	now := first.catalog.Current()
+	if now == old || !now.Fresh() {
+		t.Fatal("connections opened after the reading aged left it as it was: it vouches for nothing")
 	}
 }

@@ -146,8 +146,10 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 		return nil, fmt.Errorf("pooldriver: postgres: pgx stdlib returned %T, want *stdlib.Conn", dc)
 	}
 	// The first connection to a server and database reads its catalog
-	// now; a due reading is read again by a statement's connection, not
-	// on the connect path (a new server process reads it slowest).
+	// now, and so does one that finds the reading no longer Fresh where no
+	// other connection reads it (freshen); a reading that is only due is
+	// read again off the callers' paths, not on the connect path (a new
+	// server process reads it slowest).
 	pg := sc.Conn().PgConn()
 	cat := dialects.CatalogFor[*pgCatalog](catalogKey(pg, cfg.Database))
 	askID := t.hosts != nil && cat.Current() == nil // a sibling's reading may do (hostOrder.sibling)
@@ -169,8 +171,13 @@ func (t *template) OpenConfigured(ctx context.Context, c dialects.Credentials, b
 	if t.hosts != nil {
 		t.hosts.sibling(cat, cfg.Database, id)
 	}
-	if cat.Current() == nil {
+	if snap := cat.Current(); snap == nil {
 		pc.shadows(pg, true)
+	} else if !snap.Fresh() {
+		if err := pc.freshen(ctx, pg); err != nil {
+			_ = sc.Close()
+			return nil, err
+		}
 	}
 	return pc, nil
 }
