@@ -29,8 +29,9 @@ func commitRuns(t *testing.T) int {
 	return 100
 }
 
-// TestLostCommitResolved: a *sql.Tx on PostgreSQL (its inserts Execs, or
-// INSERT … RETURNING read with QueryRow), and a task's raw BEGIN … COMMIT,
+// TestLostCommitResolved: a *sql.Tx on PostgreSQL (its inserts Execs,
+// INSERT … RETURNING read with QueryRow, or a prepared *sql.Stmt's Execs),
+// and a task's raw BEGIN … COMMIT,
 // that inserted (with an argument, then without) commits behind a fault proxy that (a) lets the
 // COMMIT reach the server and cuts the connection in place of its reply:
 // Commit returns nil and the rows are there, every run; (b) drops the
@@ -46,7 +47,7 @@ func TestLostCommitResolved(t *testing.T) {
 			if reached {
 				name = "reply lost after the commit"
 			}
-			for _, shape := range []string{"tx", "raw", "query"} {
+			for _, shape := range []string{"tx", "raw", "query", "stmt"} {
 				for _, f := range allFlavours {
 					n := runs
 					if shape != "tx" && os.Getenv("POOLDRIVER_COMMIT_RUNS") == "" {
@@ -111,8 +112,9 @@ func TestLostCommitResolved(t *testing.T) {
 // its reply (reached) or itself. It returns Commit's error. The shape
 // says what the transaction is: "tx", a *sql.Tx whose inserts are Execs;
 // "query", one whose inserts are INSERT … RETURNING read with QueryRow
-// (as GORM's Create runs them); "raw", a task's raw BEGIN … COMMIT, whose
-// COMMIT's Exec's error is returned.
+// (as GORM's Create runs them); "stmt", one whose inserts run a *sql.Stmt
+// prepared before it (tx.StmtContext, GORM's PrepareStmt); "raw", a task's
+// raw BEGIN … COMMIT, whose COMMIT's Exec's error is returned.
 func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker string, reached bool, shape string) error {
 	t.Helper()
 	var exec func(query string, args ...any) (sql.Result, error)
@@ -128,20 +130,37 @@ func lostCommitRun(t *testing.T, db *sql.DB, px *faultproxy.Proxy, tbl, marker s
 			return err
 		}
 	} else {
+		var st *sql.Stmt
+		if shape == "stmt" {
+			// Prepared before the transaction, on the pool's one connection.
+			var err error
+			st, err = db.PrepareContext(ctx(t), fmt.Sprintf("INSERT INTO %s VALUES ($1)", tbl))
+			require.NoError(t, err)
+			defer st.Close()
+		}
 		tx, err := db.BeginTx(ctx(t), nil)
 		require.NoError(t, err)
 		exec = func(query string, args ...any) (sql.Result, error) { return tx.ExecContext(ctx(t), query, args...) }
-		if shape == "query" {
+		switch shape {
+		case "query":
 			exec = func(query string, args ...any) (sql.Result, error) {
 				var v string
 				return nil, tx.QueryRowContext(ctx(t), query+" RETURNING v", args...).Scan(&v)
+			}
+		case "stmt":
+			exec = func(_ string, args ...any) (sql.Result, error) {
+				return tx.StmtContext(ctx(t), st).ExecContext(ctx(t), args...)
 			}
 		}
 		commit = tx.Commit
 	}
 	_, err := exec(fmt.Sprintf("INSERT INTO %s VALUES ($1)", tbl), marker+"a")
 	require.NoError(t, err)
-	_, err = exec(fmt.Sprintf("INSERT INTO %s VALUES ('%sb')", tbl, marker))
+	if shape == "stmt" {
+		_, err = exec("", marker+"b") // both through the prepared statement
+	} else {
+		_, err = exec(fmt.Sprintf("INSERT INTO %s VALUES ('%sb')", tbl, marker))
+	}
 	require.NoError(t, err)
 	var stage atomic.Int32 // 0: waiting for the COMMIT, 1: it went by, 2: cut
 	px.SetFilter(func(dir faultproxy.Direction, b []byte) faultproxy.Verdict {

@@ -179,7 +179,16 @@ func (s *namedStmt) Close() error {
 	return s.Stmt.Close()
 }
 
+// ExecContext and QueryContext run s as the connection runs its text
+// where the statement is to bring its transaction's id (probes: in a
+// transaction whose id is not known, a statement that may write): the
+// connection's path carries the probe in the same write, the stdlib's
+// cannot. It is the same text with the same arguments, prepared on the
+// direct path under a name of its own.
 func (s *namedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if s.c.probes(s.c.pgx().PgConn(), s.query) {
+		return s.c.ExecContext(ctx, s.query, args)
+	}
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -187,6 +196,9 @@ func (s *namedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 }
 
 func (s *namedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if s.c.probes(s.c.pgx().PgConn(), s.query) {
+		return s.c.QueryContext(ctx, s.query, args)
+	}
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}

@@ -31,10 +31,12 @@ var _ dialects.CommitResolver = (*conn)(nil)
 // by hand (execProbed) or in a pipeline (queryProbed, and prepareRun where
 // the statement is prepared in the same write; a query's probe is read
 // once its rows are closed: readProbe); an Exec without arguments over the
-// simple protocol: a second Query message in the same write). A prepared
-// statement, a statement through pgx's stdlib or the raw connection are
-// not: the id they assign is learnt by the next statement asked, and until
-// then the transaction is not known to be clean (see OpenTxRef).
+// simple protocol: a second Query message in the same write); a prepared
+// statement's run, which then goes the connection's way (namedStmt). A
+// statement through pgx's stdlib (another exec mode, a tracer) or the raw
+// connection is not: the id it assigns is learnt by the next statement
+// asked, and until then the transaction is not known to be clean (see
+// OpenTxRef).
 
 // probeSQL reads the open transaction's id, NULL while it has none; it
 // assigns none.

@@ -75,3 +75,73 @@ func TestTxIDLearntByQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestTxIDLearntByPreparedStatement: a statement prepared before the
+// transaction (a *sql.Stmt, GORM's PrepareStmt) that writes in it brings
+// the transaction's id as the connection's own statements do, by Exec and
+// by Query; one that only reads, before it, assigns none.
+func TestTxIDLearntByPreparedStatement(t *testing.T) {
+	c := opened(t)
+	ctx := t.Context()
+	exec(t, c, "CREATE TEMP TABLE pd_probe_p (v int)")
+	for _, by := range []string{"Exec", "Query"} {
+		query := "INSERT INTO pd_probe_p VALUES ($1)"
+		if by == "Query" {
+			query += " RETURNING v"
+		}
+		st, err := c.PrepareContext(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := c.PrepareContext(ctx, "SELECT v FROM pd_probe_p WHERE v = $1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := c.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []driver.NamedValue{{Ordinal: 1, Value: int64(7)}}
+		dest := make([]driver.Value, 1)
+		rows, err := read.(driver.StmtQueryContext).QueryContext(ctx, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next(dest) == nil {
+		}
+		_ = rows.Close()
+		if ref := c.OpenTxRef(); ref.ID != 0 {
+			t.Fatalf("%s: a transaction that only read: %+v, want no id", by, ref)
+		}
+		if by == "Exec" {
+			_, err = st.(driver.StmtExecContext).ExecContext(ctx, args)
+		} else {
+			var rows driver.Rows
+			if rows, err = st.(driver.StmtQueryContext).QueryContext(ctx, args); err == nil {
+				for rows.Next(dest) == nil {
+				}
+				err = rows.Close()
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := c.OpenTxRef()
+		rows, err = c.QueryContext(ctx, "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rows.Next(dest); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+		if got := fmt.Sprint(dest[0]); ref.ID == 0 || strconv.FormatUint(ref.ID, 10) != got {
+			t.Errorf("%s of a prepared statement: the id learnt is %d, the server's %s", by, ref.ID, got)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		_ = read.Close()
+	}
+}
