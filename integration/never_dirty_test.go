@@ -150,14 +150,20 @@ func (d *ddl) landed(schema string) func(t *testing.T, db *sql.DB) string {
 // advisory lock key.
 func pgLockFree(s server, key int64) func(t *testing.T, db *sql.DB) string {
 	return func(t *testing.T, db *sql.DB) string {
-		nextUser(t, db, "SELECT 'next'")
+		live := nextUser(t, db, "SELECT pg_backend_pid()::text")
 		c, err := s.admin(t).Conn(ctx(t))
 		require.NoError(t, err)
 		defer c.Close()
-		free := lockFreeWithin(func() bool {
+		free := lockFreeWithin(live, func() (bool, string) {
 			var got bool
 			require.NoError(t, c.QueryRowContext(ctx(t), "SELECT pg_try_advisory_lock($1)", key).Scan(&got))
-			return got
+			var holder sql.NullString
+			if !got {
+				err := c.QueryRowContext(ctx(t), "SELECT max(pid)::text FROM pg_locks WHERE locktype = 'advisory' AND granted "+
+					"AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1", key).Scan(&holder)
+				require.NoError(t, err)
+			}
+			return got, holder.String
 		})
 		if free {
 			_, err := c.ExecContext(ctx(t), "SELECT pg_advisory_unlock($1)", key)
@@ -170,14 +176,18 @@ func pgLockFree(s server, key int64) func(t *testing.T, db *sql.DB) string {
 // myLockFree is pgLockFree for a MariaDB named lock (GET_LOCK).
 func myLockFree(s server, name string) func(t *testing.T, db *sql.DB) string {
 	return func(t *testing.T, db *sql.DB) string {
-		nextUser(t, db, "SELECT 'next'")
+		live := nextUser(t, db, "SELECT CONNECTION_ID()")
 		c, err := s.admin(t).Conn(ctx(t))
 		require.NoError(t, err)
 		defer c.Close()
-		free := lockFreeWithin(func() bool {
+		free := lockFreeWithin(live, func() (bool, string) {
 			var got sql.NullInt64
 			require.NoError(t, c.QueryRowContext(ctx(t), "SELECT GET_LOCK(?, 0)", name).Scan(&got))
-			return got.Int64 == 1
+			var holder sql.NullString
+			if got.Int64 != 1 {
+				require.NoError(t, c.QueryRowContext(ctx(t), "SELECT IS_USED_LOCK(?)", name).Scan(&holder))
+			}
+			return got.Int64 == 1, holder.String
 		})
 		if free {
 			_, err := c.ExecContext(ctx(t), "SELECT RELEASE_LOCK(?)", name)
@@ -187,17 +197,20 @@ func myLockFree(s server, name string) func(t *testing.T, db *sql.DB) string {
 	}
 }
 
-// lockFreeWithin asks try (one attempt to take a lock) until it takes it,
-// for up to 2 s. A session that pooldriver closed (one it could not reset:
-// a wrapped connector's) ends on the server a moment after the close, and
-// holds its locks until then, longer on a loaded machine; a session that
-// is still open holds them for good.
-func lockFreeWithin(try func() bool) bool {
+// lockFreeWithin reports whether a lock is free for the next user, whose
+// session is live: try makes one attempt to take it, and says which
+// session holds it where it cannot. Held by live, it is not free. Held by
+// another, it is a session that pooldriver closed (one it could not reset:
+// a wrapped connector's), which ends on the server a moment after the
+// close and holds its locks until then, longer on a loaded machine: try
+// is asked again, for up to 2 s.
+func lockFreeWithin(live string, try func() (free bool, holder string)) bool {
 	for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if try() {
+		free, holder := try()
+		if free {
 			return true
 		}
-		if time.Now().After(end) {
+		if holder == live || time.Now().After(end) {
 			return false
 		}
 	}
