@@ -31,18 +31,18 @@ type conn struct {
 	watch   *paramWatch
 	differs bool
 
-	// lexed is the text the lexer last read on this connection, and
-	// lexedFacts what it and the catalog said of it: a connection runs the
-	// same few texts again and again, and this spares the shared memo's
-	// hash and its two cache lines, cold by the time a statement ends.
-	// Texts the memo would not keep are not kept here either.
-	lexed      string
-	lexedFacts sqllex.SessionFacts
-	lexedDDL   bool                                  // the text may change the catalog
-	lexedSnap  *dialects.CatalogSnapshot[*pgCatalog] // the catalog reading lexedFacts was read with
-	// lexedPath: what the text does with search_path's choice of schema
-	// (pathUse), for tempPath.made.
-	lexedPath sqllex.PathUse
+	// lexed are the texts the lexer last read on this connection, and
+	// what each and the catalog said of it: a connection runs the same few
+	// texts again and again (a transaction's statements in turn), and this
+	// spares the shared memo's hash and its two cache lines, cold by the
+	// time a statement ends, and the judgment by the catalog's reading.
+	// Texts the memo would not keep are not kept here either. lexedNext:
+	// the entry the next text read takes. lexedSnap: the catalog reading
+	// the last judgment was made with.
+	lexed     [lexedTexts]lexedText
+	lexedNext uint8
+	lexedSnap *dialects.CatalogSnapshot[*pgCatalog]
+	lexedLong lexedText // what was said of the last text too long to keep, for its one use
 	tempPath  tempPath
 
 	// catalog is what the server's catalog says runs code no statement
@@ -168,6 +168,52 @@ var reportedParams = [...]string{
 // maxLexedText is the longest text conn.lexed keeps, as the lexer's memo.
 const maxLexedText = 4096
 
+// lexedTexts is how many texts conn.lexed keeps: a transaction's
+// statements, or a request's, in turn.
+const lexedTexts = 4
+
+// lexedText is a text the lexer read on a connection, and what it and the
+// catalog's reading snap said of it.
+type lexedText struct {
+	text  string
+	facts sqllex.SessionFacts
+	ddl   bool // the text may change the catalog: judged again each time
+	snap  *dialects.CatalogSnapshot[*pgCatalog]
+	path  sqllex.PathUse // what the text does with search_path's choice of schema (pathUse), for tempPath.made
+}
+
+// lexedFor returns what was said of query with the reading snap, nil
+// where it must be judged (again).
+func (c *conn) lexedFor(query string, snap *dialects.CatalogSnapshot[*pgCatalog]) *lexedText {
+	for i := range c.lexed {
+		if e := &c.lexed[i]; e.text == query && e.snap == snap && !e.ddl && query != "" {
+			return e
+		}
+	}
+	return nil
+}
+
+// lexedPut keeps e, said of a text just judged (unless the memo would not
+// keep it), and returns it where a caller reads it.
+func (c *conn) lexedPut(e lexedText) *lexedText {
+	if len(e.text) > maxLexedText || e.text == "" {
+		c.lexedLong = e
+		c.lexedLong.text = ""
+		return &c.lexedLong
+	}
+	i := c.lexedNext
+	c.lexedNext = (i + 1) % lexedTexts
+	c.lexed[i] = e
+	return &c.lexed[i]
+}
+
+// forgetLexed forgets what was said of every text: the session may have
+// changed what the catalog's reading vouches for (expire), or the user
+// what they vouch for.
+func (c *conn) forgetLexed() {
+	c.lexed = [lexedTexts]lexedText{}
+}
+
 // ChangesSession reports a statement that may have changed the session
 // (see sqllex.ChangesSession for the rules: SET, set_config(..., false),
 // session advisory locks, CREATE TEMP, PREPARE, LISTEN, DECLARE ... WITH
@@ -193,7 +239,8 @@ func (c *conn) ChangesSession(query string) bool {
 // for what its text or the server shows. Not trusted by default.
 func (c *conn) TrustFunctions(trust bool) {
 	c.trust = trust
-	c.lexed, c.lexedSnap = "", nil
+	c.forgetLexed()
+	c.lexedSnap = nil
 }
 
 func (c *conn) changesSession(pc *pgconn.PgConn, query string) bool {
@@ -238,7 +285,8 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			unsure = snap != nil && (!snap.Fresh() || !snap.Sees(c.catalog.Changed()))
 		}
 	}
-	if query != c.lexed || snap != c.lexedSnap || c.lexedDDL || unsure {
+	e := c.lexedFor(query, snap)
+	if e == nil || unsure {
 		f := sqllex.Of(query, sqllex.Postgres)
 		shadows := c.vouching(snap)
 		expires := f.Refs != nil && f.Refs.DDL || !c.trust && ranCode(f, shadows)
@@ -284,16 +332,17 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		if !c.trust {
 			c.customScanAfter(f, shadows)
 		}
-		c.lexedFacts = f.SessionWith(c.trust, shadows) // nil: nothing read, every naming text counts
-		c.lexedDDL = expires                           // read again each time: each run may change the catalog
-		c.lexedPath = pathUse(f, c.trust)
-		c.lexed, c.lexedSnap = "", snap
-		if len(query) <= maxLexedText {
-			c.lexed = query
-		}
+		e = c.lexedPut(lexedText{
+			text:  query,
+			facts: f.SessionWith(c.trust, shadows), // nil: nothing read, every naming text counts
+			ddl:   expires,                         // judged again each time: each run may change the catalog
+			snap:  snap,
+			path:  pathUse(f, c.trust),
+		})
+		c.lexedSnap = snap
 	}
-	v := c.lexedFacts
-	if c.lexedPath != 0 && c.tempPath.made(pc.TxStatus() != 'I', c.lexedPath) {
+	v := e.facts
+	if e.path != 0 && c.tempPath.made(pc.TxStatus() != 'I', e.path) {
 		v.Text = true
 	}
 	if !sqllex.Verdict(v) {
@@ -331,6 +380,7 @@ const (
 // every judgment of this connection's, and with expireDDL every
 // connection's, waits for the next reading.
 func (c *conn) expire(how uint8) {
+	c.forgetLexed() // judged with what the reading vouched for before
 	switch how {
 	case expireRemoves:
 		c.catalog.Expire()
@@ -350,7 +400,7 @@ func (c *conn) expireAfterTx() {
 		c.expire(c.changedInTx)
 	}
 	c.changedInTx = 0
-	c.lexed = "" // judged again against a reading that sees it
+	c.forgetLexed() // judged again against a reading that sees it
 }
 
 // reportedDiffer reports whether a reported parameter differs from the

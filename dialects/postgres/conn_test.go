@@ -347,3 +347,43 @@ func TestArgumentsAsIs(t *testing.T) {
 		}
 	}
 }
+
+// TestLexedTexts: a connection keeps what it judged of its last few texts,
+// so that a transaction's statements, run in turn, are judged once each;
+// a change that makes the catalog's reading vouch for less (a user's code
+// ran that no reading proves harmless) forgets them all, to be judged
+// again by a reading that sees it. A text that may change the catalog is
+// judged each time.
+func TestLexedTexts(t *testing.T) {
+	c := opened(t)
+	pg := c.pgx().PgConn()
+	c.catalogOf(pg)
+	texts := []string{
+		"SELECT v FROM pd_lexed_a WHERE v = $1",
+		"UPDATE pd_lexed_b SET v = $1 WHERE id = $2",
+		"SELECT v FROM pd_lexed_c WHERE v = $1",
+	}
+	for range 2 {
+		for _, q := range texts {
+			if c.judge(pg, q) {
+				t.Fatalf("%s: judged a change with a fresh reading", q)
+			}
+		}
+	}
+	for _, q := range texts {
+		if c.lexedFor(q, c.lexedSnap) == nil {
+			t.Errorf("%s: not kept among the connection's last %d texts", q, lexedTexts)
+		}
+	}
+	c.expire(expireCode)
+	for _, q := range texts {
+		if c.lexedFor(q, c.lexedSnap) != nil {
+			t.Errorf("%s: kept after the reading stopped vouching for this session", q)
+		}
+	}
+	const ddl = "CREATE TABLE pd_lexed_d (v int)"
+	c.judge(pg, ddl)
+	if c.lexedFor(ddl, c.lexedSnap) != nil {
+		t.Error("a text that may change the catalog was kept")
+	}
+}
