@@ -120,6 +120,12 @@ func TestWarnLinesCarrySite(t *testing.T) {
 	}
 	srv.FailConnects(1000, errors.New("connection refused"))
 	c.Reset() // the pool reopens pool_min_conns by itself, and fails
+	defer func() {
+		if t.Failed() {
+			t.Logf("leak lines %d, repeated connect failures %d, stats %+v",
+				len(h.with("leak detection threshold")), len(h.with("connect failed repeatedly")), c.Stats())
+		}
+	}()
 	waitFor(t, "the leak and the failed connects reported", func() bool {
 		return len(h.with("leak detection threshold")) == 1 && len(h.with("connect failed repeatedly")) > 0
 	})
