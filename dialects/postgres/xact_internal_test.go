@@ -58,18 +58,7 @@ func TestTxIDLearntByQuery(t *testing.T) {
 		if err := rows.Close(); err != nil {
 			t.Fatal(err)
 		}
-		ref := c.OpenTxRef()
-		rows, err = c.QueryContext(ctx, "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rows.Next(dest); err != nil {
-			t.Fatal(err)
-		}
-		_ = rows.Close()
-		if got := fmt.Sprint(dest[0]); ref.ID == 0 || strconv.FormatUint(ref.ID, 10) != got {
-			t.Errorf("%s: the id learnt is %d, the server's %s", run, ref.ID, got)
-		}
+		checkIDLearnt(t, c, run)
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
@@ -126,22 +115,30 @@ func TestTxIDLearntByPreparedStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := c.OpenTxRef()
-		rows, err = c.QueryContext(ctx, "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rows.Next(dest); err != nil {
-			t.Fatal(err)
-		}
-		_ = rows.Close()
-		if got := fmt.Sprint(dest[0]); ref.ID == 0 || strconv.FormatUint(ref.ID, 10) != got {
-			t.Errorf("%s of a prepared statement: the id learnt is %d, the server's %s", by, ref.ID, got)
-		}
+		checkIDLearnt(t, c, by+" of a prepared statement")
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
 		_ = st.Close()
 		_ = read.Close()
+	}
+}
+
+// checkIDLearnt compares the id c learnt of its open transaction with the
+// server's: it must have learnt one, the same.
+func checkIDLearnt(t *testing.T, c *conn, what string) {
+	t.Helper()
+	ref := c.OpenTxRef()
+	rows, err := c.QueryContext(t.Context(), "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		t.Fatal(err)
+	}
+	_ = rows.Close()
+	if got := fmt.Sprint(dest[0]); ref.ID == 0 || strconv.FormatUint(ref.ID, 10) != got {
+		t.Errorf("%s: the id learnt is %d, the server's %s", what, ref.ID, got)
 	}
 }
