@@ -34,12 +34,18 @@ import (
 // the reset; VACUUM, CALL, a text of several statements and any the check
 // cannot read get the reset on its own first.
 //
-// The carried reset is resetSQL's but for one thing: it deallocates every
-// prepared statement (DEALLOCATE ALL) instead of listing them to find what
-// a user prepared with SQL PREPARE, which cost more than the rest of the
-// reset together (docs/design.md). The direct path then prepares its
-// statements again, each in the same write as its next run (prepareRun):
-// the statement behind the reset at once, the others when next run.
+// The carried reset is resetSQL's but for one thing: it does not list the
+// prepared statements to find what a user prepared with SQL PREPARE, which
+// cost more than the rest of the reset together (docs/design.md). Where
+// the session may hold one (a text that changes the session, PREPARE
+// among what it may do, or code no reading proves runs no SQL of its own:
+// sqlPrepared), or the direct path prepared a statement while the session
+// was changed (dirtySeq), it deallocates every prepared statement
+// (DEALLOCATE ALL), and the direct path prepares its statements again,
+// each in the same write as its next run (prepareRun): the statement
+// behind the reset at once, the others when next run. Otherwise, after a
+// call the catalog proves only sets a setting (Shadows.Static), say, the
+// statements stay prepared.
 //
 // Everything else that reaches the server runs the reset on its own first
 // (runDue): a statement of pgx's stdlib path, a prepared statement's, a
@@ -132,18 +138,31 @@ func (c *conn) dropAll(ctx context.Context) error {
 	return nil
 }
 
+// dueReset is a reset taken off the connection for a statement to carry.
+type dueReset struct {
+	stmts    []string   // BEGIN, the reset's, COMMIT (carriedReset)
+	customAt int        // the custom settings' statement's index, or -1
+	dealloc  bool       // DEALLOCATE ALL among them: nothing stays prepared
+	done     func(bool) // the callback to call once it ran
+}
+
 // carriedReset returns the statements of the reset carried in front of a
 // statement, BEGIN and COMMIT included: resetStatements' (custom, where
-// not "", at customCarriedAt), with DEALLOCATE
-// ALL for the list of prepared statements, and the functions it calls in
-// one SELECT (each statement that plans costs the server more than the
-// utility statements).
-func carriedReset(cat *pgCatalog, origin originPrivilege, custom string) []string {
+// not "", at the index returned, else -1), with DEALLOCATE ALL for the
+// list of prepared statements where dealloc, and the functions it calls
+// in one SELECT (each statement that plans costs the server more than
+// the utility statements).
+func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc bool) ([]string, int) {
 	stmts := make([]string, 0, 15)
-	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DEALLOCATE ALL`,
-		`UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`)
+	if dealloc {
+		stmts = append(stmts, `DEALLOCATE ALL`)
+	}
+	stmts = append(stmts, `UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+	customAt := -1
 	if custom != "" {
-		stmts = append(stmts, custom) // at customCarriedAt
+		customAt = len(stmts)
+		stmts = append(stmts, custom)
 	}
 	if cat != nil && cat.dblink != "" {
 		stmts = append(stmts, dblinkClose(cat.dblink)...)
@@ -162,12 +181,8 @@ func carriedReset(cat *pgCatalog, origin originPrivilege, custom string) []strin
 	if resetFault != "" {
 		stmts = append(stmts, resetFault)
 	}
-	return append(stmts, `COMMIT`)
+	return append(stmts, `COMMIT`), customAt
 }
-
-// customCarriedAt is the index of the custom settings' statement (see
-// resetStatements) among carriedReset's.
-const customCarriedAt = 8
 
 // carriable reports whether the waiting reset can go with a statement of
 // the direct path: nothing pgx's stdlib prepared would be dropped from
@@ -202,13 +217,32 @@ func carries(query string) bool {
 }
 
 // takeDue takes the waiting reset off the connection for a statement to
-// carry, and returns its statements and the callback to call once it ran.
-func (c *conn) takeDue() ([]string, func(bool)) {
+// carry.
+func (c *conn) takeDue() dueReset {
 	cat := c.lastReading(c.pgx().PgConn())
-	done := c.carry.done
+	r := dueReset{done: c.carry.done, dealloc: c.mustDeallocate()}
 	c.carry.due, c.carry.done = false, nil
 	c.stmtsDropped = false
-	return carriedReset(cat, c.origin, c.takeCustom(true)), done
+	r.stmts, r.customAt = carriedReset(cat, c.origin, c.takeCustom(true), r.dealloc)
+	return r
+}
+
+// mustDeallocate reports whether the carried reset must deallocate every
+// prepared statement (see above): the session may hold one a user
+// prepared, or the direct path prepared one while the session was changed.
+func (c *conn) mustDeallocate() bool {
+	return c.sqlPrepared || c.dirtySeq != 0 && c.direct.seq >= c.dirtySeq
+}
+
+// carriedRan records a carried reset that ran: what it deallocated
+// (dropped), and that the session is as a reset leaves it.
+func (c *conn) carriedRan(r dueReset) {
+	if r.dealloc {
+		c.dropped()
+	}
+	c.sqlPrepared, c.dirtySeq = false, 0
+	c.afterReset()
+	r.done(true)
 }
 
 // closeCarried closes the pipeline a statement ran in (prepareRun); err
@@ -231,11 +265,11 @@ func (c *conn) dropped() {
 	c.dirtySeq = 0
 }
 
-// prepareRun runs st (its arguments built into c.direct.eqb) where its
-// server statement is gone: prepared again under its name in the same
-// write as its run, behind the waiting reset if withReset, and with the
-// transaction id's probe behind it if probe (readProbe reads it once the
-// result is closed). It returns the
+// prepareRun runs st (its arguments built into c.direct.eqb) behind the
+// waiting reset if withReset, and where its server statement is gone
+// (or the reset deallocates it) prepared again under its name in the same
+// write as its run; with the transaction id's probe behind it if probe
+// (readProbe reads it once the result is closed). It returns the
 // statement's result, the pipeline to close after it (closeCarried), and
 // whether the result is to be read by rr.FieldDescriptions() rather than
 // st's (DDL changed it since: redescribe); or the error of the statement,
@@ -247,22 +281,26 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset, probe 
 	}
 	d := &c.direct
 	pc := c.pgx().PgConn()
-	var reset []string
-	var done func(bool)
+	var reset dueReset
 	if withReset {
-		reset, done = c.takeDue()
+		reset = c.takeDue()
 	}
 	pl := pc.StartPipeline(ctx)
-	for _, s := range reset {
+	for _, s := range reset.stmts {
 		pl.SendQueryParams(s, nil, nil, nil, nil)
 	}
 	if withReset {
 		pl.SendPipelineSync()
 	}
-	pl.SendPrepare(st.sd.Name, st.sd.SQL, st.sd.ParamOIDs)
-	described := *st.sd
-	described.Fields = nil // for pgx to ask for the result's description
-	pl.SendQueryStatement(&described, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	prepare := !st.onServer || reset.dealloc
+	if prepare {
+		pl.SendPrepare(st.sd.Name, st.sd.SQL, st.sd.ParamOIDs)
+		described := *st.sd
+		described.Fields = nil // for pgx to ask for the result's description
+		pl.SendQueryStatement(&described, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	} else {
+		pl.SendQueryStatement(st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
+	}
 	if probe {
 		pl.SendQueryParams(probeSQL, nil, nil, nil, nil) // read by readProbe
 	}
@@ -275,7 +313,7 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset, probe 
 		return nil, nil, false, err
 	}
 	if withReset {
-		rows, err := readReset(pl, len(reset), customCarriedAt)
+		rows, err := readReset(pl, len(reset.stmts), reset.customAt)
 		c.customDone(rows, err)
 		if err != nil {
 			// The block is open and failed: the statement did not run.
@@ -288,19 +326,12 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset, probe 
 			}
 			return nil, nil, false, c.carryFailed(err)
 		}
-		c.dropped()
-		c.afterReset()
-		done(true)
+		c.carriedRan(reset)
 	}
-	sd, err := pl.GetResults()
+	var err error
 	changed := false
-	if err == nil {
-		if psd, ok := sd.(*pgconn.StatementDescription); ok {
-			st.onServer = true
-			changed = c.redescribe(st, psd)
-		} else {
-			err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a prepare", sd)
-		}
+	if prepare {
+		changed, err = c.prepared(pl, st)
 	}
 	if err == nil {
 		var res any
@@ -312,6 +343,21 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset, probe 
 		}
 	}
 	return nil, nil, false, c.closeCarried(pl, err)
+}
+
+// prepared reads the reply to st's Parse and Describe in pl, and reports
+// whether the description changed (redescribe).
+func (c *conn) prepared(pl *pgconn.Pipeline, st *directStmt) (bool, error) {
+	sd, err := pl.GetResults()
+	if err != nil {
+		return false, err
+	}
+	psd, ok := sd.(*pgconn.StatementDescription)
+	if !ok {
+		return false, fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a prepare", sd)
+	}
+	st.onServer = true
+	return c.redescribe(st, psd), nil
 }
 
 // redescribe brings st in step with the description its statement got
@@ -402,14 +448,14 @@ func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Resu
 	if err := ctx.Err(); err != nil {
 		return nil, err // nothing sent, nothing taken
 	}
-	reset, done := c.takeDue()
+	reset := c.takeDue()
 	fe := c.pgx().PgConn().Frontend()
-	fe.Send(&pgproto3.Query{String: strings.Join(reset, "; ")})
+	fe.Send(&pgproto3.Query{String: strings.Join(reset.stmts, "; ")})
 	fe.Send(&pgproto3.Query{String: query})
 	if err := fe.Flush(); err != nil {
 		return nil, c.carryLost(err)
 	}
-	_, resetErr, _, rows, err := c.readSimpleRows(ctx, customCarriedAt)
+	_, resetErr, _, rows, err := c.readSimpleRows(ctx, reset.customAt)
 	if err != nil {
 		return nil, c.carryLost(err)
 	}
@@ -425,9 +471,7 @@ func (c *conn) execCarriedSimple(ctx context.Context, query string) (driver.Resu
 		}
 		return nil, c.carryFailed(resetErr)
 	}
-	c.dropped()
-	c.afterReset()
-	done(true)
+	c.carriedRan(reset)
 	if stmtErr != nil {
 		return nil, stmtErr
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,6 +28,14 @@ func carried(t *testing.T, c *conn) *int {
 		t.Fatal("CarryReset refused an idle connection of the direct path")
 	}
 	return n
+}
+
+// seen runs query on c, then asks what it did to the session, as
+// pooldriver does after every statement (Observe).
+func seen(t *testing.T, c *conn, query string) {
+	t.Helper()
+	exec(t, c, query)
+	c.ChangesSession(query)
 }
 
 func query1(t *testing.T, c *conn, query string, args ...any) (string, error) {
@@ -190,9 +199,9 @@ func TestCarriedResetGuard(t *testing.T) {
 	}
 	name := c.direct.stmts["SELECT $1::int + 1"].sd.Name
 	n := carried(t, c)
-	exec(t, c, "DEALLOCATE "+name)
-	exec(t, c, "PREPARE "+name+"(int) AS SELECT 'hijacked ' || $1")
-	exec(t, c, "PREPARE pd_users_own AS SELECT 1")
+	seen(t, c, "DEALLOCATE "+name)
+	seen(t, c, "PREPARE "+name+"(int) AS SELECT 'hijacked ' || $1")
+	seen(t, c, "PREPARE pd_users_own AS SELECT 1")
 	c.carry.due = true
 	if got, err := query1(t, c, "SELECT $1::int + 1", 41); err != nil || got != "42" {
 		t.Fatalf("the statement behind the guard: %q, %v; want 42", got, err)
@@ -218,7 +227,7 @@ func TestCarriedResetTampered(t *testing.T) {
 	}
 	other := c.direct.stmts["SELECT $1::int + 2"].sd.Name
 	n := carried(t, c)
-	exec(t, c, "DEALLOCATE "+other)
+	seen(t, c, "DEALLOCATE "+other)
 	c.carry.due = true
 	if got, err := query1(t, c, "SELECT $1::int + 1", 1); err != nil || got != "2" {
 		t.Fatalf("%q, %v", got, err)
@@ -234,7 +243,7 @@ func TestCarriedResetTampered(t *testing.T) {
 		t.Fatal(err)
 	}
 	carried(t, c)
-	exec(t, c, "DEALLOCATE "+c.direct.stmts["SELECT $1::int + 1"].sd.Name)
+	seen(t, c, "DEALLOCATE "+c.direct.stmts["SELECT $1::int + 1"].sd.Name)
 	c.carry.due = true
 	if got, err := query1(t, c, "SELECT $1::int + 1", 5); err != nil || got != "6" {
 		t.Fatalf("the statement whose own name the session deallocated: %q, %v", got, err)
@@ -398,7 +407,8 @@ func TestCarriedResetTransactionDefaults(t *testing.T) {
 
 // TestCarriedResetRedescribed: a statement whose result DDL changed since
 // it was prepared (a column renamed, its type changed) reads right behind
-// a carried reset, which prepares it again, and after.
+// a carried reset that deallocates every statement (the session prepared
+// one of its own), which prepares it again, and after.
 func TestCarriedResetRedescribed(t *testing.T) {
 	admin := wrapped(t)
 	tbl := table(t, admin, "a text")
@@ -410,6 +420,7 @@ func TestCarriedResetRedescribed(t *testing.T) {
 	}
 	exec(t, admin, "ALTER TABLE "+tbl+" ALTER COLUMN a TYPE int4 USING a::int4")
 	carried(t, c)
+	seen(t, c, "PREPARE pd_users_own AS SELECT 1") // the reset deallocates all
 	for i := range 3 {
 		got, err := query1(t, c, q, 1)
 		if err != nil || got != "1234" {
@@ -418,6 +429,7 @@ func TestCarriedResetRedescribed(t *testing.T) {
 	}
 	exec(t, admin, "ALTER TABLE "+tbl+" RENAME COLUMN a TO b")
 	carried(t, c)
+	seen(t, c, "PREPARE pd_users_own AS SELECT 1")
 	for i := range 3 {
 		if got, err := query1(t, c, q, 1); err != nil || got != "1234" {
 			t.Fatalf("run %d after the column was renamed: %q, %v", i, got, err)
@@ -449,4 +461,55 @@ func TestCarriedResetKeepsPgxStatements(t *testing.T) {
 		t.Fatalf("the open transaction's settings after a carried reset: %v", err)
 	}
 	exec(t, c, "ROLLBACK")
+}
+
+// TestCarriedResetKeepsStatements: after a call the catalog proves only
+// sets a setting, the carried reset undoes the setting and keeps the
+// direct path's statements prepared (the server's own, not prepared
+// again); after a call of a function that deallocates them, which is no
+// such proof, it deallocates every statement and the statement behind it
+// is prepared again and runs.
+func TestCarriedResetKeepsStatements(t *testing.T) {
+	c, admin := wrapped(t), wrapped(t)
+	u := fmt.Sprintf("pd_keep_%d_", rand.Uint64()) // names unique to this run, called unqualified
+	for _, f := range []string{
+		"sets() RETURNS text LANGUAGE sql AS $$ SELECT set_config('work_mem', '7MB', false) $$",
+		"drops() RETURNS text LANGUAGE sql AS $$ DEALLOCATE ALL; SELECT set_config('work_mem', '7MB', false) $$",
+	} {
+		exec(t, admin, "CREATE FUNCTION "+u+f)
+		t.Cleanup(func() {
+			_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP FUNCTION "+u+f[:strings.Index(f, ")")+1], nil)
+		})
+	}
+	ddl := "CREATE TEMP TABLE " + u + "here (a int)"
+	exec(t, c, ddl)
+	c.ChangesSession(ddl) // observed as pooldriver observes it: the catalog is due
+	nextUser(t, c)        // and read
+	const q = "SELECT $1::int + 1"
+	if got, err := query1(t, c, q, 1); err != nil || got != "2" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	prepared := "SELECT prepare_time::text FROM pg_prepared_statements WHERE statement = '" + q + "'"
+	base, work := count(t, c, prepared), count(t, c, "SELECT current_setting('work_mem')")
+
+	n := carried(t, c)
+	seen(t, c, "SELECT "+u+"sets()")
+	if got, err := query1(t, c, q, 41); err != nil || got != "42" || *n != 1 {
+		t.Fatalf("behind the reset after a setting's call: %q, %v, %d resets", got, err, *n)
+	}
+	if got := count(t, c, prepared); got != base {
+		t.Errorf("the statement was prepared again at %s (first at %s): the reset deallocated it", got, base)
+	}
+	if got := count(t, c, "SELECT current_setting('work_mem')"); got != work {
+		t.Errorf("work_mem after the reset: %s, want %s", got, work)
+	}
+
+	n = carried(t, c)
+	seen(t, c, "SELECT "+u+"drops()")
+	if got, err := query1(t, c, q, 41); err != nil || got != "42" || *n != 1 {
+		t.Fatalf("behind the reset after a call that deallocated it: %q, %v, %d resets", got, err, *n)
+	}
+	if got := count(t, c, prepared); got == base {
+		t.Errorf("the statement still prepared at %s after a function deallocated every one", got)
+	}
 }

@@ -229,6 +229,16 @@ func ranCode(f sqllex.Facts, shadows *sqllex.Shadows) bool {
 		shadows != nil && f.Refs.Meets(shadows)
 }
 
+// mayPrepare reports a statement after which the session may hold a
+// statement prepared with SQL PREPARE: its text may change the session
+// (PREPARE is among the words that do), or it may run code no reading
+// proves runs no SQL of its own (ranCode; a function the reading proves
+// static runs none: no PREPARE, EXECUTE or DO in its body), or, where no
+// reading vouches (shadows nil), it names anything whose use may run code.
+func mayPrepare(f sqllex.Facts, shadows *sqllex.Shadows) bool {
+	return f.ChangesSession || ranCode(f, shadows) || shadows == nil && (f.Refs != nil || f.Calls != sqllex.CallsKnown)
+}
+
 // lastReading returns the catalog's latest reading, nil before the first:
 // a session due a reset is no place to read it (see readable).
 func (c *conn) lastReading(pc *pgconn.PgConn) *pgCatalog {

@@ -111,8 +111,11 @@ type conn struct {
 	// stmtsDropped: the last reset dropped every prepared statement.
 	// stdlibNames: the names pgx's stdlib prepared statements under
 	// (notePrepared).
+	// sqlPrepared: since the last reset, the session ran a statement
+	// after which it may hold one a user prepared (mayPrepare).
 	dirtySeq     uint64
 	stmtsDropped bool
+	sqlPrepared  bool
 	stdlibNames  map[string]struct{}
 
 	// origin: whether the login role may reset a replication origin
@@ -178,8 +181,11 @@ type lexedText struct {
 	text  string
 	facts sqllex.SessionFacts
 	ddl   bool // the text may change the catalog: judged again each time
-	snap  *dialects.CatalogSnapshot[*pgCatalog]
-	path  sqllex.PathUse // what the text does with search_path's choice of schema (pathUse), for tempPath.made
+	// prepares: the session may hold a statement the text's run prepared
+	// (mayPrepare): the carried reset deallocates every one.
+	prepares bool
+	snap     *dialects.CatalogSnapshot[*pgCatalog]
+	path     sqllex.PathUse // what the text does with search_path's choice of schema (pathUse), for tempPath.made
 }
 
 // lexedFor returns what was said of query with the reading snap, nil
@@ -333,14 +339,16 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			c.customScanAfter(f, shadows)
 		}
 		e = c.lexedPut(lexedText{
-			text:  query,
-			facts: f.SessionWith(c.trust, shadows), // nil: nothing read, every naming text counts
-			ddl:   expires,                         // judged again each time: each run may change the catalog
-			snap:  snap,
-			path:  pathUse(f, c.trust),
+			text:     query,
+			facts:    f.SessionWith(c.trust, shadows), // nil: nothing read, every naming text counts
+			ddl:      expires,                         // judged again each time: each run may change the catalog
+			prepares: mayPrepare(f, shadows),
+			snap:     snap,
+			path:     pathUse(f, c.trust),
 		})
 		c.lexedSnap = snap
 	}
+	c.sqlPrepared = c.sqlPrepared || e.prepares
 	v := e.facts
 	if e.path != 0 && c.tempPath.made(pc.TxStatus() != 'I', e.path) {
 		v.Text = true

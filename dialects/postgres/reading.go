@@ -412,9 +412,11 @@ func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[str
 
 // catalogWords are the words whose statements may change the catalog or
 // run what no text shows: DDL (ddlWords) and what runs SQL built at run
-// time or elsewhere (EXECUTE, DO, CALL, PREPARE, LOAD). A body with one
-// anywhere, as a word (a string's text is no word), is no static one.
-var catalogWords = append([]string{"execute", "do", "call", "prepare", "load"}, ddlWords...)
+// time or elsewhere (EXECUTE, DO, CALL, PREPARE, LOAD); and what may drop
+// a prepared statement (DEALLOCATE, DISCARD), which a carried reset keeps
+// after a static call (mayPrepare). A body with one anywhere, as a word
+// (a string's text is no word), is no static one.
+var catalogWords = append([]string{"execute", "do", "call", "prepare", "deallocate", "discard", "load"}, ddlWords...)
 
 // staticFunctions returns the names of rows (see harmlessFunctions) under
 // which every function is one whose body is read (a LANGUAGE sql or

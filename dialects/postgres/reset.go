@@ -111,7 +111,7 @@ func freshSeed() float64 {
 // statement caches in step with what the server still has (reconcile).
 func (c *conn) ResetSession(ctx context.Context) error {
 	pc := c.pgx().PgConn()
-	c.stmtsDropped = false
+	c.stmtsDropped, c.sqlPrepared = false, false // the list finds what a user prepared
 	c.carry.due, c.carry.done = false, nil
 	if pc.TxStatus() != 'I' {
 		if err := c.Rollback(ctx); err != nil {
