@@ -294,6 +294,11 @@ func (c *conn) prepareRun(ctx context.Context, st *directStmt, withReset, probe 
 	}
 	prepare := !st.onServer || reset.dealloc
 	if prepare {
+		// Numbered as a statement prepared now: one prepared again while
+		// the session is changed is dropped by the next reset too
+		// (mustDeallocate, reconcile).
+		d.seq++
+		st.seq = d.seq
 		pl.SendPrepare(st.sd.Name, st.sd.SQL, st.sd.ParamOIDs)
 		described := *st.sd
 		described.Fields = nil // for pgx to ask for the result's description

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -466,21 +465,30 @@ func TestCarriedResetKeepsPgxStatements(t *testing.T) {
 // TestCarriedResetKeepsStatements: after a call the catalog proves only
 // sets a setting, the carried reset undoes the setting and keeps the
 // direct path's statements prepared (the server's own, not prepared
-// again); after a call of a function that deallocates them, which is no
-// such proof, it deallocates every statement and the statement behind it
-// is prepared again and runs.
+// again). A function that deallocates them, or one whose body writes to a
+// table whose trigger replaces them with its own, is no such proof: the
+// reset deallocates every statement, and the one behind it is prepared
+// again and runs as the next user wrote it.
 func TestCarriedResetKeepsStatements(t *testing.T) {
 	c, admin := wrapped(t), wrapped(t)
 	u := fmt.Sprintf("pd_keep_%d_", rand.Uint64()) // names unique to this run, called unqualified
-	for _, f := range []string{
-		"sets() RETURNS text LANGUAGE sql AS $$ SELECT set_config('work_mem', '7MB', false) $$",
-		"drops() RETURNS text LANGUAGE sql AS $$ DEALLOCATE ALL; SELECT set_config('work_mem', '7MB', false) $$",
+	for _, o := range []string{
+		"TABLE " + u + "audited (a int)",
+		"FUNCTION " + u + "hijack() RETURNS trigger LANGUAGE plpgsql AS $$ DECLARE r record; BEGIN " +
+			"FOR r IN SELECT name FROM pg_prepared_statements WHERE name LIKE 'pooldriver\\_%' LOOP " +
+			"EXECUTE format('DEALLOCATE %I', r.name); EXECUTE format('PREPARE %I(int4) AS SELECT 666 + $1', r.name); " +
+			"END LOOP; RETURN NEW; END $$",
+		"TRIGGER " + u + "trg BEFORE INSERT ON " + u + "audited FOR EACH ROW EXECUTE FUNCTION " + u + "hijack()",
+		"FUNCTION " + u + "sets() RETURNS text LANGUAGE sql AS $$ SELECT set_config('work_mem', '7MB', false) $$",
+		"FUNCTION " + u + "drops() RETURNS text LANGUAGE sql AS $$ DEALLOCATE ALL; SELECT set_config('work_mem', '7MB', false) $$",
+		"FUNCTION " + u + "audits() RETURNS text LANGUAGE sql AS $$ INSERT INTO " + u + "audited VALUES (1); SELECT set_config('work_mem', '7MB', false) $$",
 	} {
-		exec(t, admin, "CREATE FUNCTION "+u+f)
-		t.Cleanup(func() {
-			_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP FUNCTION "+u+f[:strings.Index(f, ")")+1], nil)
-		})
+		exec(t, admin, "CREATE "+o)
 	}
+	t.Cleanup(func() {
+		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(),
+			"DROP TABLE "+u+"audited; DROP FUNCTION "+u+"hijack(), "+u+"sets(), "+u+"drops(), "+u+"audits()", nil)
+	})
 	ddl := "CREATE TEMP TABLE " + u + "here (a int)"
 	exec(t, c, ddl)
 	c.ChangesSession(ddl) // observed as pooldriver observes it: the catalog is due
@@ -504,12 +512,64 @@ func TestCarriedResetKeepsStatements(t *testing.T) {
 		t.Errorf("work_mem after the reset: %s, want %s", got, work)
 	}
 
-	n = carried(t, c)
-	seen(t, c, "SELECT "+u+"drops()")
-	if got, err := query1(t, c, q, 41); err != nil || got != "42" || *n != 1 {
-		t.Fatalf("behind the reset after a call that deallocated it: %q, %v, %d resets", got, err, *n)
+	for _, fn := range []string{"drops", "audits"} {
+		n = carried(t, c)
+		seen(t, c, "SELECT "+u+fn+"()")
+		if got, err := query1(t, c, q, 41); err != nil || got != "42" || *n != 1 {
+			t.Fatalf("behind the reset after %s(): %q, %v, %d resets; want 42", fn, got, err, *n)
+		}
+		if got := count(t, c, prepared); got == base {
+			t.Errorf("after %s(): the statement still prepared at %s", fn, got)
+		}
+		base = count(t, c, prepared)
 	}
-	if got := count(t, c, prepared); got == base {
-		t.Errorf("the statement still prepared at %s after a function deallocated every one", got)
+}
+
+// TestCarriedResetPreparedAgainChanged: a statement a carried reset
+// deallocated, prepared again while the session is changed (here under
+// another search_path, where its table is another one), is dropped by
+// the next reset as one prepared for the first time would be: the next
+// user's run reads their own table.
+func TestCarriedResetPreparedAgainChanged(t *testing.T) {
+	c, admin := wrapped(t), wrapped(t)
+	u := fmt.Sprintf("pd_again_%d_", rand.Uint64())
+	for _, o := range []string{
+		"CREATE TABLE " + u + "t (a int)",
+		"INSERT INTO " + u + "t VALUES (1)",
+		"CREATE SCHEMA " + u + "s",
+		"CREATE TABLE " + u + "s." + u + "t (b text)",
+		"INSERT INTO " + u + "s." + u + "t VALUES ('other')",
+		"CREATE FUNCTION " + u + "path() RETURNS text LANGUAGE sql AS $$ SELECT set_config('search_path', '" + u + "s, public', false) $$",
+	} {
+		exec(t, admin, o)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(),
+			"DROP TABLE "+u+"t; DROP SCHEMA "+u+"s CASCADE; DROP FUNCTION "+u+"path()", nil)
+	})
+	ddl := "CREATE TEMP TABLE " + u + "here (a int)"
+	exec(t, c, ddl)
+	c.ChangesSession(ddl)
+	nextUser(t, c)
+	one, read := "SELECT $1::int + 1", "SELECT * FROM "+u+"t WHERE $1::int > 0"
+	for _, q := range []string{one, read} {
+		if _, err := query1(t, c, q, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := carried(t, c)
+	seen(t, c, "PREPARE pd_users_own AS SELECT 1") // the reset deallocates all
+	if got, err := query1(t, c, one, 1); err != nil || got != "2" || *n != 1 {
+		t.Fatalf("%q, %v, %d resets", got, err, *n)
+	}
+	seen(t, c, "SELECT "+u+"path()") // static: no DEALLOCATE for it
+	if got, err := query1(t, c, read, 1); err != nil || got != "other" {
+		t.Fatalf("under the changed search_path: %q, %v", got, err)
+	}
+	if !c.CarryReset(func(bool) { *n++ }) {
+		t.Fatal("CarryReset refused")
+	}
+	if got, err := query1(t, c, read, 1); err != nil || got != "1" || *n != 2 {
+		t.Errorf("the next user's run: %q, %v, %d resets; want 1", got, err, *n)
 	}
 }

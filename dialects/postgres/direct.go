@@ -58,7 +58,7 @@ type directStmt struct {
 	fields  []pgconn.FieldDescription // sd.Fields with those formats
 	names   []string                  // the column names
 	decode  []decodeFunc              // by column
-	seq     uint64                    // the number in its name: the order it was prepared in
+	seq     uint64                    // the order it was last prepared in (its name has the first)
 	// onServer: prepared on the server under its name; not after a
 	// carried reset deallocated it (carry.go), until its next run
 	// prepares it again.

@@ -89,9 +89,10 @@ func TestFunctionProofsReads(t *testing.T) {
 }
 
 // TestStaticFunctions: a body that may set a setting but runs nothing
-// that may change the catalog is static; DDL, EXECUTE, DO, SQL from a
-// string, a body not read, an unknown call, or a call of a name not
-// static in turn is not.
+// that may change the catalog or the prepared statements is static; DDL,
+// EXECUTE, DO, PREPARE, DEALLOCATE, DISCARD, SQL from a string, a table
+// whose use runs a user's code (a trigger's), a body not read, an unknown
+// call, or a call of a name not static in turn is not.
 func TestStaticFunctions(t *testing.T) {
 	row := func(name, body string) [][]byte {
 		return [][]byte{[]byte(name), []byte(body), []byte("t"), []byte("v")}
@@ -108,9 +109,14 @@ func TestStaticFunctions(t *testing.T) {
 		row("calls_unknown", "SELECT dblink_exec('x', 'drop table t')"),
 		row("mixed", "SELECT 1"),
 		row("mixed", "BEGIN DROP TABLE t; END"),
+		row("deallocates", "DEALLOCATE ALL; SELECT set_config('work_mem', '8MB', false)"),
+		row("discards", "BEGIN DISCARD PLANS; RETURN 1; END"),
+		row("prepares", "PREPARE p AS SELECT 1; SELECT 1"),
+		row("audits", "INSERT INTO audited VALUES (1); SELECT set_config('work_mem', '8MB', false)"),
 		{[]byte("no_body"), nil, []byte("f"), []byte("s")},
 	}
-	got := slices.Sorted(maps.Keys(staticFunctions(rows)))
+	s := &sqllex.Shadows{Names: map[string]struct{}{"audited": {}}} // a table with a trigger
+	got := slices.Sorted(maps.Keys(staticFunctions(rows, s)))
 	want := []string{"calls_sets", "plain_sql", "sets"}
 	if !slices.Equal(got, want) {
 		t.Errorf("static %q, want %q", got, want)

@@ -352,7 +352,7 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 		}
 	}
 	s.Harmless, s.Reads = functionProofs(res[3].Rows, s)
-	s.Static = staticFunctions(res[3].Rows)
+	s.Static = staticFunctions(res[3].Rows, s)
 	return cat, nil
 }
 
@@ -421,14 +421,16 @@ var catalogWords = append([]string{"execute", "do", "call", "prepare", "dealloca
 // staticFunctions returns the names of rows (see harmlessFunctions) under
 // which every function is one whose body is read (a LANGUAGE sql or
 // PL/pgSQL one without SET clauses, argument defaults or user's types:
-// functionsSQL) and runs nothing that may change the catalog: no word of
-// catalogWords, no SQL from a string (sqllex.CallsText: query_to_xml,
-// dblink, ...), and calls only built-ins on the list or names static in
-// turn (provedFunctions). Such a call may change the session (a
-// set_config): it is reset after, but the catalog reading before it
-// still vouches for what follows (sqllex.Shadows.Static), and is not read
-// again for it.
-func staticFunctions(rows [][][]byte) map[string]struct{} {
+// functionsSQL), runs nothing that may change the catalog or the prepared
+// statements (no word of catalogWords, no SQL from a string:
+// sqllex.CallsText, query_to_xml, dblink, ...), names nothing whose use
+// runs a user's code by s (a table with a trigger, a view, an operator,
+// a cast: sqllex.Refs.Meets), and calls only built-ins on the list or
+// names static in turn (provedFunctions). Such a call may change the
+// session (a set_config): it is reset after, but the catalog reading
+// before it still vouches for what follows (sqllex.Shadows.Static), and
+// is not read again for it.
+func staticFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
 	bodies := make(map[string]*fnBodies)
 	for _, row := range rows {
 		if len(row) < 1 {
@@ -448,7 +450,8 @@ func staticFunctions(rows [][][]byte) map[string]struct{} {
 			continue
 		}
 		body := string(row[1])
-		if sqllex.CallsOf(body, sqllex.Postgres) == sqllex.CallsText || namesAny(sqllex.RefsOf(body, sqllex.Postgres).Words, catalogWords) {
+		refs := sqllex.RefsOf(body, sqllex.Postgres)
+		if sqllex.CallsOf(body, sqllex.Postgres) == sqllex.CallsText || namesAny(refs.Words, catalogWords) || refs.Meets(s) {
 			b.ok = false
 			continue
 		}
