@@ -8,6 +8,8 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,11 +77,31 @@ func TestTransactionModeRawBegin(t *testing.T) {
 				}
 				_ = rows.Close()
 			}
+			logStacks(t, "pooldriver/internal/phys.", "pooldriver/dialects/postgres.", "pooldriver/pool.(*Pool")
 		}
 		require.NoError(t, err)
 		waitFor(t, "the statement's connection to go back to the pool", func() bool { return c.Stats().Active == 0 })
 		assert.EqualValues(t, 2, s.adminInt(t, "SELECT count(*) FROM "+table))
 	})
+}
+
+// logStacks logs the stacks of the goroutines (at most 40) whose code
+// runs in a package whose path holds one of pkgs: what a test that hangs
+// waits for.
+func logStacks(t *testing.T, pkgs ...string) {
+	t.Helper()
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		for _, p := range pkgs {
+			if n < 40 && strings.Contains(g, p) && !strings.Contains(g, "logStacks") {
+				t.Logf("%s", g)
+				n++
+				break
+			}
+		}
+	}
 }
 
 // TestSessionMode: session state lives across the calls of a session-mode
