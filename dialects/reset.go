@@ -43,3 +43,14 @@ type ResetCarrier interface {
 	CarryReset(done func(carried bool)) bool
 	ResetPending() bool
 }
+
+// FullResetter is implemented by a Conn whose session reset may spare
+// what a proof says the session left as it was (PostgreSQL's carried
+// reset keeps the prepared statements after a call the catalog's reading
+// proves only sets a setting; a reading may be seconds older than the code
+// it vouches for). pooldriver calls ResetFully once, on a new connection,
+// with pool_reset_always: from then on the reset spares nothing on a
+// proof's word.
+type FullResetter interface {
+	ResetFully()
+}

@@ -5,11 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // pathFunction creates a schema and a function that moves the session's
@@ -208,4 +210,39 @@ func BenchmarkResetAlways(b *testing.B) {
 	b.ReportMetric(float64(took[2])/float64(b.N), "on-ns/op")
 	b.ReportMetric(float64(took[2])/float64(took[1]), "on/off")
 	b.ReportMetric(float64(took[2])/float64(took[0]), "on/plain")
+}
+
+// TestResetAlwaysStatementsReplacedInWindow: with pool_reset_always, a
+// function the catalog's reading proved static (it only sets a setting),
+// replaced by another client since with one that replaces the driver's
+// prepared statements by its own, leaves nothing of them to the next user:
+// the carried reset deallocates every statement whatever the reading says.
+// (At the defaults a reading vouches for what it read for up to
+// dialects.CatalogMaxAge: docs/design.md, "Not covered at the defaults".)
+func TestResetAlwaysStatementsReplacedInWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the catalog's reading to be older than dialects.CatalogMaxAge")
+	}
+	forServer(t, "postgres", func(t *testing.T, s server) {
+		fn := routine(t, s, "FUNCTION", "pd_always_f", "() RETURNS text LANGUAGE sql AS $$ SELECT set_config('work_mem', '7MB', false) $$")
+		time.Sleep(dialects.CatalogMaxAge) // any reading from now on knows the function
+		c := pooldriver.New(withParams(s.dsn, "pool_max_conns=1", "pool_reset_always=true"))
+		require.NoError(t, c.Err())
+		db := sql.OpenDB(c)
+		defer db.Close()
+		const q = "SELECT $1::int + 1"
+		var got int
+		var txt string
+		require.NoError(t, db.QueryRowContext(ctx(t), q, 1).Scan(&got))              // prepared; the reading, at connect
+		require.NoError(t, db.QueryRowContext(ctx(t), "SELECT "+fn+"()").Scan(&txt)) // static by the reading
+		require.NoError(t, db.QueryRowContext(ctx(t), q, 1).Scan(&got))
+
+		s.adminExec(t, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS text LANGUAGE plpgsql AS $$ DECLARE r record; BEGIN
+FOR r IN SELECT name FROM pg_prepared_statements WHERE statement = '`+q+`' LOOP
+EXECUTE format('DEALLOCATE %I', r.name); EXECUTE format('PREPARE %I(int4) AS SELECT 666 + $1', r.name); END LOOP;
+RETURN set_config('work_mem', '7MB', false); END $$`)
+		require.NoError(t, db.QueryRowContext(ctx(t), "SELECT "+fn+"()").Scan(&txt)) // the last user
+		require.NoError(t, db.QueryRowContext(ctx(t), q, 41).Scan(&got))             // the next one
+		assert.Equal(t, 42, got, "the next user's statement ran the one the last user's function prepared under its name")
+	})
 }

@@ -45,7 +45,8 @@ import (
 // each in the same write as its next run (prepareRun): the statement
 // behind the reset at once, the others when next run. Otherwise, after a
 // call the catalog proves only sets a setting (Shadows.Static), say, the
-// statements stay prepared.
+// statements stay prepared, and are planned again (DISCARD PLANS). With
+// pool_reset_always it always deallocates (ResetFully).
 //
 // Everything else that reaches the server runs the reset on its own first
 // (runDue): a statement of pgx's stdlib path, a prepared statement's, a
@@ -55,6 +56,7 @@ import (
 
 var (
 	_ dialects.ResetCarrier = (*conn)(nil)
+	_ dialects.FullResetter = (*conn)(nil)
 	_ driver.Validator      = (*conn)(nil)
 	_ driver.ConnBeginTx    = (*conn)(nil)
 )
@@ -149,14 +151,20 @@ type dueReset struct {
 // carriedReset returns the statements of the reset carried in front of a
 // statement, BEGIN and COMMIT included: resetStatements' (custom, where
 // not "", at the index returned, else -1), with DEALLOCATE ALL for the
-// list of prepared statements where dealloc, and the functions it calls
-// in one SELECT (each statement that plans costs the server more than
+// list of prepared statements where dealloc (DISCARD PLANS where not),
+// and the functions it calls in one SELECT (each statement that plans costs the server more than
 // the utility statements).
 func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc bool) ([]string, int) {
 	stmts := make([]string, 0, 15)
 	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`)
 	if dealloc {
 		stmts = append(stmts, `DEALLOCATE ALL`)
+	} else {
+		// The statements kept are planned again, under the reset's
+		// settings: one the last session made the server parse again
+		// (after DDL or ANALYZE) holds constants read under its
+		// TimeZone or DateStyle.
+		stmts = append(stmts, `DISCARD PLANS`)
 	}
 	stmts = append(stmts, `UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
 	customAt := -1
@@ -231,8 +239,12 @@ func (c *conn) takeDue() dueReset {
 // prepared statement (see above): the session may hold one a user
 // prepared, or the direct path prepared one while the session was changed.
 func (c *conn) mustDeallocate() bool {
-	return c.sqlPrepared || c.dirtySeq != 0 && c.direct.seq >= c.dirtySeq
+	return c.full || c.sqlPrepared || c.dirtySeq != 0 && c.direct.seq >= c.dirtySeq
 }
+
+// ResetFully makes every carried reset deallocate every prepared
+// statement (pool_reset_always: see dialects.FullResetter).
+func (c *conn) ResetFully() { c.full = true }
 
 // carriedRan records a carried reset that ran: what it deallocated
 // (dropped), and that the session is as a reset leaves it.

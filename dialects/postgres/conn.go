@@ -112,10 +112,12 @@ type conn struct {
 	// stdlibNames: the names pgx's stdlib prepared statements under
 	// (notePrepared).
 	// sqlPrepared: since the last reset, the session ran a statement
-	// after which it may hold one a user prepared (mayPrepare).
+	// after which it may hold one a user prepared (mayPrepare); full:
+	// every carried reset deallocates all the same (ResetFully).
 	dirtySeq     uint64
 	stmtsDropped bool
 	sqlPrepared  bool
+	full         bool
 	stdlibNames  map[string]struct{}
 
 	// origin: whether the login role may reset a replication origin

@@ -154,6 +154,9 @@ func NewConn(env *Env, dc dialects.Conn) *Conn {
 	if t, ok := dc.(dialects.FunctionTruster); ok && env.TrustFuncs {
 		t.TrustFunctions(true)
 	}
+	if r, ok := dc.(dialects.FullResetter); ok && env.ResetAlways {
+		r.ResetFully()
+	}
 	return pc
 }
 
