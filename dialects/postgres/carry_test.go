@@ -537,39 +537,48 @@ func TestCarriedResetKeepsStatements(t *testing.T) {
 
 // TestCarriedResetKeptPlansAgain: a kept statement that the last session
 // made the server parse again (ANALYZE invalidated its plan) holds a
-// constant read under that session's TimeZone; the reset plans it again,
-// and the next user reads it under their own.
+// constant read under that session's TimeZone; the reset, carried or on
+// its own, plans it again, and the next user reads it under their own.
 func TestCarriedResetKeptPlansAgain(t *testing.T) {
-	c, admin := wrapped(t), wrapped(t)
-	u := fmt.Sprintf("pd_plans_%d_", rand.Uint64())
-	exec(t, admin, "CREATE TABLE "+u+"t (a int); INSERT INTO "+u+"t VALUES (1)")
-	exec(t, admin, "CREATE FUNCTION "+u+"tz() RETURNS text LANGUAGE sql AS $$ SELECT set_config('TimeZone', 'Asia/Tokyo', false) $$")
-	t.Cleanup(func() {
-		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP TABLE "+u+"t; DROP FUNCTION "+u+"tz()", nil)
-	})
-	ddl := "CREATE TEMP TABLE " + u + "here (a int)"
-	exec(t, c, ddl)
-	c.ChangesSession(ddl)
-	nextUser(t, c)
-	q := "SELECT extract(epoch from '2024-01-01 00:00'::timestamptz)::text FROM " + u + "t WHERE $1::int > 0"
-	base := count(t, c, "SELECT extract(epoch from '2024-01-01 00:00'::timestamptz)::text")
-	if got, err := query1(t, c, q, 1); err != nil || got != base {
-		t.Fatalf("%q, %v; want %s", got, err, base)
-	}
-	n := carried(t, c)
-	if _, err := query1(t, c, "SELECT $1::int", 1); err != nil || *n != 1 { // the reset goes with it
-		t.Fatalf("%v, %d resets", err, *n)
-	}
-	seen(t, c, "SELECT "+u+"tz()") // static: the statements are kept
-	exec(t, admin, "ANALYZE "+u+"t")
-	if got, err := query1(t, c, q, 1); err != nil || got == base {
-		t.Fatalf("under the last user's TimeZone: %q, %v, %d resets; want other than %s", got, err, *n, base)
-	}
-	if !c.CarryReset(func(bool) { *n++ }) {
-		t.Fatal("CarryReset refused")
-	}
-	if got, err := query1(t, c, q, 1); err != nil || got != base || *n != 2 {
-		t.Errorf("the next user's run: %q, %v, %d resets; want %s", got, err, *n, base)
+	admin := wrapped(t)
+	for _, how := range []string{"carried", "on its own"} {
+		t.Run(how, func(t *testing.T) {
+			u := fmt.Sprintf("pd_plans_%d_", rand.Uint64()) // a table of its own: its first ANALYZE
+			exec(t, admin, "CREATE TABLE "+u+"t (a int); INSERT INTO "+u+"t VALUES (1)")
+			exec(t, admin, "CREATE FUNCTION "+u+"tz() RETURNS text LANGUAGE sql AS $$ SELECT set_config('TimeZone', 'Asia/Tokyo', false) $$")
+			t.Cleanup(func() {
+				_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP TABLE "+u+"t; DROP FUNCTION "+u+"tz()", nil)
+			})
+			q := "SELECT extract(epoch from '2024-01-01 00:00'::timestamptz)::text FROM " + u + "t WHERE $1::int > 0"
+			c := wrapped(t)
+			ddl := "CREATE TEMP TABLE " + u + "here (a int)"
+			exec(t, c, ddl)
+			c.ChangesSession(ddl)
+			nextUser(t, c)
+			base := count(t, c, "SELECT extract(epoch from '2024-01-01 00:00'::timestamptz)::text")
+			if got, err := query1(t, c, q, 1); err != nil || got != base {
+				t.Fatalf("%q, %v; want %s", got, err, base)
+			}
+			n := carried(t, c)
+			if _, err := query1(t, c, "SELECT $1::int", 1); err != nil || *n != 1 { // the reset goes with it
+				t.Fatalf("%v, %d resets", err, *n)
+			}
+			seen(t, c, "SELECT "+u+"tz()") // static: the statements are kept
+			exec(t, admin, "ANALYZE "+u+"t")
+			if got, err := query1(t, c, q, 1); err != nil || got == base {
+				t.Fatalf("under the last user's TimeZone: %q, %v; want other than %s", got, err, base)
+			}
+			if how == "carried" {
+				if !c.CarryReset(func(bool) { *n++ }) {
+					t.Fatal("CarryReset refused")
+				}
+			} else if err := c.ResetSession(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := query1(t, c, q, 1); err != nil || got != base {
+				t.Errorf("the next user's run: %q, %v; want %s", got, err, base)
+			}
+		})
 	}
 }
 

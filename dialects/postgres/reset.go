@@ -23,10 +23,12 @@ var (
 )
 
 // resetSQL returns the session to a new connection's state in one round
-// trip: what DISCARD ALL does, but for DEALLOCATE ALL and DISCARD PLANS,
-// and what DISCARD leaves. The statements pgx and the direct path
-// prepared over the protocol stay where they are still what was prepared
-// (see reconcile). The role and session authorization, every setting,
+// trip: what DISCARD ALL does, but for DEALLOCATE ALL, and what DISCARD
+// leaves. The statements pgx and the direct path prepared over the
+// protocol stay where they are still what was prepared (see reconcile),
+// and are planned again (DISCARD PLANS: one the last session made the
+// server parse again, after DDL or ANALYZE, holds constants read under
+// its TimeZone or DateStyle). The role and session authorization, every setting,
 // cursors, listeners, advisory locks, temporary objects and sequence
 // positions go back to what a new connection has; the random seed is
 // drawn afresh (setseed would otherwise make the next user's random()
@@ -61,7 +63,7 @@ const listPrepared = `SELECT name, from_sql FROM pg_catalog.pg_prepared_statemen
 // where not "", at customAt.
 func resetStatements(cat *pgCatalog, origin originPrivilege, custom, list string) []string {
 	stmts := make([]string, 0, 13)
-	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `UNLISTEN *`,
+	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `UNLISTEN *`,
 		`DISCARD TEMP`, `DISCARD SEQUENCES`,
 		`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`+strconv.FormatFloat(freshSeed(), 'g', -1, 64)+`)`)
 	if custom != "" {
@@ -91,7 +93,7 @@ func resetStatements(cat *pgCatalog, origin originPrivilege, custom, list string
 
 // customAt is the index of the custom settings' statement among
 // resetStatements'.
-const customAt = 7
+const customAt = 8
 
 // resetFault, where a test sets it, is a statement every reset runs
 // before its last: a reset that fails on the server (carry_test.go).
