@@ -97,7 +97,9 @@ func TestTracerConnectFails(t *testing.T) {
 	rec := &recorder{}
 	db, _ := newDB(t, srv, "", pooldriver.WithTracer(rec), pooldriver.WithMaxConns(1))
 	boom := errors.New("connection refused")
-	srv.FailConnects(1, boom)
+	// Every connect fails: a busy machine may let database/sql's retry
+	// of the statement come after the first failure's back-off.
+	srv.FailConnects(1000, boom)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := db.ExecContext(ctx, "INSERT t 1"); err == nil {
