@@ -13,8 +13,10 @@ import (
 // create runs the factory with the values of ctx (nil: none). The new
 // resource goes to the next waiter in turn (not necessarily owner: FIFO
 // wins) or to idle; an error goes to owner if it still waits and nothing
-// else can serve it in time.
-func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool) {
+// else can serve it in time. retires is p.retires when the call was
+// decided: a resource Retire ran against while it was being made is
+// destroyed, and the factory called again for whom it was made.
+func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool, retires uint64) {
 	start := p.clock()
 	v, err := p.callFactory(call)
 	now := p.clock()
@@ -54,12 +56,16 @@ func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool) {
 		p.trial = false
 	}
 	p.stats.created++
-	if p.closed {
+	if p.closed || p.retires != retires {
 		p.mu.Unlock()
 		p.destruct(v)
 		p.mu.Lock()
 		p.total--
 		p.stats.destroyed++
+		if !p.closed {
+			p.startFactoriesLocked()
+			p.fillToMinLocked()
+		}
 		p.mu.Unlock()
 		return
 	}

@@ -226,5 +226,6 @@ func (p *Pool[T]) startFactoryLocked(owner *waiter[T], now time.Duration) {
 	p.total++
 	p.creating++
 	p.lastStart = now
-	p.goBackground(func() { p.create(owner, call, trial) })
+	retires := p.retires
+	p.goBackground(func() { p.create(owner, call, trial, retires) })
 }

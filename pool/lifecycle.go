@@ -133,9 +133,10 @@ func (p *Pool[T]) CloseIdle() int {
 }
 
 // Retire is CloseIdle for every resource that exists now: the idle ones
-// (parked ones included) are destroyed at once, and each in use, or being
+// (parked ones included) are destroyed at once, each in use, or being
 // checked or tended, when it comes back (its Release, Park or check
-// destroys it), so that none of them serves again. New ones refill to Min
+// destroys it), and each being created as it arrives (its factory is
+// called again), so that none of them serves. New ones refill to Min
 // and MinIdle. It returns how many it destroyed now. A holder that must
 // see its resources go (a credential change, a failover) calls it rather
 // than CloseIdle: the holder's own check of a resource it releases may
@@ -146,6 +147,7 @@ func (p *Pool[T]) Retire() int {
 		p.mu.Unlock()
 		return 0
 	}
+	p.retires++
 	for _, r := range p.all {
 		r.retired.Store(true) // before they can be unparked to a waiter
 	}

@@ -205,3 +205,49 @@ func TestRetire(t *testing.T) {
 		}
 	})
 }
+
+// TestRetireWhileCreating: a resource whose factory call was under way when
+// Retire ran does not serve: it is destroyed as it arrives, and the factory
+// is called again for whoever it was made for (a waiter, and Min).
+func TestRetireWhileCreating(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := backend{block: make(chan struct{})}
+		cfg := b.config()
+		cfg.Min, cfg.Max = 1, 2
+		p := newPool(t, cfg)
+		got := make(chan *Resource[*item])
+		go func() {
+			r, err := p.Acquire(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- r
+		}()
+		synctest.Wait()
+		if c := b.calls.Load(); c != 2 {
+			t.Fatalf("%d factory calls under way, want 2 (Min's and the waiter's)", c)
+		}
+		if n := p.Retire(); n != 0 {
+			t.Fatalf("Retire destroyed %d at once; none existed", n)
+		}
+		b.block <- struct{}{}
+		b.block <- struct{}{}
+		synctest.Wait()
+		if d := b.destroyed.Load(); d != 2 {
+			t.Fatalf("destroyed %d, want the 2 made by calls that began before Retire", d)
+		}
+		if c := b.calls.Load(); c != 3 {
+			t.Fatalf("%d factory calls, want 1 more after the retired ones (the waiter's, which Min counts)", c)
+		}
+		b.block <- struct{}{}
+		r := <-got
+		if id := r.Value().id; id <= 2 {
+			t.Fatalf("the waiter got resource %d, made before Retire", id)
+		}
+		r.Release()
+		synctest.Wait()
+		if s := p.Stats(); s.Total != 1 || s.Destroyed != 2 {
+			t.Fatalf("stats %+v, want 1 resource and the 2 retired destroyed", s)
+		}
+	})
+}

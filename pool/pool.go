@@ -58,7 +58,10 @@ type Pool[T any] struct {
 	// idleCloses counts CloseIdle calls: a resource taken out of idle to
 	// be checked or tended while one ran is destroyed when it comes back
 	// rather than made idle again (see tend).
-	idleCloses  uint64
+	idleCloses uint64
+	// retires counts Retire calls: a resource whose factory call began
+	// before one is destroyed as it arrives, and the call made again.
+	retires     uint64
 	tender      *tender[T] // a TendNext waiting for a resource (healthcheck.go)
 	closed      bool
 	state       State
