@@ -215,6 +215,9 @@ func TestAvailabilityAfterBlackHole(t *testing.T) {
 		assert.NotZero(t, pooled.ok.Load(), "pooldriver served nothing after the black hole")
 		st := subs["pooldriver"].c.Stats()
 		t.Logf("pooldriver: %d connect errors, %d refused with the back-off, %d timeouts", st.ConnectErrors, st.BackoffRejects, st.AcquireTimeouts)
+		if t.Failed() {
+			t.Logf("pooldriver: the last connect error %v; stats %+v", st.LastConnectError, st)
+		}
 	})
 }
 
