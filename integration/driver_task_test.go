@@ -61,7 +61,13 @@ func TestTransactionModeRawBegin(t *testing.T) {
 		assert.Zero(t, tn.openTxs(t))
 
 		// The task goes on, with a connection from the pool per statement.
+		// It hung once for the test's 30 s beside stress-ng (1 run of 5):
+		// the stacks while it waits say who holds what.
+		hung := time.AfterFunc(10*time.Second, func() {
+			logStacks(t, "pooldriver/internal/phys.", "pooldriver/dialects/postgres.", "pooldriver/pool.(*Pool", "pooldriver.(*")
+		})
 		_, err = db.ExecContext(task, insert, 2)
+		hung.Stop()
 		if err != nil && s.name == "postgres" {
 			// It hung once for the test's 30 s beside stress-ng (1 run of
 			// 5): say where, for the next look.
