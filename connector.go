@@ -54,12 +54,8 @@ type Connector struct {
 	physStats phys.Stats    // counted by its physical connections (env.Stats)
 	cleanups  phys.Cleanups // its physical connections' rollbacks and resets (env.Cleanups)
 	stats     struct {
-		leaks atomic.Int64
-		// Opened while Reset ran and closed at once by the factory,
-		// which then opens another: the pool counts one create and no
-		// destroy for the two, so Stats adds these to both.
-		openedStale atomic.Int64
-		misuses     atomic.Int64 // hold events step refused (plan.go)
+		leaks   atomic.Int64
+		misuses atomic.Int64 // hold events step refused (plan.go)
 	}
 }
 

@@ -34,31 +34,27 @@ func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 		defer cancel()
 	}
-	for {
-		gen := c.env.Gen.Load()
-		pc, err := c.dial(ctx)
-		if err != nil {
-			if c.cfg.ConnectTimeout > 0 && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-				// Not the caller's deadline (a connect has none of its
-				// own) but the attempt's: say so, as the pool tells the
-				// waiters of a timed-out attempt.
-				err = fmt.Errorf("pooldriver: connecting timed out after %v (pool_connect_timeout): %w", c.cfg.ConnectTimeout, err)
-			}
-			c.connectFailed(err)
-			return nil, err
+	// A connection opened while Reset ran is not handed out: the pool
+	// destroys what a factory call decided before Retire made, and calls
+	// the factory again (pool.Retire).
+	gen := c.env.Gen.Load()
+	pc, err := c.dial(ctx)
+	if err != nil {
+		if c.cfg.ConnectTimeout > 0 && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			// Not the caller's deadline (a connect has none of its own)
+			// but the attempt's: say so, as the pool tells the waiters
+			// of a timed-out attempt.
+			err = fmt.Errorf("pooldriver: connecting timed out after %v (pool_connect_timeout): %w", c.cfg.ConnectTimeout, err)
 		}
-		c.connected()
-		pc.Opened(gen)
-		if !pc.Stale() {
-			if c.leaks != nil {
-				c.leaks.add(pc)
-			}
-			return pc, nil
-		}
-		pc.Closing(phys.CloseResetAll)
-		c.closePhys(pc)
-		c.stats.openedStale.Add(1)
+		c.connectFailed(err)
+		return nil, err
 	}
+	c.connected()
+	pc.Opened(gen)
+	if c.leaks != nil {
+		c.leaks.add(pc)
+	}
+	return pc, nil
 }
 
 // dial opens one physical connection.

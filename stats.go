@@ -113,7 +113,6 @@ func (c *Connector) Stats() Stats {
 		return Stats{}
 	}
 	p := c.pool.Stats()
-	stale := c.stats.openedStale.Load()
 	s := Stats{
 		MaxConns:             p.Max,
 		MinConns:             c.cfg.MinConns,
@@ -133,11 +132,11 @@ func (c *Connector) Stats() Stats {
 		FailFastRejects:      p.FailFastRejects,
 		BreakerState:         p.State,
 		BreakerChanges:       p.StateChanges,
-		Created:              p.Created + stale,
+		Created:              p.Created,
 		ConnectErrors:        p.CreateErrors,
 		ConnectFailuresInRow: p.CreateFailures,
 		LastConnectError:     p.LastCreateError,
-		Destroyed:            p.Destroyed + stale,
+		Destroyed:            p.Destroyed,
 		Expired:              p.Expired,
 		IdleTrimmed:          p.IdleTrimmed,
 		HealthFailures:       p.HealthcheckFailures,
