@@ -29,6 +29,7 @@ type conn struct {
 	w       *wire                // the socket, watched; nil for a connection the dialect did not dial
 	sock    net.Conn             // w, if COM_RESET_CONNECTION can be sent on it (no TLS, no compression); else nil
 	idle    dialects.SocketCheck // CheckIdle's look at sock, set up with it
+	addr    string               // the server's address as dialled (one of a DSN's several); "": not known
 
 	// tracking: the server reports changes of the session's state
 	// (session_track_state_change is on, CLIENT_SESSION_TRACK agreed).

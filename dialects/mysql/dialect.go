@@ -73,11 +73,20 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := parseDriverDSN(d.driverDSN)
+	tg, err := parseTarget(d.params[targetParam])
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params)}
+	delete(d.params, targetParam)
+	first, hosts, err := splitHosts(d.driverDSN)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := parseDriverDSN(first)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params), hosts: hosts, target: tg}
 	switch cfg.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
 		t.dial = true
@@ -94,7 +103,13 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if redacted.Passwd != "" {
 		redacted.Passwd = "xxxxx"
 	}
+	if hosts != nil {
+		redacted.Addr = strings.Join(hosts, ",")
+	}
 	t.redacted = scheme + redacted.FormatDSN()
+	if tg != targetAny {
+		t.redacted += paramSep(t.redacted) + targetParam + "=primary"
+	}
 	return t, d.params, nil
 }
 
@@ -191,9 +206,11 @@ type template struct {
 	cfg        *mysql.Config
 	charsets   []string // as in the DSN; the driver keeps its copy private
 	redacted   string
-	noRawReset string // why ResetSession cannot reach the socket, or ""
-	dial       bool   // the network is one the dialect dials itself (not a custom dialer's)
-	trackOff   bool   // the DSN turns session_track_state_change off: leave the tracker alone
+	noRawReset string   // why ResetSession cannot reach the socket, or ""
+	dial       bool     // the network is one the dialect dials itself (not a custom dialer's)
+	trackOff   bool     // the DSN turns session_track_state_change off: leave the tracker alone
+	hosts      []string // the servers a DSN names several of, each host:port; nil: cfg.Addr alone (hosts.go)
+	target     target   // pool_target
 }
 
 var (
@@ -210,7 +227,8 @@ func (t *template) Credentials() dialects.Credentials {
 func (t *template) String() string { return t.redacted }
 
 // Address is the DSN's host and port (the driver's defaults, 127.0.0.1
-// and 3306, when it gives none) and database; for a unix socket, the
+// and 3306, when it gives none), its other servers where it names several,
+// and database; for a unix socket, the
 // socket's path and no port; for a custom dialer's network, its address as
 // written.
 func (t *template) Address() dialects.Address {
@@ -223,13 +241,29 @@ func (t *template) Address() dialects.Address {
 			a.Host, a.Port = h, n
 		}
 	}
+	for _, h := range t.hosts[min(1, len(t.hosts)):] {
+		host, p, _ := net.SplitHostPort(h)
+		n, _ := strconv.Atoi(p)
+		a.Others = append(a.Others, dialects.Address{Host: host, Port: n})
+	}
 	return a
 }
 
+// Open opens a connection to the DSN's server, or to the first of its
+// servers that answers and is the target (hosts.go).
 func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
+	return t.open(ctx, c)
+}
+
+// openAt opens a connection to addr ("": the DSN's address), and fails it
+// if its server is not the DSN's target.
+func (t *template) openAt(ctx context.Context, c dialects.Credentials, addr string) (dialects.Conn, error) {
 	cfg := t.cfg.Clone()
 	cfg.User = c.User
 	cfg.Passwd = c.Password
+	if addr != "" && addr != cfg.Addr {
+		retarget(cfg, addr)
+	}
 	var w *wire
 	if t.dial {
 		// Dial the socket, and watch it: the status flags of every reply
@@ -255,6 +289,11 @@ func (t *template) Open(ctx context.Context, c dialects.Credentials) (dialects.C
 	}
 	mc, err := newConn(t, dc, w)
 	if err != nil {
+		return nil, err
+	}
+	mc.addr = cfg.Addr
+	if err := mc.checkTarget(ctx); err != nil {
+		_ = mc.Close()
 		return nil, err
 	}
 	if err := mc.startTracking(ctx); err != nil {

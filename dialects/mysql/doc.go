@@ -12,6 +12,14 @@
 // Parameters whose key starts with "pool_" belong to pooldriver and are
 // removed; every other parameter reaches the driver exactly as written.
 //
+// A tcp address may name several servers, tcp(db1:3306,db2) (in the URL
+// form, mysql://app@db1:3306,db2/shop): a connection goes to the first
+// that answers or, with pool_target=primary, to the first whose
+// @@global.read_only is off; there a write refused because the server
+// runs read-only (1290) tells pooldriver to retire every connection
+// (LostRole). go-sql-driver's rejectReadOnly=true hides that error behind
+// driver.ErrBadConn: leave it off with pool_target=primary.
+//
 // # Transaction state and session changes, from the wire
 //
 // The dialect dials the socket of a connection itself (mysql.Config's

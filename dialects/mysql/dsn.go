@@ -134,7 +134,7 @@ func fromURLForm(dsn string) (string, error) {
 	if strings.ContainsAny(addr, "()") {
 		return dsn, nil
 	}
-	if !hostPort(addr) {
+	if !hostPorts(addr) {
 		if at < 0 && strings.Contains(addr, ":") {
 			// user:password/db, no '@': go-sql-driver's reading (a
 			// network named so) reports it without quoting it.
@@ -157,6 +157,17 @@ func fromURLForm(dsn string) (string, error) {
 		userinfo += "@"
 	}
 	return userinfo + "tcp(" + addr + ")" + dsn[slash:], nil
+}
+
+// hostPorts reports whether addr is hostPort, or a comma-separated list of
+// them (several servers, see hosts.go).
+func hostPorts(addr string) bool {
+	for h := range strings.SplitSeq(addr, ",") {
+		if !hostPort(strings.TrimSpace(h)) {
+			return false
+		}
+	}
+	return true
 }
 
 // hostPort reports whether addr is host, host:port or [ipv6]:port, with
