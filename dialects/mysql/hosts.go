@@ -129,7 +129,7 @@ func (c *conn) checkTarget(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pooldriver: mysql: %s: reading @@global.read_only: %w", c.server(), err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	v := make([]driver.Value, 1)
 	if err := rows.Next(v); err != nil {
 		if err == io.EOF {
