@@ -21,6 +21,9 @@ func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool, retire
 	v, err := p.callFactory(call)
 	now := p.clock()
 	p.mu.Lock()
+	if call != nil && call.abandoned {
+		p.abandoning--
+	}
 	if err != nil && call != nil && call.abandoned {
 		p.withdrawLocked(owner, trial)
 		p.mu.Unlock()
@@ -84,11 +87,18 @@ func (p *Pool[T]) create(owner *waiter[T], call *factoryCall, trial bool, retire
 }
 
 // abandonLocked ends the factory call made for w, which gave up waiting,
-// if the backend is silent (see factoryCall). Its slot goes to the next
-// call when it has returned (withdrawLocked).
+// if the backend is silent (see factoryCall) and another call goes on:
+// the last call in flight runs to its end, so that the pool learns
+// whether the backend answers again. Were every call ended with its
+// caller, callers that give up sooner than a connect takes (a storm of
+// short deadlines) would end every call, none would succeed, and the
+// backend would stay "silent" for good. Its slot goes to the next call
+// when it has returned (withdrawLocked).
 func (p *Pool[T]) abandonLocked(w *waiter[T]) {
-	if w.creating && w.call != nil && p.state == Active && p.backoff.failures > 0 && isTimeout(p.lastFailure) {
+	if w.creating && w.call != nil && p.state == Active && p.backoff.failures > 0 && isTimeout(p.lastFailure) &&
+		p.creating-p.abandoning > 1 {
 		w.call.abandoned = true
+		p.abandoning++
 		w.call.cancel()
 	}
 }

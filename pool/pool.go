@@ -48,13 +48,14 @@ type Pool[T any] struct {
 
 	notifyMu sync.Mutex // serializes state changes with their OnStateChange; taken before mu
 
-	mu       sync.Mutex              // protects every field below; never held while calling user code
-	idle     ring.Ring[*Resource[T]] // the back is the most recently released
-	waiters  waitList[T]
-	total    int // idle + acquired + creating + checking
-	acquired int
-	creating int
-	checking int // taken out of idle by the healthcheck, being checked
+	mu         sync.Mutex              // protects every field below; never held while calling user code
+	idle       ring.Ring[*Resource[T]] // the back is the most recently released
+	waiters    waitList[T]
+	total      int // idle + acquired + creating + checking
+	acquired   int
+	creating   int
+	abandoning int // of creating: calls abandoned with their callers (abandonLocked), not yet returned
+	checking   int // taken out of idle by the healthcheck, being checked
 	// idleCloses counts CloseIdle calls: a resource taken out of idle to
 	// be checked or tended while one ran is destroyed when it comes back
 	// rather than made idle again (see tend).
