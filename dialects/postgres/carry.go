@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -60,6 +61,8 @@ var (
 	_ driver.Validator      = (*conn)(nil)
 	_ driver.ConnBeginTx    = (*conn)(nil)
 )
+
+var ZZDealloc, ZZSQLPrep atomic.Int64
 
 // carry is a connection's reset in waiting.
 type carry struct {
@@ -152,11 +155,19 @@ type dueReset struct {
 // statement, BEGIN and COMMIT included: resetStatements' (custom, where
 // not "", at the index returned, else -1), with DEALLOCATE ALL for the
 // list of prepared statements where dealloc (DISCARD PLANS where not),
-// and the functions it calls in one SELECT (each statement that plans costs the server more than
-// the utility statements).
-func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc bool) ([]string, int) {
+// and the functions it calls in one SELECT (each statement that plans
+// costs the server more than the utility statements). With settings (the
+// session changed nothing but its settings since the last reset:
+// settingsOnly), only what undoes settings: the role and session
+// authorization, RESET ALL, the plans (or the statements) and a fresh
+// seed (seed is a setting RESET ALL leaves).
+func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc, settings bool) ([]string, int) {
 	stmts := make([]string, 0, 15)
-	stmts = append(stmts, `BEGIN`, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`)
+	stmts = append(stmts, `BEGIN`)
+	if !settings {
+		stmts = append(stmts, `CLOSE ALL`)
+	}
+	stmts = append(stmts, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`)
 	if dealloc {
 		stmts = append(stmts, `DEALLOCATE ALL`)
 	} else {
@@ -166,24 +177,32 @@ func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc
 		// TimeZone or DateStyle.
 		stmts = append(stmts, `DISCARD PLANS`)
 	}
-	stmts = append(stmts, `UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+	if !settings {
+		stmts = append(stmts, `UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+	}
 	customAt := -1
 	if custom != "" {
 		customAt = len(stmts)
 		stmts = append(stmts, custom)
 	}
-	if cat != nil && cat.dblink != "" {
+	if cat != nil && cat.dblink != "" && !settings {
 		stmts = append(stmts, dblinkClose(cat.dblink)...)
 	}
 	var b strings.Builder
-	b.WriteString(`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`)
+	b.WriteString(`SELECT `)
+	if !settings {
+		b.WriteString(`pg_catalog.pg_advisory_unlock_all(), `)
+	}
+	b.WriteString(`pg_catalog.setseed(`)
 	b.WriteString(strconv.FormatFloat(freshSeed(), 'g', -1, 64))
 	b.WriteString(`)`)
-	if origin == originMay {
-		b.WriteString(`, (` + originResetSQL + `)`)
-	}
-	if cat != nil && cat.fdw != "" {
-		fmt.Fprintf(&b, `, %s.postgres_fdw_disconnect_all()`, cat.fdw)
+	if !settings {
+		if origin == originMay {
+			b.WriteString(`, (` + originResetSQL + `)`)
+		}
+		if cat != nil && cat.fdw != "" {
+			fmt.Fprintf(&b, `, %s.postgres_fdw_disconnect_all()`, cat.fdw)
+		}
 	}
 	stmts = append(stmts, b.String())
 	if resetFault != "" {
@@ -229,9 +248,15 @@ func carries(query string) bool {
 func (c *conn) takeDue() dueReset {
 	cat := c.lastReading(c.pgx().PgConn())
 	r := dueReset{done: c.carry.done, dealloc: c.mustDeallocate()}
+	if r.dealloc {
+		ZZDealloc.Add(1)
+		if c.sqlPrepared {
+			ZZSQLPrep.Add(1)
+		}
+	}
 	c.carry.due, c.carry.done = false, nil
 	c.stmtsDropped = false
-	r.stmts, r.customAt = carriedReset(cat, c.origin, c.takeCustom(true), r.dealloc)
+	r.stmts, r.customAt = carriedReset(cat, c.origin, c.takeCustom(true), r.dealloc, c.settingsOnly())
 	return r
 }
 
@@ -240,6 +265,15 @@ func (c *conn) takeDue() dueReset {
 // prepared, or the direct path prepared one while the session was changed.
 func (c *conn) mustDeallocate() bool {
 	return c.full || c.sqlPrepared || c.dirtySeq != 0 && c.direct.seq >= c.dirtySeq
+}
+
+// settingsOnly reports a session that, since the last reset, changed its
+// settings and nothing else, as every statement's verdict says
+// (lexedText.settings): its carried reset undoes only settings. A reset
+// for a reason no verdict gave (a session-mode task's end, the user's
+// code on Raw, pool_reset_always) is the whole one.
+func (c *conn) settingsOnly() bool {
+	return c.setOnly && !c.broad && !c.full
 }
 
 // ResetFully makes every carried reset deallocate every prepared
@@ -253,6 +287,7 @@ func (c *conn) carriedRan(r dueReset) {
 		c.dropped()
 	}
 	c.sqlPrepared, c.dirtySeq = false, 0
+	c.setOnly, c.broad = false, false
 	c.afterReset()
 	r.done(true)
 }

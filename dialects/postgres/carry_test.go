@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -628,5 +630,94 @@ func TestCarriedResetPreparedAgainChanged(t *testing.T) {
 	}
 	if got, err := query1(t, c, read, 1); err != nil || got != "1" || *n != 2 {
 		t.Errorf("the next user's run: %q, %v, %d resets; want 1", got, err, *n)
+	}
+}
+
+// TestCarriedResetSettingsOnly: after a session changed nothing but its
+// settings (SET, RESET, set_config, a LANGUAGE sql function the reading
+// proves only sets one), the carried reset is the settings' alone, and
+// leaves the session as the whole one does: the settings, the role and
+// the random seed are a new session's, and the statements stay prepared.
+// After one that changed anything else too (LISTEN, before or after), it
+// is the whole one.
+func TestCarriedResetSettingsOnly(t *testing.T) {
+	c, admin := wrapped(t), wrapped(t)
+	fn := fmt.Sprintf("pd_sets_%d", rand.Uint64())
+	seen(t, c, "CREATE FUNCTION "+fn+"() RETURNS text LANGUAGE sql AS $$ SELECT set_config('work_mem', '7MB', false) $$")
+	t.Cleanup(func() {
+		_, _ = admin.Driver().(driver.ExecerContext).ExecContext(context.Background(), "DROP FUNCTION "+fn+"()", nil)
+	})
+	nextUser(t, c) // the catalog is due (seen) and read
+	const q = "SELECT current_setting('work_mem') || ' ' || current_user || ' ' || " +
+		"(SELECT count(*) FROM pg_catalog.pg_listening_channels()) || ' ' || $1::text"
+	fresh, err := query1(t, c, q, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared := "SELECT prepare_time::text FROM pg_prepared_statements WHERE statement = '" + strings.ReplaceAll(q, "'", "''") + "'"
+	for _, tc := range []struct {
+		name     string
+		stmts    []string
+		settings bool
+	}{
+		{"SET", []string{"SET work_mem = '7MB'", "SET seed = 0.5", "SET ROLE pg_read_all_settings"}, true},
+		{"set_config", []string{"SELECT set_config('work_mem', '7MB', false), set_config('role', 'pg_read_all_settings', false)"}, true},
+		{"function", []string{"SELECT " + fn + "()"}, true},
+		{"function, LISTEN", []string{"SELECT " + fn + "()", "LISTEN pd_settings_only"}, false},
+		{"LISTEN, SET", []string{"LISTEN pd_settings_only", "SET work_mem = '7MB'"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nextUser(t, c)
+			base := count(t, c, prepared)
+			for _, s := range tc.stmts {
+				seen(t, c, s)
+			}
+			if got := c.settingsOnly(); got != tc.settings {
+				t.Fatalf("settingsOnly after %q = %v, want %v", tc.stmts, got, tc.settings)
+			}
+			n := 0
+			if !c.CarryReset(func(bool) { n++ }) {
+				t.Fatal("CarryReset refused an idle connection of the direct path")
+			}
+			if got, err := query1(t, c, q, "x"); err != nil || got != fresh || n != 1 {
+				t.Fatalf("behind the reset: %q, %v, %d resets; want %q", got, err, n, fresh)
+			}
+			if c.settingsOnly() {
+				t.Error("settingsOnly still true after the reset")
+			}
+			if got := count(t, c, prepared); tc.settings && got != base {
+				t.Errorf("the statement was prepared again at %s (first at %s): the settings' reset deallocated it", got, base)
+			}
+			// The seed is a new session's: not the one SET seed planted.
+			exec(t, admin, "SELECT setseed(0.5)")
+			if got, want := count(t, c, "SELECT random()::text"), count(t, admin, "SELECT random()::text"); got == want {
+				t.Errorf("random() after the reset = %s, as after setseed(0.5)", got)
+			}
+		})
+	}
+}
+
+// TestCarriedResetStatementsSettings: the settings' reset runs what
+// undoes settings and nothing else; the whole one, all of it.
+func TestCarriedResetStatementsSettings(t *testing.T) {
+	cat := &pgCatalog{dblink: `"ext"`, fdw: "public"}
+	whole, _ := carriedReset(cat, originMay, "", false, false)
+	narrow, _ := carriedReset(cat, originMay, "", false, true)
+	for _, s := range []string{"SET SESSION AUTHORIZATION DEFAULT", "RESET ALL", "DISCARD PLANS", "setseed("} {
+		if !slices.ContainsFunc(narrow, func(n string) bool { return strings.Contains(n, s) }) {
+			t.Errorf("the settings' reset %q lacks %s", narrow, s)
+		}
+	}
+	for _, s := range []string{"CLOSE ALL", "UNLISTEN", "DISCARD TEMP", "DISCARD SEQUENCES", "advisory", "dblink", "fdw", "origin"} {
+		if slices.ContainsFunc(narrow, func(n string) bool { return strings.Contains(n, s) }) {
+			t.Errorf("the settings' reset %q runs %s", narrow, s)
+		}
+		if !slices.ContainsFunc(whole, func(n string) bool { return strings.Contains(n, s) }) {
+			t.Errorf("the whole reset %q lacks %s", whole, s)
+		}
+	}
+	if stmts, at := resetStatements(cat, originMay, "SELECT 'custom'", listPrepared, true); at < 0 || stmts[at] != "SELECT 'custom'" ||
+		slices.Contains(stmts, "CLOSE ALL") || stmts[len(stmts)-1] != listPrepared {
+		t.Errorf("the settings' reset on its own: %q, custom at %d", stmts, at)
 	}
 }

@@ -236,7 +236,20 @@ func ranCode(f sqllex.Facts, shadows *sqllex.Shadows) bool {
 // static runs none: no PREPARE, EXECUTE or DO in its body), or, where no
 // reading vouches (shadows nil), it names anything whose use may run code.
 func mayPrepare(f sqllex.Facts, shadows *sqllex.Shadows) bool {
-	return f.ChangesSession || ranCode(f, shadows) || shadows == nil && (f.Refs != nil || f.Calls != sqllex.CallsKnown)
+	return f.ChangesSession && !f.OnlySettings || ranCode(f, shadows) || shadows == nil && (f.Refs != nil || f.Calls != sqllex.CallsKnown)
+}
+
+// onlySettings reports a text all of whose changes to the session are to
+// its settings, judged with shadows (nil where no reading vouches): its
+// words change nothing else (sqllex.Facts.OnlySettings), it runs no SQL
+// from a string, names nothing whose use runs a user's code, and calls
+// only built-ins and functions the reading proves change nothing but
+// settings (sqllex.Shadows.SetsOnly). Whoever vouches for what, the
+// proof is the reading's: a user who trusts their functions gets the
+// whole reset after a call of one.
+func onlySettings(f sqllex.Facts, shadows *sqllex.Shadows) bool {
+	return f.OnlySettings && f.Calls != sqllex.CallsText && !f.Refs.Meets(shadows) &&
+		(f.Calls == sqllex.CallsKnown || shadows.SetsOnly(f.Unknown))
 }
 
 // lastReading returns the catalog's latest reading, nil before the first:

@@ -119,6 +119,12 @@ type conn struct {
 	sqlPrepared  bool
 	full         bool
 	stdlibNames  map[string]struct{}
+	// setOnly: since the last reset, a statement changed the session's
+	// settings (lexedText.settings); broad: one may have changed more.
+	// The carried reset undoes only settings where setOnly and not broad
+	// (settingsOnly).
+	setOnly bool
+	broad   bool
 
 	// origin: whether the login role may reset a replication origin
 	// session (see resetSQL).
@@ -186,6 +192,10 @@ type lexedText struct {
 	// prepares: the session may hold a statement the text's run prepared
 	// (mayPrepare): the carried reset deallocates every one.
 	prepares bool
+	// settings: every change the text may make is to a setting
+	// (onlySettings): the carried reset mends it with the settings'
+	// statements alone.
+	settings bool
 	snap     *dialects.CatalogSnapshot[*pgCatalog]
 	path     sqllex.PathUse // what the text does with search_path's choice of schema (pathUse), for tempPath.made
 }
@@ -345,15 +355,16 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 			facts:    f.SessionWith(c.trust, shadows), // nil: nothing read, every naming text counts
 			ddl:      expires,                         // judged again each time: each run may change the catalog
 			prepares: mayPrepare(f, shadows),
+			settings: onlySettings(f, shadows),
 			snap:     snap,
 			path:     pathUse(f, c.trust),
 		})
 		c.lexedSnap = snap
 	}
 	c.sqlPrepared = c.sqlPrepared || e.prepares
-	v := e.facts
+	v, settings := e.facts, e.settings
 	if e.path != 0 && c.tempPath.made(pc.TxStatus() != 'I', e.path) {
-		v.Text = true
+		v.Text, settings = true, false
 	}
 	if !sqllex.Verdict(v) {
 		// The server's facts, read only where the text's leave the
@@ -370,7 +381,13 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 		// its session is judged.
 		c.roleGone = reportsLost(pc, c.role)
 	}
-	return sqllex.Verdict(v)
+	changed := sqllex.Verdict(v)
+	if changed {
+		settings = settings && !v.Unread
+		c.setOnly = c.setOnly || settings
+		c.broad = c.broad || !settings
+	}
+	return changed
 }
 
 // How a change to the catalog expires readings: a user's code that ran

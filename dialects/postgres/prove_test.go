@@ -67,7 +67,7 @@ func TestFunctionProofsReads(t *testing.T) {
 		{[]byte("no_body"), nil, []byte("f"), []byte("s")},
 	}
 	s := &sqllex.Shadows{Names: map[string]struct{}{}}
-	harmless, reads := functionProofs(rows, s)
+	harmless, reads, _ := functionProofs(rows, s)
 	got := slices.Sorted(maps.Keys(reads))
 	want := []string{"immutable_sql", "stable_caller", "stable_pl", "stable_sql"}
 	if !slices.Equal(got, want) {
@@ -85,6 +85,52 @@ func TestFunctionProofsReads(t *testing.T) {
 	}
 	if h := harmlessFunctions(rows, s); !maps.Equal(h, harmless) {
 		t.Errorf("harmlessFunctions = %v, want functionProofs' %v", h, harmless)
+	}
+}
+
+// TestFunctionProofsSettings: a name proved to change nothing but
+// settings is one whose every function is harmless, or LANGUAGE sql
+// that sets settings (SET, RESET, set_config) and nothing else, calling
+// only names proved so in turn. PL/pgSQL that sets one, a session lock,
+// LISTEN, a temporary table, a set_config within another's arguments,
+// SET search_path to pg_temp, a body not read and a call of a name not
+// proved are not.
+func TestFunctionProofsSettings(t *testing.T) {
+	row := func(name, body, plpgsql string) [][]byte {
+		return [][]byte{[]byte(name), []byte(body), []byte(plpgsql), []byte("v")}
+	}
+	rows := [][][]byte{
+		row("harmless", "SELECT $1 + 1", "f"),
+		row("sets", "SELECT set_config('work_mem', $1, false)", "f"),
+		row("set_stmt", "SET work_mem = '8MB'; SELECT 1", "f"),
+		row("resets", "RESET ALL", "f"),
+		row("role", "SELECT set_config('role', $1, false)", "f"),
+		row("calls_sets", "SELECT sets('8MB'), harmless(1)", "f"),
+		row("harmless_pl", "BEGIN RETURN 1; END", "t"),
+		row("calls_pl", "SELECT harmless_pl()", "f"),
+		row("pl_sets", "BEGIN PERFORM set_config('a.b', 'c', false); RETURN 1; END", "t"),
+		row("calls_pl_sets", "SELECT pl_sets()", "f"),
+		row("locks", "SELECT set_config('a.b', 'c', false), pg_advisory_lock(1)", "f"),
+		row("listens", "SET a.b = 1; LISTEN c", "f"),
+		row("temp", "CREATE TEMP TABLE t (a int)", "f"),
+		row("nested", "SELECT set_config(set_config('a.b', 'c', false), 'd', false)", "f"),
+		row("temp_path", "SET search_path = pg_temp", "f"),
+		row("to_unknown", "SELECT sets('1'), unknown_fn()", "f"),
+		row("mixed", "SELECT set_config('a.b', 'c', false)", "f"),
+		row("mixed", "SELECT pg_advisory_lock(1)", "f"),
+		{[]byte("no_body"), nil, []byte("f"), []byte("v")},
+	}
+	s := &sqllex.Shadows{Names: map[string]struct{}{}}
+	harmless, _, settings := functionProofs(rows, s)
+	got := slices.Sorted(maps.Keys(settings))
+	want := []string{"calls_pl", "calls_sets", "harmless", "harmless_pl", "resets", "role", "set_stmt", "sets"}
+	if !slices.Equal(got, want) {
+		t.Errorf("settings %q, want %q", got, want)
+	}
+	for n := range harmless {
+		if _, ok := settings[n]; !ok {
+			t.Errorf("%s: harmless but not proved to change nothing but settings", n)
+		}
 	}
 }
 

@@ -351,7 +351,7 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 			cat.custom = append(cat.custom, name)
 		}
 	}
-	s.Harmless, s.Reads = functionProofs(res[3].Rows, s)
+	s.Harmless, s.Reads, s.Settings = functionProofs(res[3].Rows, s)
 	s.Static = staticFunctions(res[3].Rows, s)
 	return cat, nil
 }
@@ -362,7 +362,7 @@ func readCatalog(ctx context.Context, pc *pgconn.PgConn) (*pgCatalog, error) {
 // harmless against s, and call only names that are harmless in turn (see
 // provedFunctions).
 func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
-	harmless, _ := functionProofs(rows, s)
+	harmless, _, _ := functionProofs(rows, s)
 	return harmless
 }
 
@@ -370,44 +370,59 @@ func harmlessFunctions(rows [][][]byte, s *sqllex.Shadows) map[string]struct{} {
 // those proved harmless and, of those, the ones proved reads (see
 // functionsSQL): every function of the name STABLE or IMMUTABLE, its body
 // naming no writer, calling only names proved reads in turn. A row
-// without its volatility proves no read. Each body is read once for both.
-func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads map[string]struct{}) {
+// without its volatility proves no read. And settings: those proved to
+// change nothing but settings (Shadows.Settings): harmless, but that a
+// LANGUAGE sql body may set settings (sqllex.SQLSettingsBody), calling
+// only names proved so in turn. Each body is read once for all three, but
+// a LANGUAGE sql one that is not harmless, twice.
+func functionProofs(rows [][][]byte, s *sqllex.Shadows) (harmless, reads, settings map[string]struct{}) {
 	bodies := make(map[string]*fnBodies)
 	readBodies := make(map[string]*fnBodies)
+	setBodies := make(map[string]*fnBodies)
 	for _, row := range rows {
 		if len(row) < 1 {
 			continue
 		}
 		name := string(row[0])
-		b, r := bodies[name], readBodies[name]
+		b, r, st := bodies[name], readBodies[name], setBodies[name]
 		if b == nil {
-			b, r = &fnBodies{ok: true}, &fnBodies{ok: true}
-			bodies[name], readBodies[name] = b, r
+			b, r, st = &fnBodies{ok: true}, &fnBodies{ok: true}, &fnBodies{ok: true}
+			bodies[name], readBodies[name], setBodies[name] = b, r, st
 		}
-		if len(row) < 2 || len(row) > 4 {
-			b.ok, r.ok = false, false // a row not read proves nothing of its name
+		if len(row) < 2 || len(row) > 4 || row[1] == nil {
+			b.ok, r.ok, st.ok = false, false, false // a row not read proves nothing of its name
 			continue
 		}
-		if !b.ok {
+		if !b.ok && !st.ok {
 			continue
 		}
 		var calls []string
-		switch {
-		case row[1] == nil:
-			b.ok = false
-		case len(row) >= 3 && string(row[2]) == "t":
-			calls, b.ok = sqllex.PLpgSQLBody(string(row[1]), s)
-		default:
-			calls, b.ok = sqllex.SQLBody(string(row[1]), s)
+		ok, plpgsql := false, len(row) >= 3 && string(row[2]) == "t"
+		if plpgsql {
+			calls, ok = sqllex.PLpgSQLBody(string(row[1]), s)
+		} else {
+			calls, ok = sqllex.SQLBody(string(row[1]), s)
 		}
-		b.calls = append(b.calls, calls...)
-		// A read is a harmless body first: the same calls, followed
-		// through the read bodies, so that a read calls only reads.
-		r.ok = r.ok && b.ok && len(row) == 4 && (string(row[3]) == "s" || string(row[3]) == "i") &&
-			!sqllex.NamesWriter(string(row[1])) && !sqllex.RefsOf(string(row[1]), sqllex.Postgres).NamesAny(s.Standby)
-		r.calls = b.calls
+		if b.ok {
+			b.ok = ok
+			b.calls = append(b.calls, calls...)
+			// A read is a harmless body first: the same calls, followed
+			// through the read bodies, so that a read calls only reads.
+			r.ok = r.ok && b.ok && len(row) == 4 && (string(row[3]) == "s" || string(row[3]) == "i") &&
+				!sqllex.NamesWriter(string(row[1])) && !sqllex.RefsOf(string(row[1]), sqllex.Postgres).NamesAny(s.Standby)
+			r.calls = b.calls
+		}
+		if st.ok {
+			// A settings body is a harmless one, or a LANGUAGE sql one
+			// that changes only settings (PL/pgSQL's must be harmless).
+			if !ok && !plpgsql {
+				calls, ok = sqllex.SQLSettingsBody(string(row[1]), s)
+			}
+			st.ok = ok
+			st.calls = append(st.calls, calls...)
+		}
 	}
-	return provedFunctions(bodies), provedFunctions(readBodies)
+	return provedFunctions(bodies), provedFunctions(readBodies), provedFunctions(setBodies)
 }
 
 // catalogWords are the words whose statements may change the catalog or

@@ -51,7 +51,8 @@ var (
 // role went back to the login role, and the answer holds for the
 // connection's life.
 func resetSQL(cat *pgCatalog, origin originPrivilege) string {
-	return strings.Join(resetStatements(cat, origin, "", listPrepared), "; ")
+	stmts, _ := resetStatements(cat, origin, "", listPrepared, false)
+	return strings.Join(stmts, "; ")
 }
 
 // listPrepared is the reset's last statement: the prepared statements the
@@ -60,40 +61,47 @@ const listPrepared = `SELECT name, from_sql FROM pg_catalog.pg_prepared_statemen
 
 // resetStatements returns resetSQL's statements, one by one, list last,
 // and custom (customSQL: the custom settings' names the session lacks),
-// where not "", at customAt.
-func resetStatements(cat *pgCatalog, origin originPrivilege, custom, list string) []string {
+// where not "", at the index returned (else -1). With settings (the
+// session changed nothing but its settings since the last reset:
+// settingsOnly), only what undoes settings: the role and session
+// authorization, RESET ALL, the plans, a fresh seed (seed is a setting
+// RESET ALL leaves); a connection's first reset still asks about
+// replication origins.
+func resetStatements(cat *pgCatalog, origin originPrivilege, custom, list string, settings bool) ([]string, int) {
 	stmts := make([]string, 0, 13)
-	stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `UNLISTEN *`,
-		`DISCARD TEMP`, `DISCARD SEQUENCES`,
-		`SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed(`+strconv.FormatFloat(freshSeed(), 'g', -1, 64)+`)`)
-	if custom != "" {
-		stmts = append(stmts, custom) // at customAt
+	seed := `pg_catalog.setseed(` + strconv.FormatFloat(freshSeed(), 'g', -1, 64) + `)`
+	if settings {
+		stmts = append(stmts, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `SELECT `+seed)
+	} else {
+		stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `UNLISTEN *`,
+			`DISCARD TEMP`, `DISCARD SEQUENCES`, `SELECT pg_catalog.pg_advisory_unlock_all(), `+seed)
 	}
-	if cat != nil && cat.dblink != "" {
+	customAt := -1
+	if custom != "" {
+		customAt = len(stmts)
+		stmts = append(stmts, custom)
+	}
+	if cat != nil && cat.dblink != "" && !settings {
 		stmts = append(stmts, dblinkClose(cat.dblink)...)
 	}
-	if cat != nil && cat.fdw != "" {
+	if cat != nil && cat.fdw != "" && !settings {
 		stmts = append(stmts, fdwClose(cat.fdw))
 	}
-	switch origin {
-	case originUnknown:
+	switch {
+	case origin == originUnknown:
 		// The server checks the privilege of a function a statement
 		// names before it runs, whichever branch of a CASE calls it: a
 		// role may not even name these unless granted (superusers are).
 		stmts = append(stmts, `SELECT pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_is_setup()', 'execute') `+
 			`AND pg_catalog.has_function_privilege('pg_catalog.pg_replication_origin_session_reset()', 'execute')`)
-	case originMay:
+	case origin == originMay && !settings:
 		stmts = append(stmts, originResetSQL)
 	}
 	if resetFault != "" {
 		stmts = append(stmts, resetFault)
 	}
-	return append(stmts, list)
+	return append(stmts, list), customAt
 }
-
-// customAt is the index of the custom settings' statement among
-// resetStatements'.
-const customAt = 8
 
 // resetFault, where a test sets it, is a statement every reset runs
 // before its last: a reset that fails on the server (carry_test.go).
@@ -113,7 +121,9 @@ func freshSeed() float64 {
 // statement caches in step with what the server still has (reconcile).
 func (c *conn) ResetSession(ctx context.Context) error {
 	pc := c.pgx().PgConn()
+	settings := c.settingsOnly()
 	c.stmtsDropped, c.sqlPrepared = false, false // the list finds what a user prepared
+	c.setOnly, c.broad = false, false
 	c.carry.due, c.carry.done = false, nil
 	if pc.TxStatus() != 'I' {
 		if err := c.Rollback(ctx); err != nil {
@@ -122,7 +132,8 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	}
 	cat := c.lastReading(pc)
 	custom := c.takeCustom(true)
-	res, err := pc.Exec(ctx, strings.Join(resetStatements(cat, c.origin, custom, listPrepared), "; ")).ReadAll()
+	stmts, customAt := resetStatements(cat, c.origin, custom, listPrepared, settings)
+	res, err := pc.Exec(ctx, strings.Join(stmts, "; ")).ReadAll()
 	if err != nil {
 		c.customDone(nil, err)
 		return fmt.Errorf("pooldriver: postgres: reset session: %w", err)

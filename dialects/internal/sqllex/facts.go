@@ -7,9 +7,13 @@ package sqllex
 // Verdict.
 type Facts struct {
 	ChangesSession bool
-	Calls          Calls
-	Tx             TxEffect
-	Refs           *Refs // what the text names (RefsOf), for Shadows
+	// OnlySettings: for PostgreSQL, every change ChangesSession found is
+	// to a setting (OnlySettings); false for other flavors where it found
+	// any.
+	OnlySettings bool
+	Calls        Calls
+	Tx           TxEffect
+	Refs         *Refs // what the text names (RefsOf), for Shadows
 	// Unknown: for PostgreSQL and MySQL, where Calls is CallsUnknown, the
 	// names of the functions called that are not on the list
 	// (UnknownCallsOf); nil where a call names none.
@@ -35,8 +39,10 @@ var factsMemos = func() (m [Any + 1]*Memo[Facts]) {
 				Tx:             TxEffectOf(q, Flavor(f)),
 				Refs:           RefsOf(q, Flavor(f)),
 			}
+			facts.OnlySettings = !facts.ChangesSession
 			if Flavor(f) == Postgres {
 				facts.Path = PathUseOf(q)
+				facts.OnlySettings = facts.OnlySettings || OnlySettings(q)
 			}
 			if facts.Calls == CallsUnknown && (Flavor(f) == Postgres || Flavor(f) == MySQL) {
 				facts.Unknown, _ = UnknownCallsOf(q, Flavor(f))

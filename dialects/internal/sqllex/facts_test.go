@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestOfIsTheLexersAnswer: Of answers what ChangesSession, CallsOf,
-// TxEffectOf, RefsOf, UnknownCallsOf and PathUseOf do, for a text met for the first
+// TestOfIsTheLexersAnswer: Of answers what ChangesSession, OnlySettings,
+// CallsOf, TxEffectOf, RefsOf, UnknownCallsOf and PathUseOf do, for a text met for the first
 // time and again, in every flavor, and a text that took another's slot
 // does not get its facts.
 func TestOfIsTheLexersAnswer(t *testing.T) {
@@ -26,8 +26,10 @@ func TestOfIsTheLexersAnswer(t *testing.T) {
 				if want.Calls == CallsUnknown && f != Any {
 					want.Unknown, _ = UnknownCallsOf(q, f)
 				}
+				want.OnlySettings = !want.ChangesSession
 				if f == Postgres {
 					want.Path = PathUseOf(q)
+					want.OnlySettings = want.OnlySettings || OnlySettings(q)
 				}
 				if got := Of(q, f); !reflect.DeepEqual(got, want) {
 					t.Fatalf("flavor %d, round %d: Of(%q) = %+v, want %+v", f, round, q, got, want)

@@ -62,11 +62,31 @@ func SQLBody(body string, s *Shadows) (calls []string, ok bool) {
 	return bodyPart(body, s, nil)
 }
 
+// SQLSettingsBody reads body as SQLBody does, but that changes to the
+// session's settings (OnlySettings: SET, RESET, set_config) are allowed:
+// ok where such changes are all the body may leave behind but for the
+// calls it makes of functions not on the list, which calls names.
+func SQLSettingsBody(body string, s *Shadows) (calls []string, ok bool) {
+	if s == nil || isBlank(body) {
+		return nil, false
+	}
+	if !OnlySettings(body) {
+		return nil, false
+	}
+	return bodyPartAs(body, s, nil, true)
+}
+
 // bodyPart reads text, one or more SQL statements of a body, by the rules
 // a statement's text is read by, and adds the unknown calls it makes to
 // calls.
 func bodyPart(text string, s *Shadows, calls []string) ([]string, bool) {
-	if ChangesSession(text, Postgres) {
+	return bodyPartAs(text, s, calls, false)
+}
+
+// bodyPartAs is bodyPart; with settings, the text may change settings
+// (the caller checked it changes nothing else: OnlySettings).
+func bodyPartAs(text string, s *Shadows, calls []string, settings bool) ([]string, bool) {
+	if !settings && ChangesSession(text, Postgres) {
 		return nil, false
 	}
 	names, ok := UnknownCalls(text)

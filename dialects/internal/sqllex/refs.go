@@ -85,6 +85,12 @@ type Shadows struct {
 	// turn; it may still change the session. A call of only these and
 	// built-ins leaves the reading true (RunsStatic).
 	Static map[string]struct{}
+	// Settings, as Harmless (PostgreSQL): names under which every
+	// function the catalog has is Harmless, or a LANGUAGE sql one whose
+	// body changes nothing but settings (SQLSettingsBody), calling only
+	// names proved so in turn: a call of only these leaves nothing a reset
+	// of the settings does not undo (SetsOnly).
+	Settings map[string]struct{}
 	// Standby, in lower case: names of relations a standby does not
 	// answer as the primary does, by what the catalog says of them (an
 	// unlogged or temporary relation, a sequence, a foreign table, a
@@ -104,6 +110,13 @@ func (s *Shadows) Vouched(names []string) bool {
 // the user's, may change the catalog (Static); false for none or a nil s.
 func (s *Shadows) RunsStatic(names []string) bool {
 	return s != nil && allIn(s.Static, names)
+}
+
+// SetsOnly reports whether s proves that none of names, functions of the
+// user's, changes more than settings (Settings); false for none or a nil
+// s.
+func (s *Shadows) SetsOnly(names []string) bool {
+	return s != nil && allIn(s.Settings, names)
 }
 
 // allIn reports whether names, one or more, are all in set.

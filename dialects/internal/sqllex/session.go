@@ -41,13 +41,33 @@ func ChangesSession(query string, f Flavor) bool {
 	return f&Postgres != 0 && scanTwice(query, false, f) || f&MySQL != 0 && scanTwice(query, true, f)
 }
 
+// OnlySettings reports whether every change ChangesSession finds in
+// query, read as PostgreSQL, is to the session's settings: SET and RESET
+// (of a setting, ROLE, SESSION AUTHORIZATION, ALL) and set_config, which
+// a reset's SET SESSION AUTHORIZATION DEFAULT and RESET ALL undo. True
+// for a text that changes nothing; false for any other change, a
+// set_config within another's arguments, and text the rules cannot read
+// with certainty, as ChangesSession counts those.
+func OnlySettings(query string) bool {
+	if !mayChangeSession(query, Postgres) {
+		return true
+	}
+	return !scanTwiceAs(query, false, Postgres, true)
+}
+
 // scanTwice runs the session rules over query lexed as PostgreSQL (my
 // false) or MySQL, with the server's usual backslash setting and, if a
 // string held a backslash, with the other one as well.
 func scanTwice(query string, my bool, f Flavor) bool {
-	changes, backslash := scanSession(query, my, my, f)
+	return scanTwiceAs(query, my, f, false)
+}
+
+// scanTwiceAs is scanTwice; with settings, a change to a setting does not
+// count (OnlySettings).
+func scanTwiceAs(query string, my bool, f Flavor, settings bool) bool {
+	changes, backslash := scanSession(query, my, my, f, settings)
 	if !changes && backslash {
-		changes, _ = scanSession(query, my, !my, f)
+		changes, _ = scanSession(query, my, !my, f, settings)
 	}
 	return changes
 }
@@ -76,13 +96,17 @@ type sessionScan struct {
 	// lastID: MySQL's LAST_INSERT_ID: 1 when its '(' may come next, 2
 	// right after it, where anything but ')' is an argument.
 	lastID int
+
+	// settings: PostgreSQL's changes to a setting do not count
+	// (OnlySettings).
+	settings bool
 }
 
 // scanSession runs the rules over query lexed as said. backslash reports a
 // string holding a backslash, whose end depends on the server's settings.
-func scanSession(query string, my, escapes bool, f Flavor) (changes, backslash bool) {
+func scanSession(query string, my, escapes bool, f Flavor, settings bool) (changes, backslash bool) {
 	l := newLexer(query, my, escapes)
-	st := sessionScan{f: f}
+	st := sessionScan{f: f, settings: settings}
 	for {
 		t := l.next()
 		switch t.kind {
@@ -95,7 +119,7 @@ func scanSession(query string, my, escapes bool, f Flavor) (changes, backslash b
 			if t.kind == kEOF {
 				return false, l.backslash
 			}
-			st = sessionScan{f: f}
+			st = sessionScan{f: f, settings: settings}
 			continue
 		}
 		if st.step(t) {
@@ -114,7 +138,9 @@ func (st *sessionScan) step(t token) bool {
 			st.setWord = 2
 			return false
 		}
-		return true // SET name, SET SESSION, SET ROLE, ...
+		// SET name, SET SESSION, SET ROLE, ...
+		st.setWord = 0
+		return !st.settings
 	case 2:
 		st.setWord = 0
 		if t.kind == kOther && t.text == "." {
@@ -177,10 +203,11 @@ func (st *sessionScan) readCall(t token) bool {
 	}
 	switch {
 	case t.kind == kClose && st.depth == st.callDepth:
-		if st.arg != 3 || st.third != 1 || !st.isTrue {
+		changes := st.arg != 3 || st.third != 1 || !st.isTrue
+		st.call, st.third, st.isTrue = 0, 0, false
+		if changes && !st.settings {
 			return true
 		}
-		st.call, st.third, st.isTrue = 0, 0, false
 	case t.kind == kComma && st.depth == st.callDepth:
 		st.arg++
 	case st.arg == 3:
@@ -204,7 +231,9 @@ func (st *sessionScan) startChanges(w string) bool {
 		}
 		st.setWord = 1
 		return false
-	case eqFold(w, "reset"), eqFold(w, "prepare"), eqFold(w, "deallocate"):
+	case eqFold(w, "reset"):
+		return !st.settings || f&(MySQL|others) != 0
+	case eqFold(w, "prepare"), eqFold(w, "deallocate"):
 		return true
 	}
 	if f&Postgres != 0 && (eqFold(w, "listen") || eqFold(w, "unlisten") || eqFold(w, "discard") ||

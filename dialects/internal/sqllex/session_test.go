@@ -324,3 +324,54 @@ func cannotLex(q string, f Flavor) bool {
 	}
 	return false
 }
+
+func TestOnlySettings(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		want  bool
+	}{
+		{"SELECT 1", true},
+		{"SET work_mem = '8MB'", true},
+		{"SET SESSION work_mem TO DEFAULT", true},
+		{"SET ROLE app", true},
+		{"SET SESSION AUTHORIZATION app", true},
+		{"RESET ALL", true},
+		{"RESET work_mem", true},
+		{"SELECT set_config('work_mem', '8MB', false)", true},
+		{"SELECT set_config('a.b', $1, $2), 1", true},
+		{"SET a.b = 1; SELECT set_config('x.y', 'z', false)", true},
+		{"SELECT set_config('work_mem', '8MB', true)", true},
+		{"SET LOCAL work_mem = '8MB'", true},
+		{"SET search_path = pg_temp", false}, // pg_temp counts wherever it stands
+		{"SET x = 1; LISTEN c", false},
+		{"SELECT set_config('a.b', 'c', false), pg_advisory_lock(1)", false},
+		{"SELECT set_config(set_config('a.b', 'c', false), 'd', false)", false},
+		{"SELECT setval('s', 1)", false},
+		{"CREATE TEMP TABLE t (a int)", false},
+		{"DECLARE c CURSOR WITH HOLD FOR SELECT 1", false},
+		{"PREPARE p AS SELECT 1", false},
+		{"DISCARD ALL", false},
+		{"DO $$BEGIN PERFORM set_config('a.b', 'c', false); END$$", false},
+		{"SET", false},                        // cut short
+		{"SELECT set_config('a', 'b'", false}, // cut short
+		{"SELECT E'\\'' ; LISTEN c", false},
+	} {
+		if got := OnlySettings(c.query); got != c.want {
+			t.Errorf("OnlySettings(%q) = %v, want %v", c.query, got, c.want)
+		}
+		if f := Of(c.query, Postgres); f.OnlySettings != c.want {
+			t.Errorf("Of(%q).OnlySettings = %v, want %v", c.query, f.OnlySettings, c.want)
+		}
+	}
+	// Every text the session rules call a change and OnlySettings
+	// passes is a setting's statement; the rest of the cases hold one of
+	// another kind or none.
+	for _, c := range sessionCases {
+		if !c.pg && !OnlySettings(c.query) {
+			t.Errorf("OnlySettings(%q) = false for a text that changes nothing", c.query)
+		}
+	}
+	if f := Of("SET x.y = 1", MySQL); f.OnlySettings {
+		t.Error("Of(SET, MySQL).OnlySettings = true; only PostgreSQL's settings are read")
+	}
+}
