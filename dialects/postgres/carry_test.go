@@ -39,7 +39,7 @@ func seen(t *testing.T, c *conn, query string) {
 	c.ChangesSession(query)
 }
 
-func query1(t *testing.T, c *conn, query string, args ...any) (string, error) {
+func query1(t testing.TB, c *conn, query string, args ...any) (string, error) {
 	t.Helper()
 	nv := make([]driver.NamedValue, len(args))
 	for i, a := range args {
@@ -719,5 +719,36 @@ func TestCarriedResetStatementsSettings(t *testing.T) {
 	if stmts, at := resetStatements(cat, originMay, "SELECT 'custom'", listPrepared, true); at < 0 || stmts[at] != "SELECT 'custom'" ||
 		slices.Contains(stmts, "CLOSE ALL") || stmts[len(stmts)-1] != listPrepared {
 		t.Errorf("the settings' reset on its own: %q, custom at %d", stmts, at)
+	}
+}
+
+// BenchmarkCarriedReset is what a carried reset adds to the statement it
+// goes in front of, serial, on one connection: a point select with the
+// whole reset in front of it, with the settings' (settingsOnly), and
+// with none. Wall time as the caller sees it, the server's work included
+// (client and server share this machine's cores):
+//
+//	go test -run '^$' -bench '^BenchmarkCarriedReset$' -count 5 ./dialects/postgres
+func BenchmarkCarriedReset(b *testing.B) {
+	for _, kind := range []string{"none", "whole", "settings"} {
+		b.Run(kind, func(b *testing.B) {
+			c := wrapped(b)
+			if err := c.ResetSession(b.Context()); err != nil { // the first asks about origins
+				b.Fatal(err)
+			}
+			const q = "SELECT relname FROM pg_catalog.pg_class WHERE oid = $1"
+			b.ReportAllocs()
+			for b.Loop() {
+				if kind != "none" {
+					c.setOnly, c.broad = true, kind == "whole"
+					if !c.CarryReset(func(bool) {}) {
+						b.Fatal("CarryReset refused an idle connection of the direct path")
+					}
+				}
+				if got, err := query1(b, c, q, 1259); err != nil || got != "pg_class" {
+					b.Fatalf("%q, %v", got, err)
+				}
+			}
+		})
 	}
 }

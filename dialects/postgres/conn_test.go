@@ -45,7 +45,7 @@ func serverDSN(t testing.TB) string {
 
 // wrapped opens a connection the way pooldriver.Wrap(stdlib.GetConnector(cfg))
 // does: through the generic dialect, which must hand it to this dialect.
-func wrapped(t *testing.T) *conn {
+func wrapped(t testing.TB) *conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(serverDSN(t))
 	if err != nil {

@@ -268,7 +268,7 @@ func opened(t testing.TB) *conn {
 var connKinds = []struct {
 	name string
 	open func(*testing.T) *conn
-}{{"dsn", func(t *testing.T) *conn { return opened(t) }}, {"wrapped", wrapped}}
+}{{"dsn", func(t *testing.T) *conn { return opened(t) }}, {"wrapped", func(t *testing.T) *conn { return wrapped(t) }}}
 
 // TestWatchAgreesWithLookups runs, on a connection with a watch and on one
 // without (Wrap's), statements that change reported parameters in every way
