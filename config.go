@@ -46,7 +46,10 @@ type Config struct {
 	// pool_server_pooling: the pooler in front of the server, if any
 	// (PostgreSQL only: PgBouncer's session or transaction pooling).
 	ServerPooling dialects.ServerPooling
-	ResetAlways   bool // pool_reset_always: reset every connection at the end of every hold
+	// pool_target: which of the DSN's servers a new connection may go
+	// to; dialects.TargetPrimary: the first that takes writes
+	Target      dialects.Target
+	ResetAlways bool // pool_reset_always: reset every connection at the end of every hold
 	// pool_trust_functions: a call of a function or procedure the dialect
 	// does not know counts as a session change only for what its text or
 	// the server shows; by default it counts as one (default-deny).
@@ -270,14 +273,29 @@ func (c *Config) settle() (dialects.Template, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	t, err := behindPooler(c.tmpl, c.ServerPooling)
+	t, err := targeted(c.tmpl, c.Target)
 	if err != nil {
+		return nil, err
+	}
+	if t, err = behindPooler(t, c.ServerPooling); err != nil {
 		return nil, err
 	}
 	if err := c.checkHooks(t); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// targeted points t's new connections at the server pool_target names, if
+// its dialect can tell it.
+func targeted(t dialects.Template, target dialects.Target) (dialects.Template, error) {
+	if target == dialects.TargetAny {
+		return t, nil
+	}
+	if tt, ok := t.(dialects.TargetTemplate); ok {
+		return tt.Targeted(target)
+	}
+	return nil, fmt.Errorf("pooldriver: pool_target=%s: this dialect cannot tell which server takes writes (PostgreSQL's and MySQL's can)", target)
 }
 
 // behindPooler lets t's dialect adapt to the pooler pool_server_pooling

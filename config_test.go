@@ -33,6 +33,7 @@ var paramSamples = map[string][2]string{
 	"pool_reset_always":             {"1", "true"},
 	"pool_trust_functions":          {"1", "true"},
 	"pool_server_pooling":           {"none", "none"},
+	"pool_target":                   {"primary", "primary"},
 }
 
 func fakeDSN(t *testing.T, query string) string {
@@ -85,7 +86,7 @@ func TestConfigParamsRoundTrip(t *testing.T) {
 		ConnectTimeout: 2 * time.Second, HealthCheckPeriod: 0, MaxConnLifetime: 45 * time.Minute,
 		MaxConnLifetimeJitter: 3 * time.Minute, MaxConnIdleTime: 2 * time.Hour,
 		LeakDetectionThreshold: 90 * time.Second, CleanupTimeout: defaultCleanupTimeout, Mode: SessionMode,
-		ServerPooling: dialects.ServerPoolingNone, ResetAlways: true, TrustFunctions: true, Name: "orders",
+		ServerPooling: dialects.ServerPoolingNone, Target: dialects.TargetPrimary, ResetAlways: true, TrustFunctions: true, Name: "orders",
 		Reads: ReadsStandby, MaxReplicaLag: 250 * time.Millisecond, ReadWait: 20 * time.Millisecond,
 	}
 	if got := *cfg; got.tmpl == nil || !sameSettings(got, want) {
@@ -135,7 +136,7 @@ func sameSettings(a, b Config) bool {
 		a.MaxConnIdleTime == b.MaxConnIdleTime && a.LeakDetectionThreshold == b.LeakDetectionThreshold &&
 		a.CleanupTimeout == b.CleanupTimeout && a.Mode == b.Mode && a.ServerPooling == b.ServerPooling &&
 		a.ResetAlways == b.ResetAlways && a.TrustFunctions == b.TrustFunctions && a.Name == b.Name &&
-		a.Reads == b.Reads && a.MaxReplicaLag == b.MaxReplicaLag && a.ReadWait == b.ReadWait
+		a.Reads == b.Reads && a.MaxReplicaLag == b.MaxReplicaLag && a.ReadWait == b.ReadWait && a.Target == b.Target
 }
 
 // TestConfigParamErrors: a bad value of every parameter is an error that
@@ -148,7 +149,7 @@ func TestConfigParamErrors(t *testing.T) {
 		"pool_max_conn_lifetime_jitter": "-1m", "pool_max_conns": "0", "pool_min_conns": "-1", "pool_min_idle_conns": "two",
 		"pool_mode": "statement", "pool_name": "", "pool_reset_always": "maybe", "pool_server_pooling": "statement",
 		"pool_trust_functions": "yes please",
-		"pool_reads":           "replica", "pool_max_replica_lag": "0s",
+		"pool_reads":           "replica", "pool_max_replica_lag": "0s", "pool_target": "leader",
 		"pool_read_wait": "-1ms",
 	}
 	for _, p := range dsnSettings() {
@@ -291,4 +292,24 @@ func TestConfigLoggedAtOpen(t *testing.T) {
 	if s := c.Config().String(); !strings.HasSuffix(s, "set=Credentials,Logger") {
 		t.Fatalf("String: %s", s)
 	}
+}
+
+// TestTargetNeedsADialectThatTells: pool_target=primary (or WithTarget) on
+// a dialect that cannot tell which server takes writes is an error at New
+// that names the setting and no password; pool_target=any is accepted
+// everywhere.
+func TestTargetNeedsADialectThatTells(t *testing.T) {
+	for _, c := range []*Connector{
+		New(fakeDSN(t, "pool_target=primary")),
+		New(fakeDSN(t, ""), WithTarget(dialects.TargetPrimary)),
+	} {
+		if err := c.Err(); err == nil || !strings.Contains(err.Error(), "pool_target=primary") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Err() = %v; want one naming pool_target=primary, without the password", err)
+		}
+	}
+	c := New(fakeDSN(t, "pool_target=any"))
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
 }

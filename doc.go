@@ -92,6 +92,7 @@
 //	pool_max_replica_lag           MaxReplicaLag          1s
 //	pool_read_wait                 ReadWait               5ms
 //	pool_server_pooling            ServerPooling          unset
+//	pool_target                    Target                 any
 //	pool_reset_always              ResetAlways            false
 //	pool_trust_functions           TrustFunctions         false
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -307,6 +308,15 @@ func WithTracer(t Tracer) Option {
 		c.Tracer = t
 		return nil
 	}
+}
+
+// WithTarget sets which of the DSN's servers a new connection may go to
+// (pool_target): dialects.TargetPrimary, the first that takes writes
+// (MySQL/MariaDB: @@global.read_only off; PostgreSQL:
+// target_session_attrs=read-write), or dialects.TargetAny, the first that
+// answers.
+func WithTarget(t dialects.Target) Option {
+	return option("WithTarget", int(t), func(c *Config) { c.Target = t })
 }
 
 // WithReads sets where reads may go (pool_reads).

@@ -55,6 +55,8 @@ var settings = []setting{
 		v: boolean(func(c *Config) *bool { return &c.ResetAlways })},
 	{key: "pool_trust_functions", field: "TrustFunctions", option: "WithTrustFunctions", goes: toConnections,
 		v: boolean(func(c *Config) *bool { return &c.TrustFunctions })},
+	{key: "pool_target", field: "Target", option: "WithTarget", goes: toConnector,
+		v: &typed[dialects.Target]{at: func(c *Config) *dialects.Target { return &c.Target }, def: dialects.TargetAny, parse: dialects.ParseTarget, format: dialects.Target.String, check: knownTarget}},
 	{key: "pool_server_pooling", field: "ServerPooling", words: "unset", goes: toConnections,
 		v: &typed[dialects.ServerPooling]{at: func(c *Config) *dialects.ServerPooling { return &c.ServerPooling }, parse: dialects.ParseServerPooling, format: dialects.ServerPooling.String}},
 	{key: "cleanup_timeout", configOnly: true, field: "CleanupTimeout", option: "WithCleanupTimeout", goes: toConnections,
@@ -230,6 +232,14 @@ func positive(d time.Duration) error {
 func knownMode(m Mode) error {
 	if !m.valid() {
 		return errors.New("unknown mode")
+	}
+	return nil
+}
+
+// knownTarget is pool_target's check.
+func knownTarget(t dialects.Target) error {
+	if t != dialects.TargetAny && t != dialects.TargetPrimary {
+		return errors.New("unknown target")
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // dsnSettings are the settings a DSN carries.
@@ -162,6 +164,7 @@ var optionCases = map[string]struct {
 	"WithMinIdleConns":          {WithMinIdleConns(1), WithMinIdleConns(-1), "-1"},
 	"WithMode":                  {WithMode(SessionMode), WithMode(7), ""},
 	"WithReads":                 {WithReads(ReadsStandby), WithReads(5), ""},
+	"WithTarget":                {WithTarget(dialects.TargetPrimary), WithTarget(7), ""},
 	"WithMaxReplicaLag":         {WithMaxReplicaLag(3 * time.Second), WithMaxReplicaLag(0), ""},
 	"WithReadWait":              {WithReadWait(0), WithReadWait(-time.Millisecond), "-1ms"},
 	"WithPoolName":              {good: WithPoolName("orders")},

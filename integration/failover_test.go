@@ -454,13 +454,16 @@ func TestFailoverDeadFirstHost(t *testing.T) {
 // to say so; the server reports default_transaction_read_only with the
 // next statement, which outlives the session's reset, and the pool moves
 // to the new primary. Plain pgx's connections stay on the old one
-// (logged).
+// (logged). pooldriver's DSN says pool_target=primary, plain pgx's
+// target_session_attrs=read-write: the same ask.
 func TestFailoverReadersFollow(t *testing.T) {
 	skipShort(t)
 	primary := startLocalPG(t)
 	standby := primary.startStandby(t)
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", primary.port, standby.port)
-	pd := sql.OpenDB(pooldriver.New(dsn + "&pool_max_conns=4"))
+	hosts := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable", primary.port, standby.port)
+	dsn := hosts + "&target_session_attrs=read-write"
+	// pooldriver's own pool_target=primary asks what read-write does.
+	pd := sql.OpenDB(pooldriver.New(hosts + "&pool_target=primary&pool_max_conns=4"))
 	t.Cleanup(func() { _ = pd.Close() })
 	plain, err := sql.Open("pgx", dsn)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pooldriver/pooldriver"
+	"github.com/pooldriver/pooldriver/dialects"
 )
 
 // mariaPair is two MariaDB instances of the test's own, each with the
@@ -68,9 +69,9 @@ func (p *mariaPair) ids(t *testing.T, i int) map[int]bool {
 	return out
 }
 
-// TestMySQLPrimaryTarget: with pool_target=primary, a DSN whose first
-// server is read-only connects to the second, which takes writes; the
-// connect's error names every server when none does.
+// TestMySQLPrimaryTarget: with pool_target=primary (or WithTarget), a DSN
+// whose first server is read-only connects to the second, which takes
+// writes; the connect's error names every server when none does.
 func TestMySQLPrimaryTarget(t *testing.T) {
 	skipShort(t)
 	p := startMariaPair(t)
@@ -91,6 +92,12 @@ func TestMySQLPrimaryTarget(t *testing.T) {
 	defer anyDB.Close()
 	require.NoError(t, anyDB.QueryRowContext(ctx(t), "SELECT @@port").Scan(&port))
 	assert.Equal(t, p.m[0].port, port)
+
+	// The same through the option (Config.Target), over the DSN's any.
+	opt := sql.OpenDB(pooldriver.New(strings.TrimSuffix(dsn, "?pool_target=primary"), pooldriver.WithTarget(dialects.TargetPrimary)))
+	defer opt.Close()
+	require.NoError(t, opt.QueryRowContext(ctx(t), "SELECT @@port").Scan(&port))
+	assert.Equal(t, p.m[1].port, port, "WithTarget(primary) connected to the read-only server")
 
 	p.setReadOnly(t, 1, true)
 	none, err := pooldriver.Open(dsn + "&pool_acquire_timeout=2s")

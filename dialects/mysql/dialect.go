@@ -73,11 +73,6 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	tg, err := parseTarget(d.params[targetParam])
-	if err != nil {
-		return nil, nil, err
-	}
-	delete(d.params, targetParam)
 	first, hosts, err := splitHosts(d.driverDSN)
 	if err != nil {
 		return nil, nil, err
@@ -86,7 +81,7 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params), hosts: hosts, target: tg}
+	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params), hosts: hosts}
 	switch cfg.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
 		t.dial = true
@@ -107,9 +102,6 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 		redacted.Addr = strings.Join(hosts, ",")
 	}
 	t.redacted = scheme + redacted.FormatDSN()
-	if tg != targetAny {
-		t.redacted += paramSep(t.redacted) + targetParam + "=primary"
-	}
 	return t, d.params, nil
 }
 
@@ -206,11 +198,11 @@ type template struct {
 	cfg        *mysql.Config
 	charsets   []string // as in the DSN; the driver keeps its copy private
 	redacted   string
-	noRawReset string   // why ResetSession cannot reach the socket, or ""
-	dial       bool     // the network is one the dialect dials itself (not a custom dialer's)
-	trackOff   bool     // the DSN turns session_track_state_change off: leave the tracker alone
-	hosts      []string // the servers a DSN names several of, each host:port; nil: cfg.Addr alone (hosts.go)
-	target     target   // pool_target
+	noRawReset string          // why ResetSession cannot reach the socket, or ""
+	dial       bool            // the network is one the dialect dials itself (not a custom dialer's)
+	trackOff   bool            // the DSN turns session_track_state_change off: leave the tracker alone
+	hosts      []string        // the servers a DSN names several of, each host:port; nil: cfg.Addr alone (hosts.go)
+	target     dialects.Target // pool_target (Targeted)
 }
 
 var (

@@ -16,34 +16,22 @@ import (
 
 // A DSN may name several servers, tcp(db1:3306,db2:3306) or, in the URL
 // form, db1:3306,db2:3306: a new connection goes to the first that answers
-// and, with pool_target=primary, takes writes (@@global.read_only off).
+// and, with pool_target=primary (Targeted), takes writes (@@global.read_only off).
 // When a write is refused because its server turned read-only, LostRole
 // says so, and pooldriver retires the connections opened so far: the next
 // ones go where the DSN's servers now take writes.
 
 var _ dialects.RoleLossDetector = (*conn)(nil)
 
-// target is what the DSN's pool_target asks of a server.
-type target uint8
+var _ dialects.TargetTemplate = (*template)(nil)
 
-const (
-	targetAny     target = iota // the first server that answers
-	targetPrimary               // the first server that takes writes
-)
-
-// targetParam is the DSN parameter that chooses the target; the dialect
-// takes it out of the parameters pooldriver reads.
-const targetParam = "pool_target"
-
-// parseTarget reads pool_target's value.
-func parseTarget(v string) (target, error) {
-	switch strings.ToLower(v) {
-	case "", "any":
-		return targetAny, nil
-	case "primary":
-		return targetPrimary, nil
-	}
-	return 0, fmt.Errorf("pooldriver: mysql: invalid DSN: %s=%q: want any or primary (a server whose @@global.read_only is off)", targetParam, v)
+// Targeted returns a copy of t whose new connections go to the first of
+// its servers that takes writes, where target is dialects.TargetPrimary
+// (pool_target=primary): one whose @@global.read_only is off.
+func (t *template) Targeted(target dialects.Target) (dialects.Template, error) {
+	n := *t
+	n.target = target
+	return &n, nil
 }
 
 // defaultPort is the port go-sql-driver gives a tcp address without one.
@@ -88,12 +76,12 @@ func splitHosts(dsn string) (string, []string, error) {
 
 // open opens a connection as the DSN's servers and target say: to its
 // one server, or to each of its servers in turn until one answers and, for
-// targetPrimary, takes writes. The error of a DSN whose servers all fail
+// dialects.TargetPrimary, takes writes. The error of a DSN whose servers all fail
 // says what each did.
 func (t *template) open(ctx context.Context, c dialects.Credentials) (dialects.Conn, error) {
 	hosts := t.hosts
 	if len(hosts) == 0 {
-		if t.target == targetAny {
+		if t.target == dialects.TargetAny {
 			return t.openAt(ctx, c, "")
 		}
 		hosts = []string{t.cfg.Addr}
@@ -122,7 +110,7 @@ var ErrReadOnly = errors.New("pooldriver: mysql: the server is read-only (@@glob
 // checkTarget returns an error wrapping ErrReadOnly if the DSN asks for a
 // server that takes writes and c's does not.
 func (c *conn) checkTarget(ctx context.Context) error {
-	if c.t.target != targetPrimary {
+	if c.t.target != dialects.TargetPrimary {
 		return nil
 	}
 	rows, err := c.queryer.QueryContext(ctx, "SELECT @@global.read_only", nil)
@@ -165,7 +153,7 @@ const errReadOnlyServer = 1290
 // error 1290 for the --read-only option. A write refused in a transaction
 // begun READ ONLY is another error (1792) and is not a lost role.
 func (c *conn) LostRole(err error) (server string, lost bool) {
-	if c.t == nil || c.t.target != targetPrimary {
+	if c.t == nil || c.t.target != dialects.TargetPrimary {
 		return "", false
 	}
 	var me *mysql.MySQLError
@@ -197,12 +185,4 @@ func retarget(cfg *mysql.Config, addr string) {
 		cfg.TLS = cfg.TLS.Clone()
 		cfg.TLS.ServerName = host
 	}
-}
-
-// paramSep is what joins one more parameter to dsn: '?' or '&'.
-func paramSep(dsn string) string {
-	if strings.IndexByte(dsn[strings.LastIndexByte(dsn, '/')+1:], '?') >= 0 {
-		return "&"
-	}
-	return "?"
 }

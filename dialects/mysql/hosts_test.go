@@ -15,37 +15,35 @@ import (
 
 // TestParseHosts: a DSN naming several servers, in either form, keeps each
 // (with the driver's default port where none is given) and gives the
-// driver the first; pool_target is the dialect's, not pooldriver's.
+// driver the first; pool_target is pooldriver's, which hands it back to
+// the template (Targeted).
 func TestParseHosts(t *testing.T) {
 	for _, tc := range []struct {
 		dsn      string
 		hosts    []string
-		target   target
 		redacted string
 	}{
 		{"mysql://app:pw@db1:3307,db2,[::1]:3308/shop?pool_target=primary&pool_max_conns=4",
-			[]string{"db1:3307", "db2:3306", "[::1]:3308"}, targetPrimary,
-			"mysql://app:xxxxx@tcp(db1:3307,db2:3306,[::1]:3308)/shop?pool_target=primary"},
+			[]string{"db1:3307", "db2:3306", "[::1]:3308"},
+			"mysql://app:xxxxx@tcp(db1:3307,db2:3306,[::1]:3308)/shop"},
 		{"mysql://app@tcp(db1, db2:3310)/shop?parseTime=true",
-			[]string{"db1:3306", "db2:3310"}, targetAny,
+			[]string{"db1:3306", "db2:3310"},
 			"mysql://app@tcp(db1:3306,db2:3310)/shop?parseTime=true"},
-		{"mysql://app@db1:3306/shop?pool_target=PRIMARY", nil, targetPrimary,
-			"mysql://app@tcp(db1:3306)/shop?pool_target=primary"},
-		{"mysql://app@db1/shop?pool_target=any", nil, targetAny, "mysql://app@tcp(db1:3306)/shop"},
+		{"mysql://app@db1/shop?pool_target=any", nil, "mysql://app@tcp(db1:3306)/shop"},
 	} {
 		tmpl, params, err := Dialect.Parse(tc.dsn)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.dsn, err)
 		}
 		tm := tmpl.(*template)
-		if !slices.Equal(tm.hosts, tc.hosts) || tm.target != tc.target {
-			t.Errorf("%s: hosts %q, target %d; want %q, %d", tc.dsn, tm.hosts, tm.target, tc.hosts, tc.target)
+		if !slices.Equal(tm.hosts, tc.hosts) || tm.target != dialects.TargetAny {
+			t.Errorf("%s: hosts %q, target %v; want %q, any", tc.dsn, tm.hosts, tm.target, tc.hosts)
 		}
 		if tc.hosts != nil && tm.cfg.Addr != tc.hosts[0] {
 			t.Errorf("%s: the driver's address %q, want the first server", tc.dsn, tm.cfg.Addr)
 		}
-		if _, ok := params[targetParam]; ok {
-			t.Errorf("%s: %s left to pooldriver's parameters", tc.dsn, targetParam)
+		if strings.Contains(tc.dsn, "pool_target=") && params["pool_target"] == "" {
+			t.Errorf("%s: pool_target not left to pooldriver's parameters (%v)", tc.dsn, params)
 		}
 		if got := tmpl.String(); got != tc.redacted {
 			t.Errorf("String() = %q, want %q", got, tc.redacted)
@@ -56,18 +54,24 @@ func TestParseHosts(t *testing.T) {
 				t.Errorf("Address() = %q, want %q", got, want)
 			}
 		}
+		primary, err := tm.Targeted(dialects.TargetPrimary)
+		if err != nil {
+			t.Fatalf("%s: Targeted: %v", tc.dsn, err)
+		}
+		if got := primary.(*template).target; got != dialects.TargetPrimary || tm.target != dialects.TargetAny {
+			t.Errorf("%s: Targeted(primary) gave %v and left the template at %v", tc.dsn, got, tm.target)
+		}
 	}
 }
 
-// TestParseHostsErrors: a list with an empty or malformed entry, a list on
-// a network other than tcp, and an unknown pool_target are errors that
-// name what is wrong and show no password.
+// TestParseHostsErrors: a list with an empty or malformed entry, and a
+// list on a network other than tcp, are errors that name what is wrong
+// and show no password.
 func TestParseHostsErrors(t *testing.T) {
 	for _, tc := range []struct{ dsn, want string }{
 		{"mysql://app:hunter22@tcp(db1,,db2)/shop", "is not host"},
 		{"mysql://app:hunter22@tcp(db1,db2:99999)/shop", "is not host"},
 		{"mysql://app:hunter22@unix(/a.sock,/b.sock)/shop", "only a tcp address"},
-		{"mysql://app:hunter22@db1,db2/shop?pool_target=leader", "want any or primary"},
 	} {
 		_, _, err := Dialect.Parse(tc.dsn)
 		if err == nil {
@@ -116,17 +120,17 @@ func TestOpenTriesEveryHost(t *testing.T) {
 func TestLostRole(t *testing.T) {
 	readOnly := &mysql.MySQLError{Number: 1290, Message: "The MariaDB server is running with the --read-only option so it cannot execute this statement"}
 	for _, tc := range []struct {
-		target target
+		target dialects.Target
 		err    error
 		lost   bool
 	}{
-		{targetPrimary, readOnly, true},
-		{targetPrimary, fmt.Errorf("wrapped: %w", readOnly), true},
-		{targetPrimary, &mysql.MySQLError{Number: 1290, Message: "The MySQL server is running with the --super-read-only option so it cannot execute this statement"}, true},
-		{targetPrimary, &mysql.MySQLError{Number: 1290, Message: "The MySQL server is running with the --secure-file-priv option so it cannot execute this statement"}, false},
-		{targetPrimary, &mysql.MySQLError{Number: 1792, Message: "Cannot execute statement in a READ ONLY transaction."}, false},
-		{targetPrimary, errors.New("read-only"), false},
-		{targetAny, readOnly, false},
+		{dialects.TargetPrimary, readOnly, true},
+		{dialects.TargetPrimary, fmt.Errorf("wrapped: %w", readOnly), true},
+		{dialects.TargetPrimary, &mysql.MySQLError{Number: 1290, Message: "The MySQL server is running with the --super-read-only option so it cannot execute this statement"}, true},
+		{dialects.TargetPrimary, &mysql.MySQLError{Number: 1290, Message: "The MySQL server is running with the --secure-file-priv option so it cannot execute this statement"}, false},
+		{dialects.TargetPrimary, &mysql.MySQLError{Number: 1792, Message: "Cannot execute statement in a READ ONLY transaction."}, false},
+		{dialects.TargetPrimary, errors.New("read-only"), false},
+		{dialects.TargetAny, readOnly, false},
 	} {
 		c := &conn{t: &template{target: tc.target}, addr: "db1:3306"}
 		server, lost := c.LostRole(tc.err)

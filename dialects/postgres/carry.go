@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -61,8 +60,6 @@ var (
 	_ driver.Validator      = (*conn)(nil)
 	_ driver.ConnBeginTx    = (*conn)(nil)
 )
-
-var ZZDealloc, ZZSQLPrep atomic.Int64
 
 // carry is a connection's reset in waiting.
 type carry struct {
@@ -159,8 +156,9 @@ type dueReset struct {
 // costs the server more than the utility statements). With settings (the
 // session changed nothing but its settings since the last reset:
 // settingsOnly), only what undoes settings: the role and session
-// authorization, RESET ALL, the plans (or the statements) and a fresh
-// seed (seed is a setting RESET ALL leaves).
+// authorization, RESET ALL, the plans (or the statements), a fresh seed
+// (seed is a setting RESET ALL leaves), and the temporary objects (a
+// search_path that names pg_temp makes one of every table created).
 func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc, settings bool) ([]string, int) {
 	stmts := make([]string, 0, 15)
 	stmts = append(stmts, `BEGIN`)
@@ -178,7 +176,13 @@ func carriedReset(cat *pgCatalog, origin originPrivilege, custom string, dealloc
 		stmts = append(stmts, `DISCARD PLANS`)
 	}
 	if !settings {
-		stmts = append(stmts, `UNLISTEN *`, `DISCARD TEMP`, `DISCARD SEQUENCES`)
+		stmts = append(stmts, `UNLISTEN *`)
+	}
+	// A temporary table can be made without the word TEMP once
+	// search_path names pg_temp, which a setting's value may do.
+	stmts = append(stmts, `DISCARD TEMP`)
+	if !settings {
+		stmts = append(stmts, `DISCARD SEQUENCES`)
 	}
 	customAt := -1
 	if custom != "" {
@@ -248,12 +252,6 @@ func carries(query string) bool {
 func (c *conn) takeDue() dueReset {
 	cat := c.lastReading(c.pgx().PgConn())
 	r := dueReset{done: c.carry.done, dealloc: c.mustDeallocate()}
-	if r.dealloc {
-		ZZDealloc.Add(1)
-		if c.sqlPrepared {
-			ZZSQLPrep.Add(1)
-		}
-	}
 	c.carry.due, c.carry.done = false, nil
 	c.stmtsDropped = false
 	r.stmts, r.customAt = carriedReset(cat, c.origin, c.takeCustom(true), r.dealloc, c.settingsOnly())
@@ -269,9 +267,10 @@ func (c *conn) mustDeallocate() bool {
 
 // settingsOnly reports a session that, since the last reset, changed its
 // settings and nothing else, as every statement's verdict says
-// (lexedText.settings): its carried reset undoes only settings. A reset
-// for a reason no verdict gave (a session-mode task's end, the user's
-// code on Raw, pool_reset_always) is the whole one.
+// (lexedText.settings): its reset undoes only settings. A change only the
+// server's reports showed (code the text did not show, a trusted
+// function's), the user's code on Raw (which marks the session broad)
+// and pool_reset_always get the whole one.
 func (c *conn) settingsOnly() bool {
 	return c.setOnly && !c.broad && !c.full
 }

@@ -649,7 +649,8 @@ func TestCarriedResetSettingsOnly(t *testing.T) {
 	})
 	nextUser(t, c) // the catalog is due (seen) and read
 	const q = "SELECT current_setting('work_mem') || ' ' || current_user || ' ' || " +
-		"(SELECT count(*) FROM pg_catalog.pg_listening_channels()) || ' ' || $1::text"
+		"(SELECT count(*) FROM pg_catalog.pg_listening_channels()) || ' ' || " +
+		"(SELECT count(*) FROM pg_catalog.pg_class WHERE relpersistence = 't') || ' ' || $1::text"
 	fresh, err := query1(t, c, q, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -659,18 +660,32 @@ func TestCarriedResetSettingsOnly(t *testing.T) {
 		name     string
 		stmts    []string
 		settings bool
+		unseen   string // run first, its verdict not asked: what no text shows
+		raw      bool   // the user's code had the connection (Raw)
 	}{
-		{"SET", []string{"SET work_mem = '7MB'", "SET seed = 0.5", "SET ROLE pg_read_all_settings"}, true},
-		{"set_config", []string{"SELECT set_config('work_mem', '7MB', false), set_config('role', 'pg_read_all_settings', false)"}, true},
-		{"function", []string{"SELECT " + fn + "()"}, true},
-		{"function, LISTEN", []string{"SELECT " + fn + "()", "LISTEN pd_settings_only"}, false},
-		{"LISTEN, SET", []string{"LISTEN pd_settings_only", "SET work_mem = '7MB'"}, false},
+		{name: "SET", stmts: []string{"SET work_mem = '7MB'", "SET seed = 0.5", "SET ROLE pg_read_all_settings"}, settings: true},
+		{name: "set_config", stmts: []string{"SELECT set_config('work_mem', '7MB', false), set_config('role', 'pg_read_all_settings', false)"}, settings: true},
+		{name: "function", stmts: []string{"SELECT " + fn + "()"}, settings: true},
+		// A table made without TEMP where search_path names pg_temp is
+		// a temporary one: the settings' reset drops it too.
+		{name: "search_path pg_temp", stmts: []string{"SELECT set_config('search_path', 'pg_temp', false)", "CREATE TABLE pd_settings_t (a int)"}, settings: true},
+		{name: "function, LISTEN", stmts: []string{"SELECT " + fn + "()", "LISTEN pd_settings_only"}},
+		{name: "LISTEN, SET", stmts: []string{"LISTEN pd_settings_only", "SET work_mem = '7MB'"}},
+		{name: "reported only", unseen: "SET work_mem = '7MB'; SET TimeZone = 'Asia/Tokyo'; LISTEN pd_settings_only", stmts: []string{"SELECT 1"}},
+		{name: "SET, Raw", stmts: []string{"SET work_mem = '7MB'"}, raw: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nextUser(t, c)
 			base := count(t, c, prepared)
+			if tc.unseen != "" {
+				exec(t, c, tc.unseen)
+			}
 			for _, s := range tc.stmts {
 				seen(t, c, s)
+			}
+			if tc.raw {
+				c.Raw()
+				c.stdlibCached = false // as if it prepared nothing: the reset may still be carried
 			}
 			if got := c.settingsOnly(); got != tc.settings {
 				t.Fatalf("settingsOnly after %q = %v, want %v", tc.stmts, got, tc.settings)
@@ -698,17 +713,19 @@ func TestCarriedResetSettingsOnly(t *testing.T) {
 }
 
 // TestCarriedResetStatementsSettings: the settings' reset runs what
-// undoes settings and nothing else; the whole one, all of it.
+// undoes settings (and drops the temporary objects, which a search_path
+// naming pg_temp makes of every table) and nothing else; the whole one,
+// all of it.
 func TestCarriedResetStatementsSettings(t *testing.T) {
 	cat := &pgCatalog{dblink: `"ext"`, fdw: "public"}
 	whole, _ := carriedReset(cat, originMay, "", false, false)
 	narrow, _ := carriedReset(cat, originMay, "", false, true)
-	for _, s := range []string{"SET SESSION AUTHORIZATION DEFAULT", "RESET ALL", "DISCARD PLANS", "setseed("} {
+	for _, s := range []string{"SET SESSION AUTHORIZATION DEFAULT", "RESET ALL", "DISCARD PLANS", "DISCARD TEMP", "setseed("} {
 		if !slices.ContainsFunc(narrow, func(n string) bool { return strings.Contains(n, s) }) {
 			t.Errorf("the settings' reset %q lacks %s", narrow, s)
 		}
 	}
-	for _, s := range []string{"CLOSE ALL", "UNLISTEN", "DISCARD TEMP", "DISCARD SEQUENCES", "advisory", "dblink", "fdw", "origin"} {
+	for _, s := range []string{"CLOSE ALL", "UNLISTEN", "DISCARD SEQUENCES", "advisory", "dblink", "fdw", "origin"} {
 		if slices.ContainsFunc(narrow, func(n string) bool { return strings.Contains(n, s) }) {
 			t.Errorf("the settings' reset %q runs %s", narrow, s)
 		}

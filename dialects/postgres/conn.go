@@ -366,7 +366,8 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 	if e.path != 0 && c.tempPath.made(pc.TxStatus() != 'I', e.path) {
 		v.Text, settings = true, false
 	}
-	if !sqllex.Verdict(v) {
+	byText := sqllex.Verdict(v)
+	if !byText {
 		// The server's facts, read only where the text's leave the
 		// verdict open: reading them notes a standby and clears the
 		// watch.
@@ -383,7 +384,11 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 	}
 	changed := sqllex.Verdict(v)
 	if changed {
-		settings = settings && !v.Unread
+		// A change only the server's reports show is a setting some
+		// statement judged before changed (setOnly), or came from what
+		// no text showed (a trusted function, Raw), which may have left
+		// more than settings.
+		settings = settings && !v.Unread && (byText || c.setOnly && !c.trust)
 		c.setOnly = c.setOnly || settings
 		c.broad = c.broad || !settings
 	}
@@ -598,9 +603,11 @@ func (c *conn) OneResultAtATime() bool { return true }
 
 // Raw returns the *pgx.Conn. What its user prepares through it (pgx's
 // caches, Prepare) a carried reset must not deallocate: the connection
-// resets on its own from then on (carry.go).
+// resets on its own from then on (carry.go). What its user runs through
+// it no verdict sees: the next reset is the whole one (settingsOnly).
 func (c *conn) Raw() any {
 	c.stdlibCached = true
+	c.broad = true
 	return c.sc.Conn()
 }
 

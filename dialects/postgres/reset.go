@@ -64,14 +64,15 @@ const listPrepared = `SELECT name, from_sql FROM pg_catalog.pg_prepared_statemen
 // where not "", at the index returned (else -1). With settings (the
 // session changed nothing but its settings since the last reset:
 // settingsOnly), only what undoes settings: the role and session
-// authorization, RESET ALL, the plans, a fresh seed (seed is a setting
-// RESET ALL leaves); a connection's first reset still asks about
-// replication origins.
+// authorization, RESET ALL, the plans, the temporary objects (a
+// search_path naming pg_temp makes one of every table created), a fresh
+// seed (seed is a setting RESET ALL leaves); a connection's first reset
+// still asks about replication origins.
 func resetStatements(cat *pgCatalog, origin originPrivilege, custom, list string, settings bool) ([]string, int) {
 	stmts := make([]string, 0, 13)
 	seed := `pg_catalog.setseed(` + strconv.FormatFloat(freshSeed(), 'g', -1, 64) + `)`
 	if settings {
-		stmts = append(stmts, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `SELECT `+seed)
+		stmts = append(stmts, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `DISCARD TEMP`, `SELECT `+seed)
 	} else {
 		stmts = append(stmts, `CLOSE ALL`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET ALL`, `DISCARD PLANS`, `UNLISTEN *`,
 			`DISCARD TEMP`, `DISCARD SEQUENCES`, `SELECT pg_catalog.pg_advisory_unlock_all(), `+seed)
