@@ -142,7 +142,6 @@ func TestMySQLFailoverFollowsWrites(t *testing.T) {
 		stop     = make(chan struct{})
 		wg       sync.WaitGroup
 	)
-	next.Store(0)
 	var plainNext atomic.Int64
 	plainNext.Store(1_000_000)
 	write := func(which int, d *sql.DB, ids *atomic.Int64) {

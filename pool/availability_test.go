@@ -791,15 +791,7 @@ func TestSilentBackendCallEndsWithCaller(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		acquire := func(timeout time.Duration) error {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			r, err := p.Acquire(ctx)
-			if err == nil {
-				r.Release()
-			}
-			return err
-		}
+		acquire := func(timeout time.Duration) error { return acquireFor(p, timeout) }
 		silent.Store(true)
 		// The first call into the silence: its caller gives up, the call
 		// goes on to its timeout.
@@ -861,15 +853,7 @@ func TestSilentBackendStormRecovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		acquire := func(timeout time.Duration) error {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			r, err := p.Acquire(ctx)
-			if err == nil {
-				r.Release()
-			}
-			return err
-		}
+		acquire := func(timeout time.Duration) error { return acquireFor(p, timeout) }
 		silent.Store(true)
 		if err := acquire(50 * time.Millisecond); err == nil {
 			t.Fatal("a caller was served by a silent backend")
@@ -897,4 +881,16 @@ func TestSilentBackendStormRecovers(t *testing.T) {
 			t.Fatalf("after the storm: %v, want an idle resource", err)
 		}
 	})
+}
+
+// acquireFor acquires from p within timeout and releases what it got at
+// once: the error is the acquire's.
+func acquireFor(p *Pool[int], timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	r, err := p.Acquire(ctx)
+	if err == nil {
+		r.Release()
+	}
+	return err
 }
