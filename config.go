@@ -267,7 +267,8 @@ func (c *Config) validate() error {
 
 // settle works out what derives from c's final settings, checks them
 // together, and returns the template c's physical connections are made
-// from: the DSN's, adapted to the pooler in front of the server.
+// from: the DSN's, pointed at the server pool_target asks for and
+// adapted to the pooler in front of it.
 func (c *Config) settle() (dialects.Template, error) {
 	c.deriveJitter()
 	if err := c.validate(); err != nil {
@@ -295,7 +296,7 @@ func targeted(t dialects.Template, target dialects.Target) (dialects.Template, e
 	if tt, ok := t.(dialects.TargetTemplate); ok {
 		return tt.Targeted(target)
 	}
-	return nil, fmt.Errorf("pooldriver: pool_target=%s: this dialect cannot tell which server takes writes (PostgreSQL's and MySQL's can)", target)
+	return nil, fmt.Errorf("pooldriver: pool_target=%s (or WithTarget): this connector cannot tell which server takes writes (a postgres:// or mysql:// DSN can; with Wrap, ask the wrapped connector's driver)", target)
 }
 
 // behindPooler lets t's dialect adapt to the pooler pool_server_pooling

@@ -19,7 +19,7 @@ import (
 type Connector struct {
 	tmpl dialects.Template
 	err  error  // a configuration error, reported by Connect (see New)
-	cfg  Config // as given, validated; tmpl above is its template adapted to the pooler (behindPooler)
+	cfg  Config // as given, validated; tmpl above is its template targeted (pool_target) and adapted to the pooler (settle)
 	pool *pool.Pool[*phys.Conn]
 	log  *slog.Logger // nil: nothing is logged
 	// logLimit holds back repeated lines of log (nil: nothing is logged);

@@ -57,6 +57,7 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 		sub := s
 		sub.tmpl = h
 		sub.Reads = ReadsPrimary
+		sub.Target = dialects.TargetAny // a standby's template asks for a standby
 		sub.standbyPool = true
 		// A standby's pool fails its caller at once when it cannot
 		// connect (the read goes to the primary): it keeps no

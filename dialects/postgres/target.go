@@ -21,7 +21,7 @@ func (t *template) Targeted(target dialects.Target) (dialects.Template, error) {
 		return t, nil
 	}
 	if t.cfg.ValidateConnect != nil {
-		return nil, errors.New("pooldriver: postgres: pool_target=primary asks for a server that takes writes, and the DSN's target_session_attrs for another kind: drop one")
+		return nil, errors.New("pooldriver: postgres: pool_target=primary asks for a server that takes writes, and target_session_attrs (the DSN's, or PGTARGETSESSIONATTRS) for another kind: drop one")
 	}
 	n := *t
 	n.cfg = t.cfg.Copy()
