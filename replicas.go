@@ -35,7 +35,7 @@ import (
 func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error) {
 	st, ok := t.(dialects.StandbyTemplates)
 	if !ok {
-		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the %s dialect cannot send reads to standbys (PostgreSQL's can)", s.Reads, c.scheme())
+		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the %s dialect cannot send reads to standbys (PostgreSQL's and MySQL/MariaDB's can)", s.Reads, c.scheme())
 	}
 	if s.ServerPooling == dialects.ServerPoolingSession || s.ServerPooling == dialects.ServerPoolingTransaction {
 		return nil, fmt.Errorf("pooldriver: pool_reads=%s cannot be used with pool_server_pooling: the pooler hides which server a connection reaches", s.Reads)

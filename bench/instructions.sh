@@ -12,15 +12,16 @@
 # RDTSCP where the CPU has it, which valgrind 3.19 cannot decode (SIGILL on
 # some machines); the fenced RDTSC it falls back to counts the same.
 #
-#   bench/instructions.sh [fake|postgres|postgres-background|all]   (from the repository root)
+#   bench/instructions.sh [fake|postgres|postgres-background|mysql|mysql-background|all]   (from the repository root)
 #
 # fake (the default): BenchmarkExec and BenchmarkQuery of the root package,
 # plain database/sql against pooldriver, serial. postgres: the bench
 # module's point select at 64 goroutines with a cancellable context,
 # tuned database/sql against pooldriver (the server of
 # POOLDRIVER_POSTGRES_DSN, else the local default); postgres-background:
-# the same with context.Background(). all: issue 39's whole table in one
-# run, every contender side by side: PostgreSQL (tuned database/sql,
+# the same with context.Background(); mysql, mysql-background: the same
+# against MySQL/MariaDB (POOLDRIVER_MYSQL_DSN, else the local default).
+# all: issue 39's whole table in one run, every contender side by side: PostgreSQL (tuned database/sql,
 # pooldriver, pgxpool) and MySQL/MariaDB (tuned, pooldriver) at 1 and 64
 # goroutines with context.Background() and a cancellable context, and the
 # fake server; a markdown table with the ratios (SERVERS=postgres: the
@@ -69,13 +70,15 @@ fake)
 		compare "$tmp/pd.test" "$bench serial (fake server)" "^Benchmark$bench\$/^plain\$" "^Benchmark$bench\$/^pooldriver\$" 100000
 	done
 	;;
-postgres | postgres-background)
-	bench='^BenchmarkRealServerPointSelectCancelCtx$/^postgres$/^goroutines=64$' ctx='cancellable context'
-	if [[ $1 == postgres-background ]]; then
-		bench='^BenchmarkRealServerPointSelect$/^postgres$/^goroutines=64$' ctx='context.Background()'
+postgres | postgres-background | mysql | mysql-background)
+	server=${1%-background} name=PostgreSQL
+	[[ $server == mysql ]] && name=MySQL/MariaDB
+	bench="^BenchmarkRealServerPointSelectCancelCtx\$/^$server\$/^goroutines=64\$" ctx='cancellable context'
+	if [[ $1 == *-background ]]; then
+		bench="^BenchmarkRealServerPointSelect\$/^$server\$/^goroutines=64\$" ctx='context.Background()'
 	fi
 	(cd "$root/bench" && go test -c -o "$tmp/b.test" .)
-	compare "$tmp/b.test" "PostgreSQL point select, 64 goroutines, $ctx (plain = tuned database/sql)" \
+	compare "$tmp/b.test" "$name point select, 64 goroutines, $ctx (plain = tuned database/sql)" \
 		"$bench/^sql-tuned\$" "$bench/^pooldriver\$" 20000
 	;;
 all)
@@ -108,7 +111,7 @@ all)
 	done
 	;;
 *)
-	echo "usage: bench/instructions.sh [fake|postgres|postgres-background|all]" >&2
+	echo "usage: bench/instructions.sh [fake|postgres|postgres-background|mysql|mysql-background|all]" >&2
 	exit 2
 	;;
 esac

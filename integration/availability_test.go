@@ -630,6 +630,7 @@ type localMariaDB struct {
 	bin, dir string
 	port     int
 	maxConns int
+	args     []string // more server options (startLocalMariaDBWith)
 	proc     *localProcess
 }
 
@@ -638,7 +639,14 @@ type localMariaDB struct {
 // server programs it skips the test, or fails it when CI is set.
 func startLocalMariaDB(t *testing.T, maxConns int) *localMariaDB {
 	t.Helper()
-	m := &localMariaDB{maxConns: maxConns}
+	return startLocalMariaDBWith(t, maxConns)
+}
+
+// startLocalMariaDBWith is startLocalMariaDB with more server options,
+// such as a binary log (--log-bin, which replaces --skip-log-bin).
+func startLocalMariaDBWith(t *testing.T, maxConns int, options ...string) *localMariaDB {
+	t.Helper()
+	m := &localMariaDB{maxConns: maxConns, args: options}
 	install, err := osexec.LookPath("mariadb-install-db")
 	if err == nil {
 		m.bin, err = osexec.LookPath("mariadbd")
@@ -701,7 +709,11 @@ func (m *localMariaDB) start(t *testing.T) {
 	t.Helper()
 	args := []string{"--no-defaults", "--datadir=" + m.data(), "--port=" + strconv.Itoa(m.port), "--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(m.dir, "sock"), "--pid-file=" + filepath.Join(m.dir, "pid"), "--skip-name-resolve",
-		"--skip-log-bin", "--innodb-buffer-pool-size=32M", "--max-connections=" + strconv.Itoa(m.maxConns)}
+		"--innodb-buffer-pool-size=32M", "--max-connections=" + strconv.Itoa(m.maxConns)}
+	if !slices.ContainsFunc(m.args, func(a string) bool { return strings.HasPrefix(a, "--log-bin") }) {
+		args = append(args, "--skip-log-bin")
+	}
+	args = append(args, m.args...)
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=mysql")
 	}

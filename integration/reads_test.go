@@ -382,6 +382,17 @@ const readsTaskLimit = 10 * time.Second
 // to standbys (unmarked, the read runs on the primary and cannot miss);
 // a read-only task is started from a ReadOnly context.
 func pooldriverSubject(g *gorm.DB) readsSubject {
+	return taskSubject(
+		func(wctx, rctx context.Context, body string) (bool, error) {
+			return writeThenRead(wctx, rctx, g, g, body)
+		},
+		func(ctx context.Context, id int64) (readsServer, error) { return readSeeded(ctx, g, id) })
+}
+
+// taskSubject is pooldriverSubject's shape for any way to write then read
+// back (writeRead, its write's context and its read's) and to read a
+// seeded row (read).
+func taskSubject(writeRead func(wctx, rctx context.Context, body string) (bool, error), read func(ctx context.Context, id int64) (readsServer, error)) readsSubject {
 	return readsSubject{
 		name: "pooldriver",
 		writeRead: func(body string) (bool, error) {
@@ -389,14 +400,14 @@ func pooldriverSubject(g *gorm.DB) readsSubject {
 			defer cancel()
 			ctx, end := pooldriver.WithTask(c)
 			defer end()
-			return writeThenRead(ctx, pooldriver.ReadOnly(ctx), g, g, body)
+			return writeRead(ctx, pooldriver.ReadOnly(ctx), body)
 		},
 		readOnly: func(id int64) (readsServer, error) {
 			c, cancel := context.WithTimeout(context.Background(), readsTaskLimit)
 			defer cancel()
 			ctx, end := pooldriver.WithTask(pooldriver.ReadOnly(c))
 			defer end()
-			return readSeeded(ctx, g, id)
+			return read(ctx, id)
 		},
 	}
 }
@@ -407,6 +418,49 @@ func logStandbys(t *testing.T, c *pooldriver.Connector) {
 	for _, s := range c.Standbys() {
 		t.Logf("standby %s: up %v, replayed %s, lag %v, acquires %d", s.Host, s.Up, s.Replayed, s.Lag, s.Pool.Acquires)
 	}
+}
+
+// requireIdleReadsOnStandbys runs 20 read-only tasks of pd, while the
+// primary is idle: at least 16 must run on standbys.
+func requireIdleReadsOnStandbys(t *testing.T, pd readsSubject, ids []int64) {
+	t.Helper()
+	idle := 0
+	for range 20 {
+		where, err := pd.readOnly(ids[rand.IntN(len(ids))])
+		require.NoError(t, err, "a read-only task while the primary is idle")
+		if where.InRecovery {
+			idle++
+		}
+	}
+	t.Logf("while the primary is idle: %d of 20 read-only tasks on standbys", idle)
+	require.GreaterOrEqual(t, idle, 16, "read-only tasks on standbys while the primary is idle")
+}
+
+// runReadsBeside runs n tasks of each kind through pd, pooldriver's
+// subject on c, then through each of others, which must have no error,
+// and logs them side by side. pd must have no error and no read that
+// missed its task's write, and run at least 80% of its read-only tasks on
+// standbys. It returns the results, pd's first, and c's Stats around
+// pd's run.
+func runReadsBeside(t *testing.T, c *pooldriver.Connector, pd readsSubject, n int, ids []int64, others ...readsSubject) (results []*readsResult, before, after pooldriver.Stats) {
+	t.Helper()
+	before = c.Stats()
+	res := runReads(pd, n, ids)
+	after = c.Stats()
+	t.Logf("pooldriver Stats: ReadsOnStandby +%d, ReadsOnPrimary +%d", after.ReadsOnStandby-before.ReadsOnStandby, after.ReadsOnPrimary-before.ReadsOnPrimary)
+	logStandbys(t, c)
+	results = []*readsResult{res}
+	for _, s := range others {
+		r := runReads(s, n, ids)
+		require.Zero(t, r.writeErrs.Load()+r.readErrs.Load(), "%s: errors: %v", r.subject, r.errs)
+		results = append(results, r)
+	}
+	logReads(t, results...)
+	require.Zero(t, res.writeErrs.Load(), "pooldriver: writes that failed (on a standby?): %v", res.errs)
+	require.Zero(t, res.readErrs.Load(), "pooldriver: reads that failed: %v", res.errs)
+	require.Zero(t, res.missed.Load(), "pooldriver: reads that missed their task's own write")
+	require.GreaterOrEqual(t, res.readOnlyOnStandby.Load()*10, int64(n)*8, "pooldriver: read-only tasks on standbys (want 80%%)")
+	return results, before, after
 }
 
 // TestReadsOnStandbys: tasks that write a row and read it back, and
@@ -423,33 +477,8 @@ func TestReadsOnStandbys(t *testing.T) {
 	// A primary without writes for longer than pool_max_replica_lag
 	// leaves its standbys nothing to lag behind: they serve reads.
 	time.Sleep(3 * time.Second)
-	idle := 0
-	for range 20 {
-		where, err := pd.readOnly(ids[rand.IntN(len(ids))])
-		require.NoError(t, err, "a read-only task after the primary was idle")
-		if where.InRecovery {
-			idle++
-		}
-	}
-	t.Logf("after 3 s without writes: %d of 20 read-only tasks on standbys", idle)
-	require.GreaterOrEqual(t, idle, 16, "read-only tasks on standbys after the primary was idle for longer than pool_max_replica_lag")
-
-	before := c.Stats()
-	res := runReads(pd, n, ids)
-	after := c.Stats()
-	t.Logf("pooldriver Stats: ReadsOnStandby +%d, ReadsOnPrimary +%d", after.ReadsOnStandby-before.ReadsOnStandby, after.ReadsOnPrimary-before.ReadsOnPrimary)
-	logStandbys(t, c)
-	results := []*readsResult{res}
-	for _, s := range []readsSubject{resolverSubject(t, cl), primaryOnlySubject(t, cl)} {
-		r := runReads(s, n, ids)
-		require.Zero(t, r.writeErrs.Load()+r.readErrs.Load(), "%s: errors: %v", r.subject, r.errs)
-		results = append(results, r)
-	}
-	logReads(t, results...)
-	require.Zero(t, res.writeErrs.Load(), "pooldriver: writes that failed (on a standby?): %v", res.errs)
-	require.Zero(t, res.readErrs.Load(), "pooldriver: reads that failed: %v", res.errs)
-	require.Zero(t, res.missed.Load(), "pooldriver: reads that missed their task's own write")
-	require.GreaterOrEqual(t, res.readOnlyOnStandby.Load()*10, int64(n)*8, "pooldriver: read-only tasks on standbys (want 80%%)")
+	requireIdleReadsOnStandbys(t, pd, ids)
+	runReadsBeside(t, c, pd, n, ids, resolverSubject(t, cl), primaryOnlySubject(t, cl))
 
 	// A read-only task that changes its session: its standby's connection
 	// is reset as it goes back to the pool, and kept.

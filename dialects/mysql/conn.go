@@ -34,6 +34,9 @@ type conn struct {
 	// tracking: the server reports changes of the session's state
 	// (session_track_state_change is on, CLIENT_SESSION_TRACK agreed).
 	tracking bool
+	// gtids: the server also reports each commit's GTID (MariaDB's
+	// last_gtid, gtids.go), with the tracking.
+	gtids bool
 
 	// What the conn believes about the server session when the wire cannot
 	// tell (see the package doc). known is false when the next TxStatus must
@@ -779,7 +782,7 @@ func (c *conn) restoreSession(ctx context.Context) error {
 	if c.tracking {
 		// The reset turned the tracker off with every other session
 		// variable.
-		rest.WriteString(", " + trackStateChange)
+		rest.WriteString(", " + c.tracked())
 	}
 	var err error
 	for _, cs := range names {

@@ -203,6 +203,7 @@ type template struct {
 	trackOff   bool            // the DSN turns session_track_state_change off: leave the tracker alone
 	hosts      []string        // the servers a DSN names several of, each host:port; nil: cfg.Addr alone (hosts.go)
 	target     dialects.Target // pool_target (Targeted)
+	standby    bool            // a replica's template (Standbys): its server must run read-only
 }
 
 var (
@@ -284,7 +285,7 @@ func (t *template) openAt(ctx context.Context, c dialects.Credentials, addr stri
 		return nil, err
 	}
 	mc.addr = cfg.Addr
-	if err := mc.checkTarget(ctx); err != nil {
+	if err := mc.checkRole(ctx); err != nil {
 		_ = mc.Close()
 		return nil, err
 	}
@@ -326,6 +327,20 @@ func (t *template) openAt(ctx context.Context, c dialects.Credentials, addr stri
 // variables, temporary tables, prepared statements, the current database.
 const trackStateChange = "session_track_state_change = ON"
 
+// trackGTID adds, on MariaDB, last_gtid to the system variables whose new
+// values the server reports: each commit's GTID then comes with its OK
+// packet (gtids.go). CONCAT_WS keeps the DSN's or the server's list, and
+// an empty one.
+const trackGTID = "session_track_system_variables = CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid')"
+
+// tracked returns the assignments that turn c's session tracking on.
+func (c *conn) tracked() string {
+	if c.gtids {
+		return trackStateChange + ", " + trackGTID
+	}
+	return trackStateChange
+}
+
 // startTracking turns the server's session tracking on, where the wire
 // agreed CLIENT_SESSION_TRACK with it and the DSN does not turn it off. A
 // server that refuses (MySQL before 5.7 and MariaDB before 10.2 lack the
@@ -336,7 +351,9 @@ func (c *conn) startTracking(ctx context.Context) error {
 	if c.w == nil || c.t == nil || c.t.trackOff || c.w.state.Load()&(wireTracked|wireLost) != wireTracked {
 		return nil
 	}
-	if _, err := c.execer.ExecContext(ctx, "SET "+trackStateChange, nil); err != nil {
+	c.gtids = c.w.serverCaps&capMySQL == 0 // MariaDB
+	if _, err := c.execer.ExecContext(ctx, "SET "+c.tracked(), nil); err != nil {
+		c.gtids = false
 		var me *mysql.MySQLError
 		if errors.As(err, &me) {
 			return nil

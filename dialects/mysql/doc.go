@@ -45,6 +45,14 @@
 // current database changed. go-sql-driver reads OK packets up to their
 // status flags and ignores what follows.
 //
+// On MariaDB the same SET adds last_gtid to session_track_system_variables:
+// the OK packet of a statement that committed a write then reports the
+// commit's GTID. The watched socket reads it there, and a report that
+// tells only that is not a change of the session. It is the position of
+// the commit with pool_reads=standby, where a DSN naming several servers
+// names a primary and its replicas (gtids.go, standby.go; pooldriver's
+// docs/reads.md).
+//
 // A connection counts as changed, and is reset before anyone else uses it,
 // after a statement that may leave state in the session:
 //

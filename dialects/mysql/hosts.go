@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 
@@ -106,30 +105,6 @@ func (t *template) open(ctx context.Context, c dialects.Credentials) (dialects.C
 // ErrReadOnly is what a connect returns, wrapped, when pool_target=primary
 // and the server's @@global.read_only is on.
 var ErrReadOnly = errors.New("pooldriver: mysql: the server is read-only (@@global.read_only), and pool_target=primary asks for one that takes writes")
-
-// checkTarget returns an error wrapping ErrReadOnly if the DSN asks for a
-// server that takes writes and c's does not.
-func (c *conn) checkTarget(ctx context.Context) error {
-	if c.t.target != dialects.TargetPrimary {
-		return nil
-	}
-	rows, err := c.queryer.QueryContext(ctx, "SELECT @@global.read_only", nil)
-	if err != nil {
-		return fmt.Errorf("pooldriver: mysql: %s: reading @@global.read_only: %w", c.server(), err)
-	}
-	defer func() { _ = rows.Close() }()
-	v := make([]driver.Value, 1)
-	if err := rows.Next(v); err != nil {
-		if err == io.EOF {
-			err = errors.New("no row")
-		}
-		return fmt.Errorf("pooldriver: mysql: %s: reading @@global.read_only: %w", c.server(), err)
-	}
-	if !isZero(v[0]) {
-		return fmt.Errorf("%s: %w", c.server(), ErrReadOnly)
-	}
-	return nil
-}
 
 // isZero reports a 0 the driver returned as bytes or an integer.
 func isZero(v driver.Value) bool {

@@ -67,6 +67,11 @@ type wire struct {
 	wantTrack   bool   // ask for CLIENT_SESSION_TRACK if the server offers it
 	trackAsked  bool   // the wire set CLIENT_SESSION_TRACK in the handshake response
 	sentReplyTo bool   // the handshake response was seen
+
+	// The GTID of the last commit an OK packet reported (MariaDB's
+	// last_gtid, tracked: see gtids.go), touched only by Read: the conn
+	// reads it after the driver's call returned, on the same goroutine.
+	gtid gtid
 }
 
 // Bits of wire.state.
@@ -160,7 +165,8 @@ type framer struct {
 const (
 	greetingPrefix = 128 // the server's greeting, up to its capabilities
 	responsePrefix = 36  // the handshake response, up to MariaDB's capabilities
-	replyPrefix    = 24  // an OK packet, up to its status flags
+	replyPrefix    = 24  // a row, or the OK or EOF packet ending rows: up to the status flags
+	okPrefix       = 96  // the first packet of a reply: an OK packet, up to its session state (a GTID)
 	commandPrefix  = 6   // a command, up to COM_STMT_EXECUTE's cursor flags
 )
 
@@ -266,6 +272,8 @@ func (w *wire) prefixLimit(client bool) int {
 		return responsePrefix
 	case w.phase == phaseGreeting:
 		return greetingPrefix
+	case w.expect == expectHeader, w.expect == expectSimple, w.expect == expectLoaded:
+		return okPrefix
 	}
 	return replyPrefix
 }
@@ -410,7 +418,7 @@ func (w *wire) serverPacket(f *framer) {
 	case expectHeader, expectLoaded:
 		switch {
 		case first == 0x00:
-			w.ok(p, false)
+			w.ok(p, false, int64(len(p)) == f.total)
 		case first == 0xff:
 			w.failed()
 		case first == 0xfb && w.expect == expectHeader:
@@ -435,7 +443,7 @@ func (w *wire) serverPacket(f *framer) {
 	case expectRows:
 		switch {
 		case first == 0xfe && f.total <= maxPayload:
-			w.ok(p, w.caps&capDeprecateEOF == 0)
+			w.ok(p, w.caps&capDeprecateEOF == 0, int64(len(p)) == f.total)
 		case first == 0xff:
 			w.failed()
 		}
@@ -459,9 +467,9 @@ func (w *wire) serverPacket(f *framer) {
 	case expectSimple:
 		switch first {
 		case 0x00:
-			w.ok(p, false)
+			w.ok(p, false, int64(len(p)) == f.total)
 		case 0xfe:
-			w.ok(p, w.caps&capDeprecateEOF == 0)
+			w.ok(p, w.caps&capDeprecateEOF == 0, int64(len(p)) == f.total)
 		case 0xff:
 			w.failed()
 		default:
@@ -534,9 +542,12 @@ func (w *wire) defsRead() {
 }
 
 // ok reads the status flags of an OK packet (or, if eof, of an EOF packet)
-// that ends a reply or one of its results.
-func (w *wire) ok(p []byte, eof bool) {
+// that ends a reply or one of its results; whole: p is all of it. A
+// report of session state that only tells a commit's GTID (see
+// onlyGTID) is not a change of the session.
+func (w *wire) ok(p []byte, eof, whole bool) {
 	var status uint16
+	i := 0
 	if eof {
 		if len(p) < 5 {
 			w.lose()
@@ -544,7 +555,7 @@ func (w *wire) ok(p []byte, eof bool) {
 		}
 		status = binary.LittleEndian.Uint16(p[3:])
 	} else {
-		i := 1
+		i = 1
 		for range 2 { // affected rows, last insert id
 			_, size := lenenc(p[i:])
 			if size == 0 {
@@ -566,7 +577,7 @@ func (w *wire) ok(p []byte, eof bool) {
 	if status&statusAutocommit != 0 {
 		set |= wireAutocommit
 	}
-	if status&statusStateChanged != 0 {
+	if status&statusStateChanged != 0 && (eof || !whole || !w.onlyGTID(p[i+2:])) {
 		set |= wireChanged
 	}
 	w.update(wireInTx|wireAutocommit|wireErr, set)
