@@ -472,3 +472,46 @@ func TestMySQLFailoverReplicas(t *testing.T) {
 		return onReplica == 20
 	})
 }
+
+// TestMySQLReadsReadOnlyTx: in a task, a *sql.Tx begun ReadOnly after the
+// task's commit runs on a replica that has the commit (START TRANSACTION
+// READ ONLY there), and a write in it fails as on a read-only server; the
+// task's later reads never see less than its earlier ones.
+func TestMySQLReadsReadOnlyTx(t *testing.T) {
+	skipShort(t)
+	cl := startMariaCluster(t, 0, 1)
+	_, db := openMariaReads(t, cl)
+	const rounds = 300
+	onReplica := 0
+	for i := range rounds {
+		tctx, end := pooldriver.WithTask(ctx(t))
+		tx, err := db.BeginTx(tctx, nil)
+		require.NoError(t, err)
+		res, err := tx.ExecContext(tctx, "INSERT INTO reads_rows (body) VALUES (?)", fmt.Sprint("tx ", i))
+		require.NoError(t, err)
+		id, err := res.LastInsertId()
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+
+		var seen int64
+		for range 2 { // a second read-only transaction sees at least as much
+			ro, err := db.BeginTx(tctx, &sql.TxOptions{ReadOnly: true})
+			require.NoError(t, err)
+			var readOnly bool
+			var mine, all int64
+			require.NoError(t, ro.QueryRowContext(tctx, "SELECT (SELECT count(*) FROM reads_rows WHERE id = ?), (SELECT count(*) FROM reads_rows), @@global.read_only", id).Scan(&mine, &all, &readOnly))
+			require.EqualValues(t, 1, mine, "round %d: the read-only transaction missed the task's commit", i)
+			require.GreaterOrEqual(t, all, seen, "a later read-only transaction of the task saw less")
+			seen = all
+			if readOnly {
+				onReplica++
+				_, err := ro.ExecContext(tctx, "INSERT INTO reads_rows (body) VALUES ('no')")
+				require.Error(t, err, "a write in a read-only transaction on a replica")
+			}
+			require.NoError(t, ro.Rollback())
+		}
+		end()
+	}
+	t.Logf("%d read-only transactions, %d on a replica", 2*rounds, onReplica)
+	require.Positive(t, onReplica, "no read-only transaction ran on a replica")
+}
