@@ -77,12 +77,27 @@ func (s server) adminInt(t *testing.T, query string, args ...any) int64 {
 // drops it when the test ends.
 func (s server) table(t *testing.T, prefix, columns string) string {
 	t.Helper()
+	return s.tableBy(t, nil, prefix, columns)
+}
+
+// tableBy is table, created through db where it is not nil: a pool that
+// ran the DDL itself reads the catalog again before it judges a statement
+// that names the table, where one whose last reading is older than an
+// admin's CREATE TABLE cannot tell the name and counts a statement naming
+// it as a change of the session (which a task then keeps).
+func (s server) tableBy(t *testing.T, db *sql.DB, prefix, columns string) string {
+	t.Helper()
 	name := unique(prefix)
 	engine := ""
 	if s.name == "mysql" {
 		engine = " ENGINE=InnoDB"
 	}
-	s.adminExec(t, "CREATE TABLE "+name+" ("+columns+")"+engine)
+	if db != nil {
+		_, err := db.ExecContext(ctx(t), "CREATE TABLE "+name+" ("+columns+")"+engine)
+		require.NoError(t, err)
+	} else {
+		s.adminExec(t, "CREATE TABLE "+name+" ("+columns+")"+engine)
+	}
 	t.Cleanup(func() {
 		if _, err := s.admin(t).ExecContext(context.Background(), "DROP TABLE "+name); err != nil {
 			t.Errorf("dropping %s: %v", name, err)
