@@ -776,13 +776,20 @@ func (c *conn) restoreSession(ctx context.Context) error {
 		names = []string{charset}
 	}
 	var rest strings.Builder
+	list := trackedList
 	for k, v := range cfg.Params {
+		if c.tracking && c.gtids && paramName(k) == "session_track_system_variables" {
+			// One SET evaluates every value before it assigns any: the
+			// tracking's list is the DSN's value itself, last_gtid added.
+			list = v
+			continue
+		}
 		rest.WriteString(", " + k + " = " + v)
 	}
 	if c.tracking {
 		// The reset turned the tracker off with every other session
 		// variable.
-		rest.WriteString(", " + c.tracked())
+		rest.WriteString(", " + c.tracked(list))
 	}
 	var err error
 	for _, cs := range names {

@@ -81,7 +81,7 @@ func (mysqlDialect) Parse(dsn string) (dialects.Template, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params), hosts: hosts}
+	t := &template{cfg: cfg, charsets: d.charsets, trackOff: stateChangeOff(cfg.Params), hosts: hosts, domain: &gtidDomain{}}
 	switch cfg.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
 		t.dial = true
@@ -204,6 +204,7 @@ type template struct {
 	hosts      []string        // the servers a DSN names several of, each host:port; nil: cfg.Addr alone (hosts.go)
 	target     dialects.Target // pool_target (Targeted)
 	standby    bool            // a replica's template (Standbys): its server must run read-only
+	domain     *gtidDomain     // the replication domain of the positions, shared with the copies (gtids.go)
 }
 
 var (
@@ -327,16 +328,19 @@ func (t *template) openAt(ctx context.Context, c dialects.Credentials, addr stri
 // variables, temporary tables, prepared statements, the current database.
 const trackStateChange = "session_track_state_change = ON"
 
-// trackGTID adds, on MariaDB, last_gtid to the system variables whose new
-// values the server reports: each commit's GTID then comes with its OK
-// packet (gtids.go). CONCAT_WS keeps the DSN's or the server's list, and
-// an empty one.
-const trackGTID = "session_track_system_variables = CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid')"
+// trackedList is the session's list of the system variables whose new
+// values the server reports: after the driver's connect, the DSN's or the
+// server's.
+const trackedList = "@@session.session_track_system_variables"
 
-// tracked returns the assignments that turn c's session tracking on.
-func (c *conn) tracked() string {
+// tracked returns the assignments that turn c's session tracking on. On
+// MariaDB they add last_gtid to list, an SQL expression of the system
+// variables whose new values the server reports: each commit's GTID then
+// comes with its OK packet (gtids.go). CONCAT_WS keeps the list, and an
+// empty one.
+func (c *conn) tracked(list string) string {
 	if c.gtids {
-		return trackStateChange + ", " + trackGTID
+		return trackStateChange + ", session_track_system_variables = CONCAT_WS(',', NULLIF(" + list + ", ''), 'last_gtid')"
 	}
 	return trackStateChange
 }
@@ -352,7 +356,7 @@ func (c *conn) startTracking(ctx context.Context) error {
 		return nil
 	}
 	c.gtids = c.w.serverCaps&capMySQL == 0 // MariaDB
-	if _, err := c.execer.ExecContext(ctx, "SET "+c.tracked(), nil); err != nil {
+	if _, err := c.execer.ExecContext(ctx, "SET "+c.tracked(trackedList), nil); err != nil {
 		c.gtids = false
 		var me *mysql.MySQLError
 		if errors.As(err, &me) {
@@ -364,17 +368,23 @@ func (c *conn) startTracking(ctx context.Context) error {
 	return nil
 }
 
+// paramName returns the system variable a DSN parameter k sets, under
+// any of its spellings (@@session.x, `x`, LOCAL.x), in lower case.
+func paramName(k string) string {
+	name := strings.ToLower(strings.Trim(k, "` "))
+	name = strings.TrimPrefix(name, "@@")
+	for _, scope := range []string{"session.", "local."} {
+		name = strings.TrimPrefix(name, scope)
+	}
+	return strings.Trim(name, "`")
+}
+
 // stateChangeOff reports DSN parameters (system variables the driver sets
 // at connect) that turn session_track_state_change off, under any of its
 // spellings: the dialect then leaves it so.
 func stateChangeOff(params map[string]string) bool {
 	for k, v := range params {
-		name := strings.ToLower(strings.Trim(k, "` "))
-		name = strings.TrimPrefix(name, "@@")
-		for _, scope := range []string{"session.", "local."} {
-			name = strings.TrimPrefix(name, scope)
-		}
-		if strings.Trim(name, "`") != "session_track_state_change" {
+		if paramName(k) != "session_track_state_change" {
 			continue
 		}
 		switch strings.ToUpper(strings.Trim(v, "'\"` ")) {

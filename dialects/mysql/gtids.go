@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/pooldriver/pooldriver/dialects"
+	"sync/atomic"
 )
 
 // MariaDB names every transaction it writes to its binary log with a GTID,
@@ -25,11 +24,37 @@ import (
 // server appends its new value to the OK packet of each statement that
 // committed a write. The wire reads it there (onlyGTID), at no round trip.
 
-// gtid is a commit's GTID as an OK packet reported it.
+// gtid is a GTID as an OK packet or a position reported it.
 type gtid struct {
 	seq    uint64
 	domain uint32
+	server uint32 // the server_id of the server that wrote it
 	ok     bool
+}
+
+// later returns the later of g and h, which are of one domain.
+func (g gtid) later(h gtid) gtid {
+	if !g.ok || h.ok && h.seq > g.seq {
+		return h
+	}
+	return g
+}
+
+// gtidDomain is the one replication domain the positions of a DSN's
+// servers are read in: the first a look or a commit saw. The primary's
+// template and its replicas' share it (Standbys and Targeted copy the
+// pointer), so that a commit or a server in another domain (a
+// gtid_domain_id changed) tells no position: its sequence numbers do not
+// compare with the others'.
+type gtidDomain struct {
+	plus1 atomic.Uint64 // the domain + 1; 0: none seen yet
+}
+
+// agree reports whether domain is the one the DSN's positions are read
+// in, taking it as that one where none was seen yet.
+func (d *gtidDomain) agree(domain uint32) bool {
+	v := uint64(domain) + 1
+	return d.plus1.CompareAndSwap(0, v) || d.plus1.Load() == v
 }
 
 // Session-state entry types (the OK packet's session state information).
@@ -94,36 +119,36 @@ func lenencString(b []byte) (s, rest []byte, ok bool) {
 // parseGTID reads one GTID, domain-server-sequence.
 func parseGTID(s string) (gtid, bool) {
 	d, rest, ok1 := strings.Cut(s, "-")
-	_, seq, ok2 := strings.Cut(rest, "-")
+	server, seq, ok2 := strings.Cut(rest, "-")
 	if !ok1 || !ok2 {
 		return gtid{}, false
 	}
 	domain, err1 := strconv.ParseUint(d, 10, 32)
-	n, err2 := strconv.ParseUint(seq, 10, 64)
-	if err1 != nil || err2 != nil || strings.Contains(seq, "-") {
+	id, err2 := strconv.ParseUint(server, 10, 32)
+	n, err3 := strconv.ParseUint(seq, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return gtid{}, false
 	}
-	return gtid{seq: n, domain: uint32(domain), ok: true}, true
+	return gtid{seq: n, domain: uint32(domain), server: uint32(id), ok: true}, true
 }
 
 // errDomains is the error of a position that spans several domains.
 var errDomains = errors.New("the GTID position spans several replication domains; reads on replicas follow one")
 
 // positionOf reads a GTID position as @@gtid_binlog_pos and
-// @@gtid_slave_pos write it, a GTID per domain separated by commas, as a
-// dialects.Position: the sequence number of its one domain, 0 for an empty
-// one, and the domain.
-func positionOf(s string) (dialects.Position, uint32, error) {
+// @@gtid_slave_pos write it, a GTID per domain separated by commas: its
+// one GTID, or none (ok false) for an empty one.
+func positionOf(s string) (gtid, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, 0, nil
+		return gtid{}, nil
 	}
 	if strings.Contains(s, ",") {
-		return 0, 0, fmt.Errorf("%q: %w", s, errDomains)
+		return gtid{}, fmt.Errorf("%q: %w", s, errDomains)
 	}
 	g, ok := parseGTID(s)
 	if !ok {
-		return 0, 0, fmt.Errorf("%q is not a GTID position (want domain-server-sequence)", s)
+		return gtid{}, fmt.Errorf("%q is not a GTID position (want domain-server-sequence)", s)
 	}
-	return dialects.Position(g.seq), g.domain, nil
+	return g, nil
 }

@@ -24,6 +24,15 @@ func gtidOK(status uint16, entries ...[]byte) []byte {
 	return append(p, state...)
 }
 
+// withInfo gives the OK packet p, as gtidOK builds it, an info text.
+func withInfo(p []byte, info string) []byte {
+	const at = 7 // after the header, two one-byte lengths, the status and the warnings
+	out := append([]byte{}, p[:at]...)
+	out = append(out, lenencOf(uint64(len(info)))...)
+	out = append(out, info...)
+	return append(out, p[at+1:]...)
+}
+
 // sysvar is a session-state entry reporting a system variable's value.
 func sysvar(name, value string) []byte {
 	data := append(lenencOf(uint64(len(name))), name...)
@@ -44,9 +53,11 @@ func TestWireReadsGTID(t *testing.T) {
 		changed bool
 		gtid    gtid
 	}{
-		{"commit", gtidOK(statusAutocommit, sysvar("last_gtid", "0-1-9")), false, gtid{seq: 9, ok: true}},
+		{"commit", gtidOK(statusAutocommit, sysvar("last_gtid", "0-1-9")), false, gtid{seq: 9, server: 1, ok: true}},
+		{"with info text", withInfo(gtidOK(statusAutocommit, sysvar("last_gtid", "2-3-1000")), "Rows matched: 1  Changed: 1  Warnings: 0"), false,
+			gtid{seq: 1000, domain: 2, server: 3, ok: true}},
 		{"big numbers", gtidOK(statusAutocommit, sysvar("last_gtid", "4294967295-4294967295-18446744073709551615")), false,
-			gtid{seq: 18446744073709551615, domain: 4294967295, ok: true}},
+			gtid{seq: 18446744073709551615, domain: 4294967295, server: 4294967295, ok: true}},
 		{"another variable", gtidOK(statusAutocommit, sysvar("time_zone", "+01:00")), true, gtid{}},
 		{"gtid and a variable", gtidOK(statusAutocommit, sysvar("last_gtid", "0-1-9"), sysvar("autocommit", "OFF")), true, gtid{}},
 		{"gtid and a state change", gtidOK(statusAutocommit, sysvar("last_gtid", "0-1-9"), stateChange), true, gtid{}},
@@ -77,7 +88,7 @@ func TestWireGTIDInLongReply(t *testing.T) {
 	b.handshake(serverCaps)
 	b.command("COMMIT", wantState{busy: true}, append([]byte{comQuery}, "COMMIT"...))
 	long := sysvar("last_gtid", "0-1-9")
-	b.add(false, "COMMIT ok", changed, gtidOK(statusAutocommit, long, long, long, long, long))
+	b.add(false, "COMMIT ok", changed, gtidOK(statusAutocommit, long, long, long, long, long, long, long, long))
 	if w := play(t, b.c, nil); w.gtid.ok {
 		t.Errorf("gtid = %+v from a packet the wire kept part of", w.gtid)
 	}
@@ -85,24 +96,50 @@ func TestWireGTIDInLongReply(t *testing.T) {
 
 func TestPositionOf(t *testing.T) {
 	for _, tc := range []struct {
-		in     string
-		pos    dialects.Position
-		domain uint32
-		fails  bool
+		in    string
+		want  gtid
+		fails bool
 	}{
-		{"", 0, 0, false},
-		{"0-1-42", 42, 0, false},
-		{" 3-7-1 ", 1, 3, false},
-		{"0-1-42,1-2-5", 0, 0, true},
-		{"0-1", 0, 0, true},
-		{"0-1-x", 0, 0, true},
-		{"0-1-2-3", 0, 0, true},
-		{"-1-2", 0, 0, true},
+		{"", gtid{}, false},
+		{"0-1-42", gtid{seq: 42, server: 1, ok: true}, false},
+		{" 3-7-1 ", gtid{seq: 1, domain: 3, server: 7, ok: true}, false},
+		{"0-1-42,1-2-5", gtid{}, true},
+		{"0-1", gtid{}, true},
+		{"0-1-x", gtid{}, true},
+		{"0-1-2-3", gtid{}, true},
+		{"-1-2", gtid{}, true},
 	} {
-		pos, domain, err := positionOf(tc.in)
-		if (err != nil) != tc.fails || pos != tc.pos || domain != tc.domain {
-			t.Errorf("positionOf(%q) = %d, %d, %v; want %d, %d, fails %v", tc.in, pos, domain, err, tc.pos, tc.domain, tc.fails)
+		got, err := positionOf(tc.in)
+		if (err != nil) != tc.fails || got != tc.want {
+			t.Errorf("positionOf(%q) = %+v, %v; want %+v, fails %v", tc.in, got, err, tc.want, tc.fails)
 		}
+	}
+}
+
+// TestGTIDDomain: the first domain seen is the DSN's; another is not, for
+// every copy of the template.
+func TestGTIDDomain(t *testing.T) {
+	tmpl, _, err := Dialect.Parse("mysql://app@tcp(db1,db2)/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbs := tmpl.(dialects.StandbyTemplates).Standbys()
+	d := tmpl.(*template).domain
+	if sbs[0].(*template).domain != d || sbs[1].(*template).domain != d {
+		t.Fatal("the replicas' templates do not share the primary's domain")
+	}
+	if !d.agree(0) {
+		t.Error("domain 0, first seen, is not agreed")
+	}
+	if !d.agree(0) {
+		t.Error("domain 0 is not agreed a second time")
+	}
+	if d.agree(1) {
+		t.Error("domain 1 agreed after domain 0")
+	}
+	var e gtidDomain
+	if !e.agree(7) || e.agree(0) {
+		t.Error("a domain other than 0 first: not kept")
 	}
 }
 

@@ -101,16 +101,23 @@ func (t *template) RefusedByStandby(err error) bool {
 }
 
 // positionSQL reads, in one round trip, whether the server runs read-only
-// (a replica), the GTIDs it has (gtid_current_pos: what it wrote to its
-// binary log or applied from its primary's, whichever is later in each
-// domain) and those it applied from its primary (gtid_slave_pos).
-const positionSQL = "SELECT @@global.read_only, @@global.gtid_current_pos, @@global.gtid_slave_pos"
+// (a replica), the GTIDs it wrote to its binary log, those it has
+// (gtid_current_pos: per domain, the binary log's where its last GTID is
+// the server's own, else what it applied from a primary) and those it
+// applied from its primary (gtid_slave_pos).
+const positionSQL = "SELECT @@global.read_only, @@global.gtid_binlog_pos, @@global.gtid_current_pos, @@global.gtid_slave_pos"
 
 // LogPosition reads where the server is (see dialects.Positioner): a
-// replica (read-only) at the sequence number it applied, a primary at the
-// one it has; Flushed is the primary's Position, which its binary log
-// holds once committed. The timeline is not known (0). A server whose
-// position spans several replication domains fails.
+// replica (read-only) at the GTID it applied last, a primary at the later
+// of its binary log's and its current position's (a GTID it logged under
+// another server_id counts too); Flushed is the primary's Position, which
+// its binary log holds once committed. The Timeline is the server_id of
+// that GTID, the server that wrote it: a replica left on another
+// history by a failover (GTIDs of the old primary's that the new one
+// never had, numbered as the new one's) reports the old primary's
+// server_id, unlike the new primary's, and serves no reads. A position
+// that spans several replication domains, or lies in another domain than
+// the DSN's other servers' and commits', fails.
 func (c *conn) LogPosition(ctx context.Context) (dialects.LogState, error) {
 	if c.broken {
 		return dialects.LogState{}, errBroken
@@ -120,18 +127,31 @@ func (c *conn) LogPosition(ctx context.Context) (dialects.LogState, error) {
 		return dialects.LogState{}, fmt.Errorf("pooldriver: mysql: reading the GTID position: %w", err)
 	}
 	s := dialects.LogState{Standby: !isZero(v[0])}
-	col := 1
+	var g gtid
+	cols := []int{1, 2}
 	if s.Standby {
-		col = 2
+		cols = []int{3}
 	}
-	text, _ := textOf(v[col])
-	p, _, err := positionOf(text)
-	if err != nil {
-		return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: mysql: reading the GTID position: %w", err)
+	for _, col := range cols {
+		text, _ := textOf(v[col])
+		h, err := positionOf(text)
+		if err != nil {
+			return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: mysql: reading the GTID position: %w", err)
+		}
+		if g.ok && h.ok && h.domain != g.domain {
+			return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: mysql: reading the GTID position: the binary log's is in domain %d, the current one in %d: %w", g.domain, h.domain, errDomains)
+		}
+		g = g.later(h)
 	}
-	s.Position = p
+	if !g.ok {
+		return s, nil // nothing applied, or written, yet
+	}
+	if c.t == nil || !c.t.domain.agree(g.domain) {
+		return dialects.LogState{Standby: s.Standby}, fmt.Errorf("pooldriver: mysql: reading the GTID position: domain %d is not the one the DSN's other servers' positions are in: %w", g.domain, errDomains)
+	}
+	s.Position, s.Timeline = dialects.Position(g.seq), g.server
 	if !s.Standby {
-		s.Flushed = p
+		s.Flushed = s.Position
 	}
 	return s, nil
 }
@@ -140,9 +160,10 @@ func (c *conn) LogPosition(ctx context.Context) (dialects.LogState, error) {
 // Tx.Commit does (a COMMIT on the connection, which the driver's Tx
 // object, then dropped, does not track), and returns the commit's
 // sequence number from the COMMIT's own reply (see gtids.go). 0 with a
-// nil error: committed, and the reply told no GTID (the transaction wrote
-// nothing to the binary log, the server tracks no last_gtid, or its
-// report could not be read).
+// nil error: committed, and the reply told no GTID of the DSN's domain
+// (the transaction wrote nothing to the binary log, the server tracks no
+// last_gtid, its report could not be read, or the GTID is of another
+// domain).
 func (c *conn) CommitAt(ctx context.Context) (dialects.Position, error) {
 	if c.broken {
 		return 0, errBroken
@@ -153,8 +174,12 @@ func (c *conn) CommitAt(ctx context.Context) (dialects.Position, error) {
 	if _, err := c.execer.ExecContext(ctx, "COMMIT", nil); err != nil {
 		return 0, err
 	}
-	if c.w == nil || !c.gtids || !c.w.gtid.ok || c.w.state.Load()&wireLost != 0 {
+	if c.w == nil {
 		return 0, nil
 	}
-	return dialects.Position(c.w.gtid.seq), nil
+	g := c.w.gtid
+	if !c.gtids || !g.ok || c.w.state.Load()&wireLost != 0 || !c.t.domain.agree(g.domain) {
+		return 0, nil
+	}
+	return dialects.Position(g.seq), nil
 }

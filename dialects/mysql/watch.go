@@ -166,7 +166,7 @@ const (
 	greetingPrefix = 128 // the server's greeting, up to its capabilities
 	responsePrefix = 36  // the handshake response, up to MariaDB's capabilities
 	replyPrefix    = 24  // a row, or the OK or EOF packet ending rows: up to the status flags
-	okPrefix       = 96  // the first packet of a reply: an OK packet, up to its session state (a GTID)
+	okPrefix       = 128 // the first packet of a reply: an OK packet, with its info text and session state (a GTID)
 	commandPrefix  = 6   // a command, up to COM_STMT_EXECUTE's cursor flags
 )
 
