@@ -256,6 +256,20 @@ func TestMySQLReadsOnReplicas(t *testing.T) {
 	require.Positive(t, results[1].missed.Load(), "the dbresolver-style split missed none of its writes: the delayed replica did not lag")
 }
 
+// insertCommitted inserts a row with body into reads_rows in a *sql.Tx
+// with ctx, commits it, and returns its id.
+func insertCommitted(t *testing.T, ctx context.Context, db *sql.DB, body string) int64 {
+	t.Helper()
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	res, err := tx.ExecContext(ctx, "INSERT INTO reads_rows (body) VALUES (?)", body)
+	require.NoError(t, err)
+	id, err := res.LastInsertId()
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	return id
+}
+
 // TestMySQLReadsToken: a write in one request, its ReadToken handed to
 // the next, which reads on a replica only once it has the write.
 func TestMySQLReadsToken(t *testing.T) {
@@ -266,13 +280,7 @@ func TestMySQLReadsToken(t *testing.T) {
 	missed, onReplica := 0, 0
 	for i := range requests {
 		ctx1, end1 := pooldriver.WithTask(context.Background())
-		tx, err := db.BeginTx(ctx1, nil)
-		require.NoError(t, err)
-		res, err := tx.ExecContext(ctx1, "INSERT INTO reads_rows (body) VALUES (?)", fmt.Sprint("token ", i))
-		require.NoError(t, err)
-		id, err := res.LastInsertId()
-		require.NoError(t, err)
-		require.NoError(t, tx.Commit())
+		id := insertCommitted(t, ctx1, db, fmt.Sprint("token ", i))
 		token := pooldriver.ReadToken(ctx1)
 		end1()
 		require.NotEmpty(t, token)
@@ -485,13 +493,7 @@ func TestMySQLReadsReadOnlyTx(t *testing.T) {
 	onReplica := 0
 	for i := range rounds {
 		tctx, end := pooldriver.WithTask(ctx(t))
-		tx, err := db.BeginTx(tctx, nil)
-		require.NoError(t, err)
-		res, err := tx.ExecContext(tctx, "INSERT INTO reads_rows (body) VALUES (?)", fmt.Sprint("tx ", i))
-		require.NoError(t, err)
-		id, err := res.LastInsertId()
-		require.NoError(t, err)
-		require.NoError(t, tx.Commit())
+		id := insertCommitted(t, tctx, db, fmt.Sprint("tx ", i))
 
 		var seen int64
 		for range 2 { // a second read-only transaction sees at least as much
