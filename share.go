@@ -15,9 +15,9 @@ import (
 	"github.com/pooldriver/pooldriver/pool"
 )
 
-// Replicas that share a full server. Each replica of a service has its own
+// Instances that share a full server. Each instance of a service has its own
 // pool, and none sees the others: at a server whose limit the first
-// replicas' pools fill, a replica started later is refused every
+// instances' pools fill, an instance started later is refused every
 // connection, and the first ones, whose connections are all in use, never
 // dial, never hear of it and never give one back. So the server is the
 // meeting point: now and then (shareInterval) a pool that holds
@@ -43,7 +43,7 @@ import (
 // instant of each second), and under load a refused pool's turn came too
 // rarely to get any. The looks are a quarter of an interval early or late
 // at random (shareTick), so that pools started together, or a second
-// apart as a rolling deploy starts replicas, do not look in the same
+// apart as a rolling deploy starts instances, do not look in the same
 // instant.
 //
 // Connections that have sat idle for 5 s (dialects.IdleFor) are no
@@ -60,9 +60,9 @@ import (
 //
 // A pool alone at a server it fills keeps its connections where no refusal
 // is counted (PostgreSQL; MariaDB at a user's limit): it cannot tell a
-// replica waiting for its first connection from nobody; a replica is seen
+// instance waiting for its first connection from nobody; an instance is seen
 // once it holds one. PgBouncer
-// in front of the server is the answer past a handful of replicas
+// in front of the server is the answer past a handful of instances
 // (docs/operating.md, PgBouncer).
 
 // shareInterval is how often a pool that holds connections asks its server
@@ -100,7 +100,7 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 	}
 	// A quarter at most at each look: the number of pools is estimated
 	// from this one's size, which overcounts them when it is small (a
-	// replica still getting in would cut itself down).
+	// instance still getting in would cut itself down).
 	return min(share, max(lo, fair, total-total/4, 1))
 }
 
@@ -136,7 +136,7 @@ func timedOut(err error) bool {
 // sixteenth of it: at a full server the connections given back and taken
 // again, and the attempts it refuses, leave a few slots free at any
 // instant, and a look that lands then must not take them for room (in
-// containers, 7 looks of 10 found 1 to 4 of 60 free while late replicas
+// containers, 7 looks of 10 found 1 to 4 of 60 free while late instances
 // starved, and the pools that held the most grew their shares back). Pure.
 func atLimit(load dialects.ServerLoad) bool {
 	return load.Limit > 0 && load.Connected >= load.Limit-load.Limit/16
@@ -144,7 +144,7 @@ func atLimit(load dialects.ServerLoad) bool {
 
 // shareTick is the wait before a pool's next look: shareInterval, a
 // quarter more or less at random, so that pools started together (or a
-// whole second apart, as a rolling deploy starts replicas) do not look in
+// whole second apart, as a rolling deploy starts instances) do not look in
 // the same instant, each finding the room the others just gave back
 // before anyone refused could take it.
 func shareTick() time.Duration {
@@ -242,12 +242,12 @@ func (s *serverShare) look(pc *phys.Conn) bool {
 		// Three failed looks in a row end the looks: the server cannot
 		// say. A look that ran out of time says nothing of that (a loaded
 		// machine, a busy server), and ending the looks for it left the
-		// first replicas of a rolling deploy holding all they had while
+		// first instances of a rolling deploy holding all they had while
 		// the later ones starved.
 		if !timedOut(err) {
 			if s.failed++; s.failed == 3 {
 				s.off = true
-				s.logAt(slog.LevelDebug, "the server does not say how full it is: replicas will not share it", err)
+				s.logAt(slog.LevelDebug, "the server does not say how full it is: instances will not share it", err)
 			}
 		}
 		return false

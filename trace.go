@@ -52,16 +52,10 @@ type releaseTrace struct {
 	poolName string
 }
 
-// Released: a hold let go of a connection with fate f, which said whether
-// it was reset (a rollback, a reset, or a reset carried with the next
-// statement) or closed.
-func (r releaseTrace) Released(ctx context.Context, held time.Duration, f phys.Fate) {
-	r.t.TraceReleaseContext(ctx, TraceReleaseData{
-		PoolName: r.poolName,
-		Held:     held,
-		Reset:    f == phys.FateReset || f == phys.FateRollback || f == phys.FateRollbackReset || f == phys.FateCarry,
-		Closed:   f == phys.FateDestroy,
-	})
+// Released: a hold let go of a connection, which was reset or closed, or
+// neither.
+func (r releaseTrace) Released(ctx context.Context, held time.Duration, reset, closed bool) {
+	r.t.TraceReleaseContext(ctx, TraceReleaseData{PoolName: r.poolName, Held: held, Reset: reset, Closed: closed})
 }
 
 // releaseWithoutContext is a ReleaseTracer called as a ReleaseContextTracer.

@@ -34,7 +34,7 @@
 //     factory calls; for a minute after it found the backend at its limit
 //     (Config.AtLimit), it gives back resources idle longer than
 //     Config.IdleTimeUnderPressure and does not park, so that the pools of
-//     several replicas converge to what each uses; a pool with nothing
+//     several instances converge to what each uses; a pool with nothing
 //     keeps trying once per cool-down.
 //   - Durations that mean the same however the pool is configured and
 //     observed: every wait and factory call is in [Stats]' histograms and

@@ -2,7 +2,7 @@ package pool
 
 import "time"
 
-// Sharing a full backend. When several pools (the replicas of a service)
+// Sharing a full backend. When several pools (the instances of a service)
 // share a backend that limits its connections, a pool that holds idle
 // resources keeps the others from getting any: the backend refuses them,
 // and the holder, which does not dial, never hears of it. A pool that has

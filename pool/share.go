@@ -1,9 +1,9 @@
 package pool
 
 // Sharing a full backend with pools that cannot see each other (the
-// replicas of a service): pressure.go gives back idle resources once this
+// instances of a service): pressure.go gives back idle resources once this
 // pool found the backend full, but pools whose resources are all in use,
-// and that never dial, never find it full, and a replica started after
+// and that never dial, never find it full, and an instance started after
 // them never gets a resource. Whoever watches the backend (pooldriver asks
 // the server who is connected: see its share.go) sets the pool's share: the
 // most resources it may hold. Above its share the pool creates none, and a

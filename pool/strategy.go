@@ -102,7 +102,7 @@ type ignoresReleases interface{ ignoresReleases() }
 //     EventReleaseFailed): they never move the breaker.
 //
 // A cool-down after opening or limiting it (a random time between half and
-// all of coolDown, so that the pools of several replicas of a service do
+// all of coolDown, so that the pools of several instances of a service do
 // not try together) lets one trial factory call through (Recovering); a
 // resource created activates the pool again, a failed trial opens or
 // limits it again for another cool-down. A pool that has no resource at a

@@ -844,7 +844,7 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 		return nil
 	}
 	if traced {
-		pc.Env.Releases.Released(relCtx, held, fatePark)
+		pc.Env.Releases.Released(relCtx, held, false, false)
 	}
 	return r // someone else may have pc already: it is not to be touched
 }
@@ -862,7 +862,7 @@ func (pc *Conn) releaseTrace() (context.Context, time.Duration) {
 // traced, ends with fate f. The caller has pc to itself.
 func (pc *Conn) traceRelease(f Fate) {
 	ctx, held := pc.releaseTrace()
-	pc.Env.Releases.Released(ctx, held, f)
+	pc.Env.Releases.Released(ctx, held, f.resets(), f == fateDestroy)
 }
 
 // letGoVerdict is verdict for a connection a hold or a task lets go of,
@@ -905,7 +905,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 			if pc.Env.Cleanups.start(func() {
 				g := fateRelease
 				if !pc.Env.Owner.Look(pc) {
-					g = FateDestroy
+					g = fateDestroy
 				}
 				pc.settleNow(g, owner)
 			}) {
@@ -914,7 +914,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 			pc.Env.LookDue.Store(true) // closing: the next one, if any
 		}
 		f = fateRelease
-	case FateCarry:
+	case fateCarry:
 		// The reset goes with the next statement (carry.go) where no
 		// other connection is to be had, so that resetting this one off
 		// the callers' path would keep someone waiting.
@@ -923,13 +923,13 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 			pc.resetWhenIdle()
 			return
 		}
-		f = FateReset
+		f = fateReset
 	case fateReleaseCarry:
 		pc.settleNow(fateRelease, owner)
 		pc.resetWhenIdle()
 		return
 	}
-	if f == FateReset {
+	if f == fateReset {
 		// A session reset, the price of default-deny tracking: a round
 		// trip or two, off the caller's path. Nobody can reach pc
 		// meanwhile; the pool counts it in use until it is handed back.
@@ -948,12 +948,12 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 	if env.Leaks {
 		env.Owner.Returned(pc)
 	}
-	if f == FateRollback || f == FateReset || f == FateRollbackReset {
+	if f == fateRollback || f == fateReset || f == fateRollbackReset {
 		f = pc.clean(f, owner)
 	}
 	if f == fateRelease && env.AfterRelease {
 		rejected := !env.Owner.AfterRelease(pc)
-		if f = pc.verdict(&ConnState{rejected: rejected}); f == FateDestroy && rejected && !pc.Stale() {
+		if f = pc.verdict(&ConnState{rejected: rejected}); f == fateDestroy && rejected && !pc.Stale() {
 			pc.CloseReason = closeReject
 		}
 	}
@@ -979,7 +979,7 @@ func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
 	env := pc.Env
 	_ = pc.sem.Lock(context.Background()) // free: nobody else can reach pc
 	defer pc.sem.Unlock()
-	if f == FateRollback || f == FateRollbackReset {
+	if f == fateRollback || f == fateRollbackReset {
 		ctx, why := context.Background(), undoLeftOpen
 		if owner != nil && owner.Of != nil {
 			if tctx, claimed := owner.Of.ClaimedByTask(); claimed {
@@ -988,16 +988,16 @@ func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
 		}
 		if err := pc.Undo(ctx, owner, why); err != nil {
 			pc.CloseReason = closeRollback
-			return FateDestroy
+			return fateDestroy
 		}
 	}
-	if f == FateReset || f == FateRollbackReset {
+	if f == fateReset || f == fateRollbackReset {
 		if err := pc.resetSession(); err != nil {
 			pc.CloseReason = closeReset
 			if !errors.Is(err, dialects.ErrUnsupported) {
 				env.warn("session reset failed; the connection will be closed", err)
 			}
-			return FateDestroy
+			return fateDestroy
 		}
 		env.Stats.SessionResets.Add(1)
 		env.Stats.SeparateResets.Add(1)

@@ -74,10 +74,11 @@ type Owner interface {
 }
 
 // ReleaseHook hears of the end of each hold whose acquire was traced: the
-// acquire's context, how long the hold had the connection, and the fate
-// the connection met (fatePark: parked as it is).
+// acquire's context, how long the hold had the connection, and what became
+// of it: reset (rolled back, reset, or its reset carried with the next
+// statement run on it) or closed; neither: back to the pool as it was.
 type ReleaseHook interface {
-	Released(ctx context.Context, held time.Duration, f Fate)
+	Released(ctx context.Context, held time.Duration, reset, closed bool)
 }
 
 // TaskBinding is the task a physical connection is bound to, as the

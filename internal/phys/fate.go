@@ -108,17 +108,23 @@ const (
 	fateKeepForTask               // stays bound to its task, out of the pool
 	fateRelease                   // back to the pool as it is
 	fatePark                      // back to the pool as it is, parked for the hold that had it alone (Conn.Park)
-	FateRollback                  // roll the transaction back, then back to the pool
-	FateReset                     // reset the session, then back to the pool
-	FateRollbackReset             // both, in that order
-	FateDestroy                   // close it; the pool opens another when needed
+	fateRollback                  // roll the transaction back, then back to the pool
+	fateReset                     // reset the session, then back to the pool
+	fateRollbackReset             // both, in that order
+	fateDestroy                   // close it; the pool opens another when needed
 
 	// The ways back to the pool that a feature asks for, in place of
 	// fateRelease, fatePark or fateReset.
 	fateLook         // look at how full the server is through it, off the caller's path, then back (the root's share.go)
-	FateCarry        // its session reset goes with the next statement run there, where no other connection is to be had (carry.go)
+	fateCarry        // its session reset goes with the next statement run there, where no other connection is to be had (carry.go)
 	fateReleaseCarry // back to the pool with the reset a hold before carried still waiting on it (carry.go)
 )
+
+// resets reports whether f resets the connection's session on its way
+// back: a rollback, a reset, or a reset carried with the next statement.
+func (f Fate) resets() bool {
+	return f == fateReset || f == fateRollback || f == fateRollbackReset || f == fateCarry
+}
 
 func (f Fate) String() string {
 	switch f {
@@ -130,17 +136,17 @@ func (f Fate) String() string {
 		return "release"
 	case fatePark:
 		return "park"
-	case FateRollback:
+	case fateRollback:
 		return "rollback"
-	case FateReset:
+	case fateReset:
 		return "reset"
-	case FateRollbackReset:
+	case fateRollbackReset:
 		return "rollback+reset"
-	case FateDestroy:
+	case fateDestroy:
 		return "destroy"
 	case fateLook:
 		return "look"
-	case FateCarry:
+	case fateCarry:
 		return "carry reset"
 	case fateReleaseCarry:
 		return "release, reset carried"
@@ -161,8 +167,8 @@ func decide(s *ConnState, mode Mode) Fate {
 	switch {
 	case (f == fateRelease || f == fatePark) && s.lookDue:
 		return fateLook
-	case f == FateReset && s.carries:
-		return FateCarry
+	case f == fateReset && s.carries:
+		return fateCarry
 	case (f == fateRelease || f == fatePark) && s.resetWaits:
 		return fateReleaseCarry
 	}
@@ -176,7 +182,7 @@ func decideState(s *ConnState, mode Mode) Fate {
 		return fateInUse
 	}
 	if s.Session == SessionLost {
-		return FateDestroy
+		return fateDestroy
 	}
 	if s.task != nil {
 		// A session-mode task keeps its connection to the end; a
@@ -190,7 +196,7 @@ func decideState(s *ConnState, mode Mode) Fate {
 	if s.Stale || s.rejected {
 		// Opened before Reset, or the AfterRelease hook wants it closed:
 		// closing it ends what it carried.
-		return FateDestroy
+		return fateDestroy
 	}
 	return poolFate(s)
 }
@@ -219,11 +225,11 @@ func poolFate(s *ConnState) Fate {
 	dirty := s.Session == SessionDirty || s.resetAlways
 	switch {
 	case open && dirty:
-		return FateRollbackReset
+		return fateRollbackReset
 	case open:
-		return FateRollback
+		return fateRollback
 	case dirty:
-		return FateReset
+		return fateReset
 	case s.parkable:
 		return fatePark
 	}
