@@ -42,8 +42,14 @@ func watchCommit(pc *phys.Conn) lostCommit {
 
 // lost reports whether the COMMIT watched by lc lost its connection: err,
 // its error, is the connection's end, and not ctx's, which bounds it.
+// Small enough to be inlined: every statement asks, few COMMITs fail.
 func (lc *lostCommit) lost(ctx context.Context, pc *phys.Conn, err error) bool {
-	if !lc.watched || err == nil || ctx.Err() != nil || !pc.Broken(err) {
+	return lc.watched && err != nil && lc.broke(ctx, pc, err)
+}
+
+// broke is lost for a watched COMMIT that failed.
+func (lc *lostCommit) broke(ctx context.Context, pc *phys.Conn, err error) bool {
+	if ctx.Err() != nil || !pc.Broken(err) {
 		return false
 	}
 	lc.sent = pc.Written == nil || pc.Sent() != lc.before
