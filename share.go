@@ -22,10 +22,10 @@ import (
 // dial, never hear of it and never give one back. So the server is the
 // meeting point: now and then (shareInterval) a pool that holds
 // connections asks its server how full it is (dialects.LoadReader). When
-// the server is full and someone else is being refused (MariaDB counts its
-// refusals for its own limit; PostgreSQL does not say, nor MariaDB for a
-// user's limit, so a full server that two pools or more hold is taken for
-// one that refuses),
+// the server is full and someone else is being refused (MariaDB counts
+// its failed logins; PostgreSQL does not say, nor MariaDB for a user's
+// limit, so a full server that two pools or more hold is taken for one
+// that refuses),
 // a pool that holds more than a fair share gives the surplus back
 // (pool.SetShare): it creates none above the share, and closes connections
 // as they are released until it is down to it. The share is the limit

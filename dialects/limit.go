@@ -78,10 +78,11 @@ type ServerLoad struct {
 	// client that does not need them now (an admin tool, a service with
 	// room to spare), and count for no pool that waits.
 	Idle int64
-	// Refused counts the connections the server refused for its limit
-	// since it started, or is -1 where the server does not say
-	// (PostgreSQL), or where the user's own limit is the tighter one
-	// (MariaDB counts those refusals only among every failed login).
+	// Refused counts the logins the server refused since it started
+	// (MariaDB: its failed logins, less the port probes and the wrong
+	// passwords), or is -1 where the server does not say (PostgreSQL),
+	// or where the user's own limit is the tighter one (those refusals
+	// are the user's, not the server's).
 	Refused int64
 }
 

@@ -19,11 +19,12 @@ import (
 // pgxpool's parameters, the pool's state in an acquire timeout.
 
 // logLines is a slog.Handler that keeps every line's message and
-// attributes as text.
+// attributes as text, after the seconds since t0 where it is set.
 type logLines struct {
 	mu    *sync.Mutex
 	lines *[]string
 	attrs string
+	t0    time.Time
 }
 
 func newLogLines() (*logLines, *slog.Logger) {
@@ -35,6 +36,9 @@ func (h *logLines) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *logLines) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
+	if !h.t0.IsZero() {
+		fmt.Fprintf(&b, "%6.2fs ", r.Time.Sub(h.t0).Seconds())
+	}
 	fmt.Fprintf(&b, "%s %s%s", r.Level, r.Message, h.attrs)
 	r.Attrs(func(a slog.Attr) bool {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
@@ -51,10 +55,17 @@ func (h *logLines) WithAttrs(as []slog.Attr) slog.Handler {
 	for _, a := range as {
 		attrs += fmt.Sprintf(" %s=%v", a.Key, a.Value)
 	}
-	return &logLines{mu: h.mu, lines: h.lines, attrs: attrs}
+	return &logLines{mu: h.mu, lines: h.lines, attrs: attrs, t0: h.t0}
 }
 
 func (h *logLines) WithGroup(string) slog.Handler { return h }
+
+// text returns every line.
+func (h *logLines) text() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(*h.lines, "\n")
+}
 
 // with returns the lines that contain s.
 func (h *logLines) with(s string) []string {

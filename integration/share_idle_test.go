@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -152,21 +153,78 @@ func TestWaitingPoolGetsShareBesideIdle(t *testing.T) {
 	require.NoError(t, pb.Close())
 	waitUserConns(t, srv.admin(t), "app", held)
 
-	open := func() (*pooldriver.Connector, *sql.DB) {
-		c := pooldriver.New(withParams(app, fmt.Sprintf("pool_max_conns=%d", free)))
+	t0 := time.Now()
+	open := func() (*pooldriver.Connector, *sql.DB, *logLines) {
+		lines, logger := newLogLines()
+		lines.t0 = t0
+		c := pooldriver.New(withParams(app, fmt.Sprintf("pool_max_conns=%d", free)), pooldriver.WithLogger(logger))
 		require.NoError(t, c.Err())
 		db := sql.OpenDB(c)
 		t.Cleanup(func() { _ = db.Close() })
-		return c, db
+		return c, db, lines
 	}
-	a, dbA := open()
-	b, dbB := open()
+	a, dbA, logA := open()
+	b, dbB, logB := open()
+	// Diagnostics: what the server counts (read through A's own pool, so
+	// that no connection is added), and the pools' stats, every second.
+	var timeline []string
+	var tlMu sync.Mutex
+	sample := func(what string) {
+		// MariaDB's count of max_connections refusals beside its failed
+		// logins less probes and wrong passwords, what the looks read.
+		var refusedCounted, aborted, connected int64
+		st := func(name string) string {
+			return `CAST((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '` + name + `') AS SIGNED)`
+		}
+		err := dbA.QueryRowContext(ctx(t), `SELECT `+st("CONNECTION_ERRORS_MAX_CONNECTIONS")+`, `+
+			st("ABORTED_CONNECTS")+` - `+st("ABORTED_CONNECTS_PREAUTH")+` - `+st("ACCESS_DENIED_ERRORS")+`, `+
+			st("THREADS_CONNECTED")).Scan(&refusedCounted, &aborted, &connected)
+		sa, sb := a.Stats(), b.Stats()
+		tlMu.Lock()
+		timeline = append(timeline, fmt.Sprintf("%6.2fs %s: server's refusals: counted for max_connections %d, failed logins %d; threads %d (err %v); A total %d created %d trimmed %d destroyed %d connerr %d; B total %d connerr %d breaker %v/%d last %v",
+			time.Since(t0).Seconds(), what, refusedCounted, aborted, connected, err, sa.Total, sa.Created, sa.IdleTrimmed, sa.Destroyed, sa.ConnectErrors, sb.Total, sb.ConnectErrors, sb.BreakerState, sb.BreakerChanges, sb.LastConnectError))
+		tlMu.Unlock()
+	}
+	stopSampling := make(chan struct{})
+	var sampling sync.WaitGroup
 	ra, rb, lastA, lastB := twoPools(dbA, dbB, func() {
+		sample("A alone")
+		sampling.Go(func() {
+			for tick := time.NewTicker(time.Second); ; {
+				select {
+				case <-stopSampling:
+					tick.Stop()
+					return
+				case <-tick.C:
+					sample("both")
+				}
+			}
+		})
 		st := a.Stats()
 		t.Logf("A alone beside %d idle, after %v: total %d, created %d, given back %d", held, alone, st.Total, st.Created, st.IdleTrimmed)
 		assert.Zero(t, st.IdleTrimmed, "A gave back with nobody refused: %+v", st)
 		assert.LessOrEqual(t, st.Created, int64(free), "A opened connections again: %+v", st)
+		// B's first call is alone, as a service's first ping is: its one
+		// login is refused in the connection MariaDB keeps beyond
+		// max_connections for a SUPER user, which MariaDB's own count of
+		// max_connections refusals misses; then B's breaker tries one
+		// login at a time, each refused the same way (dialects/mysql's
+		// load.go).
+		lone, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := dbB.ExecContext(lone, "DO 1")
+		cancel()
+		assert.Error(t, err, "B's lone first call at a full server")
 	})
+	close(stopSampling)
+	sampling.Wait()
+	sample("end")
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("timeline:\n%s", strings.Join(timeline, "\n"))
+			t.Logf("A's log:\n%s", logA.text())
+			t.Logf("B's log:\n%s", logB.text())
+		}
+	}()
 	sa, sb := a.Stats(), b.Stats()
 	t.Logf("A: %v; total %d, created %d, given back %d", ra, sa.Total, sa.Created, sa.IdleTrimmed)
 	t.Logf("B: %v; total %d, created %d, given back %d, connect errors %d", rb, sb.Total, sb.Created, sb.IdleTrimmed, sb.ConnectErrors)

@@ -11,17 +11,27 @@ import (
 var _ dialects.LoadReader = (*conn)(nil)
 
 // loadSQL reads, as any user can on MariaDB: max_connections, the threads
-// connected, the connections refused for max_connections since the server
-// started, the user's own limit (0: none) and the user's connections, and
-// the threads asleep for dialects.IdleFor or longer, of those the user may
-// see and of its own. A login refused for max_user_connections is counted
-// only in ABORTED_CONNECTS, with every other failed login of every user (a
-// wrong password elsewhere), so it is not read: where the user's limit is
-// the tighter, Refused is -1. MySQL 8 has no information_schema.GLOBAL_STATUS:
-// the query fails there, and pooldriver stops asking.
+// connected, the logins refused since the server started, the user's own
+// limit (0: none) and the user's connections, and the threads asleep for
+// dialects.IdleFor or longer, of those the user may see and of its own.
+//
+// The refusals are the failed logins (ABORTED_CONNECTS) less those that
+// never reached the handshake (ABORTED_CONNECTS_PREAUTH: a port probe) and
+// those denied access (ACCESS_DENIED_ERRORS: a wrong password). They are
+// not CONNECTION_ERRORS_MAX_CONNECTIONS: MariaDB keeps one connection
+// beyond max_connections for a SUPER user, and counts there only the
+// attempts that find that one taken too; a lone login refused while it is
+// free (a breaker's one trial at a time) is counted among the failed
+// logins only, so a pool that waits alone at a full server was never
+// seen. What else is counted there (a login to an unknown database, a
+// login refused for max_user_connections) fails as well, and is counted
+// by the pool that failed it as its own. Where the user's limit is the
+// tighter, Refused is -1: those refusals are the user's, not the server's.
+// MySQL 8 has no information_schema.GLOBAL_STATUS: the query fails there,
+// and pooldriver stops asking.
 var loadSQL = `SELECT @@max_connections, ` +
 	globalStatus("THREADS_CONNECTED") + `, ` +
-	globalStatus("CONNECTION_ERRORS_MAX_CONNECTIONS") + `, ` +
+	globalStatus("ABORTED_CONNECTS") + ` - ` + globalStatus("ABORTED_CONNECTS_PREAUTH") + ` - ` + globalStatus("ACCESS_DENIED_ERRORS") + `, ` +
 	`@@max_user_connections, ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)), ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ` + asleep + `), ` +
