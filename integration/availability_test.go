@@ -35,7 +35,7 @@ import (
 // pooldriver side by side in the same run, on loopback, bounded in time,
 // and compares them: failed statements through a password rotation, errors
 // after a black hole ends, the first success after a restart, and how
-// replicas share a server at its connection limit. They take seconds
+// instances share a server at its connection limit. They take seconds
 // each, and start servers of their own: not with -short.
 
 func skipShort(t *testing.T) {
@@ -337,27 +337,27 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// TestAvailabilityReplicas: 8 replicas of a service, each its own *sql.DB
+// TestAvailabilityInstances: 8 instances of a service, each its own *sql.DB
 // of at most 20 connections, against a server of the test's own with
-// max_connections=60, each replica's 20 goroutines calling (2ms statement,
-// 100ms pause, 1s timeout), the replicas started together (the first
+// max_connections=60, each instance's 20 goroutines calling (2ms statement,
+// 100ms pause, 1s timeout), the instances started together (the first
 // burst asks for 160 connections) or 1 s apart, as a rolling deploy
-// starts them. database/sql for 8s after the last replica started, then
-// pooldriver the same. The replicas of pooldriver share the server: over
+// starts them. database/sql for 8s after the last instance started, then
+// pooldriver the same. The instances of pooldriver share the server: over
 // the time they all run, each one's successes at least half the mean of
 // them (a quarter when started apart: the first ones hold what they
 // opened until a look finds the newcomers refused), and their total at
 // least 0.9× database/sql's, which serves whoever got in first.
-func TestAvailabilityReplicas(t *testing.T) {
+func TestAvailabilityInstances(t *testing.T) {
 	skipShort(t)
 	checkNoGoroutineLeak(t)
 	const (
-		replicas = 8
-		perMax   = 20
-		limit    = 60
-		workers  = 20
-		think    = 100 * time.Millisecond
-		run      = 8 * time.Second
+		instances = 8
+		perMax    = 20
+		limit     = 60
+		workers   = 20
+		think     = 100 * time.Millisecond
+		run       = 8 * time.Second
 	)
 	for _, name := range []string{"postgres", "mysql"} {
 		t.Run(name, func(t *testing.T) {
@@ -376,8 +376,8 @@ func TestAvailabilityReplicas(t *testing.T) {
 				t.Run(strings.ReplaceAll(start, " ", "_"), func(t *testing.T) {
 					total := map[string]int64{}
 					for _, flavour := range []string{"database/sql", "pooldriver"} {
-						total[flavour] = replicaRun(t, srv, app, flavour, replicaLoad{
-							replicas: replicas, perMax: perMax, workers: workers,
+						total[flavour] = instanceRun(t, srv, app, flavour, instanceLoad{
+							instances: instances, perMax: perMax, workers: workers,
 							think: think, run: run, apart: apart, share: share,
 						})
 						srv.waitNoClients(t)
@@ -391,19 +391,19 @@ func TestAvailabilityReplicas(t *testing.T) {
 	}
 }
 
-// replicaLoad is one run of TestAvailabilityReplicas.
-type replicaLoad struct {
-	replicas, perMax, workers int
-	think, run                time.Duration
-	apart                     time.Duration // between two replicas' starts
-	share                     float64       // each replica serves at least the mean over this (pooldriver)
+// instanceLoad is one run of TestAvailabilityInstances.
+type instanceLoad struct {
+	instances, perMax, workers int
+	think, run                 time.Duration
+	apart                      time.Duration // between two instances' starts
+	share                      float64       // each instance serves at least the mean over this (pooldriver)
 }
 
-// replicaRun runs l's replicas of flavour (database/sql or pooldriver)
+// instanceRun runs l's instances of flavour (database/sql or pooldriver)
 // against srv as app, and returns their successes in all.
-func replicaRun(t *testing.T, srv *restartableServer, app, flavour string, l replicaLoad) int64 {
-	dbs := make([]*sql.DB, l.replicas)
-	conns := make([]*pooldriver.Connector, l.replicas)
+func instanceRun(t *testing.T, srv *restartableServer, app, flavour string, l instanceLoad) int64 {
+	dbs := make([]*sql.DB, l.instances)
+	conns := make([]*pooldriver.Connector, l.instances)
 	for i := range dbs {
 		if flavour == "database/sql" {
 			dbs[i] = sql.OpenDB(plainConnector(t, srv.s, app))
@@ -416,13 +416,13 @@ func replicaRun(t *testing.T, srv *restartableServer, app, flavour string, l rep
 			conns[i], _ = pooldriver.ConnectorOf(db)
 		}
 	}
-	ok := make([]atomic.Int64, l.replicas)
-	errs := make([]atomic.Int64, l.replicas)
-	all := make([]atomic.Int64, l.replicas) // successes while every replica runs
+	ok := make([]atomic.Int64, l.instances)
+	errs := make([]atomic.Int64, l.instances)
+	all := make([]atomic.Int64, l.instances) // successes while every instance runs
 	kinds := &loadResult{}
 	begin := make(chan struct{})
 	t0 := time.Now().Add(100 * time.Millisecond) // every worker waits at the line
-	allIn := t0.Add(time.Duration(l.replicas-1) * l.apart)
+	allIn := t0.Add(time.Duration(l.instances-1) * l.apart)
 	end := allIn.Add(l.run)
 	var wg sync.WaitGroup
 	for i, db := range dbs {
@@ -460,8 +460,8 @@ func replicaRun(t *testing.T, srv *restartableServer, app, flavour string, l rep
 		sumAll += all[i].Load()
 		per = append(per, fmt.Sprintf("%d/%d", ok[i].Load(), errs[i].Load()))
 	}
-	mean := float64(sumAll) / float64(l.replicas)
-	t.Logf("%s, %d replicas %v apart: successes/errors per replica %s; total %d", flavour, l.replicas, l.apart, strings.Join(per, " "), sum)
+	mean := float64(sumAll) / float64(l.instances)
+	t.Logf("%s, %d instances %v apart: successes/errors per instance %s; total %d", flavour, l.instances, l.apart, strings.Join(per, " "), sum)
 	kinds.logKinds(t, flavour)
 	if flavour == "pooldriver" {
 		var closed, changes int64
@@ -473,12 +473,12 @@ func replicaRun(t *testing.T, srv *restartableServer, app, flavour string, l rep
 		t.Logf("pooldriver: %d breaker changes, %d connections closed", changes, closed)
 		for i, c := range conns {
 			st := c.Stats()
-			t.Logf("  replica %d: total %d idle %d, created %d, connect errors %d, destroyed %d, breaker changes %d; %d successes while all ran",
+			t.Logf("  instance %d: total %d idle %d, created %d, connect errors %d, destroyed %d, breaker changes %d; %d successes while all ran",
 				i, st.Total, st.Idle, st.Created, st.ConnectErrors, st.Destroyed, st.BreakerChanges, all[i].Load())
 		}
 		for i := range dbs {
 			assert.GreaterOrEqual(t, float64(all[i].Load()), mean/l.share,
-				"replica %d: %d successes while all ran, mean %.0f", i, all[i].Load(), mean)
+				"instance %d: %d successes while all ran, mean %.0f", i, all[i].Load(), mean)
 		}
 	}
 	for _, db := range dbs {

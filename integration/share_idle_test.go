@@ -30,7 +30,7 @@ import (
 // server counts no refusal for the limit that binds (PostgreSQL; MariaDB at
 // a user's limit, which it counts only among every failed login): the
 // replicas that hold connections share with each other
-// (TestReplicasShareFullServer).
+// (TestInstancesShareFullServer).
 func TestPoolAloneBesideIdleHolder(t *testing.T) {
 	longTest(t)
 	checkNoGoroutineLeak(t)

@@ -16,27 +16,27 @@ import (
 	"github.com/pooldriver/pooldriver"
 )
 
-// TestReplicasShareFullServer (issue 37, item 8): eight replicas of a
+// TestInstancesShareFullServer (issue 37, item 8): eight instances of a
 // service, each its own pool of 20, against a server that lets their
-// identity have 60 connections, each replica 20 workers in a closed loop.
+// identity have 60 connections, each instance 20 workers in a closed loop.
 // Started one second apart, the first three used to hold every slot and
 // never give one back: the later five got no success in 30 s. Now a pool
 // that holds connections asks the server how full it is, and at a full
 // server the pools above a fair share give the surplus back. Every
-// replica's successes in the window when all of them run are at least a
+// instance's successes in the window when all of them run are at least a
 // quarter of the mean, started staggered and together, against local
 // servers and in containers behind Docker's proxy (docs/faults.md).
-func TestReplicasShareFullServer(t *testing.T) {
+func TestInstancesShareFullServer(t *testing.T) {
 	longTest(t)
 	checkNoGoroutineLeak(t)
 	const (
-		replicas = 8
-		poolMax  = 20
-		workers  = 20
-		limit    = 60
-		window   = 20 * time.Second
+		instances = 8
+		poolMax   = 20
+		workers   = 20
+		limit     = 60
+		window    = 20 * time.Second
 	)
-	// One server at a time: 160 workers of the other server's replicas on
+	// One server at a time: 160 workers of the other server's instances on
 	// the same cores would be what decides who is served (in make
 	// test-docker, with both at once, PostgreSQL's mean fell from 6,700
 	// calls to 1,900 and its fewest to a tenth of it).
@@ -55,20 +55,20 @@ func TestReplicasShareFullServer(t *testing.T) {
 				var (
 					dbs    []*sql.DB
 					conns  []*pooldriver.Connector
-					ok     = make([]atomic.Int64, replicas)
-					failed = make([]atomic.Int64, replicas)
-					all    atomic.Bool // every replica runs: count from now
+					ok     = make([]atomic.Int64, instances)
+					failed = make([]atomic.Int64, instances)
+					all    atomic.Bool // every instance runs: count from now
 					stop   = make(chan struct{})
 					wg     sync.WaitGroup
 				)
-				for i := range replicas {
+				for i := range instances {
 					c := pooldriver.New(withParams(tn.base, fmt.Sprintf("pool_max_conns=%d", poolMax)))
 					require.NoError(t, c.Err())
 					db := sql.OpenDB(c) // the workers' own: dbs grows meanwhile
 					conns = append(conns, c)
 					dbs = append(dbs, db)
 					if i > 0 && stagger > 0 {
-						time.Sleep(stagger) // the rolling deploy: one replica a second
+						time.Sleep(stagger) // the rolling deploy: one instance a second
 					}
 					for range workers {
 						wg.Add(1)
@@ -97,26 +97,26 @@ func TestReplicasShareFullServer(t *testing.T) {
 				}
 				all.Store(true)
 				time.Sleep(window)
-				logServerSessions(t, s) // what else held the server, should a replica starve
+				logServerSessions(t, s) // what else held the server, should an instance starve
 				close(stop)
 				wg.Wait()
 				for _, db := range dbs {
 					_ = db.Close()
 				}
 				var sum int64
-				for i := range replicas {
+				for i := range instances {
 					sum += ok[i].Load()
 				}
-				require.Positive(t, sum, "no replica was served")
-				mean := float64(sum) / replicas
-				for i := range replicas {
+				require.Positive(t, sum, "no instance was served")
+				mean := float64(sum) / instances
+				for i := range instances {
 					st := conns[i].Stats()
-					t.Logf("%s replica %d: %d successes, %d failures (mean %.0f); created %d, given back %d, connect errors %d",
+					t.Logf("%s instance %d: %d successes, %d failures (mean %.0f); created %d, given back %d, connect errors %d",
 						s.name, i, ok[i].Load(), failed[i].Load(), mean, st.Created, st.IdleTrimmed, st.ConnectErrors)
 				}
-				for i := range replicas {
+				for i := range instances {
 					assert.GreaterOrEqual(t, float64(ok[i].Load()), mean/4,
-						"replica %d's successes against a quarter of the mean", i)
+						"instance %d's successes against a quarter of the mean", i)
 				}
 			})
 		}
