@@ -114,9 +114,11 @@ func (c *Connector) logDebug(msg string, args ...any) {
 // 4th, 8th, ... in a row, so that a database down for long is reported
 // without a line per attempt.
 func (c *Connector) connectFailed(err error) {
-	if c.atLimit != nil && c.atLimit(err) {
-		c.share.refusals.Add(1)
-	}
+	// Every failed connect is the share's own: MariaDB counts failed
+	// logins, whatever refused them (dialects/mysql's load.go); one that
+	// never reached the server makes the count of others' too small, never
+	// too large.
+	c.share.refusals.Add(1)
 	n := c.dials.failed()
 	if n == 1 {
 		c.logAt(slog.LevelDebug, "connect failed", err)

@@ -59,7 +59,7 @@ import (
 // counted as no pool's, and the pools that held them looked alone.
 //
 // A pool alone at a server it fills keeps its connections where no refusal
-// is counted (PostgreSQL; MariaDB at a user's limit): it cannot tell a
+// is counted (PostgreSQL; MariaDB at a user's limit): it cannot tell an
 // instance waiting for its first connection from nobody; an instance is seen
 // once it holds one. PgBouncer
 // in front of the server is the answer past a handful of instances
@@ -99,15 +99,15 @@ func nextShare(share, total, lo, hi int, load dialects.ServerLoad, othersRefused
 		return share
 	}
 	// A quarter at most at each look: the number of pools is estimated
-	// from this one's size, which overcounts them when it is small (a
+	// from this one's size, which overcounts them when it is small (an
 	// instance still getting in would cut itself down).
 	return min(share, max(lo, fair, total-total/4, 1))
 }
 
 // refusedOthers reports whether the server refused someone else since the
-// last look: its count of refusals grew by more than mine, this pool's own
-// refusals since then. prev and prevLimit are the count and the limit of
-// the last look (prev -1: none, or not counted). A look whose limit is
+// last look: its count of refusals grew by more than mine, this pool's
+// own failed connects since then. prev and prevLimit are the count and the
+// limit of the last look (prev -1: none, or not counted). A look whose limit is
 // another (max_connections changed, or the user's limit binds where the
 // server's did) compares with none. Pure.
 func refusedOthers(prev, prevLimit int64, load dialects.ServerLoad, mine int64) bool {
@@ -152,8 +152,8 @@ func shareTick() time.Duration {
 }
 
 // serverShare is what a pool knows of its share of a full server: its
-// own refusals since the last look, what the last look read, and the share
-// it set. Its loop asks for a look (lookDue) and the next connection let
+// own failed connects since the last look, what the last look read, and
+// the share it set. Its loop asks for a look (lookDue) and the next connection let
 // go makes it (phys.Conn.settle, fateLook).
 type serverShare struct {
 	pool    *pool.Pool[*phys.Conn]

@@ -79,8 +79,8 @@ type ServerLoad struct {
 	// room to spare), and count for no pool that waits.
 	Idle int64
 	// Refused counts the logins the server refused since it started
-	// (MariaDB: its failed logins, less the port probes and the wrong
-	// passwords), or is -1 where the server does not say (PostgreSQL),
+	// (MariaDB: its failed logins, less the port probes), or is -1 where
+	// the server does not say (PostgreSQL),
 	// or where the user's own limit is the tighter one (those refusals
 	// are the user's, not the server's).
 	Refused int64

@@ -16,22 +16,23 @@ var _ dialects.LoadReader = (*conn)(nil)
 // dialects.IdleFor or longer, of those the user may see and of its own.
 //
 // The refusals are the failed logins (ABORTED_CONNECTS) less those that
-// never reached the handshake (ABORTED_CONNECTS_PREAUTH: a port probe) and
-// those denied access (ACCESS_DENIED_ERRORS: a wrong password). They are
-// not CONNECTION_ERRORS_MAX_CONNECTIONS: MariaDB keeps one connection
-// beyond max_connections for a SUPER user, and counts there only the
-// attempts that find that one taken too; a lone login refused while it is
-// free (a breaker's one trial at a time) is counted among the failed
-// logins only, so a pool that waits alone at a full server was never
-// seen. What else is counted there (a login to an unknown database, a
-// login refused for max_user_connections) fails as well, and is counted
-// by the pool that failed it as its own. Where the user's limit is the
-// tighter, Refused is -1: those refusals are the user's, not the server's.
+// never reached the handshake (ABORTED_CONNECTS_PREAUTH: a port probe),
+// which only grows. They are not CONNECTION_ERRORS_MAX_CONNECTIONS:
+// MariaDB keeps one connection beyond max_connections for a SUPER user,
+// and counts there only the attempts that find that one taken too; a lone
+// login refused while it is free (a breaker's one trial at a time) is
+// counted among the failed logins only, so a pool that waited alone at a
+// full server was never seen. Other failed logins count too (a wrong
+// password, an unknown database): at a full server, where the count is
+// read for, a login is refused for the limit before it can fail for
+// another cause but in that one connection. A pool counts every connect
+// of its own that failed as its own (the share's mine). Where the user's
+// limit is the tighter, Refused is -1: those refusals are the user's.
 // MySQL 8 has no information_schema.GLOBAL_STATUS: the query fails there,
 // and pooldriver stops asking.
 var loadSQL = `SELECT @@max_connections, ` +
 	globalStatus("THREADS_CONNECTED") + `, ` +
-	globalStatus("ABORTED_CONNECTS") + ` - ` + globalStatus("ABORTED_CONNECTS_PREAUTH") + ` - ` + globalStatus("ACCESS_DENIED_ERRORS") + `, ` +
+	globalStatus("ABORTED_CONNECTS") + ` - ` + globalStatus("ABORTED_CONNECTS_PREAUTH") + `, ` +
 	`@@max_user_connections, ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)), ` +
 	`(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ` + asleep + `), ` +
