@@ -95,9 +95,11 @@ func WithReadToken(ctx context.Context, token string) (context.Context, error) {
 // Monotonic reads: a read sees at least what its server had replayed (a
 // standby) or flushed (the primary) when it ended, which only a look
 // begun after that tells. Until one has, the task's next read goes where
-// the last one did (the same standby, while it can serve, else the
-// primary, which is ahead of every standby); once one has, what it saw
-// is the task's floor, and any server that reached it serves.
+// the last one did: the same standby while it stays (a late look does
+// not send the read to the primary, which may not show yet a commit the
+// standby showed), else the primary; once one has, what it saw is the
+// task's floor, and any server that reached it serves (the task's own
+// standby first, and while it stays rather than the primary).
 func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary bool, query string, parked *pool.Resource[*phys.Conn]) (h *standby, read bool) {
 	m := readMarkFrom(ctx)
 	for u := t; u != nil && u.reads.on.Load() == nil; u = u.reads.parent {
@@ -122,7 +124,7 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 			return nil, true
 		}
 		if e := t.unseenRead(r); e != nil {
-			if e.on == nil || !r.serves(e.on, max(after, t.readsAfter()), m.maxLag, time.Now()) {
+			if e.on == nil || !r.stays(e.on, max(after, t.readsAfter()), m.maxLag, time.Now()) {
 				r.onPrimary.Add(1)
 				return nil, true
 			}
@@ -132,18 +134,19 @@ func (r *replicas) route(ctx context.Context, t *task, k opKind, readTx, primary
 		after = max(after, t.readsAfter())
 		last = t.reads.last.Load()
 	}
+	own := last
 	if last == nil && parked != nil {
 		last = r.of(parked.Value()) // its parked connection is taken without the pool
 	}
-	h = r.source(ctx, after, last, m.maxLag)
+	h = r.source(ctx, after, last, own, m.maxLag)
 	if h != nil && t != nil {
 		// What the standby was last seen to have replayed, the read
 		// sees at least.
 		if s := h.seen.Load(); s != nil {
 			t.readAfter(s.replayed)
 		}
-		if last != h {
-			t.reads.last.Store(h)
+		if own != h {
+			t.reads.last.Store(h) // where it came from the parked connection too
 		}
 	}
 	return h, t != nil

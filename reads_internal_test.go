@@ -62,27 +62,27 @@ func TestStandbyServes(t *testing.T) {
 	r := testReplicas(2, time.Second)
 	now := time.Now()
 	a, b := r.hosts[0], r.hosts[1]
-	if h := r.source(context.Background(), 0, nil, 0); h != nil {
+	if h := r.source(context.Background(), 0, nil, nil, 0); h != nil {
 		t.Fatalf("never looked at: served by %s", h.host)
 	}
 	a.seen.Store(&standbySeen{at: now, up: true, replayed: 500})
 	b.seen.Store(&standbySeen{at: now, up: true, replayed: 900})
-	if h := r.source(context.Background(), 600, nil, 0); h != b {
+	if h := r.source(context.Background(), 600, nil, nil, 0); h != b {
 		t.Fatalf("after 600: got %v, want b (a replayed 500)", h)
 	}
-	if h := r.source(context.Background(), 100, a, 0); h != a {
+	if h := r.source(context.Background(), 100, a, nil, 0); h != a {
 		t.Fatalf("the task's last standby serves: got %v", h)
 	}
-	if h := r.source(context.Background(), 1000, nil, 0); h != nil {
+	if h := r.source(context.Background(), 1000, nil, nil, 0); h != nil {
 		t.Fatalf("after 1000: none replayed it, got %s", h.host)
 	}
 	b.seen.Store(&standbySeen{at: now, up: true, replayed: 900, lag: 2 * time.Second})
 	a.seen.Store(&standbySeen{at: now.Add(-2 * time.Second), up: true, replayed: 900})
-	if h := r.source(context.Background(), 0, nil, 0); h != nil {
+	if h := r.source(context.Background(), 0, nil, nil, 0); h != nil {
 		t.Fatalf("one lags, one's look is old: got %s", h.host)
 	}
 	a.seen.Store(&standbySeen{at: now})
-	if h := r.source(context.Background(), 0, nil, 0); h != nil {
+	if h := r.source(context.Background(), 0, nil, nil, 0); h != nil {
 		t.Fatalf("down: got %s", h.host)
 	}
 	if got := r.onPrimary.Load(); got != 4 {
@@ -102,6 +102,44 @@ func TestStandbyServes(t *testing.T) {
 	}
 	if !r.serves(a, 0, 0, now.Add(standbyRetry)) {
 		t.Errorf("a standby that failed to connect %v ago does not serve", standbyRetry)
+	}
+}
+
+// TestOwnStandbyStays: a late look (older than the lag bound, up to
+// twice it) does not send a task's read from the standby it read
+// from last to the primary, which may not show yet a commit the standby
+// showed; another standby, a look too old, a lag past the bound, a
+// position not replayed or a standby down does.
+func TestOwnStandbyStays(t *testing.T) {
+	r := testReplicas(2, 100*time.Millisecond)
+	now := time.Now()
+	a, b := r.hosts[0], r.hosts[1]
+	late := now.Add(-150 * time.Millisecond)
+	a.seen.Store(&standbySeen{at: late, up: true, replayed: 500, lag: 50 * time.Millisecond})
+	b.seen.Store(&standbySeen{at: late, up: true, replayed: 500})
+	if h := r.source(context.Background(), 400, a, a, 0); h != a {
+		t.Fatalf("own standby, late look: got %v, want a", h)
+	}
+	if h := r.source(context.Background(), 400, a, nil, 0); h != nil {
+		t.Fatalf("the parked connection's standby, late look: got %s, want the primary", h.host)
+	}
+	if h := r.source(context.Background(), 400, nil, b, 0); h != b {
+		t.Fatalf("own standby b, late look: got %v, want b", h)
+	}
+	for _, c := range []struct {
+		name  string
+		seen  standbySeen
+		after dialects.Position
+	}{
+		{"look older than twice the bound", standbySeen{at: now.Add(-250 * time.Millisecond), up: true, replayed: 500}, 400},
+		{"lag past the bound", standbySeen{at: late, up: true, replayed: 500, lag: 200 * time.Millisecond}, 400},
+		{"not replayed", standbySeen{at: late, up: true, replayed: 500}, 600},
+		{"down", standbySeen{at: late, replayed: 500}, 400},
+	} {
+		a.seen.Store(&c.seen)
+		if h := r.source(context.Background(), c.after, a, a, 0); h != nil {
+			t.Errorf("%s: got %s, want the primary", c.name, h.host)
+		}
 	}
 }
 
@@ -398,7 +436,7 @@ func TestReadWait(t *testing.T) {
 		near.seen.Store(&standbySeen{started: at, at: at, up: true, replayed: 1000})
 		r.waits.looked()
 	}()
-	if h := r.source(context.Background(), 1000, nil, 0); h != near {
+	if h := r.source(context.Background(), 1000, nil, nil, 0); h != near {
 		t.Fatalf("got %v, want the standby close behind once its look saw 1000", h)
 	}
 	<-done
@@ -410,14 +448,14 @@ func TestReadWait(t *testing.T) {
 
 	// None close behind: no wait, the primary.
 	near.seen.Store(&standbySeen{started: now, at: time.Now(), up: true, replayed: 500, lag: 2 * time.Minute})
-	if h := r.source(context.Background(), 1000, nil, 0); h != nil {
+	if h := r.source(context.Background(), 1000, nil, nil, 0); h != nil {
 		t.Fatalf("got %s, want the primary", h.host)
 	}
 	// The caller's context ends the wait.
 	near.seen.Store(&standbySeen{started: now, at: time.Now(), up: true, replayed: 500})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if h := r.source(ctx, 1000, nil, 0); h != nil {
+	if h := r.source(ctx, 1000, nil, nil, 0); h != nil {
 		t.Fatalf("a cancelled read waited and got %s", h.host)
 	}
 }

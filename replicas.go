@@ -20,10 +20,11 @@ import (
 // log, read off the callers' paths on connections of their own (one per
 // host): every positionEvery, the primary's flushed position and each
 // standby's replayed one. A standby serves a read when it answered its
-// last look (which is recent), is still a standby, lags the primary by
-// at most pool_max_replica_lag, and has replayed the position the read
-// must see (its task's writes: their commits' positions, learnt in the
-// COMMIT's round trip).
+// last look (which is recent: within the lag bound, twice it for the
+// standby the read's task read from last, see stays), is still a
+// standby, lags the primary by at most pool_max_replica_lag, and has
+// replayed the position the read must see (its task's writes: their
+// commits' positions, learnt in the COMMIT's round trip).
 //
 // A standby's lag is read from the primary's positions over time: it is
 // the time since the primary's first position the standby has not
@@ -227,13 +228,18 @@ func (r *replicas) primaryPosition(ctx context.Context) (dialects.Position, erro
 // source returns the standby whose pool serves a read that must see
 // after and may lag the primary by maxLag (0: pool_max_replica_lag),
 // counted; nil: the primary serves it. last, the standby the read's task
-// read from last, is taken first while it can serve. Where none can yet
-// but one close behind may soon, the read waits for it up to
-// pool_read_wait (readwait.go).
-func (r *replicas) source(ctx context.Context, after dialects.Position, last *standby, maxLag time.Duration) *standby {
+// read from last (else the one its parked connection is to), is taken
+// first while it can serve. Where none can yet but one close behind may
+// soon, the read waits for it up to pool_read_wait (readwait.go). Where
+// none serves then, own, the standby the task itself read from last (nil:
+// none), serves while it stays.
+func (r *replicas) source(ctx context.Context, after dialects.Position, last, own *standby, maxLag time.Duration) *standby {
 	h := r.pick(after, last, maxLag, time.Now())
 	if h == nil && r.readWait > 0 {
 		h = r.wait(ctx, after, last, maxLag)
+	}
+	if h == nil && own != nil && r.stays(own, after, maxLag, time.Now()) {
+		h = own
 	}
 	if h == nil {
 		r.onPrimary.Add(1)
@@ -271,6 +277,26 @@ func (r *replicas) serves(h *standby, after dialects.Position, maxLag time.Durat
 	// A standby its pool failed to connect to lately (full, or going
 	// down before a look saw it) is tried again after standbyRetry.
 	return !h.c.dials.failedWithin(now, standbyRetry)
+}
+
+// stays reports whether h, the standby a task read from last, takes the
+// task's next read where serves would send it to the primary because h's
+// last look is no longer recent: a look late on a busy machine. The
+// primary is not ahead of every standby: a commit's record is flushed, so
+// streamed and replayed, before the backend that committed makes it
+// visible there, so for a moment a standby shows a commit the primary
+// does not, and a task that read it on h would read older on the primary.
+// h never goes back on what it showed. Its last look, at most twice
+// maxLag ago (serves: maxLag), found it up, at or past after and within
+// maxLag of the primary, and its pool connects: what it serves is at most
+// three times maxLag old, where serves' is twice.
+func (r *replicas) stays(h *standby, after dialects.Position, maxLag time.Duration, now time.Time) bool {
+	if maxLag == 0 {
+		maxLag = r.maxLag
+	}
+	s := h.seen.Load()
+	return s != nil && s.up && s.replayed >= after && s.lag <= maxLag &&
+		now.Sub(s.at) <= 2*maxLag && !h.c.dials.failedWithin(now, standbyRetry)
 }
 
 // near reports whether a standby's last look s found it up, is recent,

@@ -267,10 +267,14 @@ func TestReadsMonotonic(t *testing.T) {
 				}
 				var v1, v2 int64
 				var r1, r2 bool
-				err := db.QueryRowContext(rctx, "SELECT v, pg_is_in_recovery() FROM mono_counter WHERE id = 1").Scan(&v1, &r1)
+				var d1, d2 monoSeen
+				t0 := time.Now()
+				err := db.QueryRowContext(rctx, monoReadSQL).Scan(&v1, &r1, &d1.server, &d1.xmin)
+				t1 := time.Now()
 				if err == nil {
-					err = db.QueryRowContext(rctx, "SELECT v, pg_is_in_recovery() FROM mono_counter WHERE id = 1").Scan(&v2, &r2)
+					err = db.QueryRowContext(rctx, monoReadSQL).Scan(&v2, &r2, &d2.server, &d2.xmin)
 				}
+				t2 := time.Now()
 				end()
 				if err != nil {
 					errs <- err
@@ -278,6 +282,8 @@ func TestReadsMonotonic(t *testing.T) {
 				}
 				if v2 < v1 {
 					older.Add(1)
+					t.Logf("task %d (wrote %v) read older: 1st on %s v=%d xmin=%s (took %v); 2nd on %s v=%d xmin=%s (took %v)",
+						i, wrote, d1.server, v1, d1.xmin, t1.Sub(t0), d2.server, v2, d2.xmin, t2.Sub(t1))
 				}
 				if !r1 && wrote {
 					firstOnPrimary.Add(1)
@@ -366,6 +372,15 @@ func TestReadsMonotonic(t *testing.T) {
 	require.Zero(t, lateOlder.Load(), "a read after a read on the primary went behind it")
 	require.Positive(t, primaryFirst.Load(), "no round's first read went to the primary: the rounds test nothing")
 }
+
+// monoReadSQL is TestReadsMonotonic's read, with what tells where it ran
+// and what it saw (diagnostics): the server (cluster_name: prompt,
+// delayed; "primary") and the row's xmin; only built-ins that leave the
+// session alone (sqllex), so that the read is routed as the plain one.
+const monoReadSQL = "SELECT v, pg_is_in_recovery(), coalesce(nullif(current_setting('cluster_name'), ''), 'primary'), " +
+	"xmin::text FROM mono_counter WHERE id = 1"
+
+type monoSeen struct{ server, xmin string }
 
 // TestReadsTokenUnreadable: a token taken while the primary's position
 // cannot be read (every session of the Connector's on the primary
