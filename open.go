@@ -190,7 +190,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
 	}
 	if s.Reads != ReadsPrimary {
-		if c.reads, err = newReplicas(c, t, s); err != nil {
+		if err := c.openStandbys(t, s); err != nil {
 			c.closeNow()
 			return nil, err
 		}
@@ -198,6 +198,24 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	}
 	c.logAt(slog.LevelInfo, "pool opened", nil, "config", &c.cfg)
 	return c, nil
+}
+
+// openStandbys opens a Connector per standby of c, whose template is t and
+// whose Config is s, and the replicas that send reads to them.
+func (c *Connector) openStandbys(t dialects.Template, s Config) error {
+	subs, err := standbyConfigs(t, s, c.scheme())
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		sc, err := newConnector(sub, nil)
+		if err != nil {
+			return err // closeNow closes those opened
+		}
+		c.standbys = append(c.standbys, sc)
+	}
+	c.reads = newReplicas(c, t, s, c.standbys)
+	return nil
 }
 
 // Close closes every idle physical connection at once and every other one as
@@ -219,6 +237,9 @@ func (c *Connector) closeNow() {
 			c.stopCatalog()
 			if c.reads != nil {
 				c.reads.close()
+			}
+			for _, sc := range c.standbys {
+				sc.closeNow()
 			}
 		}
 		c.pool.Close()

@@ -107,7 +107,7 @@ const seenWithin = time.Second
 // more than it was last seen at may wait for its next look.
 func (r *replicas) catchingUp(h *standby, maxLag time.Duration, now time.Time) bool {
 	s := h.seen.Load()
-	return r.near(s, maxLag, now) && s.lag <= r.readWait && !h.c.dials.failedWithin(now, standbyRetry)
+	return r.near(s, maxLag, 1, now) && s.lag <= r.readWait && !h.c.dials.failedWithin(now, standbyRetry)
 }
 
 // sawSince returns how far e's server was seen to be by a look begun

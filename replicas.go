@@ -31,12 +31,14 @@ import (
 // replayed was seen, 0 where it replayed the newest (a primary without
 // writes has nothing to lag behind).
 
-// newReplicas opens the standbys' Connectors for c, whose template is
-// t; s is c's Config. An error names what is wrong.
-func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error) {
+// standbyConfigs returns the Config of a Connector per standby of t, the
+// template of a Connector whose Config is s and whose scheme is scheme:
+// each connects to its host only while it is a standby. An error names
+// what is wrong.
+func standbyConfigs(t dialects.Template, s Config, scheme string) ([]Config, error) {
 	st, ok := t.(dialects.StandbyTemplates)
 	if !ok {
-		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the %s dialect cannot send reads to standbys (PostgreSQL's and MySQL/MariaDB's can)", s.Reads, c.scheme())
+		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the %s dialect cannot send reads to standbys (PostgreSQL's and MySQL/MariaDB's can)", s.Reads, scheme)
 	}
 	if s.ServerPooling == dialects.ServerPoolingSession || s.ServerPooling == dialects.ServerPoolingTransaction {
 		return nil, fmt.Errorf("pooldriver: pool_reads=%s cannot be used with pool_server_pooling: the pooler hides which server a connection reaches", s.Reads)
@@ -45,16 +47,11 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("pooldriver: pool_reads=%s: the DSN names one host; name the primary and its standbys (host1,host2,...)", s.Reads)
 	}
-	r := &replicas{c: c, maxLag: s.MaxReplicaLag, readWait: s.ReadWait, kick: make(chan struct{}, 1)}
-	r.prover, _ = t.(dialects.ReadProver)
-	if s.Reads == ReadsSelects {
-		if r.prover == nil {
-			return nil, fmt.Errorf("pooldriver: pool_reads=selects: the %s dialect cannot prove that a statement only reads (use pool_reads=standby)", c.scheme())
-		}
-		r.selects = true
+	if _, ok := t.(dialects.ReadProver); !ok && s.Reads == ReadsSelects {
+		return nil, fmt.Errorf("pooldriver: pool_reads=selects: the %s dialect cannot prove that a statement only reads (use pool_reads=standby)", scheme)
 	}
-	r.primary = monitor{tmpl: t, creds: c.credentials}
-	for _, h := range hosts {
+	subs := make([]Config, len(hosts))
+	for i, h := range hosts {
 		sub := s
 		sub.tmpl = h
 		sub.Reads = ReadsPrimary
@@ -65,25 +62,40 @@ func newReplicas(c *Connector, t dialects.Template, s Config) (*replicas, error)
 		// connections open by itself, which would be dialled again at
 		// once while the standby is down.
 		sub.MinConns, sub.MinIdleConns = 0, 0
-		host := h.String()
-		if a, ok := h.(dialects.AddressedTemplate); ok && a.Address().Host != "" {
-			host = dialects.Address{Host: a.Address().Host, Port: a.Address().Port}.String()
-		}
 		if s.Name != "" {
-			sub.Name = s.Name + " standby " + host
+			sub.Name = s.Name + " standby " + standbyHost(h)
 		}
-		sc, err := newConnector(sub, nil)
-		if err != nil {
-			r.close()
-			return nil, err
-		}
-		sb := &standby{c: sc, host: host, mon: monitor{tmpl: h, creds: c.credentials}, kick: make(chan struct{}, 1)}
+		subs[i] = sub
+	}
+	return subs, nil
+}
+
+// standbyHost is how a standby's template h is named in logs and errors:
+// its address, where the dialect tells it.
+func standbyHost(h dialects.Template) string {
+	if a, ok := h.(dialects.AddressedTemplate); ok && a.Address().Host != "" {
+		return dialects.Address{Host: a.Address().Host, Port: a.Address().Port}.String()
+	}
+	return h.String()
+}
+
+// newReplicas is the standbys of c, whose template is t and whose Config
+// is s, read through standbys: a Connector per standby, made from
+// standbyConfigs, in order.
+func newReplicas(c *Connector, t dialects.Template, s Config, standbys []*Connector) *replicas {
+	r := &replicas{c: c, maxLag: s.MaxReplicaLag, readWait: s.ReadWait, kick: make(chan struct{}, 1)}
+	r.prover, _ = t.(dialects.ReadProver)
+	r.selects = s.Reads == ReadsSelects
+	r.primary = monitor{tmpl: t, creds: c.credentials}
+	for _, sc := range standbys {
+		h := sc.cfg.tmpl
+		sb := &standby{c: sc, host: standbyHost(h), mon: monitor{tmpl: h, creds: c.credentials}, kick: make(chan struct{}, 1)}
 		if rf, ok := h.(dialects.StandbyRefusals); ok {
 			sb.refused = rf.RefusedByStandby
 		}
 		r.hosts = append(r.hosts, sb)
 	}
-	return r, nil
+	return r
 }
 
 // start starts the looks, which end when c closes.
@@ -270,13 +282,7 @@ func (r *replicas) pick(after dialects.Position, last *standby, maxLag time.Dura
 // lag the primary by maxLag (0: pool_max_replica_lag), from its last
 // look.
 func (r *replicas) serves(h *standby, after dialects.Position, maxLag time.Duration, now time.Time) bool {
-	s := h.seen.Load()
-	if s == nil || s.replayed < after || !r.near(s, maxLag, now) {
-		return false
-	}
-	// A standby its pool failed to connect to lately (full, or going
-	// down before a look saw it) is tried again after standbyRetry.
-	return !h.c.dials.failedWithin(now, standbyRetry)
+	return r.fits(h, after, maxLag, 1, now)
 }
 
 // stays reports whether h, the standby a task read from last, takes the
@@ -291,29 +297,35 @@ func (r *replicas) serves(h *standby, after dialects.Position, maxLag time.Durat
 // maxLag of the primary, and its pool connects: what it serves is at most
 // three times maxLag old, where serves' is twice.
 func (r *replicas) stays(h *standby, after dialects.Position, maxLag time.Duration, now time.Time) bool {
-	if maxLag == 0 {
-		maxLag = r.maxLag
-	}
+	return r.fits(h, after, maxLag, 2, now)
+}
+
+// fits is serves with a look at most looks times maxLag old.
+func (r *replicas) fits(h *standby, after dialects.Position, maxLag, looks time.Duration, now time.Time) bool {
 	s := h.seen.Load()
-	return s != nil && s.up && s.replayed >= after && s.lag <= maxLag &&
-		now.Sub(s.at) <= 2*maxLag && !h.c.dials.failedWithin(now, standbyRetry)
+	if s == nil || s.replayed < after || !r.near(s, maxLag, looks, now) {
+		return false
+	}
+	// A standby its pool failed to connect to lately (full, or going
+	// down before a look saw it) is tried again after standbyRetry.
+	return !h.c.dials.failedWithin(now, standbyRetry)
 }
 
-// near reports whether a standby's last look s found it up, is recent,
-// and lags the primary by at most maxLag (0: pool_max_replica_lag).
-func (r *replicas) near(s *standbySeen, maxLag time.Duration, now time.Time) bool {
+// near reports whether a standby's last look s found it up, is at most
+// looks times maxLag old, and found it at most maxLag behind the primary
+// (maxLag 0: pool_max_replica_lag).
+func (r *replicas) near(s *standbySeen, maxLag, looks time.Duration, now time.Time) bool {
 	if maxLag == 0 {
 		maxLag = r.maxLag
 	}
-	return s != nil && s.up && now.Sub(s.at) <= maxLag && s.lag <= maxLag
+	return s != nil && s.up && now.Sub(s.at) <= looks*maxLag && s.lag <= maxLag
 }
 
-// close closes the standbys' Connectors and the looks' connections, once
-// c's closed is closed.
+// close closes the looks' connections, once c's closed is closed. The
+// standbys' Connectors are their builder's to close (closeNow).
 func (r *replicas) close() {
 	r.wg.Wait()
 	for _, h := range r.hosts {
-		h.c.closeNow()
 		h.mon.drop()
 	}
 	r.primary.drop()
