@@ -21,7 +21,7 @@
 # POOLDRIVER_POSTGRES_DSN, else the local default); postgres-background:
 # the same with context.Background(); mysql, mysql-background: the same
 # against MySQL/MariaDB (POOLDRIVER_MYSQL_DSN, else the local default).
-# all: issue 39's whole table in one run, every contender side by side: PostgreSQL (tuned database/sql,
+# all: the whole table in one run, every contender side by side: PostgreSQL (tuned database/sql,
 # pooldriver, pgxpool) and MySQL/MariaDB (tuned, pooldriver) at 1 and 64
 # goroutines with context.Background() and a cancellable context, and the
 # fake server; a markdown table with the ratios (SERVERS=postgres: the

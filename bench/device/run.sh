@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# On the lent machine, inside pg.sh and mdb.sh (see pack.sh): issue 39's
-# many-core report and issue 35's reset cost. About 5 minutes.
+# On the lent machine, inside pg.sh and mdb.sh (see pack.sh): the
+# many-core report (the pool under contention, the point select from 1 to
+# 256 goroutines) and where a default-deny reset costs. About 5 minutes.
 B=.dev/bin
 echo "== default-deny reset, one serial caller"
 $B/integration.test -test.run '^$' -test.bench '^BenchmarkDefaultDenyReset$' -test.benchtime 5000x -test.count 5 2>&1 | tee $OUT/default-deny.txt
