@@ -223,15 +223,20 @@ release-check:
 # internal/phys, the physical connection, is a package under the root's
 # floors: the compiler keeps it from naming them.
 ROOT_FLOORS := raw.go,middleware.go,driver.go,stats.go,shutdown.go;conn.go,hold.go,rows.go,stmt.go,tx.go;reads.go;task.go;open.go,replicas.go,readwait.go;dial.go,trace.go,hooks.go,reset.go,lostcommit.go;connector.go,hosts.go,log.go,catalogwatch.go,options.go;config.go,settings.go,plan.go;doc.go,errors.go,leak.go,loglimit.go,mode.go,nest.go,readmark.go,share.go,taskctx.go,tracer.go
+PHYS := github.com/pooldriver/pooldriver/internal/phys
 .PHONY: arch
 arch:
-	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' .
+	$(GO) run ./internal/cmd/archstat -layers '$(ROOT_FLOORS)' -uses $(PHYS) .
 	@echo && $(GO) run ./internal/cmd/archstat ./internal/phys
 	@echo && $(GO) run ./internal/cmd/archstat ./pool
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for n in 1000 2000; do \
 		$(GO) test -count=1 -run '^$$' -bench '^BenchmarkExec$$/^pooldriver$$' -benchtime=$${n}x -covermode=count \
 			-coverpkg=github.com/pooldriver/pooldriver -coverprofile=$$d/exec$$n.out . >/dev/null || exit 1; done && \
 		echo && echo "files one db.Exec outside a task runs code in:" && $(GO) run ./internal/cmd/archstat -covdiff $$d/exec1000.out $$d/exec2000.out
+	@echo && echo "docs/design.md's table of the structure (make lint holds the page to it):" && \
+		$(GO) run ./internal/cmd/archstat -row root -layers '$(ROOT_FLOORS)' -uses $(PHYS) . && \
+		$(GO) run ./internal/cmd/archstat -row internal/phys ./internal/phys && \
+		$(GO) run ./internal/cmd/archstat -row pool ./pool
 
 golangci-lint-version:
 	@echo $(GOLANGCI_LINT_VERSION)

@@ -100,3 +100,23 @@ func TestCoverDiff(t *testing.T) {
 		t.Errorf("output:\n%s", out.String())
 	}
 }
+
+// TestRow: the table row and the names used, on tiny.
+func TestRow(t *testing.T) {
+	p, err := load("./testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := row(p, "tiny", ""), "| tiny | 4 | 4 | 1 | 2 {base, mid} |"; got != want {
+		t.Errorf("row %q, want %q", got, want)
+	}
+	// Given floors with util.go unplaced: base.go → mid.go is the one up.
+	if got, want := row(p, "tiny", "face.go;mid.go;base.go"), "| tiny | 4 | 4 | 1 | 2 {base, mid} |"; got != want {
+		t.Errorf("row with floors %q, want %q", got, want)
+	}
+	// Its own exported names its files use (a definition is no use):
+	// Open and Mid.name are not among them.
+	if got, want := strings.Join(uses(p, p.path), ", "), "(field) Base, (field) Size, Base, Mid, Mid.Run"; got != want {
+		t.Errorf("uses %q, want %q", got, want)
+	}
+}

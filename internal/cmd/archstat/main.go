@@ -5,6 +5,7 @@
 //
 //	go run ./internal/cmd/archstat [-v] [-top 10] [-layers 'a.go,b.go;c.go;...'] DIR
 //	go run ./internal/cmd/archstat [-v] -covdiff A.out B.out
+//	go run ./internal/cmd/archstat -row NAME [-layers ...] [-uses PATH] DIR
 //
 // for example `go run ./internal/cmd/archstat .` or `... ./pool`.
 //
@@ -41,6 +42,12 @@
 // PATH it also reports every write of a field declared in package PATH
 // and every Lock, Unlock or TryLock called on one (see sealed).
 //
+// Row. -row NAME prints nothing but the package's row of the table of the
+// structure in docs/design.md (see row), which make lint holds against
+// the page. -uses PATH counts the exported names of the package PATH that
+// the package's files refer to, each function, type, field or method
+// once: how much of that package's face it uses.
+//
 // -covdiff compares two coverage profiles (go test -covermode=count
 // -coverprofile): the files with blocks whose counts differ. Two runs of a
 // loop, N and 2N times, differ in the files that one iteration executes.
@@ -74,6 +81,8 @@ func main() {
 	checkOnly := flag.Bool("check", false, "report only what breaks -max-set and -layers, and exit 1 if anything does")
 	maxSet := flag.Int("max-set", 0, "with -check: the most files that may reach each other (0: any number)")
 	sealedPkg := flag.String("sealed", "", "with -check: the import path of a package whose fields no code outside it writes or locks")
+	rowName := flag.String("row", "", "print only the package's row of docs/design.md's table, named this")
+	usesPath := flag.String("uses", "", "also print how many exported names of the package with this import path the package uses (-v: which)")
 	flag.Parse()
 	var err error
 	switch {
@@ -91,10 +100,25 @@ func main() {
 				os.Exit(1)
 			}
 		}
+	case *rowName != "" && flag.NArg() == 1:
+		var p *pkg
+		if p, err = load(flag.Arg(0)); err == nil {
+			printf(os.Stdout, "%s\n", row(p, *rowName, *layers))
+			if *usesPath != "" {
+				printf(os.Stdout, "%s uses %d exported names of %s.\n", *rowName, len(uses(p, *usesPath)), *usesPath)
+			}
+		}
 	case !*covdiff && flag.NArg() == 1:
 		var p *pkg
 		if p, err = load(flag.Arg(0)); err == nil {
 			report(os.Stdout, p, *layers, *top, *verbose)
+			if *usesPath != "" {
+				names := uses(p, *usesPath)
+				printf(os.Stdout, "\nexported names of %s used: %d\n", *usesPath, len(names))
+				if *verbose {
+					printf(os.Stdout, "  %s\n", strings.Join(names, "\n  "))
+				}
+			}
 		}
 	default:
 		flag.Usage()
