@@ -8,6 +8,9 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,14 +34,22 @@ func TestTransactionModeRawBegin(t *testing.T) {
 
 		task, end := pooldriver.WithTask(ctx(t))
 		defer end()
+		// Under load it once ran out of its 30 s at the last INSERT (2 of 5
+		// make test runs beside stress-ng, never alone): a failure says
+		// how long each step took, and a step past 5 s logs the stacks of
+		// the statements under way (stepsOnFailure).
+		steps := stepsOnFailure(t, c)
 		_, err := db.ExecContext(task, "BEGIN")
 		require.NoError(t, err)
+		steps.done("BEGIN")
 		pid := backendID(t, db, task, s)
 		_, err = db.ExecContext(task, insert, 1)
 		require.NoError(t, err)
+		steps.done("INSERT 1")
 		assert.Equal(t, pid, backendID(t, db, task, s))
 		assert.EqualValues(t, 1, count(t, db, task, table), "the task sees its own row")
 		assert.Equal(t, 1, c.Stats().Active, "the task's connection is pinned")
+		steps.done("the task's reads")
 
 		// Another task, and a statement without a task, run elsewhere and
 		// do not see the row.
@@ -47,25 +58,92 @@ func TestTransactionModeRawBegin(t *testing.T) {
 		assert.Zero(t, count(t, db, other, table))
 		endOther()
 		assert.Zero(t, count(t, db, ctx(t), table))
+		steps.done("the other task's reads")
 		assert.EqualValues(t, 1, tn.openTxs(t))
+		steps.done("openTxs")
 
 		_, err = db.ExecContext(task, "COMMIT")
 		require.NoError(t, err)
+		steps.done("COMMIT")
 		// Back in the pool at COMMIT; Active reads 0 once the release
 		// settles, moments after (README, Stats). (Were a statement judged
 		// a change of the session, a table the catalog's reading does not
 		// know, the task would keep the connection to its end: tableBy.)
 		waitFor(t, "the connection to go back to the pool at COMMIT", func() bool { return c.Stats().Active == 0 })
+		steps.done("back in the pool")
 		assert.Zero(t, c.Stats().AutoRollbacks)
 		assert.EqualValues(t, 1, count(t, db, ctx(t), table))
 		assert.Zero(t, tn.openTxs(t))
+		steps.done("count, openTxs")
 
 		// The task goes on, with a connection from the pool per statement.
 		_, err = db.ExecContext(task, insert, 2)
 		require.NoError(t, err)
+		steps.done("INSERT 2")
 		waitFor(t, "the statement's connection to go back to the pool", func() bool { return c.Stats().Active == 0 })
 		assert.EqualValues(t, 2, s.adminInt(t, "SELECT count(*) FROM "+table))
 	})
+}
+
+// testSteps times the steps of a test, for its failure's message.
+type testSteps struct {
+	mu    sync.Mutex
+	last  time.Time
+	lines []string
+}
+
+// done records that step what ended now.
+func (s *testSteps) done(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.lines = append(s.lines, fmt.Sprintf("%s: %v", what, now.Sub(s.last).Round(time.Millisecond)))
+	s.last = now
+}
+
+// stepsOnFailure starts timing t's steps: if t fails, its cleanup logs
+// each step's time and c's stats; while a step runs past 5 s, the stacks
+// of the goroutines in pooldriver's hold (hold.go) are logged once.
+func stepsOnFailure(t *testing.T, c *pooldriver.Connector) *testSteps {
+	s := &testSteps{last: time.Now()}
+	stop, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for logged := false; !logged; {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			s.mu.Lock()
+			slow := time.Since(s.last) > 5*time.Second
+			s.mu.Unlock()
+			if slow {
+				logged = true
+				buf := make([]byte, 16<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				var held []string
+				for _, g := range strings.Split(string(buf), "\n\n") {
+					if strings.Contains(g, "pooldriver/hold.go") {
+						held = append(held, g)
+					}
+				}
+				t.Logf("a step has run over 5 s; stats %+v; the goroutines in a hold:\n%s", c.Stats(), strings.Join(held, "\n\n"))
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-exited // no log after the test
+		if t.Failed() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			t.Logf("steps: %s (then %v); stats %+v", strings.Join(s.lines, "; "), time.Since(s.last).Round(time.Millisecond), c.Stats())
+		}
+	})
+	return s
 }
 
 // TestSessionMode: session state lives across the calls of a session-mode
