@@ -29,7 +29,11 @@ func TestTransactionModeRawBegin(t *testing.T) {
 		t.Parallel()
 		tn := newTenant(t, s)
 		db, c := tn.open(t, "pool_max_conns=4")
-		table := s.tableBy(t, db, "txmode", "id int") // known to the pool's catalog: see tableBy
+		table := s.tableBy(t, db, "txmode", "id int")
+		// Known to the pool's catalog reading first: a statement naming a
+		// relation the reading does not know counts as a change of the
+		// session, which the task would keep past COMMIT to its end.
+		waitCatalogKnows(t, db, c, table)
 		insert := "INSERT INTO " + table + " VALUES (" + s.placeholder(1) + ")"
 
 		task, end := pooldriver.WithTask(ctx(t))

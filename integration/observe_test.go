@@ -80,11 +80,12 @@ func (s server) table(t *testing.T, prefix, columns string) string {
 	return s.tableBy(t, nil, prefix, columns)
 }
 
-// tableBy is table, created through db where it is not nil: a pool that
-// ran the DDL itself reads the catalog again before it judges a statement
-// that names the table, where one whose last reading is older than an
-// admin's CREATE TABLE cannot tell the name and counts a statement naming
-// it as a change of the session (which a task then keeps).
+// tableBy is table, created through db where it is not nil: the pool
+// that ran the DDL reads its catalog again at once, off the callers'
+// paths, where one whose last reading is older than an admin's CREATE
+// TABLE waits for the reading's next turn. Until its reading knows the
+// name, a statement naming the table counts as a change of the session,
+// which a transaction-mode task keeps: see waitCatalogKnows.
 func (s server) tableBy(t *testing.T, db *sql.DB, prefix, columns string) string {
 	t.Helper()
 	name := unique(prefix)
@@ -104,6 +105,29 @@ func (s server) tableBy(t *testing.T, db *sql.DB, prefix, columns string) string
 		}
 	})
 	return name
+}
+
+// waitCatalogKnows waits until the catalog reading of c, db's
+// Connector, knows table: a statement naming it, in a transaction-mode
+// task of its own, gives its connection back while the task goes on,
+// rather than leaving it to the task as a possible change of the session.
+// The pool that made the table reads its catalog again moments after,
+// longer on a loaded machine (tableBy).
+func waitCatalogKnows(t *testing.T, db *sql.DB, c *pooldriver.Connector, table string) {
+	t.Helper()
+	waitFor(t, "the pool's catalog reading to know "+table, func() bool {
+		task, end := pooldriver.WithTask(ctx(t))
+		defer end()
+		var n int64
+		require.NoError(t, db.QueryRowContext(task, "SELECT count(*) FROM "+table).Scan(&n))
+		// Released moments after the statement, or kept by the task.
+		for until := time.Now().Add(time.Second); time.Now().Before(until); time.Sleep(5 * time.Millisecond) {
+			if c.Stats().Active == 0 {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // tenant is a test's own identity on a server, so that its server
