@@ -49,9 +49,6 @@ type Connector struct {
 	// reads: the standbys that serve reads (pool_reads=standby,
 	// replicas.go); nil: every statement runs on the primary.
 	reads *replicas
-	// standbys: a Connector per standby, which reads sends reads to;
-	// opened and closed with this one (open.go).
-	standbys []*Connector
 
 	env       phys.Env      // what its physical connections need of it
 	physStats phys.Stats    // counted by its physical connections (env.Stats)

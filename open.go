@@ -207,14 +207,14 @@ func (c *Connector) openStandbys(t dialects.Template, s Config) error {
 	if err != nil {
 		return err
 	}
+	c.reads = newReplicas(c, t, s)
 	for _, sub := range subs {
 		sc, err := newConnector(sub, nil)
 		if err != nil {
 			return err // closeNow closes those opened
 		}
-		c.standbys = append(c.standbys, sc)
+		c.reads.add(sc)
 	}
-	c.reads = newReplicas(c, t, s, c.standbys)
 	return nil
 }
 
@@ -237,9 +237,9 @@ func (c *Connector) closeNow() {
 			c.stopCatalog()
 			if c.reads != nil {
 				c.reads.close()
-			}
-			for _, sc := range c.standbys {
-				sc.closeNow()
+				for _, h := range c.reads.hosts {
+					h.c.closeNow()
+				}
 			}
 		}
 		c.pool.Close()

@@ -80,22 +80,24 @@ func standbyHost(h dialects.Template) string {
 }
 
 // newReplicas is the standbys of c, whose template is t and whose Config
-// is s, read through standbys: a Connector per standby, made from
-// standbyConfigs, in order.
-func newReplicas(c *Connector, t dialects.Template, s Config, standbys []*Connector) *replicas {
+// is s, without any yet: add adds each standby's Connector, made from
+// standbyConfigs.
+func newReplicas(c *Connector, t dialects.Template, s Config) *replicas {
 	r := &replicas{c: c, maxLag: s.MaxReplicaLag, readWait: s.ReadWait, kick: make(chan struct{}, 1)}
 	r.prover, _ = t.(dialects.ReadProver)
 	r.selects = s.Reads == ReadsSelects
 	r.primary = monitor{tmpl: t, creds: c.credentials}
-	for _, sc := range standbys {
-		h := sc.cfg.tmpl
-		sb := &standby{c: sc, host: standbyHost(h), mon: monitor{tmpl: h, creds: c.credentials}, kick: make(chan struct{}, 1)}
-		if rf, ok := h.(dialects.StandbyRefusals); ok {
-			sb.refused = rf.RefusedByStandby
-		}
-		r.hosts = append(r.hosts, sb)
-	}
 	return r
+}
+
+// add adds sc, the Connector of one standby, before the looks start.
+func (r *replicas) add(sc *Connector) {
+	h := sc.cfg.tmpl
+	sb := &standby{c: sc, host: standbyHost(h), mon: monitor{tmpl: h, creds: r.c.credentials}, kick: make(chan struct{}, 1)}
+	if rf, ok := h.(dialects.StandbyRefusals); ok {
+		sb.refused = rf.RefusedByStandby
+	}
+	r.hosts = append(r.hosts, sb)
 }
 
 // start starts the looks, which end when c closes.
