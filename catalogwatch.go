@@ -83,17 +83,9 @@ func (c *Connector) catalogLoop(due dialects.CatalogDue, done chan struct{}) {
 		}
 	}()
 	refresh := func(pc *phys.Conn) error {
-		r, ok := pc.DC.(dialects.CatalogRefresher)
-		if !ok {
-			return nil
-		}
 		rctx, rcancel := context.WithTimeout(ctx, c.cfg.CleanupTimeout)
 		defer rcancel()
-		if err := r.RefreshCatalog(rctx); err != nil {
-			pc.Closing(phys.ClosePing)
-			return err
-		}
-		return nil
+		return pc.RefreshCatalog(rctx)
 	}
 	for {
 		select {

@@ -91,32 +91,16 @@ func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
 
 // closePhys is the pool's destructor.
 func (c *Connector) closePhys(pc *phys.Conn) {
-	pc.Closed.Store(true)
 	if c.leaks != nil {
 		c.leaks.remove(pc)
 	}
 	c.beforeClose(pc)
-	pc.CloseStmts()
-	c.logClosed(pc, pc.DC.Close())
+	c.logClosed(pc, pc.Close())
 }
 
 // healthcheck is the pool's check of an idle connection.
 func (c *Connector) healthcheck(ctx context.Context, pc *phys.Conn) error {
-	if pc.Stale() {
-		pc.Closing(phys.CloseResetAll)
-		return phys.ErrStale
-	}
-	if err := pc.DC.Ping(ctx); err != nil {
-		pc.Closing(phys.ClosePing)
-		return err
-	}
-	if r, ok := pc.DC.(dialects.CatalogRefresher); ok {
-		if err := r.RefreshCatalog(ctx); err != nil {
-			pc.Closing(phys.ClosePing)
-			return err
-		}
-	}
-	return nil // Reset during the check: the pool destroys pc after it (Pool.CloseIdle)
+	return pc.Healthcheck(ctx) // Reset during the check: the pool destroys pc after it (Pool.CloseIdle)
 }
 
 // connOwner is a Connector as its physical connections' owner (phys.Owner):

@@ -194,14 +194,10 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		}
 		le.fresh = true
 		if solo := k == opExec || k == opStmt; solo || pc.TryClaim() {
-			if pc.Evictions.Load() > 0 {
-				pc.DropEvicted()
-			}
+			pc.DropEvicted()
 			le.pc = pc
 			le.locked, le.solo = !solo, solo
-			if pc.Written != nil {
-				le.sent = pc.Written.Written()
-			}
+			le.sent = pc.Sent()
 			return nil
 		}
 		return l.startWith(ctx, k, nil, le)
@@ -256,9 +252,7 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 			if watchesTaskState(l.facts(k, t, le)) {
 				le.hadState = le.pc.KeepsTaskState()
 			}
-			if le.pc.Evictions.Load() > 0 {
-				le.pc.DropEvicted() // statements closed since: pgx would still run them by their text
-			}
+			le.pc.DropEvicted() // statements closed since: pgx would still run them by their text
 			le.sent = le.pc.Sent()
 			return nil
 		}

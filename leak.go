@@ -29,13 +29,59 @@ type leakDetector struct {
 	epoch     time.Time
 	done      chan struct{}
 	wg        sync.WaitGroup
+	conns     sync.Map // *phys.Conn → *leakMark: the Connector's open connections
+}
 
-	mu    sync.Mutex // protects conns
-	conns map[*phys.Conn]struct{}
+// leakStackDepth bounds the frames recorded per acquire.
+const leakStackDepth = 32
+
+// leakMark is the detector's record of one physical connection.
+type leakMark struct {
+	takenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
+
+	mu       sync.Mutex // protects the fields below
+	reported bool       // this acquisition was reported
+	n        int
+	pcs      [leakStackDepth]uintptr
+}
+
+// taken records the stack of whoever took the connection from the pool,
+// from skip frames above taken's caller, as not reported yet.
+func (m *leakMark) taken(skip int, at int64) {
+	m.mu.Lock()
+	m.n = runtime.Callers(skip+2, m.pcs[:])
+	m.reported = false
+	m.mu.Unlock()
+	m.takenAt.Store(at)
+}
+
+// returned records that the connection is going back to the pool (or
+// being closed): it returns when it was taken (0: not recorded) and
+// whether that acquisition was reported.
+func (m *leakMark) returned() (at int64, reported bool) {
+	at = m.takenAt.Swap(0)
+	m.mu.Lock()
+	reported = m.reported
+	m.reported = false
+	m.mu.Unlock()
+	return at, reported
+}
+
+// report marks the acquisition taken at at as reported, where it is still
+// the connection's and was not reported yet, and copies its stack into
+// pcs: it returns the number of frames copied, or false.
+func (m *leakMark) report(at int64, pcs *[leakStackDepth]uintptr) (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reported || m.takenAt.Load() != at {
+		return 0, false
+	}
+	m.reported = true
+	return copy(pcs[:], m.pcs[:m.n]), true
 }
 
 func newLeakDetector(log *slog.Logger, count *atomic.Int64, threshold time.Duration) *leakDetector {
-	d := &leakDetector{log: log, count: count, threshold: threshold, epoch: time.Now(), done: make(chan struct{}), conns: map[*phys.Conn]struct{}{}}
+	d := &leakDetector{log: log, count: count, threshold: threshold, epoch: time.Now(), done: make(chan struct{})}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -54,26 +100,34 @@ func (d *leakDetector) stop() {
 	d.wg.Wait()
 }
 
-func (d *leakDetector) add(pc *phys.Conn) {
-	d.mu.Lock()
-	d.conns[pc] = struct{}{}
-	d.mu.Unlock()
-}
+// add starts watching pc, a new connection.
+func (d *leakDetector) add(pc *phys.Conn) { d.conns.Store(pc, &leakMark{}) }
 
-func (d *leakDetector) remove(pc *phys.Conn) {
-	d.mu.Lock()
-	delete(d.conns, pc)
-	d.mu.Unlock()
+// remove stops watching pc, which is being closed.
+func (d *leakDetector) remove(pc *phys.Conn) { d.conns.Delete(pc) }
+
+// mark is pc's record, or nil when pc is not watched (opened before
+// the detector, or closed).
+func (d *leakDetector) mark(pc *phys.Conn) *leakMark {
+	m, _ := d.conns.Load(pc)
+	lm, _ := m.(*leakMark)
+	return lm
 }
 
 // taken records that pc left the pool, and who took it.
 func (d *leakDetector) taken(pc *phys.Conn) {
-	pc.Leak.Taken(2, int64(time.Since(d.epoch))+1) // from the caller of Connector.acquire
+	if m := d.mark(pc); m != nil {
+		m.taken(2, int64(time.Since(d.epoch))+1) // from the caller of Connector.acquire
+	}
 }
 
 // returned records that pc is going back to the pool (or being closed).
 func (d *leakDetector) returned(pc *phys.Conn) {
-	at, reported := pc.Leak.Returned()
+	m := d.mark(pc)
+	if m == nil {
+		return
+	}
+	at, reported := m.returned()
 	if reported && at > 0 {
 		held := time.Since(d.epoch) - time.Duration(at-1)
 		phys.LogAt(context.Background(), d.log, slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
@@ -84,36 +138,29 @@ func (d *leakDetector) run() {
 	period := min(max(d.threshold/4, time.Millisecond), time.Second)
 	t := time.NewTicker(period)
 	defer t.Stop()
-	var conns []*phys.Conn
 	for {
 		select {
 		case <-d.done:
 			return
 		case <-t.C:
 		}
-		conns = conns[:0]
-		d.mu.Lock()
-		for pc := range d.conns {
-			conns = append(conns, pc)
-		}
-		d.mu.Unlock()
 		now := time.Since(d.epoch)
-		for _, pc := range conns {
-			d.check(pc, now)
-		}
+		d.conns.Range(func(_, m any) bool {
+			d.check(m.(*leakMark), now)
+			return true
+		})
 	}
 }
 
-// check reports pc if it has been out of the pool longer than the
-// threshold and was not reported yet.
-func (d *leakDetector) check(pc *phys.Conn, now time.Duration) {
-	m := &pc.Leak
-	at := m.TakenAt.Load()
+// check reports the connection of m if it has been out of the pool longer
+// than the threshold and was not reported yet.
+func (d *leakDetector) check(m *leakMark, now time.Duration) {
+	at := m.takenAt.Load()
 	if at == 0 || now-time.Duration(at-1) < d.threshold {
 		return
 	}
-	var pcs [phys.LeakStackDepth]uintptr
-	n, ok := m.Report(at, &pcs)
+	var pcs [leakStackDepth]uintptr
+	n, ok := m.report(at, &pcs)
 	if !ok {
 		return
 	}

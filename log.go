@@ -137,24 +137,10 @@ func (c *Connector) connected() {
 	}
 }
 
-// closeReason says why pc is being closed: what pooldriver recorded, else
-// what the pool does by itself.
-func (c *Connector) closeReason(pc *phys.Conn) string {
-	switch {
-	case pc.CloseReason != "":
-		return pc.CloseReason
-	case pc.Stale():
-		return phys.CloseResetAll
-	case c.closing.Load():
-		return phys.CloseConnector
-	}
-	return phys.CloseExpired
-}
-
 // logClosed logs the close of pc.
 func (c *Connector) logClosed(pc *phys.Conn, err error) {
 	if c.log == nil {
 		return
 	}
-	c.logAt(slog.LevelDebug, "connection closed", err, "reason", c.closeReason(pc), "age", time.Since(pc.Born).Round(time.Millisecond))
+	c.logAt(slog.LevelDebug, "connection closed", err, "reason", pc.Why(c.closing.Load()), "age", pc.Age().Round(time.Millisecond))
 }

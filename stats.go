@@ -141,11 +141,6 @@ func (c *Connector) Stats() Stats {
 		IdleTrimmed:          p.IdleTrimmed,
 		HealthFailures:       p.HealthcheckFailures,
 		IdleCheckFailures:    p.ReleaseRejects, // the Connector sets BeforeAcquire only
-		AutoRollbacks:        c.physStats.AutoRollbacks.Load(),
-		TaskEndRollbacks:     c.physStats.TaskEndRollbacks.Load(),
-		SessionResets:        c.physStats.SessionResets.Load(),
-		CarriedResets:        c.physStats.CarriedResets.Load(),
-		SeparateResets:       c.physStats.SeparateResets.Load(),
 		Panics:               p.CallbackPanics,
 		Misuses:              p.Misuses + c.stats.misuses.Load(),
 		Leaks:                c.stats.leaks.Load(),
@@ -154,6 +149,7 @@ func (c *Connector) Stats() Stats {
 		UntimedUses:          p.UntimedUses,
 		CreateTime:           p.CreateTime,
 	}
+	s.AutoRollbacks, s.TaskEndRollbacks, s.SessionResets, s.CarriedResets, s.SeparateResets = c.physStats.Read()
 	if r := c.reads; r != nil {
 		s.ReadsOnStandby, s.ReadsOnPrimary = r.onStandby.Load(), r.onPrimary.Load()
 		s.ReadTokensMalformed = r.tokensMalformed.Load()

@@ -23,12 +23,13 @@ var (
 	_ driver.StmtQueryContext = (*stmt)(nil)
 )
 
-// ranOn records that s is prepared on pc, and forgets the connections
-// that are gone since (see gone): a statement prepared once and run for the
-// life of a service would otherwise keep every physical connection it ever
-// ran on, closed ones included, as database/sql's own Stmt does not. They
-// are looked at only when a connection is added, so a statement running on
-// connections it knows pays nothing.
+// ranOn records that s runs on pc, where it is prepared (or about to be),
+// and forgets the connections that are gone since (phys.Conn.Gone): a
+// statement prepared once and run for the life of a service would
+// otherwise keep every physical connection it ever ran on, closed ones
+// included, as database/sql's own Stmt does not. They are looked at only
+// when a connection is added, so a statement running on connections it
+// knows pays nothing.
 func (s *stmt) ranOn(pc *phys.Conn) {
 	for _, p := range s.on {
 		if p == pc {
@@ -37,20 +38,13 @@ func (s *stmt) ranOn(pc *phys.Conn) {
 	}
 	kept := s.on[:0]
 	for _, p := range s.on {
-		if !gone(p) {
+		if !p.Gone() {
 			kept = append(kept, p)
 		}
 	}
 	clear(s.on[len(kept):]) // let the forgotten ones go
 	s.on = append(kept, pc)
 }
-
-// gone reports whether pc is destroyed (for whatever reason: its lifetime
-// or idle time ran out, an idle check found it dead, the pool closed), or
-// will be as soon as its current use ends: lost (broken, or its state
-// unknown) or stale (opened before its Connector's last Reset; never
-// handed out again).
-func gone(pc *phys.Conn) bool { return pc.Closed.Load() || pc.Stale() || pc.IsLost() }
 
 // Close drops the statement from the caches of the physical connections it
 // was prepared on (at their next use: they may be busy now), which closes
@@ -70,41 +64,20 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	return s.l.exec(ctx, s.query, args, s)
 }
 
-// execOn runs s on pc (see readyOn).
+// execOn runs s on pc, where it is prepared the first time.
 func (s *stmt) execOn(ctx context.Context, pc *phys.Conn, args []driver.NamedValue) (driver.Result, error) {
-	ds, args, err := s.readyOn(ctx, pc, args)
-	if err != nil {
-		return nil, err
-	}
-	return pc.StmtExec(ctx, ds, s.query, args)
+	s.ranOn(pc)
+	return pc.ExecStmt(ctx, s.query, args)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	return s.l.query(ctx, s.query, args, s)
 }
 
-// queryOn runs s on pc (see readyOn).
+// queryOn is execOn for QueryContext.
 func (s *stmt) queryOn(ctx context.Context, pc *phys.Conn, args []driver.NamedValue) (driver.Rows, error) {
-	ds, args, err := s.readyOn(ctx, pc, args)
-	if err != nil {
-		return nil, err
-	}
-	return pc.StmtQuery(ctx, ds, s.query, args)
-}
-
-// readyOn readies s to run on pc with args: prepared there (the first time, then
-// from pc's cache), recorded as prepared there, and args converted for pc's
-// driver.
-func (s *stmt) readyOn(ctx context.Context, pc *phys.Conn, args []driver.NamedValue) (driver.Stmt, []driver.NamedValue, error) {
-	ds, err := pc.Prepared(ctx, s.query)
-	if err != nil {
-		return nil, nil, err
-	}
 	s.ranOn(pc)
-	if args, err = pc.Convert(args); err != nil {
-		return nil, nil, err
-	}
-	return ds, args, nil
+	return pc.QueryStmt(ctx, s.query, args)
 }
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {

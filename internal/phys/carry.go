@@ -39,7 +39,7 @@ func (pc *Conn) carry() bool {
 		pc.mu.Unlock()
 		// Counted now, as Stats has it once a hold let go (one that
 		// fails replaces the connection).
-		pc.Env.Stats.SessionResets.Add(1)
+		pc.Env.Stats.sessionResets.Add(1)
 	}
 	return ok
 }
@@ -48,9 +48,9 @@ func (pc *Conn) carry() bool {
 // calls it): carried, in the write of a statement, or on its own.
 func (pc *Conn) carriedDone(carried bool) {
 	if carried {
-		pc.Env.Stats.CarriedResets.Add(1)
+		pc.Env.Stats.carriedResets.Add(1)
 	} else {
-		pc.Env.Stats.SeparateResets.Add(1)
+		pc.Env.Stats.separateResets.Add(1)
 	}
 	pc.Env.debug("session reset")
 }
@@ -76,7 +76,7 @@ func (pc *Conn) resetIdle() {
 			return err
 		}
 		if pc.Stale() {
-			pc.CloseReason = CloseResetAll
+			pc.closeReason = CloseResetAll
 			return ErrStale
 		}
 		return nil
@@ -90,7 +90,7 @@ func (pc *Conn) ResetCarriedNow() error {
 		return nil
 	}
 	if err := pc.resetSession(); err != nil {
-		pc.CloseReason = closeReset
+		pc.closeReason = closeReset
 		pc.Env.warn("session reset failed; the connection will be closed", err)
 		return err
 	}

@@ -26,12 +26,11 @@ type Conn struct {
 	Drv driver.Conn
 	Res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
 	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
-	// For the log line that says it closed (the root's log.go): closeReason is set
+	// For the log line that says it closed (Why, Age): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
-	Born        time.Time
-	CloseReason string
-	Closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (the root's stmt.go)
-	Leak        leakMark    // the root's leak.go
+	born        time.Time
+	closeReason string
+	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (Gone)
 	// TracedAt: when the hold that has pc acquired it, where the acquire
 	// was traced and its release is to be (traced; the root's trace.go), with the
 	// context the acquire was traced with (tracedCtx), for the release's.
@@ -98,12 +97,12 @@ type Conn struct {
 	// the next chance; guarded by mu, counted in evictions so that the
 	// statement path needs no lock to learn there are none.
 	evict     []string
-	Evictions atomic.Int32
+	evictions atomic.Int32
 }
 
 func NewConn(env *Env, dc dialects.Conn) *Conn {
 	drv := dc.Driver()
-	pc := &Conn{Env: env, DC: dc, Drv: drv, sem: newConnLock(), Born: time.Now()}
+	pc := &Conn{Env: env, DC: dc, Drv: drv, sem: newConnLock(), born: time.Now()}
 	pc.St.resetAlways, pc.St.parkable = env.ResetAlways, env.Parkable
 	// A dialect that runs queries or prepares statements its own way
 	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
@@ -178,13 +177,13 @@ const idlePingTimeout = time.Second
 // pool stops trying further idle connections for it).
 func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
 	if pc.Stale() {
-		pc.CloseReason = CloseResetAll
+		pc.closeReason = CloseResetAll
 		return false
 	}
 	// Every idle hand-out is peeked at, one parked moments ago included:
 	// the server may have killed it since (TestServerKillsIdle).
 	if pc.idleChecker != nil && pc.idleChecker.CheckIdle() != nil {
-		pc.CloseReason = closeIdleCheck
+		pc.closeReason = closeIdleCheck
 		return false
 	}
 	if r.IdleFor() < idlePingAfter {
@@ -198,7 +197,7 @@ func (pc *Conn) pingIdle(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
 	defer cancel()
 	if pc.DC.Ping(ctx) != nil {
-		pc.CloseReason = closeIdleCheck
+		pc.closeReason = closeIdleCheck
 		return false
 	}
 	return true
@@ -206,7 +205,56 @@ func (pc *Conn) pingIdle(ctx context.Context) bool {
 
 // Closing records why pc is about to be destroyed, for the log line that
 // says it closed; whoever destroys it says so first.
-func (pc *Conn) Closing(reason string) { pc.CloseReason = reason }
+func (pc *Conn) Closing(reason string) { pc.closeReason = reason }
+
+// Why says why pc is being closed, for the log line that says so: what
+// whoever destroys it recorded (Closing), else what the pool does by
+// itself: it closes pc for its Connector's Reset, for its Connector's
+// close (connectorClosing), or at the end of its lifetime or idle time.
+func (pc *Conn) Why(connectorClosing bool) string {
+	switch {
+	case pc.closeReason != "":
+		return pc.closeReason
+	case pc.Stale():
+		return CloseResetAll
+	case connectorClosing:
+		return closeConnector
+	}
+	return closeExpired
+}
+
+// Age is how long ago pc was opened.
+func (pc *Conn) Age() time.Duration { return time.Since(pc.born) }
+
+// Healthcheck is the pool's check of an idle pc: opened since its
+// Connector's last Reset, answering a ping, and its catalog reading
+// refreshed (RefreshCatalog). A failure records why pc is to be closed.
+func (pc *Conn) Healthcheck(ctx context.Context) error {
+	if pc.Stale() {
+		pc.Closing(CloseResetAll)
+		return ErrStale
+	}
+	if err := pc.DC.Ping(ctx); err != nil {
+		pc.Closing(closePing)
+		return err
+	}
+	return pc.RefreshCatalog(ctx)
+}
+
+// RefreshCatalog reads again the catalog pc's dialect reads statements
+// with, where it keeps one (dialects.CatalogRefresher). A failure records
+// why pc is to be closed.
+func (pc *Conn) RefreshCatalog(ctx context.Context) error {
+	r, ok := pc.DC.(dialects.CatalogRefresher)
+	if !ok {
+		return nil
+	}
+	if err := r.RefreshCatalog(ctx); err != nil {
+		pc.Closing(closePing)
+		return err
+	}
+	return nil
+}
 
 // Opened records the Connector's Reset generation that pc was opened in
 // (see Stale). The opener has pc alone.
@@ -270,8 +318,15 @@ func (pc *Conn) heldByOthers() bool {
 	return pc.St.Holds > 1
 }
 
-// IsLost reports whether pc is lost.
-func (pc *Conn) IsLost() bool {
+// Gone reports whether pc is closed (for whatever reason: its lifetime or
+// idle time ran out, an idle check found it dead, the pool closed), or will
+// be as soon as its current use ends: lost (broken, or its state unknown)
+// or stale (opened before its Connector's last Reset; never handed out
+// again).
+func (pc *Conn) Gone() bool { return pc.closed.Load() || pc.Stale() || pc.isLost() }
+
+// isLost reports whether pc is lost.
+func (pc *Conn) isLost() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	return pc.St.Session == SessionLost
@@ -379,9 +434,7 @@ func argName(nv *driver.NamedValue) string {
 // Prepared returns Drv's prepared statement for query, preparing it on this
 // connection the first time. The caller holds sem.
 func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
-	if pc.Evictions.Load() > 0 {
-		pc.DropEvicted()
-	}
+	pc.DropEvicted()
 	if s, ok := pc.stmts[query]; ok {
 		return s, nil
 	}
@@ -423,25 +476,40 @@ func (pc *Conn) dropStmt(query string) {
 func (pc *Conn) EvictLater(query string) {
 	pc.mu.Lock()
 	pc.evict = append(pc.evict, query)
-	pc.Evictions.Add(1)
+	pc.evictions.Add(1)
 	pc.mu.Unlock()
 }
 
-// DropEvicted drops the statements evictLater asked for. The caller holds
-// sem.
+// DropEvicted drops the statements EvictLater asked for, if any. The
+// caller holds sem. Small enough to be inlined: every statement asks.
 func (pc *Conn) DropEvicted() {
+	if pc.evictions.Load() > 0 {
+		pc.dropEvicted()
+	}
+}
+
+// dropEvicted is DropEvicted once there are statements to drop.
+func (pc *Conn) dropEvicted() {
 	pc.mu.Lock()
 	qs := pc.evict
 	pc.evict = nil
-	pc.Evictions.Store(0)
+	pc.evictions.Store(0)
 	pc.mu.Unlock()
 	for _, q := range qs {
 		pc.dropStmt(q)
 	}
 }
 
-// CloseStmts closes every cached prepared statement. The caller holds sem.
-func (pc *Conn) CloseStmts() {
+// Close closes pc, its prepared statements first, for the pool's
+// destructor: pc is the pool's no longer, and nothing else has it.
+func (pc *Conn) Close() error {
+	pc.closed.Store(true)
+	pc.closeStmts()
+	return pc.DC.Close()
+}
+
+// closeStmts closes every cached prepared statement. The caller holds sem.
+func (pc *Conn) closeStmts() {
 	for q, s := range pc.stmts {
 		_ = s.Close() // best effort: it goes with the connection at the latest
 		delete(pc.stmts, q)
@@ -475,6 +543,25 @@ func (pc *Conn) ExecFailed(ctx context.Context, query string, args []driver.Name
 	return pc.ExecPrepared(ctx, query, args)
 }
 
+// ExecStmt runs query with args as a cached prepared statement, prepared
+// on pc the first time: a prepared statement's execution.
+func (pc *Conn) ExecStmt(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	args, err := pc.Convert(args)
+	if err != nil {
+		return nil, err
+	}
+	return pc.ExecPrepared(ctx, query, args)
+}
+
+// QueryStmt is ExecStmt for a statement that returns rows.
+func (pc *Conn) QueryStmt(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	args, err := pc.Convert(args)
+	if err != nil {
+		return nil, err
+	}
+	return pc.QueryPrepared(ctx, query, args)
+}
+
 // ExecPrepared runs query with its converted args as a cached prepared
 // statement.
 func (pc *Conn) ExecPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -482,7 +569,7 @@ func (pc *Conn) ExecPrepared(ctx context.Context, query string, args []driver.Na
 	if err != nil {
 		return nil, err
 	}
-	return pc.StmtExec(ctx, s, query, args)
+	return pc.stmtExec(ctx, s, query, args)
 }
 
 // Query runs a statement that returns rows.
@@ -519,13 +606,13 @@ func (pc *Conn) QueryPrepared(ctx context.Context, query string, args []driver.N
 	if err != nil {
 		return nil, err
 	}
-	return pc.StmtQuery(ctx, s, query, args)
+	return pc.stmtQuery(ctx, s, query, args)
 }
 
-// StmtExec runs the cached prepared statement s of query. An error that
+// stmtExec runs the cached prepared statement s of query. An error that
 // says the server no longer accepts it drops it from the cache, so that the
 // next run prepares it afresh.
-func (pc *Conn) StmtExec(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Result, error) {
+func (pc *Conn) stmtExec(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Result, error) {
 	var res driver.Result
 	var err error
 	if se, ok := s.(driver.StmtExecContext); ok {
@@ -540,7 +627,7 @@ func (pc *Conn) StmtExec(ctx context.Context, s driver.Stmt, query string, args 
 	return res, err
 }
 
-func (pc *Conn) StmtQuery(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Rows, error) {
+func (pc *Conn) stmtQuery(ctx context.Context, s driver.Stmt, query string, args []driver.NamedValue) (driver.Rows, error) {
 	var rows driver.Rows
 	var err error
 	if sq, ok := s.(driver.StmtQueryContext); ok {
@@ -737,13 +824,13 @@ func (pc *Conn) rollback(owner *OpenTx) error {
 // connection is lost.
 func (pc *Conn) resetSession() error {
 	if k, ok := pc.DC.(dialects.StatementKeeper); !ok || !k.ResetKeepsStatements() {
-		pc.CloseStmts() // the reset drops them on the server
+		pc.closeStmts() // the reset drops them on the server
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
 	defer cancel()
 	err := pc.DC.ResetSession(ctx)
 	if d, ok := pc.DC.(dialects.StatementDropper); ok && err == nil && d.ResetDroppedStatements() {
-		pc.CloseStmts() // gone on the server too
+		pc.closeStmts() // gone on the server too
 	}
 	if err == nil {
 		err = pc.Env.Owner.PrepareSession(ctx, pc.DC)
@@ -954,7 +1041,7 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 	if f == fateRelease && env.AfterRelease {
 		rejected := !env.Owner.AfterRelease(pc)
 		if f = pc.verdict(&ConnState{rejected: rejected}); f == fateDestroy && rejected && !pc.Stale() {
-			pc.CloseReason = closeReject
+			pc.closeReason = closeReject
 		}
 	}
 	switch f {
@@ -963,9 +1050,9 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 	default: // fateDestroy
 		switch {
 		case pc.Stale():
-			pc.CloseReason = CloseResetAll
-		case pc.CloseReason == "":
-			pc.CloseReason = closeLost
+			pc.closeReason = CloseResetAll
+		case pc.closeReason == "":
+			pc.closeReason = closeLost
 		}
 		pc.Res.Destroy()
 	}
@@ -987,20 +1074,20 @@ func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
 			}
 		}
 		if err := pc.Undo(ctx, owner, why); err != nil {
-			pc.CloseReason = closeRollback
+			pc.closeReason = closeRollback
 			return fateDestroy
 		}
 	}
 	if f == fateReset || f == fateRollbackReset {
 		if err := pc.resetSession(); err != nil {
-			pc.CloseReason = closeReset
+			pc.closeReason = closeReset
 			if !errors.Is(err, dialects.ErrUnsupported) {
 				env.warn("session reset failed; the connection will be closed", err)
 			}
 			return fateDestroy
 		}
-		env.Stats.SessionResets.Add(1)
-		env.Stats.SeparateResets.Add(1)
+		env.Stats.sessionResets.Add(1)
+		env.Stats.separateResets.Add(1)
 		env.debug("session reset")
 	}
 	return fateRelease
@@ -1018,7 +1105,7 @@ const (
 )
 
 // Undo rolls back the transaction open on pc (owner's, or a raw one when
-// owner is nil), counts it in Stats.AutoRollbacks (and TaskEndRollbacks)
+// owner is nil), counts it in Stats.autoRollbacks (and TaskEndRollbacks)
 // and logs it: what needs attention at WARN (a transaction a hold left
 // open, a rollback that failed), a task's end at DEBUG with ctx, the
 // task's, for the handler. A task's rollback that finds the connection
@@ -1032,9 +1119,9 @@ func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	closed := why == undoTaskEnded && !pc.Usable()
 	err := pc.rollback(owner)
 	if err == nil {
-		pc.Env.Stats.AutoRollbacks.Add(1)
+		pc.Env.Stats.autoRollbacks.Add(1)
 		if why == undoTaskEnded || why == UndoBegunAfterEnd {
-			pc.Env.Stats.TaskEndRollbacks.Add(1)
+			pc.Env.Stats.taskEndRollbacks.Add(1)
 		}
 	}
 	switch {
@@ -1056,8 +1143,8 @@ func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 // ended before the task's own end could (tx.endOn): the task's, as if undo
 // had run it.
 func (pc *Conn) CountUndo() {
-	pc.Env.Stats.AutoRollbacks.Add(1)
-	pc.Env.Stats.TaskEndRollbacks.Add(1)
+	pc.Env.Stats.autoRollbacks.Add(1)
+	pc.Env.Stats.taskEndRollbacks.Add(1)
 }
 
 // joinForEnd joins pc for t's end (endTask), unless nothing is left for
@@ -1113,7 +1200,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 		pc.MarkDirty() // the task's session: reset it before reuse
 	}
 	undone := false // the task's raw transaction, which other holds may be inside
-	if !pc.IsLost() && (owner != nil && pc.St.TxOwner == owner || owner == nil && pc.St.Tx == TxRaw) {
+	if !pc.isLost() && (owner != nil && pc.St.TxOwner == owner || owner == nil && pc.St.Tx == TxRaw) {
 		undone = owner == nil
 		_ = pc.Undo(ctx, owner, undoTaskEnded) // on failure pc is lost
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"log/slog"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,11 +45,18 @@ type Env struct {
 // Stats are the counters the physical connections keep for their
 // Connector's Stats.
 type Stats struct {
-	AutoRollbacks    atomic.Int64 // transactions rolled back by pooldriver (undo)
-	TaskEndRollbacks atomic.Int64 // of which: at a task's end
-	SessionResets    atomic.Int64
-	CarriedResets    atomic.Int64 // of which: run in the write of the next statement (carry.go)
-	SeparateResets   atomic.Int64 // of which: run in round trips of their own
+	autoRollbacks    atomic.Int64 // transactions rolled back by pooldriver (undo)
+	taskEndRollbacks atomic.Int64 // of which: at a task's end
+	sessionResets    atomic.Int64
+	carriedResets    atomic.Int64 // of which: run in the write of the next statement (carry.go)
+	separateResets   atomic.Int64 // of which: run in round trips of their own
+}
+
+// Read returns the counts: the transactions pooldriver rolled back, of
+// which at a task's end, and the sessions it reset, of which carried with
+// the next statement and run in round trips of their own.
+func (s *Stats) Read() (autoRollbacks, taskEndRollbacks, sessionResets, carriedResets, separateResets int64) {
+	return s.autoRollbacks.Load(), s.taskEndRollbacks.Load(), s.sessionResets.Load(), s.carriedResets.Load(), s.separateResets.Load()
 }
 
 // Owner is what a physical connection asks of its Connector while it is
@@ -166,59 +171,10 @@ const (
 	CloseResetAll  = "Connector.Reset"
 	CloseHook      = "a hook failed"
 	closeIdleCheck = "found closed or not answering when taken from idle"
-	ClosePing      = "healthcheck ping failed"
-	CloseConnector = "connector closed"
-	CloseExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
+	closePing      = "healthcheck ping failed"
+	closeConnector = "connector closed"
+	closeExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
 )
-
-// LeakStackDepth bounds the frames recorded per acquire.
-const LeakStackDepth = 32
-
-// leakMark is a physical connection's record for the leak detector
-// (the root's leak.go).
-type leakMark struct {
-	TakenAt atomic.Int64 // on the detector's clock, plus 1; 0: in the pool
-
-	mu       sync.Mutex // protects the fields below
-	reported bool       // this acquisition was reported
-	n        int
-	pcs      [LeakStackDepth]uintptr
-}
-
-// Taken records the stack of whoever took the connection from the pool,
-// from skip frames above Taken's caller, as not reported yet.
-func (m *leakMark) Taken(skip int, at int64) {
-	m.mu.Lock()
-	m.n = runtime.Callers(skip+2, m.pcs[:])
-	m.reported = false
-	m.mu.Unlock()
-	m.TakenAt.Store(at)
-}
-
-// Returned records that the connection is going back to the pool (or
-// being closed): it returns when it was taken (0: not recorded) and
-// whether that acquisition was reported.
-func (m *leakMark) Returned() (at int64, reported bool) {
-	at = m.TakenAt.Swap(0)
-	m.mu.Lock()
-	reported = m.reported
-	m.reported = false
-	m.mu.Unlock()
-	return at, reported
-}
-
-// Report marks the acquisition taken at at as reported, where it is still
-// the connection's and was not reported yet, and copies its stack into
-// pcs: it returns the number of frames copied, or false.
-func (m *leakMark) Report(at int64, pcs *[LeakStackDepth]uintptr) (int, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.reported || m.TakenAt.Load() != at {
-		return 0, false
-	}
-	m.reported = true
-	return copy(pcs[:], m.pcs[:m.n]), true
-}
 
 // For records the *sql.Tx's wrapper whose transaction o is.
 func (o *OpenTx) For(of TaskClaim) { o.Of = of }
