@@ -387,7 +387,7 @@ func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error)
 	var pc *phys.Conn
 	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {
 		if r.Value().CheckIdle(ctx, r) {
-			pc = r.Value() // pc.Res is r since its first acquire
+			pc = r.Value() // pc's handle is r since its first acquire
 		} else if ctx.Err() != nil {
 			r.Destroy() // the caller gave up: nothing to tell the breaker
 		} else {
@@ -715,8 +715,8 @@ func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, carri
 	}
 	// Whether bytes of the statement reached the server: where the dialect
 	// does not count them, only the driver's ErrBadConn says none did.
-	sent := le.pc.Written != nil && le.pc.Sent() != le.sent
-	if le.pc.Written == nil {
+	sent, known := le.pc.SentSince(le.sent)
+	if !known {
 		sent = broke && !badConn
 	}
 	switch {

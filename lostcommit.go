@@ -52,7 +52,8 @@ func (lc *lostCommit) broke(ctx context.Context, pc *phys.Conn, err error) bool 
 	if ctx.Err() != nil || !pc.Broken(err) {
 		return false
 	}
-	lc.sent = pc.Written == nil || pc.Sent() != lc.before
+	sent, known := pc.SentSince(lc.before)
+	lc.sent = sent || !known
 	return true
 }
 

@@ -69,7 +69,7 @@ func (pc *Conn) resetWhenIdle() {
 
 // resetIdle is resetWhenIdle's: the pool lends pc to it if it is idle.
 func (pc *Conn) resetIdle() {
-	pc.Res.Tend(func(pc *Conn) error {
+	pc.res.Tend(func(pc *Conn) error {
 		_ = pc.sem.Lock(context.Background()) // free: the pool lent it to nobody else
 		defer pc.sem.Unlock()
 		if err := pc.ResetCarriedNow(); err != nil {

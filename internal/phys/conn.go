@@ -24,23 +24,23 @@ type Conn struct {
 	Env *Env // its Connector's, for everything it needs of it
 	DC  dialects.Conn
 	Drv driver.Conn
-	Res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
+	res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
 	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
 	// For the log line that says it closed (Why, Age): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
 	born        time.Time
 	closeReason string
 	closed      atomic.Bool // destroyed by the pool: for those that keep a pointer (Gone)
-	// TracedAt: when the hold that has pc acquired it, where the acquire
+	// tracedAt: when the hold that has pc acquired it, where the acquire
 	// was traced and its release is to be (traced; the root's trace.go), with the
 	// context the acquire was traced with (tracedCtx), for the release's.
-	TracedAt  time.Time
-	TracedCtx context.Context
-	Traced    bool
+	tracedAt  time.Time
+	tracedCtx context.Context
+	traced    bool
 
 	// The optional interfaces of Drv and DC, resolved once.
-	Execer      driver.ExecerContext
-	Queryer     driver.QueryerContext
+	execer      driver.ExecerContext
+	queryer     driver.QueryerContext
 	preparer    driver.ConnPrepareContext
 	Beginner    driver.ConnBeginTx
 	checker     driver.NamedValueChecker
@@ -51,8 +51,8 @@ type Conn struct {
 	staleErr    dialects.StaleStatementDetector
 	roleLoss    dialects.RoleLossDetector // nil: the DSN asks for no role, or the dialect cannot tell
 	idleChecker dialects.IdleChecker
-	Observer    dialects.StatementObserver
-	Written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
+	observer    dialects.StatementObserver
+	written     dialects.WriteCounter // nil: the driver's ErrBadConn is taken at its word
 	interrupter dialects.Interrupter  // nil: the driver honours every context itself
 	// carrier: the dialect sends a session reset with the next statement
 	// (nil: it cannot, or a hook must see every reset; carry.go);
@@ -109,14 +109,14 @@ func NewConn(env *Env, dc dialects.Conn) *Conn {
 	// statements unnamed on the server) says so by implementing
 	// ExecerContext, QueryerContext or ConnPrepareContext itself.
 	if e, ok := dc.(driver.ExecerContext); ok {
-		pc.Execer = e
+		pc.execer = e
 	} else {
-		pc.Execer, _ = drv.(driver.ExecerContext)
+		pc.execer, _ = drv.(driver.ExecerContext)
 	}
 	if q, ok := dc.(driver.QueryerContext); ok {
-		pc.Queryer = q
+		pc.queryer = q
 	} else {
-		pc.Queryer, _ = drv.(driver.QueryerContext)
+		pc.queryer, _ = drv.(driver.QueryerContext)
 	}
 	if p, ok := dc.(driver.ConnPrepareContext); ok {
 		pc.preparer = p
@@ -144,8 +144,8 @@ func NewConn(env *Env, dc dialects.Conn) *Conn {
 	pc.staleErr, _ = dc.(dialects.StaleStatementDetector)
 	pc.roleLoss, _ = dc.(dialects.RoleLossDetector)
 	pc.idleChecker, _ = dc.(dialects.IdleChecker)
-	pc.Observer, _ = dc.(dialects.StatementObserver)
-	pc.Written, _ = dc.(dialects.WriteCounter)
+	pc.observer, _ = dc.(dialects.StatementObserver)
+	pc.written, _ = dc.(dialects.WriteCounter)
 	pc.interrupter, _ = dc.(dialects.Interrupter)
 	if c, ok := dc.(dialects.ResetCarrier); ok && env.CarryResets {
 		pc.carrier, pc.carryDone = c, pc.carriedDone
@@ -263,15 +263,15 @@ func (pc *Conn) Opened(gen int64) { pc.Gen = gen }
 // Handle keeps r, pc's handle in the pool, for pc's life: the pool gives
 // one per connection, recorded at its first acquire.
 func (pc *Conn) Handle(r *pool.Resource[*Conn]) {
-	if pc.Res == nil {
-		pc.Res = r
+	if pc.res == nil {
+		pc.res = r
 	}
 }
 
 // TraceHold records that the hold that has pc traced its acquire at at,
 // with ctx, for the trace of its release. The hold has pc alone.
 func (pc *Conn) TraceHold(ctx context.Context, at time.Time) {
-	pc.TracedAt, pc.TracedCtx, pc.Traced = at, ctx, true
+	pc.tracedAt, pc.tracedCtx, pc.traced = at, ctx, true
 }
 
 // Stale reports whether pc was opened before its Connector's last Reset.
@@ -522,8 +522,8 @@ func (pc *Conn) Exec(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	if pc.Execer != nil {
-		res, err := pc.Execer.ExecContext(ctx, query, args)
+	if pc.execer != nil {
+		res, err := pc.execer.ExecContext(ctx, query, args)
 		if err == nil {
 			return res, nil
 		}
@@ -578,8 +578,8 @@ func (pc *Conn) Query(ctx context.Context, query string, args []driver.NamedValu
 	if err != nil {
 		return nil, err
 	}
-	if pc.Queryer != nil {
-		rows, err := pc.Queryer.QueryContext(ctx, query, args)
+	if pc.queryer != nil {
+		rows, err := pc.queryer.QueryContext(ctx, query, args)
 		if err == nil {
 			return rows, nil
 		}
@@ -690,10 +690,20 @@ func (pc *Conn) Broken(err error) bool {
 // when the dialect can tell; 0 otherwise. The caller holds sem, or runs
 // solo (see the lock rules).
 func (pc *Conn) Sent() uint64 {
-	if pc.Written == nil {
+	if pc.written == nil {
 		return 0
 	}
-	return pc.Written.Written()
+	return pc.written.Written()
+}
+
+// SentSince reports whether pc wrote bytes to the server since it had
+// written before (a Sent reading), and whether it can tell: false when the
+// dialect does not count them.
+func (pc *Conn) SentSince(before uint64) (sent, known bool) {
+	if pc.written == nil {
+		return false, false
+	}
+	return pc.written.Written() != before, true
 }
 
 // WatchBlocking bounds a call of the driver that ignores its context (a
@@ -715,7 +725,7 @@ func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
 // connection as lost. The caller holds sem.
 func (pc *Conn) Observe(ctx context.Context, query string) error {
 	askTx := pc.St.Tx != TxBegun
-	if o := pc.Observer; o != nil {
+	if o := pc.observer; o != nil {
 		// Ask's first branch, which the compiler does not inline, and
 		// Observed only where there is something to record.
 		changed, status, err := o.Observe(ctx, query, askTx)
@@ -733,8 +743,8 @@ func (pc *Conn) Observe(ctx context.Context, query string) error {
 // the transaction status or why it is unknown. It records nothing:
 // Observed does. The caller holds sem.
 func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
-	if pc.Observer != nil {
-		return pc.Observer.Observe(ctx, query, askTx)
+	if pc.observer != nil {
+		return pc.observer.Observe(ctx, query, askTx)
 	}
 	changed = pc.tracker != nil && pc.tracker.ChangesSession(query)
 	if askTx {
@@ -897,11 +907,11 @@ func (pc *Conn) LetGoAlone() {
 // meanwhile. It returns pc's handle for that, or nil when pc was not
 // parked: the caller still has it.
 func (pc *Conn) Park() *pool.Resource[*Conn] {
-	r := pc.Res
+	r := pc.res
 	if r.Contended() || pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // Park would refuse, settle is to look at the server, or a reset waits: spare decide
 	}
-	if pc.St.Holds == 1 && !pc.Traced && ParksClean(&pc.St) && !pc.Stale() {
+	if pc.St.Holds == 1 && !pc.traced && ParksClean(&pc.St) && !pc.Stale() {
 		// The usual state: decide says fatePark (parksAsIs), and the
 		// release is not traced.
 		pc.St.Holds, pc.St.Stale = 0, false
@@ -920,14 +930,14 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 	}
 	var held time.Duration
 	var relCtx context.Context
-	traced := pc.Traced
+	traced := pc.traced
 	if traced {
 		// Taken before Park: then someone else may have pc.
 		relCtx, held = pc.releaseTrace()
 	}
 	if !r.Park() {
 		pc.St.Holds = 1
-		pc.Traced, pc.TracedCtx = traced, relCtx // the caller settles pc, and traces its release
+		pc.traced, pc.tracedCtx = traced, relCtx // the caller settles pc, and traces its release
 		return nil
 	}
 	if traced {
@@ -940,9 +950,9 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 // acquire's context and how long the hold had pc. The caller has pc to
 // itself; after it, pc keeps no context.
 func (pc *Conn) releaseTrace() (context.Context, time.Duration) {
-	ctx := pc.TracedCtx
-	pc.Traced, pc.TracedCtx = false, nil
-	return ctx, time.Since(pc.TracedAt)
+	ctx := pc.tracedCtx
+	pc.traced, pc.tracedCtx = false, nil
+	return ctx, time.Since(pc.tracedAt)
 }
 
 // traceRelease tells the release hook that pc's hold, whose acquire was
@@ -980,7 +990,7 @@ func (pc *Conn) verdict(st *ConnState) Fate {
 // the AfterRelease hook's verdict on the settled connection is then decide's
 // last input (connState.rejected), so that every close is decide's.
 func (pc *Conn) settle(f Fate, owner *OpenTx) {
-	if pc.Traced {
+	if pc.traced {
 		pc.traceRelease(f)
 	}
 	switch f {
@@ -1005,7 +1015,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 		// The reset goes with the next statement (carry.go) where no
 		// other connection is to be had, so that resetting this one off
 		// the callers' path would keep someone waiting.
-		if !pc.Res.Spare() && pc.carry() {
+		if !pc.res.Spare() && pc.carry() {
 			pc.settleNow(fateRelease, owner)
 			pc.resetWhenIdle()
 			return
@@ -1046,7 +1056,7 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 	}
 	switch f {
 	case fateRelease, fatePark: // park is letGoAlone's to try first
-		pc.Res.Release()
+		pc.res.Release()
 	default: // fateDestroy
 		switch {
 		case pc.Stale():
@@ -1054,7 +1064,7 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 		case pc.closeReason == "":
 			pc.closeReason = closeLost
 		}
-		pc.Res.Destroy()
+		pc.res.Destroy()
 	}
 }
 
