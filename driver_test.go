@@ -411,7 +411,10 @@ func TestBadOptions(t *testing.T) {
 
 func TestAcquireTimeoutThroughDatabaseSQL(t *testing.T) {
 	srv := newServer(t)
-	db, c := newDB(t, srv, "pool_max_conns=1&pool_acquire_timeout=50ms")
+	// The one connection is opened by the pool, not for the first
+	// acquire, which would wait for it only 50 ms (a busy machine).
+	db, c := newDB(t, srv, "pool_max_conns=1&pool_min_conns=1&pool_acquire_timeout=50ms")
+	waitFor(t, "the pool's one connection", func() bool { return c.Stats().Idle == 1 })
 	ctx, end := pooldriver.WithTask(context.Background())
 	defer end()
 	if _, err := db.ExecContext(ctx, "BEGIN"); err != nil {

@@ -40,8 +40,12 @@ func warnCount(h *capture, msg string) (lines, events int, first record) {
 func TestLogsDoNotFlood(t *testing.T) {
 	srv := newServer(t)
 	h, logger := newCapture()
-	db, c := newDB(t, srv, "pool_max_conns=1&pool_acquire_timeout=5ms", pooldriver.WithLogger(logger))
+	// The one connection is opened by the pool, not for the first
+	// acquire, which would wait for it only 5 ms and, on a busy machine,
+	// count a timeout of its own.
+	db, c := newDB(t, srv, "pool_max_conns=1&pool_min_conns=1&pool_acquire_timeout=5ms", pooldriver.WithLogger(logger))
 	ctx := context.Background()
+	waitFor(t, "the pool's one connection", func() bool { return c.Stats().Idle == 1 })
 
 	conn, err := db.Conn(ctx)
 	if err != nil {

@@ -179,7 +179,14 @@ func TestTraceRelease(t *testing.T) {
 // A wait that the acquire timeout ends is recorded as failed, with
 // error.type pooldriver.AcquireTimeoutError.
 func TestTraceWaitTimesOut(t *testing.T) {
-	db, _, _, rec, tr := traced(t, "pool_acquire_timeout=20ms")
+	// The one connection is opened by the pool, not for Begin's acquire,
+	// which would wait for it only 20 ms (a busy machine).
+	db, c, _, rec, tr := traced(t, "pool_acquire_timeout=20ms&pool_min_conns=1")
+	for deadline := time.Now().Add(10 * time.Second); c.Stats().Idle != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool did not open its one connection in 10 s")
+		}
+	}
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
