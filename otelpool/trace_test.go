@@ -217,7 +217,10 @@ func TestTraceWaitTimesOut(t *testing.T) {
 // statement's span.
 func TestTraceConnectFails(t *testing.T) {
 	db, _, srv, rec, tr := traced(t, "")
-	srv.FailConnects(1, &refused{})
+	// Every connect fails: a refusal that took the back-off's 10 ms or
+	// more (a busy machine) is tried again at once for its caller
+	// (docs/pool.md), and that attempt must fail too.
+	srv.FailConnects(1<<30, &refused{})
 	ctx, parent := tr.Start(context.Background(), "handler")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -253,8 +256,10 @@ func checkFailedConnect(t *testing.T, rec *tracetest.SpanRecorder, parent trace.
 // by the join.
 func TestTraceErrorTypeJoined(t *testing.T) {
 	db, _, srv, rec, tr := traced(t, "")
-	srv.FailConnects(1, fmt.Errorf("connect: %w", errors.Join(&refused{}, io.ErrUnexpectedEOF)))
+	srv.FailConnects(1<<30, fmt.Errorf("connect: %w", errors.Join(&refused{}, io.ErrUnexpectedEOF))) // every connect: see TestTraceConnectFails
 	ctx, parent := tr.Start(context.Background(), "handler")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	_, err := db.ExecContext(ctx, "INSERT t 1")
 	parent.End()
 	if err == nil {
