@@ -202,6 +202,15 @@ func TestLogging(t *testing.T) {
 		_, _ = db.Exec("INSERT t 1") // fails: at once while the pool backs off
 		return srv.Stats().ConnectFailures == 4
 	})
+	// The pool logs a failed connect after the server has counted it.
+	waitFor(t, "the 4th failed connect logged", func() bool {
+		failed := h.with("connect failed")
+		if len(failed) == 0 {
+			return false
+		}
+		v, ok := failed[len(failed)-1].attrs["failures_in_a_row"]
+		return ok && v.Kind() == slog.KindInt64 && v.Int64() == 4
+	})
 	failed := h.with("connect failed")
 	if len(failed) != 3 || failed[0].level != slog.LevelDebug || failed[1].level != slog.LevelWarn || failed[2].attrs["failures_in_a_row"].Int64() != 4 {
 		t.Fatalf("connect failures: %+v", failed)
