@@ -98,12 +98,21 @@ type genericConn struct {
 	trust bool
 }
 
-// facts returns the lexer's facts of query.
-func (g *genericConn) facts(query string) sqllex.Facts {
+// facts returns the lexer's facts of query, g's own copy (the last
+// query's): valid until g's next statement, and not copied per statement.
+func (g *genericConn) facts(query string) *sqllex.Facts {
 	if query != g.last {
-		g.last, g.lastFacts = query, sqllex.Of(query, sqllex.Any)
+		g.lex(query) // apart, so that facts is inlined
 	}
-	return g.lastFacts
+	return &g.lastFacts
+}
+
+// lex reads query's facts as g's own (facts). Not inlined: inlined, it
+// would make facts too large to inline.
+//
+//go:noinline
+func (g *genericConn) lex(query string) {
+	g.last, g.lastFacts = query, sqllex.Of(query, sqllex.Any)
 }
 
 var (
@@ -126,7 +135,7 @@ func (g *genericConn) TxStatus(_ context.Context, lastQuery string) (TxStatus, e
 	return g.txStatus(g.facts(lastQuery)), nil
 }
 
-func (g *genericConn) txStatus(f sqllex.Facts) TxStatus {
+func (g *genericConn) txStatus(f *sqllex.Facts) TxStatus {
 	switch f.Tx {
 	case sqllex.TxBegins, sqllex.TxUnknown:
 		g.inTx = true

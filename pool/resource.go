@@ -75,8 +75,13 @@ func (r *Resource[T]) IdleSince() time.Time { return r.pool.epoch.Add(r.idleSinc
 // when it was parked within the current tick, as good as just released.
 func (r *Resource[T]) IdleFor() time.Duration {
 	if r.parkedFor >= 0 {
-		return r.parkedFor
+		return r.parkedFor // small enough to be inlined: a parked one is checked at each take
 	}
+	return r.idleBeforeAcquire()
+}
+
+// idleBeforeAcquire is IdleFor for a resource handed out from idle.
+func (r *Resource[T]) idleBeforeAcquire() time.Duration {
 	if r.acquiredAt < 0 {
 		r.acquiredAt = r.pool.clock()
 	}

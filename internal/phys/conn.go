@@ -908,18 +908,21 @@ func (pc *Conn) LetGoAlone() {
 // parked: the caller still has it.
 func (pc *Conn) Park() *pool.Resource[*Conn] {
 	r := pc.res
-	if r.Contended() || pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
-		return nil // Park would refuse, settle is to look at the server, or a reset waits: spare decide
+	if pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
+		return nil // settle is to look at the server, or a reset waits
 	}
 	if pc.St.Holds == 1 && !pc.traced && ParksClean(&pc.St) && !pc.Stale() {
 		// The usual state: decide says fatePark (parksAsIs), and the
-		// release is not traced.
+		// release is not traced. Whether anyone waits, r.Park asks.
 		pc.St.Holds, pc.St.Stale = 0, false
 		if r.Park() {
 			return r // someone else may have pc already: it is not to be touched
 		}
 		pc.St.Holds = 1 // the caller settles pc
 		return nil
+	}
+	if r.Contended() {
+		return nil // Park would refuse: spare decide
 	}
 	pc.St.Holds--
 	if parksAsIs(&pc.St) && !pc.Stale() {
