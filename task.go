@@ -166,7 +166,7 @@ func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 	default:
 		t.bindings[i].pc = pc
 	}
-	pc.BindLocked(t, phys.Mode(t.modeFor(c)))
+	pc.BindLocked(t, t.modeFor(c) == SessionMode)
 	return true
 }
 

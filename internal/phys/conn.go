@@ -295,9 +295,15 @@ func (pc *Conn) Taken() { pc.St.Holds = 1 }
 // mu.
 func (pc *Conn) JoinLocked() { pc.St.Holds++ }
 
-// BindLocked binds pc to task t, whose mode on pc's Connector is mode. The
-// caller holds mu (and t's: see task.bind).
-func (pc *Conn) BindLocked(t TaskBinding, mode Mode) { pc.St.task, pc.St.mode = t, mode }
+// BindLocked binds pc to task t, in session mode on pc's Connector
+// (session) or in transaction mode. The caller holds mu (and t's: see
+// task.bind).
+func (pc *Conn) BindLocked(t TaskBinding, session bool) {
+	pc.St.task, pc.St.mode = t, TransactionMode
+	if session {
+		pc.St.mode = SessionMode
+	}
+}
 
 // boundTo reports whether pc is bound to t. The caller holds mu.
 func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.St.task == t }

@@ -91,8 +91,11 @@ type ConnState struct {
 
 func (s ConnState) String() string {
 	mode := "-" // the mode counts only for a bound connection
-	if s.task != nil {
-		mode = s.mode.String()
+	switch {
+	case s.task != nil && s.mode == SessionMode:
+		mode = "session"
+	case s.task != nil:
+		mode = "transaction"
 	}
 	return fmt.Sprintf("tx=%s session=%s rows=%d holds=%d bound=%t mode=%s owner=%t resetAlways=%t parkable=%t stale=%t rejected=%t lookDue=%t carries=%t resetWaits=%t",
 		s.Tx, s.Session, s.Rows, s.Holds, s.task != nil, mode, s.TxOwner != nil, s.resetAlways, s.parkable, s.Stale, s.rejected,

@@ -1,9 +1,7 @@
 package phys
 
-import "fmt"
-
-// Mode is how long a task keeps its physical connection; the root's
-// exported Mode has its values, and documents them.
+// Mode is how long a task keeps its physical connection, as decide reads
+// it; the root's exported Mode is the user's word for it (BindLocked).
 type Mode int
 
 const (
@@ -13,14 +11,3 @@ const (
 	// SessionMode: the task keeps the connection to its end.
 	SessionMode
 )
-
-// String returns "transaction" or "session", the pool_mode values.
-func (m Mode) String() string {
-	switch m {
-	case TransactionMode:
-		return "transaction"
-	case SessionMode:
-		return "session"
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
