@@ -90,11 +90,10 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	err := l.do(ctx, opBegin, le, "", func(pc *phys.Conn) error {
 		var dtx driver.Tx
 		var err error
-		txs := phys.TxBegun
-		if le.t != nil && pc.St.Tx == phys.TxRaw {
+		nested := le.t != nil && pc.InRawTx()
+		if nested {
 			// pick chose the task's connection for its raw transaction.
 			dtx, err = beginNested(ctx, pc, opts)
-			txs = phys.TxRaw
 		} else if pc.Beginner != nil {
 			dtx, err = pc.Beginner.BeginTx(ctx, opts)
 		} else if opts.Isolation != 0 || opts.ReadOnly {
@@ -105,13 +104,13 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if err != nil {
 			return err
 		}
-		x = &tx{l: l, pc: pc, open: phys.OpenTx{Drv: dtx, Nested: txs == phys.TxRaw}, task: le.t, ctx: ctx}
+		x = &tx{l: l, pc: pc, open: phys.OpenTx{Drv: dtx, Nested: nested}, task: le.t, ctx: ctx}
 		x.tellsPosition = le.t != nil && l.c.reads != nil && !opts.ReadOnly && pc.Env == &l.c.env
 		x.open.For(x)
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on
 		}
-		pc.SetTx(txs, &x.open)
+		pc.BeganTx(&x.open)
 		l.tx = x
 		if le.t != nil && !le.t.addTx(x) {
 			// The task ended meanwhile: its transaction must not outlive it.
@@ -327,7 +326,7 @@ func (l *conn) leaveStandby(ctx context.Context, k opKind, le *lease) bool {
 	if k == opPrepare || k == opPing || l.c.reads.reads(m, t, k, le.readTx, l.text) {
 		return false
 	}
-	if l.state != holdOwn || l.rows != 0 || !l.pc.St.SessionUnchanged() || l.pc.St.Tx != phys.TxNone {
+	if l.state != holdOwn || l.rows != 0 || !l.pc.Untouched() {
 		return false
 	}
 	l.endHold()

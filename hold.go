@@ -75,7 +75,7 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 		return nil, err
 	}
 	var lc lostCommit
-	if le.pc.St.Tx == phys.TxRaw && commitsAlone(query) {
+	if le.pc.InRawTx() && commitsAlone(query) {
 		lc = watchCommit(le.pc) // the raw transaction's end (lostcommit.go)
 	}
 	var res driver.Result
@@ -482,7 +482,7 @@ func (l *conn) shareError(v shareVerdict, pc *phys.Conn, st *phys.ConnState, k o
 // checkShared applies the task's rules (planShared) to a later operation of
 // a hold whose connection other holds of its task may use too.
 func (l *conn) checkShared(pc *phys.Conn, k opKind) (err error) {
-	pc.Locked(func(*phys.ConnState) { err = l.sharedLocked(pc, k, l.rows > 0) })
+	pc.Locked(func(st *phys.ConnState) { err = l.sharedLocked(pc, st, k, l.rows > 0) })
 	return err
 }
 
@@ -490,9 +490,9 @@ func (l *conn) checkShared(pc *phys.Conn, k opKind) (err error) {
 // rows are open; with rows true, it is only what no operation on a shared
 // connection may meet, checked before the wait for its lock and again
 // after: the connection lost, another hold's transaction on it, or (for
-// BeginTx) any transaction open on it. The caller holds pc's mutex (pc.Locked).
-func (l *conn) sharedLocked(pc *phys.Conn, k opKind, rows bool) error {
-	st := &pc.St
+// BeginTx) any transaction open on it. The caller holds pc's mutex
+// (pc.Locked), which handed it st, pc's state.
+func (l *conn) sharedLocked(pc *phys.Conn, st *phys.ConnState, k opKind, rows bool) error {
 	otherTx := st.TxOwner != nil && (l.tx == nil || st.TxOwner != &l.tx.open)
 	if v := planShared(k, rows, connFactsOf(st, otherTx)); v != shareOK {
 		return l.shareError(v, pc, st, k)
@@ -562,7 +562,7 @@ func (l *conn) checkLocked(pc *phys.Conn, k opKind) error {
 		return nil
 	}
 	var err error
-	pc.Locked(func(*phys.ConnState) { err = l.sharedLocked(pc, k, true) })
+	pc.Locked(func(st *phys.ConnState) { err = l.sharedLocked(pc, st, k, true) })
 	return err
 }
 
@@ -749,7 +749,7 @@ func (l *conn) bindForTask(le *lease) error {
 			return err // ended: the hold's end settles the connection
 		}
 	}
-	if pc.St.Tx == phys.TxRaw {
+	if pc.InRawTx() {
 		if err := pc.Undo(context.Background(), nil, phys.UndoTaskBusy); err != nil {
 			l.lose(err)
 			return l.lost

@@ -181,13 +181,13 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	if nested {
 		// The task's transaction goes on, unless a statement of the
 		// *sql.Tx ended it: ask, as after any statement.
-		pc.SetTx(pc.St.Tx, nil)
+		pc.EndedTx(true)
 		if oerr := pc.Observe(bound, nestedEnd(commit)); oerr != nil && err == nil {
 			err = oerr
 		}
 		close(sp.done)
 	} else {
-		pc.SetTx(phys.TxNone, nil)
+		pc.EndedTx(false)
 	}
 	x.l.tx = nil
 	return err

@@ -280,11 +280,42 @@ func (pc *Conn) Stale() bool { return pc.Gen != pc.Env.Gen.Load() }
 // ErrStale is why a stale connection is not handed out.
 var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
 
-// SetTx records the transaction now open on the server. The caller holds sem.
-func (pc *Conn) SetTx(s TxState, owner *OpenTx) {
+// setTx records the transaction now open on the server. The caller holds sem.
+func (pc *Conn) setTx(s TxState, owner *OpenTx) {
 	pc.mu.Lock()
 	pc.St.Tx, pc.St.TxOwner = s, owner
 	pc.mu.Unlock()
+}
+
+// InRawTx reports a raw transaction open on pc: one a statement began (a
+// raw BEGIN the server reports), which a *sql.Tx may nest in. The caller
+// holds sem.
+func (pc *Conn) InRawTx() bool { return pc.St.Tx == TxRaw }
+
+// Untouched reports pc's session as it was opened, or reset since, with
+// no transaction open. The caller holds sem.
+func (pc *Conn) Untouched() bool { return pc.St.Session == sessionClean && pc.St.Tx == TxNone }
+
+// BeganTx records that open, a *sql.Tx's transaction, began on pc: a
+// savepoint in its raw transaction where open.Nested, else the driver's
+// own. The caller holds sem.
+func (pc *Conn) BeganTx(open *OpenTx) {
+	s := TxBegun
+	if open.Nested {
+		s = TxRaw
+	}
+	pc.setTx(s, open)
+}
+
+// EndedTx records that the *sql.Tx whose transaction was open on pc
+// ended: none is open now, unless it was nested in a raw transaction,
+// which goes on (nested). The caller holds sem.
+func (pc *Conn) EndedTx(nested bool) {
+	s := TxNone
+	if nested {
+		s = pc.St.Tx
+	}
+	pc.setTx(s, nil)
 }
 
 // Taken records that pc, fresh from the pool, is the hold's that took it:
@@ -779,7 +810,7 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
 	}
 	if s := rawTx(status); s != pc.St.Tx {
-		pc.SetTx(s, nil)
+		pc.setTx(s, nil)
 	}
 	return nil
 }
@@ -831,7 +862,7 @@ func (pc *Conn) rollback(owner *OpenTx) error {
 		pc.Lose(err, false)
 		return err
 	}
-	pc.SetTx(TxNone, nil)
+	pc.setTx(TxNone, nil)
 	return nil
 }
 

@@ -33,10 +33,6 @@ const (
 	SessionLost                      // the connection broke, or its state is unknown: destroy it
 )
 
-// SessionUnchanged reports a session as opened, or reset since: nothing
-// of it would be lost on another connection.
-func (st *ConnState) SessionUnchanged() bool { return st.Session == sessionClean }
-
 func (s sessionState) String() string {
 	switch s {
 	case sessionClean:

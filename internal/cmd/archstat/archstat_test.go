@@ -120,3 +120,24 @@ func TestRow(t *testing.T) {
 		t.Errorf("uses %q, want %q", got, want)
 	}
 }
+
+func TestSealed(t *testing.T) {
+	p, err := load("./testdata/sealed/outer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range sealed(p, "github.com/pooldriver/pooldriver/internal/cmd/archstat/testdata/sealed/inner") {
+		_, what, _ := strings.Cut(r, ": ")
+		got[what] = true
+	}
+	want := []string{"writes c.Count", "locks c.Mu (Lock)", "reads c.St", "locks c.Mu (Unlock)"}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("sealed does not report %q", w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("sealed reports %d places, want %d: %v", len(got), len(want), got)
+	}
+}

@@ -12,9 +12,12 @@ import (
 // import path is sealedPath from outside it: a write of one of its
 // structs' fields (an assignment, an op-assignment, ++ or --, however
 // deep the selector: x.St.Holds = 0), and a call of Lock, Unlock,
-// TryLock, RLock or RUnlock on one of its fields (x.Mu.Lock()). The
-// sealed package's own methods are the way in: its lock rules live where
-// its locks are. Reads are not reported.
+// TryLock, RLock or RUnlock on one of its fields (x.Mu.Lock()); and a
+// read of one of its fields whose type is one of its own structs (x.St,
+// x.St.Tx): the state behind its locks, which its methods read, or hand
+// to a caller under its lock. The sealed package's own methods are the
+// way in: its lock rules live where its locks are. Other reads (a handle,
+// a setting fixed when it was made) are not reported.
 func sealed(p *pkg, sealedPath string) []string {
 	field := func(e ast.Expr) (string, bool) {
 		sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
@@ -35,9 +38,27 @@ func sealed(p *pkg, sealedPath string) []string {
 	at := func(pos token.Pos, what string) {
 		found = append(found, fmt.Sprintf("%s: %s", p.fset.Position(pos), what))
 	}
+	// state reports a selector of a field whose type is a struct the
+	// sealed package declares.
+	state := func(sel *ast.SelectorExpr) bool {
+		s := p.info.Selections[sel]
+		if s == nil || s.Kind() != types.FieldVal || s.Obj().Pkg() == nil || s.Obj().Pkg().Path() != sealedPath {
+			return false
+		}
+		named, ok := types.Unalias(s.Obj().Type()).(*types.Named)
+		if !ok || named.Obj().Pkg() == nil || named.Obj().Pkg().Path() != sealedPath {
+			return false
+		}
+		_, isStruct := named.Underlying().(*types.Struct)
+		return isStruct
+	}
 	for _, f := range p.files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if state(n) {
+					at(n.Pos(), "reads "+types.ExprString(n))
+				}
 			case *ast.AssignStmt:
 				if n.Tok == token.DEFINE {
 					return true
