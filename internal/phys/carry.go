@@ -35,7 +35,7 @@ func (pc *Conn) carry() bool {
 	pc.sem.Unlock()
 	if ok {
 		pc.mu.Lock()
-		pc.St.Session = sessionClean // as it will be before anything else runs there
+		pc.st.Session = sessionClean // as it will be before anything else runs there
 		pc.mu.Unlock()
 		// Counted now, as Stats has it once a hold let go (one that
 		// fails replaces the connection).

@@ -74,21 +74,21 @@ type Conn struct {
 	//     operation, which takes sem for them before it can let anyone else
 	//     reach pc; everything they count as held by sem below, they own
 	//     alone.
-	//   - St is read and written under mu. Its tx, txOwner and rows fields
+	//   - st is read and written under mu. Its tx, txOwner and rows fields
 	//     are written only by the holder of sem, which may therefore read
 	//     them without mu; session is written by the holder of sem too, and
 	//     by a task's cleanup that cannot get sem (which marks it lost), so
 	//     everyone reads it under mu; holds and task are written by anyone.
 	//   - A Conn fresh from the pool is reachable only by its taker
-	//     until it binds it to a task; until then the taker may touch St
+	//     until it binds it to a task; until then the taker may touch st
 	//     without mu. (A task that ended may keep a stale pointer to it,
-	//     through which it only reads St.task and St.txOwner under mu;
+	//     through which it only reads st.task and st.txOwner under mu;
 	//     the taker writes those only when they are set.)
 	//   - Lock order: mu, then task.mu. Nothing waits for sem while holding
 	//     mu.
 	sem connLock
 	mu  sync.Mutex
-	St  ConnState
+	st  ConnState
 
 	// Touched only by the holder of sem.
 	stmts map[string]driver.Stmt
@@ -103,7 +103,7 @@ type Conn struct {
 func NewConn(env *Env, dc dialects.Conn) *Conn {
 	drv := dc.Driver()
 	pc := &Conn{Env: env, DC: dc, Drv: drv, sem: newConnLock(), born: time.Now()}
-	pc.St.resetAlways, pc.St.parkable = env.ResetAlways, env.Parkable
+	pc.st.resetAlways, pc.st.parkable = env.ResetAlways, env.Parkable
 	// A dialect that runs queries or prepares statements its own way
 	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
 	// statements unnamed on the server) says so by implementing
@@ -283,18 +283,18 @@ var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
 // setTx records the transaction now open on the server. The caller holds sem.
 func (pc *Conn) setTx(s TxState, owner *OpenTx) {
 	pc.mu.Lock()
-	pc.St.Tx, pc.St.TxOwner = s, owner
+	pc.st.Tx, pc.st.TxOwner = s, owner
 	pc.mu.Unlock()
 }
 
 // InRawTx reports a raw transaction open on pc: one a statement began (a
 // raw BEGIN the server reports), which a *sql.Tx may nest in. The caller
 // holds sem.
-func (pc *Conn) InRawTx() bool { return pc.St.Tx == TxRaw }
+func (pc *Conn) InRawTx() bool { return pc.st.Tx == TxRaw }
 
 // Untouched reports pc's session as it was opened, or reset since, with
 // no transaction open. The caller holds sem.
-func (pc *Conn) Untouched() bool { return pc.St.Session == sessionClean && pc.St.Tx == TxNone }
+func (pc *Conn) Untouched() bool { return pc.st.Session == sessionClean && pc.st.Tx == TxNone }
 
 // BeganTx records that open, a *sql.Tx's transaction, began on pc: a
 // savepoint in its raw transaction where open.Nested, else the driver's
@@ -313,31 +313,31 @@ func (pc *Conn) BeganTx(open *OpenTx) {
 func (pc *Conn) EndedTx(nested bool) {
 	s := TxNone
 	if nested {
-		s = pc.St.Tx
+		s = pc.st.Tx
 	}
 	pc.setTx(s, nil)
 }
 
 // Taken records that pc, fresh from the pool, is the hold's that took it:
 // nobody else can reach it yet.
-func (pc *Conn) Taken() { pc.St.Holds = 1 }
+func (pc *Conn) Taken() { pc.st.Holds = 1 }
 
 // JoinLocked records one more hold on pc, bound to a task. The caller holds
 // mu.
-func (pc *Conn) JoinLocked() { pc.St.Holds++ }
+func (pc *Conn) JoinLocked() { pc.st.Holds++ }
 
 // BindLocked binds pc to task t, in session mode on pc's Connector
 // (session) or in transaction mode. The caller holds mu (and t's: see
 // task.bind).
 func (pc *Conn) BindLocked(t TaskBinding, session bool) {
-	pc.St.task, pc.St.mode = t, TransactionMode
+	pc.st.task, pc.st.mode = t, TransactionMode
 	if session {
-		pc.St.mode = SessionMode
+		pc.st.mode = SessionMode
 	}
 }
 
 // boundTo reports whether pc is bound to t. The caller holds mu.
-func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.St.task == t }
+func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.st.task == t }
 
 // KeepsTaskState reports whether a raw transaction is open on pc or its
 // session changed: what a transaction-mode task keeps its connection for.
@@ -345,14 +345,14 @@ func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.St.task == t }
 func (pc *Conn) KeepsTaskState() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.St.Tx == TxRaw || pc.St.Session == SessionDirty
+	return pc.st.Tx == TxRaw || pc.st.Session == SessionDirty
 }
 
 // heldByOthers reports whether holds other than the caller's use pc.
 func (pc *Conn) heldByOthers() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.St.Holds > 1
+	return pc.st.Holds > 1
 }
 
 // Gone reports whether pc is closed (for whatever reason: its lifetime or
@@ -366,14 +366,14 @@ func (pc *Conn) Gone() bool { return pc.closed.Load() || pc.Stale() || pc.isLost
 func (pc *Conn) isLost() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.St.Session == SessionLost
+	return pc.st.Session == SessionLost
 }
 
 // MarkDirty records that the session changed. The caller holds sem.
 func (pc *Conn) MarkDirty() {
 	pc.mu.Lock()
-	if pc.St.Session == sessionClean {
-		pc.St.Session = SessionDirty
+	if pc.st.Session == sessionClean {
+		pc.st.Session = SessionDirty
 	}
 	pc.mu.Unlock()
 }
@@ -388,19 +388,19 @@ func (pc *Conn) MarkDirty() {
 func (pc *Conn) Lose(cause error, fresh bool) (carried bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.St.Session == SessionLost {
+	if pc.st.Session == SessionLost {
 		return false
 	}
-	carried = pc.St.Tx != TxNone || pc.St.Session == SessionDirty
-	pc.St.Session = SessionLost
-	if t := pc.St.task; t != nil {
-		if carried || !fresh && pc.St.mode == SessionMode {
+	carried = pc.st.Tx != TxNone || pc.st.Session == SessionDirty
+	pc.st.Session = SessionLost
+	if t := pc.st.task; t != nil {
+		if carried || !fresh && pc.st.mode == SessionMode {
 			t.LostConn(pc, cause)
 			carried = true
 		} else {
 			t.UnbindConn(pc)
 		}
-		pc.St.task = nil
+		pc.st.task = nil
 	}
 	return carried
 }
@@ -410,14 +410,14 @@ func (pc *Conn) Lose(cause error, fresh bool) (carried bool) {
 //
 // shared says whether anything else may reach pc (it is bound to a task,
 // or a task's *sql.Tx is open on it, which the task's end reaches):
-// otherwise the caller may write St without mu (see the lock rules).
+// otherwise the caller may write st without mu (see the lock rules).
 func (pc *Conn) AddRows(n int, shared bool) {
 	if !shared {
-		pc.St.Rows += n
+		pc.st.Rows += n
 		return
 	}
 	pc.mu.Lock()
-	pc.St.Rows += n
+	pc.st.Rows += n
 	pc.mu.Unlock()
 }
 
@@ -761,7 +761,7 @@ func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
 // the transaction state cannot be established; the caller then treats the
 // connection as lost. The caller holds sem.
 func (pc *Conn) Observe(ctx context.Context, query string) error {
-	askTx := pc.St.Tx != TxBegun
+	askTx := pc.st.Tx != TxBegun
 	if o := pc.observer; o != nil {
 		// Ask's first branch, which the compiler does not inline, and
 		// Observed only where there is something to record.
@@ -809,7 +809,7 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 		}
 		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
 	}
-	if s := rawTx(status); s != pc.St.Tx {
+	if s := rawTx(status); s != pc.st.Tx {
 		pc.setTx(s, nil)
 	}
 	return nil
@@ -830,7 +830,7 @@ func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
 // where the transaction was asked for, it could not be read or is not
 // the one pc believes.
 func (pc *Conn) ToRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
-	return changed || askTx && (err != nil || rawTx(status) != pc.St.Tx)
+	return changed || askTx && (err != nil || rawTx(status) != pc.st.Tx)
 }
 
 func rawTx(s dialects.TxStatus) TxState {
@@ -887,7 +887,7 @@ func (pc *Conn) resetSession() error {
 		return err
 	}
 	pc.mu.Lock()
-	pc.St.Session = sessionClean
+	pc.st.Session = sessionClean
 	pc.mu.Unlock()
 	return nil
 }
@@ -898,20 +898,20 @@ func (pc *Conn) resetSession() error {
 // it. The caller does not hold sem.
 func (pc *Conn) LetGo() {
 	pc.mu.Lock()
-	pc.St.Holds--
-	f := pc.letGoVerdict(&pc.St)
+	pc.st.Holds--
+	f := pc.letGoVerdict(&pc.st)
 	if f == fateInUse || f == fateKeepForTask {
 		pc.mu.Unlock()
 		return
 	}
-	if t := pc.St.task; t != nil {
+	if t := pc.st.task; t != nil {
 		t.UnbindConn(pc)
-		pc.St.task = nil
+		pc.st.task = nil
 	}
 	// A task ending now must not find its *sql.Tx here: settle rolls it
 	// back.
-	owner := pc.St.TxOwner
-	pc.St.TxOwner = nil
+	owner := pc.st.TxOwner
+	pc.st.TxOwner = nil
 	pc.mu.Unlock()
 	// Nothing reaches pc now: no hold, no rows, no task, no transaction
 	// owner, not in the pool.
@@ -922,17 +922,17 @@ func (pc *Conn) LetGo() {
 // bound to a task, no task's transaction on it. Nobody else can reach pc, so
 // it needs no lock.
 func (pc *Conn) LetGoAlone() {
-	pc.St.Holds--
-	f := pc.letGoVerdict(&pc.St)
+	pc.st.Holds--
+	f := pc.letGoVerdict(&pc.st)
 	if f == fateInUse {
 		return
 	}
-	owner := pc.St.TxOwner
+	owner := pc.st.TxOwner
 	if owner != nil {
 		// Written only when set: a task that ended may still hold a stale
 		// pointer to pc and read txOwner under mu (cleanUp); a transaction
 		// begun outside any task cannot be one of its.
-		pc.St.TxOwner = nil
+		pc.st.TxOwner = nil
 	}
 	pc.settle(f, owner)
 }
@@ -948,24 +948,24 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 	if pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // settle is to look at the server, or a reset waits
 	}
-	if pc.St.Holds == 1 && !pc.traced && ParksClean(&pc.St) && !pc.Stale() {
+	if pc.st.Holds == 1 && !pc.traced && ParksClean(&pc.st) && !pc.Stale() {
 		// The usual state: decide says fatePark (parksAsIs), and the
 		// release is not traced. Whether anyone waits, r.Park asks.
-		pc.St.Holds, pc.St.Stale = 0, false
+		pc.st.Holds, pc.st.Stale = 0, false
 		if r.Park() {
 			return r // someone else may have pc already: it is not to be touched
 		}
-		pc.St.Holds = 1 // the caller settles pc
+		pc.st.Holds = 1 // the caller settles pc
 		return nil
 	}
 	if r.Contended() {
 		return nil // Park would refuse: spare decide
 	}
-	pc.St.Holds--
-	if parksAsIs(&pc.St) && !pc.Stale() {
-		pc.St.Stale = false // decide says fatePark (see decide's test of parksAsIs)
-	} else if pc.letGoVerdict(&pc.St) != fatePark {
-		pc.St.Holds++
+	pc.st.Holds--
+	if parksAsIs(&pc.st) && !pc.Stale() {
+		pc.st.Stale = false // decide says fatePark (see decide's test of parksAsIs)
+	} else if pc.letGoVerdict(&pc.st) != fatePark {
+		pc.st.Holds++
 		return nil
 	}
 	var held time.Duration
@@ -976,7 +976,7 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 		relCtx, held = pc.releaseTrace()
 	}
 	if !r.Park() {
-		pc.St.Holds = 1
+		pc.st.Holds = 1
 		pc.traced, pc.tracedCtx = traced, relCtx // the caller settles pc, and traces its release
 		return nil
 	}
@@ -1204,23 +1204,23 @@ func (pc *Conn) joinForEnd(t TaskBinding, owner *OpenTx) (ok, session bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	switch {
-	case owner != nil && pc.St.TxOwner != owner:
+	case owner != nil && pc.st.TxOwner != owner:
 		// Its hold let go of pc meanwhile, and took the transaction along
 		// to roll it back (see letGo).
 		return false, false
-	case owner != nil && pc.St.task == t && owner.Nested:
+	case owner != nil && pc.st.task == t && owner.Nested:
 		// A *sql.Tx nested in t's raw transaction: t's end on its bound
 		// connection rolls all of it back (with the care it takes for
 		// other holds still on it); claimed, the *sql.Tx runs nothing
 		// more meanwhile.
 		return false, false
-	case owner == nil && pc.St.task != t:
+	case owner == nil && pc.st.task != t:
 		return false, false
 	case owner == nil:
-		session = pc.St.mode == SessionMode
-		pc.St.task = nil
+		session = pc.st.mode == SessionMode
+		pc.st.task = nil
 	}
-	pc.St.Holds++
+	pc.st.Holds++
 	return true, session
 }
 
@@ -1250,7 +1250,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 		pc.MarkDirty() // the task's session: reset it before reuse
 	}
 	undone := false // the task's raw transaction, which other holds may be inside
-	if !pc.isLost() && (owner != nil && pc.St.TxOwner == owner || owner == nil && pc.St.Tx == TxRaw) {
+	if !pc.isLost() && (owner != nil && pc.st.TxOwner == owner || owner == nil && pc.st.Tx == TxRaw) {
 		undone = owner == nil
 		_ = pc.Undo(ctx, owner, undoTaskEnded) // on failure pc is lost
 	}

@@ -74,5 +74,5 @@ func (pc *Conn) Claimed() bool { return pc.sem.State.Load() != 0 }
 func (pc *Conn) Locked(f func(st *ConnState)) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	f(&pc.St)
+	f(&pc.st)
 }
