@@ -94,12 +94,8 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if nested {
 			// pick chose the task's connection for its raw transaction.
 			dtx, err = beginNested(ctx, pc, opts)
-		} else if pc.Beginner != nil {
-			dtx, err = pc.Beginner.BeginTx(ctx, opts)
-		} else if opts.Isolation != 0 || opts.ReadOnly {
-			err = errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
 		} else {
-			dtx, err = pc.Drv.Begin() //nolint:staticcheck // the driver offers nothing newer
+			dtx, err = pc.Begin(ctx, opts)
 		}
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ const maxCachedStmts = 128
 type Conn struct {
 	Env *Env // its Connector's, for everything it needs of it
 	DC  dialects.Conn
-	Drv driver.Conn
+	drv driver.Conn
 	res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
 	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
 	// For the log line that says it closed (Why, Age): closeReason is set
@@ -38,11 +38,11 @@ type Conn struct {
 	tracedCtx context.Context
 	traced    bool
 
-	// The optional interfaces of Drv and DC, resolved once.
+	// The optional interfaces of drv and DC, resolved once.
 	execer      driver.ExecerContext
 	queryer     driver.QueryerContext
 	preparer    driver.ConnPrepareContext
-	Beginner    driver.ConnBeginTx
+	beginner    driver.ConnBeginTx
 	checker     driver.NamedValueChecker
 	argsAsIs    bool // the dialect says the driver takes every argument as it is
 	OneResult   bool // the dialect says its server sends one result at a time (dialects.OneResult)
@@ -64,7 +64,7 @@ type Conn struct {
 
 	// Lock rules, for everything below:
 	//
-	//   - sem is held by whoever runs something on Drv or DC: a statement
+	//   - sem is held by whoever runs something on drv or DC: a statement
 	//     (from start to done), open result sets (until their Close), a
 	//     rollback or a reset. Statements on one physical conn never overlap.
 	//     One exception, a transition of the hold's state machine
@@ -102,7 +102,7 @@ type Conn struct {
 
 func NewConn(env *Env, dc dialects.Conn) *Conn {
 	drv := dc.Driver()
-	pc := &Conn{Env: env, DC: dc, Drv: drv, sem: newConnLock(), born: time.Now()}
+	pc := &Conn{Env: env, DC: dc, drv: drv, sem: newConnLock(), born: time.Now()}
 	pc.st.resetAlways, pc.st.parkable = env.ResetAlways, env.Parkable
 	// A dialect that runs queries or prepares statements its own way
 	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
@@ -124,9 +124,9 @@ func NewConn(env *Env, dc dialects.Conn) *Conn {
 		pc.preparer, _ = drv.(driver.ConnPrepareContext)
 	}
 	if b, ok := dc.(driver.ConnBeginTx); ok {
-		pc.Beginner = b
+		pc.beginner = b
 	} else {
-		pc.Beginner, _ = drv.(driver.ConnBeginTx)
+		pc.beginner, _ = drv.(driver.ConnBeginTx)
 	}
 	pc.checker, _ = drv.(driver.NamedValueChecker)
 	if a, ok := dc.(dialects.ArgumentsAsIs); ok && a.ArgumentsAsIs() {
@@ -280,6 +280,19 @@ func (pc *Conn) Stale() bool { return pc.Gen != pc.Env.Gen.Load() }
 // ErrStale is why a stale connection is not handed out.
 var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
 
+// Begin begins a transaction with opts on the driver, as database/sql
+// would: its BeginTx, else its Begin, where opts ask for nothing else. The
+// caller holds sem.
+func (pc *Conn) Begin(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if pc.beginner != nil {
+		return pc.beginner.BeginTx(ctx, opts)
+	}
+	if opts.Isolation != 0 || opts.ReadOnly {
+		return nil, errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
+	}
+	return pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
+}
+
 // setTx records the transaction now open on the server. The caller holds sem.
 func (pc *Conn) setTx(s TxState, owner *OpenTx) {
 	pc.mu.Lock()
@@ -421,7 +434,7 @@ func (pc *Conn) AddRows(n int, shared bool) {
 	pc.mu.Unlock()
 }
 
-// Convert prepares arguments for Drv the way database/sql would have: the
+// Convert prepares arguments for drv the way database/sql would have: the
 // driver's own NamedValueChecker first, then the default converter. The
 // logical connection accepted them unconverted because, when database/sql
 // checked them, no physical connection was chosen yet.
@@ -468,7 +481,7 @@ func argName(nv *driver.NamedValue) string {
 	return fmt.Sprintf("$%d", nv.Ordinal)
 }
 
-// Prepared returns Drv's prepared statement for query, preparing it on this
+// Prepared returns drv's prepared statement for query, preparing it on this
 // connection the first time. The caller holds sem.
 func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
 	pc.DropEvicted()
@@ -480,7 +493,7 @@ func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error)
 	if pc.preparer != nil {
 		s, err = pc.preparer.PrepareContext(ctx, query)
 	} else {
-		s, err = pc.Drv.Prepare(query)
+		s, err = pc.drv.Prepare(query)
 	}
 	if err != nil {
 		return nil, err

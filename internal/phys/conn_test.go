@@ -2,6 +2,7 @@ package phys
 
 import (
 	"database/sql/driver"
+	"strings"
 	"testing"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -14,9 +15,12 @@ type asIsConn struct{ dialects.Conn }
 
 func (asIsConn) ArgumentsAsIs() bool { return true }
 
-func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
-	srv := fakedb.NewServer("TestArgumentsAsIsSkipTheConversion")
-	defer srv.Close()
+// openFake opens a connection to a fake server of the test's own, closed
+// with the test.
+func openFake(t *testing.T) dialects.Conn {
+	t.Helper()
+	srv := fakedb.NewServer(t.Name())
+	t.Cleanup(srv.Close)
 	tmpl, _, err := fakedb.Dialect{}.Parse("fake://" + srv.Name())
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +29,12 @@ func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dc.Close()
+	t.Cleanup(func() { _ = dc.Close() })
+	return dc
+}
+
+func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
+	dc := openFake(t)
 	// fakedb's checker passes an int on to database/sql's default
 	// converter, which makes it an int64; a dialect that says its driver
 	// takes arguments as they are gets the int itself.
@@ -42,5 +51,26 @@ func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
 		if len(args) != 1 || args[0].Value != tc.want {
 			t.Fatalf("%s: converted to %#v, want %#v", tc.name, args, tc.want)
 		}
+	}
+}
+
+// plainDriverConn is a dialect conn whose driver offers only driver.Conn:
+// no BeginTx, so no TxOptions.
+type plainDriverConn struct{ dialects.Conn }
+
+func (c plainDriverConn) Driver() driver.Conn { return struct{ driver.Conn }{c.Conn.Driver()} }
+
+func TestBeginWithoutBeginTx(t *testing.T) {
+	dc := openFake(t)
+	pc := NewConn(&Env{}, plainDriverConn{dc})
+	if _, err := pc.Begin(t.Context(), driver.TxOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("Begin(ReadOnly) on a driver without BeginTx: %v, want an error that names read-only transactions", err)
+	}
+	tx, err := pc.Begin(t.Context(), driver.TxOptions{})
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatalf("Rollback: %v", err)
 	}
 }
