@@ -50,10 +50,8 @@ type Connector struct {
 	// replicas.go); nil: every statement runs on the primary.
 	reads *replicas
 
-	env       phys.Env      // what its physical connections need of it
-	physStats phys.Stats    // counted by its physical connections (env.Stats)
-	cleanups  phys.Cleanups // its physical connections' rollbacks and resets (env.Cleanups)
-	stats     struct {
+	env   phys.Env // what its physical connections need of it
+	stats struct {
 		leaks   atomic.Int64
 		misuses atomic.Int64 // hold events step refused (plan.go)
 	}

@@ -141,12 +141,10 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		CleanupTimeout: s.CleanupTimeout,
 		ResetAlways:    s.ResetAlways,
 		TrustFuncs:     s.TrustFunctions,
-		Cleanups:       &c.cleanups,
 		Parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		AfterRelease:   s.AfterRelease != nil,
 		CarryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
 		Leaks:          c.leaks != nil,
-		Stats:          &c.physStats,
 		Releases:       releaseTracer(s.Tracer, c.name),
 		Log:            c.log,
 		Owner:          connOwner{c},
@@ -243,7 +241,7 @@ func (c *Connector) closeNow() {
 			}
 		}
 		c.pool.Close()
-		c.cleanups.Close() // those under way hand their connections back: destroyed now
+		c.env.Close() // the cleanups under way hand their connections back: destroyed now
 	}
 	if c.leaks != nil {
 		c.leaks.stop()

@@ -149,7 +149,7 @@ func (c *Connector) Stats() Stats {
 		UntimedUses:          p.UntimedUses,
 		CreateTime:           p.CreateTime,
 	}
-	s.AutoRollbacks, s.TaskEndRollbacks, s.SessionResets, s.CarriedResets, s.SeparateResets = c.physStats.Read()
+	s.AutoRollbacks, s.TaskEndRollbacks, s.SessionResets, s.CarriedResets, s.SeparateResets = c.env.Counts()
 	if r := c.reads; r != nil {
 		s.ReadsOnStandby, s.ReadsOnPrimary = r.onStandby.Load(), r.onPrimary.Load()
 		s.ReadTokensMalformed = r.tokensMalformed.Load()

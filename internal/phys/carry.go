@@ -39,7 +39,7 @@ func (pc *Conn) carry() bool {
 		pc.mu.Unlock()
 		// Counted now, as Stats has it once a hold let go (one that
 		// fails replaces the connection).
-		pc.Env.Stats.sessionResets.Add(1)
+		pc.Env.stats.sessionResets.Add(1)
 	}
 	return ok
 }
@@ -48,9 +48,9 @@ func (pc *Conn) carry() bool {
 // calls it): carried, in the write of a statement, or on its own.
 func (pc *Conn) carriedDone(carried bool) {
 	if carried {
-		pc.Env.Stats.carriedResets.Add(1)
+		pc.Env.stats.carriedResets.Add(1)
 	} else {
-		pc.Env.Stats.separateResets.Add(1)
+		pc.Env.stats.separateResets.Add(1)
 	}
 	pc.Env.debug("session reset")
 }

@@ -1052,7 +1052,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 		// cleanup: a round trip off the caller's path, once a second at
 		// most. Whoever takes lookDue first looks.
 		if pc.Env.LookDue.CompareAndSwap(true, false) {
-			if pc.Env.Cleanups.start(func() {
+			if pc.Env.cleanups.start(func() {
 				g := fateRelease
 				if !pc.Env.Owner.Look(pc) {
 					g = fateDestroy
@@ -1085,7 +1085,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 		// meanwhile; the pool counts it in use until it is handed back.
 		// (A rollback, of a transaction a hold left open, is a misuse's
 		// cost and stays on the caller's path, where it is logged.)
-		if pc.Env.Cleanups.start(func() { pc.settleNow(f, owner) }) {
+		if pc.Env.cleanups.start(func() { pc.settleNow(f, owner) }) {
 			return
 		}
 	}
@@ -1149,8 +1149,8 @@ func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
 			}
 			return fateDestroy
 		}
-		env.Stats.sessionResets.Add(1)
-		env.Stats.separateResets.Add(1)
+		env.stats.sessionResets.Add(1)
+		env.stats.separateResets.Add(1)
 		env.debug("session reset")
 	}
 	return fateRelease
@@ -1182,9 +1182,9 @@ func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	closed := why == undoTaskEnded && !pc.Usable()
 	err := pc.rollback(owner)
 	if err == nil {
-		pc.Env.Stats.autoRollbacks.Add(1)
+		pc.Env.stats.autoRollbacks.Add(1)
 		if why == undoTaskEnded || why == UndoBegunAfterEnd {
-			pc.Env.Stats.taskEndRollbacks.Add(1)
+			pc.Env.stats.taskEndRollbacks.Add(1)
 		}
 	}
 	switch {
@@ -1206,8 +1206,8 @@ func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 // ended before the task's own end could (tx.endOn): the task's, as if undo
 // had run it.
 func (pc *Conn) CountUndo() {
-	pc.Env.Stats.autoRollbacks.Add(1)
-	pc.Env.Stats.taskEndRollbacks.Add(1)
+	pc.Env.stats.autoRollbacks.Add(1)
+	pc.Env.stats.taskEndRollbacks.Add(1)
 }
 
 // joinForEnd joins pc for t's end (endTask), unless nothing is left for

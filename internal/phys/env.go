@@ -14,13 +14,14 @@ import (
 // Env is what the physical connections of one Connector need of it,
 // handed to each when it is made, so that a physical connection never
 // reaches up into the Connector, a task or a transaction: the Connector
-// fills it once (newConnector) and never changes it, but for gen, which
-// Reset bumps.
+// fills it once (newConnector) and never changes it, but for Gen, which
+// Reset bumps, and LookDue. It also holds what the connections share
+// among themselves, their counters and their cleanups, which the
+// Connector reads (Counts) and ends (Close).
 type Env struct {
 	CleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
 	ResetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
 	TrustFuncs     bool          // WithTrustFunctions: the dialect's default-deny for unknown calls is off
-	Cleanups       *Cleanups     // runs rollbacks and resets off the goroutine that let go (settle)
 	// Nothing is told of a connection's release (no leak detection, no
 	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
 	Parkable     bool
@@ -37,10 +38,26 @@ type Env struct {
 	LookDue atomic.Bool
 	// Releases: the Tracer, where it hears of releases too (the root's trace.go).
 	Releases ReleaseHook
-	Stats    *Stats
 	Log      *slog.Logger // nil: nothing is logged
 	Owner    Owner
+
+	// The connections' own: the zero values serve.
+	cleanups Cleanups // runs rollbacks and resets off the goroutine that let go (settle)
+	stats    Stats
 }
+
+// Counts returns the connections' counters (Stats.Read), for the
+// Connector's Stats.
+func (e *Env) Counts() (autoRollbacks, taskEndRollbacks, sessionResets, carriedResets, separateResets int64) {
+	return e.stats.Read()
+}
+
+// Close ends the connections' cleanups (Cleanups.Close), once the
+// Connector's pool is closed.
+func (e *Env) Close() { e.cleanups.Close() }
+
+// WaitCleanups waits for the cleanups under way (Cleanups.Wait).
+func (e *Env) WaitCleanups() { e.cleanups.Wait() }
 
 // Stats are the counters the physical connections keep for their
 // Connector's Stats.
