@@ -166,7 +166,7 @@ func (c *Connector) take(ctx context.Context) (*phys.Conn, error) {
 	pc.Handle(r) // the pool keeps one handle per connection for its life
 	if c.cfg.BeforeAcquire != nil {
 		if err := c.beforeAcquire(ctx, pc); err != nil {
-			pc.Closing(phys.CloseHook)
+			pc.Closing(closeHook)
 			r.Destroy()
 			return nil, err
 		}

@@ -9,6 +9,10 @@ import (
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
+// closeHook is why a connection a hook failed on is closed, for the log
+// line that says so (phys.Conn.Closing).
+const closeHook = "a hook failed"
+
 // call runs hook f, turning a panic into an error.
 func call(name string, f func() error) (err error) {
 	defer func() {

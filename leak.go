@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pooldriver/pooldriver/internal/logline"
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
@@ -130,7 +131,7 @@ func (d *leakDetector) returned(pc *phys.Conn) {
 	at, reported := m.returned()
 	if reported && at > 0 {
 		held := time.Since(d.epoch) - time.Duration(at-1)
-		phys.LogAt(context.Background(), d.log, slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
+		logline.At(context.Background(), d.log, slog.LevelInfo, "a connection reported as leaked came back", nil, "held", held.Round(time.Millisecond))
 	}
 }
 
@@ -166,7 +167,7 @@ func (d *leakDetector) check(m *leakMark, now time.Duration) {
 	}
 	// Counted before it is logged: whoever reads the line finds it counted.
 	d.count.Add(1)
-	phys.LogAt(context.Background(), d.log, slog.LevelWarn, "connection held longer than the leak detection threshold; it was taken by", nil,
+	logline.At(context.Background(), d.log, slog.LevelWarn, "connection held longer than the leak detection threshold; it was taken by", nil,
 		"held", (now - time.Duration(at-1)).Round(time.Millisecond), "threshold", d.threshold, "stack", formatStack(pcs[:n]))
 }
 

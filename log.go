@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/logline"
 	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
@@ -78,7 +79,7 @@ func (c *Connector) newLogger() *slog.Logger {
 
 // logAt logs msg at level with err, when there is one, and args.
 func (c *Connector) logAt(level slog.Level, msg string, err error, args ...any) {
-	phys.LogAt(context.Background(), c.log, level, msg, err, args...)
+	logline.At(context.Background(), c.log, level, msg, err, args...)
 }
 
 // logBreaker logs a change of the circuit breaker's state, in the words
@@ -126,7 +127,7 @@ func (c *Connector) connectFailed(err error) {
 	}
 	if n&(n-1) == 0 {
 		// Spaced already: not held back by the limiter.
-		phys.LogAt(context.WithValue(context.Background(), spacedKey{}, true), c.log, slog.LevelWarn, "connect failed repeatedly", err, "failures_in_a_row", n)
+		logline.At(context.WithValue(context.Background(), spacedKey{}, true), c.log, slog.LevelWarn, "connect failed repeatedly", err, "failures_in_a_row", n)
 	}
 }
 

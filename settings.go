@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
-	"github.com/pooldriver/pooldriver/internal/phys"
+	"github.com/pooldriver/pooldriver/internal/logline"
 )
 
 // settings is the table of the settings: every field of Config that holds
@@ -126,7 +126,7 @@ func (s *typed[T]) addr(c *Config) any { return s.at(c) }
 // duration, count and boolean are the values of the settings of those
 // types.
 func duration(at func(*Config) *time.Duration, def time.Duration, check func(time.Duration) error) value {
-	return &typed[time.Duration]{at: at, def: def, parse: parseDuration, format: phys.ShortDuration, check: check}
+	return &typed[time.Duration]{at: at, def: def, parse: parseDuration, format: logline.Duration, check: check}
 }
 
 func count(at func(*Config) *int, def int, check func(int) error) value {

@@ -76,7 +76,7 @@ func (pc *Conn) resetIdle() {
 			return err
 		}
 		if pc.Stale() {
-			pc.closeReason = CloseResetAll
+			pc.closeReason = closeResetAll
 			return ErrStale
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/logline"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -177,7 +178,7 @@ const idlePingTimeout = time.Second
 // pool stops trying further idle connections for it).
 func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
 	if pc.Stale() {
-		pc.closeReason = CloseResetAll
+		pc.closeReason = closeResetAll
 		return false
 	}
 	// Every idle hand-out is peeked at, one parked moments ago included:
@@ -216,7 +217,7 @@ func (pc *Conn) Why(connectorClosing bool) string {
 	case pc.closeReason != "":
 		return pc.closeReason
 	case pc.Stale():
-		return CloseResetAll
+		return closeResetAll
 	case connectorClosing:
 		return closeConnector
 	}
@@ -231,7 +232,7 @@ func (pc *Conn) Age() time.Duration { return time.Since(pc.born) }
 // refreshed (RefreshCatalog). A failure records why pc is to be closed.
 func (pc *Conn) Healthcheck(ctx context.Context) error {
 	if pc.Stale() {
-		pc.Closing(CloseResetAll)
+		pc.Closing(closeResetAll)
 		return ErrStale
 	}
 	if err := pc.DC.Ping(ctx); err != nil {
@@ -1113,7 +1114,7 @@ func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 	default: // fateDestroy
 		switch {
 		case pc.Stale():
-			pc.closeReason = CloseResetAll
+			pc.closeReason = closeResetAll
 		case pc.closeReason == "":
 			pc.closeReason = closeLost
 		}
@@ -1193,11 +1194,11 @@ func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	case why == undoLeftOpen:
 		pc.Env.warn("rolled back a transaction left open", nil)
 	case why == undoTaskEnded && err != nil && closed:
-		LogAt(ctx, pc.Env.Log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
+		logline.At(ctx, pc.Env.Log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
 	case why == undoTaskEnded && err != nil:
-		LogAt(ctx, pc.Env.Log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
+		logline.At(ctx, pc.Env.Log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
 	case why == undoTaskEnded:
-		LogAt(ctx, pc.Env.Log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
+		logline.At(ctx, pc.Env.Log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
 	}
 	return err
 }

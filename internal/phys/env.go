@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql/driver"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/logline"
 )
 
 // Env is what the physical connections of one Connector need of it,
@@ -132,52 +132,11 @@ type TaskClaim interface {
 	ClaimedByTask() (context.Context, bool)
 }
 
-// LogAt logs msg on l at level with err, when there is one, and args, with
-// ctx for the handler (a task's or request's attributes). A nil l logs
-// nothing. Durations are written as the DSN writes them ("5s", "1m30s"),
-// whatever the handler: a JSON handler would write a time.Duration in
-// nanoseconds.
-func LogAt(ctx context.Context, l *slog.Logger, level slog.Level, msg string, err error, args ...any) {
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
-	for i, a := range args {
-		switch v := a.(type) {
-		case time.Duration:
-			args[i] = ShortDuration(v)
-		case slog.Attr:
-			if v.Value.Kind() == slog.KindDuration {
-				args[i] = slog.String(v.Key, ShortDuration(v.Value.Duration()))
-			}
-		}
-	}
-	if err != nil {
-		args = append(args, "error", err)
-	}
-	l.Log(ctx, level, "pooldriver: "+msg, args...)
-}
-
-// ShortDuration writes d as a DSN would: 1h, 30m, 30s, 0 (Duration.String
-// writes 1h0m0s, 30m0s, 0s).
-func ShortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 func (e *Env) warn(msg string, err error) {
-	LogAt(context.Background(), e.Log, slog.LevelWarn, msg, err)
+	logline.At(context.Background(), e.Log, slog.LevelWarn, msg, err)
 }
 
-func (e *Env) debug(msg string) { LogAt(context.Background(), e.Log, slog.LevelDebug, msg, nil) }
+func (e *Env) debug(msg string) { logline.At(context.Background(), e.Log, slog.LevelDebug, msg, nil) }
 
 // Why a physical connection was closed, for the DEBUG line that says so.
 const (
@@ -185,8 +144,7 @@ const (
 	closeRollback  = "rollback failed"
 	closeReset     = "session reset failed"
 	closeReject    = "WithAfterRelease said no"
-	CloseResetAll  = "Connector.Reset"
-	CloseHook      = "a hook failed"
+	closeResetAll  = "Connector.Reset"
 	closeIdleCheck = "found closed or not answering when taken from idle"
 	closePing      = "healthcheck ping failed"
 	closeConnector = "connector closed"
