@@ -100,19 +100,18 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if err != nil {
 			return err
 		}
-		x = &tx{l: l, pc: pc, open: phys.OpenTx{Drv: dtx, Nested: nested}, task: le.t, ctx: ctx}
+		x = &tx{l: l, pc: pc, task: le.t, ctx: ctx}
 		x.tellsPosition = le.t != nil && l.c.reads != nil && !opts.ReadOnly && pc.Env == &l.c.env
-		x.open.For(x)
 		if le.t != nil {
 			l.to(evTaskTx) // the task's end may reach pc from now on
 		}
-		pc.BeganTx(&x.open)
+		pc.BeganTx(&x.open, dtx, nested, x)
 		l.tx = x
 		if le.t != nil && !le.t.addTx(x) {
 			// The task ended meanwhile: its transaction must not outlive it.
 			x.claim(txEndedByTask)
 			l.tx = nil
-			if rerr := pc.Undo(ctx, &x.open, phys.UndoBegunAfterEnd); rerr != nil {
+			if rerr := pc.UndoLateBegin(ctx, &x.open); rerr != nil {
 				return rerr
 			}
 			return errTaskEndedAtBegin

@@ -95,7 +95,7 @@ func (c *Connector) closePhys(pc *phys.Conn) {
 		c.leaks.remove(pc)
 	}
 	c.beforeClose(pc)
-	c.logClosed(pc, pc.Close())
+	pc.Close(c.closing.Load())
 }
 
 // healthcheck is the pool's check of an idle connection.

@@ -750,7 +750,7 @@ func (l *conn) bindForTask(le *lease) error {
 		}
 	}
 	if pc.InRawTx() {
-		if err := pc.Undo(context.Background(), nil, phys.UndoTaskBusy); err != nil {
+		if err := pc.UndoTaskBusy(context.Background()); err != nil {
 			l.lose(err)
 			return l.lost
 		}

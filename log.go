@@ -3,11 +3,9 @@ package pooldriver
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/internal/logline"
-	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -136,12 +134,4 @@ func (c *Connector) connected() {
 	if n := c.dials.failures.Swap(0); n > 1 {
 		c.logAt(slog.LevelInfo, "connected again", nil, "failures_before", n)
 	}
-}
-
-// logClosed logs the close of pc.
-func (c *Connector) logClosed(pc *phys.Conn, err error) {
-	if c.log == nil {
-		return
-	}
-	c.logAt(slog.LevelDebug, "connection closed", err, "reason", pc.Why(c.closing.Load()), "age", pc.Age().Round(time.Millisecond))
 }

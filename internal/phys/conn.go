@@ -27,7 +27,7 @@ type Conn struct {
 	drv driver.Conn
 	res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
 	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
-	// For the log line that says it closed (Why, Age): closeReason is set
+	// For the log line that says it closed (Close, why): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
 	born        time.Time
 	closeReason string
@@ -208,11 +208,11 @@ func (pc *Conn) pingIdle(ctx context.Context) bool {
 // says it closed; whoever destroys it says so first.
 func (pc *Conn) Closing(reason string) { pc.closeReason = reason }
 
-// Why says why pc is being closed, for the log line that says so: what
+// why says why pc is being closed, for the log line that says so: what
 // whoever destroys it recorded (Closing), else what the pool does by
 // itself: it closes pc for its Connector's Reset, for its Connector's
 // close (connectorClosing), or at the end of its lifetime or idle time.
-func (pc *Conn) Why(connectorClosing bool) string {
+func (pc *Conn) why(connectorClosing bool) string {
 	switch {
 	case pc.closeReason != "":
 		return pc.closeReason
@@ -223,9 +223,6 @@ func (pc *Conn) Why(connectorClosing bool) string {
 	}
 	return closeExpired
 }
-
-// Age is how long ago pc was opened.
-func (pc *Conn) Age() time.Duration { return time.Since(pc.born) }
 
 // Healthcheck is the pool's check of an idle pc: opened since its
 // Connector's last Reset, answering a ping, and its catalog reading
@@ -310,12 +307,14 @@ func (pc *Conn) InRawTx() bool { return pc.st.Tx == TxRaw }
 // no transaction open. The caller holds sem.
 func (pc *Conn) Untouched() bool { return pc.st.Session == sessionClean && pc.st.Tx == TxNone }
 
-// BeganTx records that open, a *sql.Tx's transaction, began on pc: a
-// savepoint in its raw transaction where open.Nested, else the driver's
-// own. The caller holds sem.
-func (pc *Conn) BeganTx(open *OpenTx) {
+// BeganTx records that a *sql.Tx's transaction began on pc: drv, the
+// driver's, or a savepoint in pc's raw transaction where nested. of is the
+// *sql.Tx's wrapper, which keeps the transaction as pc knows it in open.
+// The caller holds sem.
+func (pc *Conn) BeganTx(open *OpenTx, drv driver.Tx, nested bool, of TaskClaim) {
+	*open = OpenTx{Drv: drv, nested: nested, of: of}
 	s := TxBegun
-	if open.Nested {
+	if nested {
 		s = TxRaw
 	}
 	pc.setTx(s, open)
@@ -552,11 +551,17 @@ func (pc *Conn) dropEvicted() {
 }
 
 // Close closes pc, its prepared statements first, for the pool's
-// destructor: pc is the pool's no longer, and nothing else has it.
-func (pc *Conn) Close() error {
+// destructor: pc is the pool's no longer, and nothing else has it. It logs
+// that pc closed, why (connectorClosing: its Connector is closing; see
+// why) and how old it was, at DEBUG.
+func (pc *Conn) Close(connectorClosing bool) {
 	pc.closed.Store(true)
 	pc.closeStmts()
-	return pc.DC.Close()
+	err := pc.DC.Close()
+	if pc.Env.Log != nil {
+		logline.At(context.Background(), pc.Env.Log, slog.LevelDebug, "connection closed", err,
+			"reason", pc.why(connectorClosing), "age", time.Since(pc.born).Round(time.Millisecond))
+	}
 }
 
 // closeStmts closes every cached prepared statement. The caller holds sem.
@@ -861,7 +866,7 @@ func rawTx(s dialects.TxStatus) TxState {
 func (pc *Conn) rollback(owner *OpenTx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
 	defer cancel()
-	if owner != nil && owner.Nested {
+	if owner != nil && owner.nested {
 		owner = nil // a savepoint in a raw transaction: roll all of it back
 	}
 	var err error
@@ -1132,12 +1137,12 @@ func (pc *Conn) clean(f Fate, owner *OpenTx) Fate {
 	defer pc.sem.Unlock()
 	if f == fateRollback || f == fateRollbackReset {
 		ctx, why := context.Background(), undoLeftOpen
-		if owner != nil && owner.Of != nil {
-			if tctx, claimed := owner.Of.ClaimedByTask(); claimed {
+		if owner != nil && owner.of != nil {
+			if tctx, claimed := owner.of.ClaimedByTask(); claimed {
 				ctx, why = tctx, undoTaskEnded // its task's end claimed it first
 			}
 		}
-		if err := pc.Undo(ctx, owner, why); err != nil {
+		if err := pc.undo(ctx, owner, why); err != nil {
 			pc.closeReason = closeRollback
 			return fateDestroy
 		}
@@ -1164,11 +1169,11 @@ type undoReason uint8
 const (
 	undoLeftOpen      undoReason = iota // the hold ended with it open (settle)
 	undoTaskEnded                       // its task ended (endTask)
-	UndoBegunAfterEnd                   // a task's *sql.Tx begun as the task ended (BeginTx)
-	UndoTaskBusy                        // a raw transaction its task cannot keep: it has another connection (bindForTask)
+	undoBegunAfterEnd                   // a task's *sql.Tx begun as the task ended (BeginTx)
+	undoTaskBusy                        // a raw transaction its task cannot keep: it has another connection (bindForTask)
 )
 
-// Undo rolls back the transaction open on pc (owner's, or a raw one when
+// undo rolls back the transaction open on pc (owner's, or a raw one when
 // owner is nil), counts it in Stats.autoRollbacks (and TaskEndRollbacks)
 // and logs it: what needs attention at WARN (a transaction a hold left
 // open, a rollback that failed), a task's end at DEBUG with ctx, the
@@ -1179,12 +1184,12 @@ const (
 // connection closed. Every rollback pooldriver runs by itself goes through
 // it. On failure the connection is lost (see rollback). The caller holds
 // sem.
-func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
+func (pc *Conn) undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	closed := why == undoTaskEnded && !pc.Usable()
 	err := pc.rollback(owner)
 	if err == nil {
 		pc.Env.stats.autoRollbacks.Add(1)
-		if why == undoTaskEnded || why == UndoBegunAfterEnd {
+		if why == undoTaskEnded || why == undoBegunAfterEnd {
 			pc.Env.stats.taskEndRollbacks.Add(1)
 		}
 	}
@@ -1201,6 +1206,20 @@ func (pc *Conn) Undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 		logline.At(ctx, pc.Env.Log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
 	}
 	return err
+}
+
+// UndoLateBegin rolls back owner, a task's *sql.Tx's transaction begun
+// as the task ended (BeginTx): the task's rollback, counted and logged as
+// undo says.
+func (pc *Conn) UndoLateBegin(ctx context.Context, owner *OpenTx) error {
+	return pc.undo(ctx, owner, undoBegunAfterEnd)
+}
+
+// UndoTaskBusy rolls back the raw transaction a transaction-mode task's
+// statement began on pc, which the task cannot keep: it has another
+// connection (the root's bindForTask). See undo.
+func (pc *Conn) UndoTaskBusy(ctx context.Context) error {
+	return pc.undo(ctx, nil, undoTaskBusy)
 }
 
 // CountUndo counts a rollback database/sql ran for a task whose context
@@ -1222,7 +1241,7 @@ func (pc *Conn) joinForEnd(t TaskBinding, owner *OpenTx) (ok, session bool) {
 		// Its hold let go of pc meanwhile, and took the transaction along
 		// to roll it back (see letGo).
 		return false, false
-	case owner != nil && pc.st.task == t && owner.Nested:
+	case owner != nil && pc.st.task == t && owner.nested:
 		// A *sql.Tx nested in t's raw transaction: t's end on its bound
 		// connection rolls all of it back (with the care it takes for
 		// other holds still on it); claimed, the *sql.Tx runs nothing
@@ -1266,7 +1285,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 	undone := false // the task's raw transaction, which other holds may be inside
 	if !pc.isLost() && (owner != nil && pc.st.TxOwner == owner || owner == nil && pc.st.Tx == TxRaw) {
 		undone = owner == nil
-		_ = pc.Undo(ctx, owner, undoTaskEnded) // on failure pc is lost
+		_ = pc.undo(ctx, owner, undoTaskEnded) // on failure pc is lost
 	}
 	if undone && pc.heldByOthers() {
 		// A *sql.Conn of the task still holds pc: its next statements

@@ -118,12 +118,12 @@ type TaskBinding interface {
 // with it still open. The *sql.Tx's wrapper (tx) holds one.
 type OpenTx struct {
 	Drv driver.Tx
-	// Nested: Drv is a savepoint in the task's raw transaction (the root's nest.go),
+	// nested: Drv is a savepoint in the task's raw transaction (the root's nest.go),
 	// whose rollback is the raw transaction's.
-	Nested bool
-	// Of is the *sql.Tx's wrapper (tx), which says whether its task's end
+	nested bool
+	// of is the *sql.Tx's wrapper (tx), which says whether its task's end
 	// claimed it: a rollback settle runs then is the task's (see clean).
-	Of TaskClaim
+	of TaskClaim
 }
 
 // TaskClaim is a *sql.Tx as its physical connection sees it: whether the
@@ -150,6 +150,3 @@ const (
 	closeConnector = "connector closed"
 	closeExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
 )
-
-// For records the *sql.Tx's wrapper whose transaction o is.
-func (o *OpenTx) For(of TaskClaim) { o.Of = of }
