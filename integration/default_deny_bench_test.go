@@ -90,10 +90,9 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	}
 	dbs, conns := benchPools(b, dsn, "pool_trust_functions=true", "")
 	ctx := context.Background()
-	// Through the default pool: a connection that runs DDL reads the
-	// catalog again at once, where the other pools' connections wait for
-	// the next reading (at most one a second) before the catalog vouches
-	// for the function again, and the first calls would count.
+	// Through the default pool. The DDL leaves every reading of the
+	// catalog out of date, so the first calls of the function are judged
+	// by none and reset; the warming below waits them out.
 	for _, q := range create {
 		if _, err := dbs[1].ExecContext(ctx, q); err != nil {
 			b.Fatal(err)
@@ -135,9 +134,11 @@ func benchDefaultDeny(b *testing.B, s server, dsn, lang string, workers int) {
 	for _, db := range dbs {
 		run(db, chunk) // warm: connections, caches
 	}
-	// Connections opened together wait at most a while for the catalog's
-	// first reading, and until one vouches for the function its calls are
-	// reset: warm the default pool until a whole chunk resets nothing.
+	// A connection whose call was reset reads the catalog again, but not
+	// while another connection reads it, and its next call resets until a
+	// reading taken since vouches for the function: with many callers
+	// that takes hundreds of calls. Warm the default pool until a whole
+	// chunk resets nothing.
 	for start := time.Now(); ; {
 		before := conns[1].Stats().SessionResets
 		run(dbs[1], chunk)
