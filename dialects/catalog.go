@@ -181,11 +181,16 @@ func (c *Catalog[T]) ClaimFresh(ctx context.Context) (bool, *CatalogSnapshot[T])
 
 // claimUnless is ClaimSince's and ClaimFresh's: the current reading where
 // it will do, a claim where nobody reads, else a wait for the reading in
-// progress.
+// progress. A reading that fails meanwhile (Failing: one waits on a lock
+// held on a catalog table, say) ends the wait with no claim: the caller
+// would wait on the same lock.
 func (c *Catalog[T]) claimUnless(ctx context.Context, will func(*CatalogSnapshot[T]) bool) (bool, *CatalogSnapshot[T]) {
 	for {
 		if s := c.snap.Load(); s != nil && will(s) {
 			return false, s
+		}
+		if c.Failing() {
+			return false, c.snap.Load()
 		}
 		if c.Claim(true) {
 			return true, nil

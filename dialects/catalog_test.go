@@ -292,3 +292,71 @@ func TestCatalogClaimFresh(t *testing.T) {
 		t.Fatalf("with a Fresh reading: claim %v, reading %v", mine, s)
 	}
 }
+
+// TestCatalogClaimSince: a caller that needs a reading since a change
+// gets the current one where it Sees it; waits for a reading in
+// progress, and takes it where it was claimed after the change; reads in
+// its place where it was claimed before; and gives up, claiming nothing,
+// where the reading it waits for fails (the next would wait on the same
+// lock).
+func TestCatalogClaimSince(t *testing.T) {
+	c := CatalogFor[int](fmt.Sprintf("test-claimsince|%d", time.Now().UnixNano()))
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	first := c.Store(1)
+	if mine, s := c.ClaimSince(t.Context(), 0); mine || s != first {
+		t.Fatalf("a reading that Sees the change: claim %v, reading %v", mine, s)
+	}
+
+	// Claimed after the change: waited for and taken.
+	gen := c.ExpireNow()
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	got := make(chan *CatalogSnapshot[int], 1)
+	go func() {
+		mine, s := c.ClaimSince(t.Context(), gen)
+		if mine {
+			s = nil
+		}
+		got <- s
+	}()
+	time.Sleep(10 * time.Millisecond)
+	since := c.Store(2)
+	if s := <-got; s != since {
+		t.Fatalf("a waiter got %v, want the reading claimed after the change", s)
+	}
+
+	// Claimed before the change: the waiter reads in its place.
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	gen = c.ExpireNow()
+	claimed := make(chan bool, 1)
+	go func() {
+		mine, _ := c.ClaimSince(t.Context(), gen)
+		claimed <- mine
+	}()
+	time.Sleep(10 * time.Millisecond)
+	c.Store(3)
+	if !<-claimed {
+		t.Fatal("a reading claimed before the change was taken for one since")
+	}
+	c.Store(4)
+
+	// The reading waited for fails: no claim, the last reading.
+	gen = c.ExpireNow()
+	if !c.Claim(true) {
+		t.Fatal("no claim")
+	}
+	go func() {
+		mine, _ := c.ClaimSince(t.Context(), gen)
+		claimed <- mine
+	}()
+	time.Sleep(10 * time.Millisecond)
+	c.Release()
+	if <-claimed {
+		t.Fatal("a waiter claimed a reading right after the one it waited for failed")
+	}
+}

@@ -74,9 +74,11 @@ type carry struct {
 // direct path runs the connection's statements and the connection is idle.
 // The first reset of a connection asks what the login role may do with a
 // replication origin, which takes a second message: it runs on its own.
+// So does the reset of a session that owes a reading of the catalog
+// (owesReading), which it takes once reset (readAfterReset).
 func (c *conn) CarryReset(done func(carried bool)) bool {
 	pc := c.pgx().PgConn()
-	if !c.direct.on || c.origin == originUnknown || pc.IsClosed() || pc.TxStatus() != 'I' || c.carry.broken != nil {
+	if !c.direct.on || c.origin == originUnknown || pc.IsClosed() || pc.TxStatus() != 'I' || c.carry.broken != nil || c.owesReading() {
 		return false
 	}
 	c.carry.due, c.carry.done = true, done

@@ -176,16 +176,32 @@ func (c *conn) current(pc *pgconn.PgConn, f sqllex.Facts) *dialects.CatalogSnaps
 
 // readSince returns a reading that sees the change numbered gen: the
 // current one where it does; otherwise one read on pc now, where c can
-// (readable), no other connection is reading, and no reading failed
-// lately (dialects.Catalog.Failing: a lock held on a catalog table makes
-// every reading wait until it times out); otherwise the current one. It
-// waits for no other connection's reading, which may have begun before
-// the change: the next statement asks again.
-func (c *conn) readSince(pc *pgconn.PgConn, gen uint64) *dialects.CatalogSnapshot[*pgCatalog] {
+// (readable) and no reading failed lately (dialects.Catalog.Failing: a
+// lock held on a catalog table makes every reading wait until it times
+// out); otherwise the current one. Where another connection is reading,
+// it waits for that reading within wait at most (none where wait is 0),
+// takes it where it began after the change and otherwise reads in its
+// place (dialects.Catalog.ClaimSince): connections that all ran a user's
+// code share readings, rather than each give up on the one in progress,
+// run the code again unvouched and make the next reading out of date
+// for itself in turn.
+func (c *conn) readSince(pc *pgconn.PgConn, gen uint64, wait time.Duration) *dialects.CatalogSnapshot[*pgCatalog] {
 	c.catalogOf(pc)
 	snap := c.catalog.Current()
-	if snap != nil && snap.Sees(gen) || !c.readable(pc) || c.catalog.Failing() || !c.catalog.Claim(true) {
+	if snap != nil && snap.Sees(gen) || !c.readable(pc) || c.catalog.Failing() {
 		return snap
+	}
+	if wait == 0 {
+		if !c.catalog.Claim(true) {
+			return snap
+		}
+	} else {
+		wctx, stop := context.WithTimeout(context.Background(), wait)
+		mine, s := c.catalog.ClaimSince(wctx, gen)
+		stop()
+		if !mine {
+			return s
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
 	defer cancel()
@@ -195,6 +211,21 @@ func (c *conn) readSince(pc *pgconn.PgConn, gen uint64) *dialects.CatalogSnapsho
 		return c.catalog.Current()
 	}
 	return c.catalog.Store(s)
+}
+
+// owesReading reports a session that ran a user's code no reading since
+// vouches for (codeSee), while readings do not fail: until one does, none
+// of its statements is vouched for, and its reset reads one at once
+// (readAfterReset). A reset carried with the next statement reads none,
+// and that statement, a call of the same function say, would run
+// unvouched and owe a reading again: such a reset runs on its own
+// (CarryReset).
+func (c *conn) owesReading() bool {
+	if c.trust || c.catalog == nil || c.codeSee == 0 || c.catalog.Failing() {
+		return false
+	}
+	snap := c.catalog.Current()
+	return snap == nil || !snap.Sees(c.codeSee)
 }
 
 // leavesSession reports a statement whose text shows no change to the
@@ -267,12 +298,13 @@ func (c *conn) lastReading(pc *pgconn.PgConn) *pgCatalog {
 // (cat: the reading the reset ran with): dblink's or postgres_fdw's
 // connections where the extension came since. Where the session ran a
 // user's code that may have changed the catalog (codeSee), it gets a
-// reading since at once (readSince): until then none of its statements
-// is vouched for.
+// reading since at once (readSince), waiting freshWait at most for one
+// another connection is taking: until then none of its statements is
+// vouched for.
 func (c *conn) readAfterReset(ctx context.Context, pc *pgconn.PgConn, cat *pgCatalog) error {
 	snap := c.shadows(pc, false)
 	if snap != nil && !snap.Sees(c.codeSee) {
-		snap = c.readSince(pc, c.codeSee)
+		snap = c.readSince(pc, c.codeSee, freshWait)
 	}
 	if snap == nil {
 		return nil

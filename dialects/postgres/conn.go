@@ -298,7 +298,7 @@ func (c *conn) judge(pc *pgconn.PgConn, query string) bool {
 				// own): the first statement since whose text leaves the
 				// session reads once, rather than every statement count
 				// until the catalog's next reading.
-				snap = c.readSince(pc, c.codeSee)
+				snap = c.readSince(pc, c.codeSee, 0)
 			}
 			unsure = snap != nil && (!snap.Fresh() || !snap.Sees(c.catalog.Changed()))
 		}
