@@ -267,7 +267,12 @@ func TestTxIDNoExtraRoundTrip(t *testing.T) {
 						ready.Add(int64(n))
 					}
 				case counting.Load():
-					probes.Add(int64(bytes.Count(b, []byte("pg_current_xact_id_if_assigned"))))
+					// The probe's text, or once prepared its name alone.
+					n := bytes.Count(b, []byte("pg_current_xact_id_if_assigned"))
+					if n == 0 {
+						n = bytes.Count(b, []byte("pooldriver_probe"))
+					}
+					probes.Add(int64(n))
 				}
 				return faultproxy.Pass
 			})

@@ -310,6 +310,7 @@ func (c *conn) dropped() {
 		st.onServer = false
 	}
 	c.direct.stale = nil
+	c.probeAt = 0
 	c.dirtySeq = 0
 }
 

@@ -95,6 +95,10 @@ type conn struct {
 	// 0 until asked, 1 yes, -1 no (see probes).
 	probing int8
 	probe   probeMsgs // execProbed's messages, kept for the next
+	// probeAt: dropGen+1 when execProbed prepared probeSQL under
+	// probeName; 0 while it is not prepared (dropped clears it, and a
+	// reset that finds it gone, reconcile).
+	probeAt uint64
 
 	// carry: a session reset waiting for the next statement (carry.go);
 	// stdlibCached: pgx's stdlib ran a statement with arguments, which it

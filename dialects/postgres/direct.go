@@ -231,7 +231,7 @@ func (c *conn) execDirect(ctx context.Context, query string, args []driver.Named
 		err = c.closeCarried(pl, err)
 	} else if err == nil {
 		if c.probes(p.PgConn(), query) {
-			tag, err = c.execProbed(ctx, st)
+			tag, err = c.execProbed(ctx, st, query)
 		} else {
 			tag, err = p.PgConn().ExecStatement(ctx, st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats).Close()
 		}

@@ -261,6 +261,9 @@ func (c *conn) reconcile(ctx context.Context, prepared []preparedStmt) error {
 	for name := range c.stdlibNames {
 		tampered = tampered || !server[name]
 	}
+	// The probe's statement (xact.go) is where execProbed left it, or
+	// every statement is dropped: its next Parse must not meet one.
+	tampered = tampered || server[probeName] != (c.probeAt == c.dropGen+1)
 	dirty := c.dirtySeq
 	c.dirtySeq = 0
 	if tampered {

@@ -42,6 +42,14 @@ var _ dialects.CommitResolver = (*conn)(nil)
 // assigns none.
 const probeSQL = "SELECT pg_catalog.pg_current_xact_id_if_assigned(), " + timelineSQL
 
+// probeName is the name execProbed prepares probeSQL under, in the write
+// of a statement it goes with, where nothing can have touched the
+// session's prepared statements (probeNamed): the server then parses and
+// plans the probe once per connection, not with every transaction. It is
+// a name of the direct path's (driverName): a session reset keeps it, and
+// its tamper check (reconcile) knows it.
+const probeName = "pooldriver_probe"
+
 // timelineSQL is the server's timeline, 0 on a standby (where
 // pg_walfile_name fails): what a promotion changes.
 const timelineSQL = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN 0 " +
@@ -146,6 +154,36 @@ func (c *conn) canProbe(pc *pgconn.PgConn) bool {
 	return c.probing > 0
 }
 
+// probeNamed reports whether execProbed sends the probe with query under
+// probeName, and whether it is prepared there (ready) or to be prepared
+// in the same write. Only where nothing can have dropped it since it was
+// prepared, nor will the statement it goes with, for a probe whose
+// Bind fails aborts the caller's transaction: the session is as its last
+// reset left it (no statement changed it, none may have prepared or
+// deallocated: a DO block, a function that EXECUTEs DEALLOCATE ALL), no
+// reset goes first, the connection is the server's own, not a pooler's
+// (unnamed), and query was judged, with a reading that still vouches
+// (vouching), to change nothing and run no code its text does not show.
+// A user who vouches for their functions (trust) reads no catalog, and
+// gets the unnamed probe.
+func (c *conn) probeNamed(query string) (named, ready bool) {
+	if c.unnamed || c.carry.due || c.dirtySeq != 0 || c.sqlPrepared {
+		return false, false
+	}
+	snap := c.lexedSnap
+	if c.vouching(snap) == nil {
+		return false, false
+	}
+	e := c.lexedFor(query, snap)
+	if e == nil || e.prepares {
+		return false, false
+	}
+	if f := e.facts; f.Text || f.Unread || f.Runs || f.Calls && !f.Vouched {
+		return false, false
+	}
+	return true, c.probeAt == c.dropGen+1
+}
+
 // queryProbed runs st (its arguments built), a statement that returns
 // rows, with the probe behind it in the same write and before the same
 // Sync: its result, and the pipeline to read the probe from once the
@@ -218,12 +256,15 @@ type probeMsgs struct {
 	v, tli          []byte // the probe's answer
 }
 
-// execProbed is execDirect's run of st (its arguments built) with the
-// probe behind it, in the same write and before the same Sync, written
-// and read on pgx's connection directly (as pgconn's ExecStatement reads
-// a statement's replies) so that it allocates what ExecStatement does.
-// A failure to write or read closes the connection: what ran is not known.
-func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTag, error) {
+// execProbed is execDirect's run of st (its arguments built), query's,
+// with the probe behind it, in the same write and before the same Sync,
+// written and read on pgx's connection directly (as pgconn's
+// ExecStatement reads a statement's replies) so that it allocates what
+// ExecStatement does. The probe is prepared under probeName where
+// probeNamed says so. A failure to write or read closes the connection:
+// what ran is not known. A probe the server refused, after the statement
+// ran, is the statement's error: it aborted the transaction.
+func (c *conn) execProbed(ctx context.Context, st *directStmt, query string) (pgconn.CommandTag, error) {
 	if err := ctx.Err(); err != nil {
 		return pgconn.CommandTag{}, err // nothing sent
 	}
@@ -233,11 +274,17 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 	}
 	d, m := &c.direct, &c.probe
 	m.bind = pgproto3.Bind{PreparedStatement: st.sd.Name, ParameterFormatCodes: d.eqb.ParamFormats, Parameters: d.eqb.ParamValues, ResultFormatCodes: st.formats}
-	m.parse.Query = probeSQL
+	named, ready := c.probeNamed(query)
+	m.parse.Query, m.parse.Name, m.probeBind.PreparedStatement = probeSQL, "", ""
+	if named {
+		m.parse.Name, m.probeBind.PreparedStatement = probeName, probeName
+	}
 	fe := pc.Frontend()
 	fe.SendBind(&m.bind)
 	fe.SendExecute(&m.exec)
-	fe.SendParse(&m.parse)
+	if !ready {
+		fe.SendParse(&m.parse)
+	}
 	fe.SendBind(&m.probeBind)
 	fe.SendExecute(&m.exec)
 	fe.SendSync(&m.sync)
@@ -246,7 +293,7 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 		return pgconn.CommandTag{}, c.probeLost(err)
 	}
 	var tag pgconn.CommandTag
-	var stmtErr error
+	var stmtErr, probeErr error
 	completed, answered := 0, false
 	m.v, m.tli = m.v[:0], m.tli[:0]
 	for {
@@ -255,6 +302,10 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 			return pgconn.CommandTag{}, c.probeLost(err)
 		}
 		switch r := msg.(type) {
+		case *pgproto3.ParseComplete: // the probe's: st was prepared before
+			if named {
+				c.probeAt = c.dropGen + 1
+			}
 		case *pgproto3.CommandComplete:
 			if completed++; completed == 1 {
 				tag = pgconn.NewCommandTag(string(r.CommandTag))
@@ -267,12 +318,17 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt) (pgconn.CommandTa
 				m.tli = append(m.tli[:0], r.Values[1]...)
 			}
 		case *pgproto3.ErrorResponse:
-			if stmtErr == nil && completed == 0 {
+			if completed == 0 {
 				stmtErr = pgconn.ErrorResponseToPgError(r)
+			} else {
+				probeErr = pgconn.ErrorResponseToPgError(r)
 			}
 		case *pgproto3.ReadyForQuery:
 			if stmtErr != nil {
 				return pgconn.CommandTag{}, stmtErr
+			}
+			if probeErr != nil {
+				return pgconn.CommandTag{}, fmt.Errorf("pooldriver: postgres: the statement ran, but the server refused to say its transaction's id, which aborted the transaction: %w", probeErr)
 			}
 			if answered {
 				var v []byte

@@ -1,10 +1,13 @@
 package postgres
 
 import (
+	"context"
 	"database/sql/driver"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestDecimal: decimal answers as strconv.ParseUint does, for the texts a
@@ -141,4 +144,152 @@ func checkIDLearnt(t *testing.T, c *conn, what string) {
 	if got := fmt.Sprint(dest[0]); ref.ID == 0 || strconv.FormatUint(ref.ID, 10) != got {
 		t.Errorf("%s: the id learnt is %d, the server's %s", what, ref.ID, got)
 	}
+}
+
+// TestProbeNamed: a write in a transaction carries the probe unnamed until
+// its text was judged (ChangesSession, as pooldriver asks after each
+// statement), then prepares it under probeName in the same write, then
+// binds it there; each run learns the server's id. Where the session may
+// have dropped it (a DO block that deallocates it, judged a change) or the
+// statement may (a call of a function that does), the probe goes unnamed
+// and the transaction goes on. The next reset finds it gone and drops
+// every statement, so that the next Parse of it does not meet one; and a
+// probe the server refuses is the statement's error, not a transaction
+// left aborted in silence.
+func TestProbeNamed(t *testing.T) {
+	c := opened(t)
+	ctx := t.Context()
+	table := fmt.Sprintf("pd_probe_named_%d", time.Now().UnixNano())
+	fn := table + "_drop"
+	exec(t, c, "CREATE TABLE "+table+" (v int)")
+	exec(t, c, "CREATE FUNCTION "+fn+"(int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'DEALLOCATE "+probeName+"'; RETURN $1; END $$")
+	t.Cleanup(func() {
+		if _, err := c.pgx().Exec(context.Background(), "ROLLBACK; DROP FUNCTION "+fn+"(int); DROP TABLE "+table); err != nil {
+			t.Error(err)
+		}
+	})
+	insert := "INSERT INTO " + table + " VALUES ($1)"
+	args := []driver.NamedValue{{Ordinal: 1, Value: int64(7)}}
+	run := func(query string) error {
+		_, err := c.ExecContext(ctx, query, args)
+		c.ChangesSession(query)
+		return err
+	}
+	prepared := func() bool {
+		var v int
+		if err := c.pgx().QueryRow(ctx, "SELECT count(*) FROM pg_catalog.pg_prepared_statements WHERE name = $1", probeName).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v == 1
+	}
+	begin := func() driver.Tx {
+		tx, err := c.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	reset := func() {
+		if err := c.ResetSession(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// prepareProbe writes in transactions until the probe is prepared: the
+	// first judgment after a reset may be with a reading taken since.
+	prepareProbe := func() {
+		for i := 0; !prepared(); i++ {
+			if i == 3 {
+				t.Fatal("the probe is not prepared after 3 writes")
+			}
+			tx := begin()
+			if err := run(insert); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := run(insert); err != nil { // judged outside a transaction: no probe
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true} {
+		tx := begin()
+		if err := run(insert); err != nil {
+			t.Fatal(err)
+		}
+		checkIDLearnt(t, c, fmt.Sprintf("run %d", i))
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if got := prepared(); got != want || c.probeAt != c.dropGen+1 {
+			t.Fatalf("run %d: the probe prepared on the server: %v, by the connection's count: %v", i, got, c.probeAt == c.dropGen+1)
+		}
+	}
+
+	// Dropped earlier in the transaction, by DEALLOCATE or a DO block:
+	// judged a change, so the next probe goes unnamed; the reset after
+	// finds it gone and drops every statement, and the probe is prepared
+	// again after.
+	for _, drop := range []string{"DEALLOCATE " + probeName, "DO $$ BEGIN EXECUTE 'DEALLOCATE " + probeName + "'; END $$"} {
+		prepareProbe()
+		tx := begin()
+		if _, err := c.ExecContext(ctx, drop, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !c.ChangesSession(drop) {
+			t.Fatalf("%s judged no change", drop)
+		}
+		if err := run(insert); err != nil {
+			t.Fatalf("a write after %s: %v", drop, err)
+		}
+		checkIDLearnt(t, c, "after "+drop)
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		reset()
+		if !c.stmtsDropped || c.probeAt == c.dropGen+1 {
+			t.Fatalf("the reset after %s: statements dropped %v, probe counted prepared %v", drop, c.stmtsDropped, c.probeAt == c.dropGen+1)
+		}
+	}
+	prepareProbe()
+	reset()
+	if c.stmtsDropped {
+		t.Fatal("a reset that found the probe where it was left dropped every statement")
+	}
+
+	// Dropped by the statement it goes with: the call, judged to run code
+	// no reading vouches for, goes with the probe unnamed, its text new
+	// or judged before.
+	call := "SELECT " + fn + "($1)"
+	for i := range 2 {
+		prepareProbe()
+		tx := begin()
+		if err := run(call); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if s := c.pgx().PgConn().TxStatus(); s != 'T' {
+			t.Fatalf("call %d: transaction status %c after a call that dropped the probe", i, s)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		reset()
+	}
+
+	// Refused: dropped where nothing judged it (pgx's own connection),
+	// the named probe fails, and says so.
+	prepareProbe()
+	if c.probeAt != c.dropGen+1 {
+		t.Fatal("the probe is prepared, by the connection's count not")
+	}
+	if _, err := c.pgx().Exec(ctx, "DEALLOCATE "+probeName); err != nil {
+		t.Fatal(err)
+	}
+	tx := begin()
+	err := run(insert)
+	if err == nil || !strings.Contains(err.Error(), "aborted the transaction") {
+		t.Fatalf("a write whose probe the server refused: %v", err)
+	}
+	_ = tx.Rollback()
 }
