@@ -138,14 +138,17 @@ func (c *conn) queryDirect(ctx context.Context, query string, args []driver.Name
 	var rr *pgconn.ResultReader
 	var pl *pgconn.Pipeline
 	redescribed := false
-	probe := c.probes(p.PgConn(), query)
+	probe := probeNone
+	if c.probes(p.PgConn(), query) {
+		probe = probeUnnamed
+	}
 	switch {
 	case c.carry.due || !st.onServer:
-		if rr, pl, redescribed, err = c.prepareRun(ctx, st, c.carry.due, probe); err != nil {
+		if rr, pl, redescribed, err = c.prepareRun(ctx, st, c.carry.due, probe != probeNone); err != nil {
 			return nil, c.prepareRunFailed(query, st, err)
 		}
-	case probe:
-		if rr, pl, err = c.queryProbed(ctx, st); err != nil {
+	case probe != probeNone:
+		if rr, pl, probe, err = c.queryProbed(ctx, st, query); err != nil {
 			return nil, c.prepareRunFailed(query, st, err)
 		}
 	default:
@@ -226,7 +229,7 @@ func (c *conn) execDirect(ctx context.Context, query string, args []driver.Named
 		}
 		tag, err = rr.Close()
 		if probe && err == nil {
-			c.readProbe(pl)
+			err = c.readProbe(pl, probeUnnamed)
 		}
 		err = c.closeCarried(pl, err)
 	} else if err == nil {
@@ -349,7 +352,7 @@ type directRows struct {
 	st    *directStmt
 	rr    *pgconn.ResultReader
 	pl    *pgconn.Pipeline // the carried reset's (carry.go) or the probe's (xact.go), closed after rr; or nil
-	probe bool             // the transaction id's probe follows rr in pl (readProbe)
+	probe probeHow         // how the transaction id's probe follows rr in pl (readProbe)
 	query string
 	// decode: the decoders of a statement whose description had no
 	// columns but whose result has (a FETCH from a cursor declared
@@ -433,8 +436,8 @@ func (r *directRows) end() error {
 	if !r.done {
 		r.done, r.more = true, false
 		_, err := r.rr.Close()
-		if r.probe && err == nil {
-			r.c.readProbe(r.pl)
+		if r.probe != probeNone && err == nil {
+			err = r.c.readProbe(r.pl, r.probe)
 		}
 		if r.pl != nil {
 			err = r.c.closeCarried(r.pl, err)

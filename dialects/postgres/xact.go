@@ -184,45 +184,83 @@ func (c *conn) probeNamed(query string) (named, ready bool) {
 	return true, c.probeAt == c.dropGen+1
 }
 
-// queryProbed runs st (its arguments built), a statement that returns
-// rows, with the probe behind it in the same write and before the same
-// Sync: its result, and the pipeline to read the probe from once the
-// result is closed (readProbe) and to close after.
-func (c *conn) queryProbed(ctx context.Context, st *directStmt) (*pgconn.ResultReader, *pgconn.Pipeline, error) {
+// probeHow is how a probe follows a statement in a pipeline (readProbe).
+type probeHow uint8
+
+const (
+	probeNone    probeHow = iota
+	probeUnnamed          // parsed and planned with the statement
+	probePrepare          // prepared under probeName, then bound there
+	probeBound            // bound to probeName, prepared before
+)
+
+// sendProbe queues the probe behind query's statement in pl, under
+// probeName where probeNamed says so, and returns how.
+func (c *conn) sendProbe(pl *pgconn.Pipeline, query string) probeHow {
+	switch named, ready := c.probeNamed(query); {
+	case ready:
+		pl.SendQueryPrepared(probeName, nil, nil, nil)
+		return probeBound
+	case named:
+		pl.SendPrepare(probeName, probeSQL, nil)
+		pl.SendQueryPrepared(probeName, nil, nil, nil)
+		return probePrepare
+	}
+	pl.SendQueryParams(probeSQL, nil, nil, nil, nil)
+	return probeUnnamed
+}
+
+// queryProbed runs st (its arguments built), query's, a statement that
+// returns rows, with the probe behind it in the same write and before the
+// same Sync (sendProbe): its result, the pipeline to read the probe from
+// once the result is closed (readProbe) and to close after, and how the
+// probe was sent.
+func (c *conn) queryProbed(ctx context.Context, st *directStmt, query string) (*pgconn.ResultReader, *pgconn.Pipeline, probeHow, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err // nothing sent
+		return nil, nil, probeNone, err // nothing sent
 	}
 	d := &c.direct
 	pl := c.pgx().PgConn().StartPipeline(ctx)
 	pl.SendQueryStatement(st.sd, d.eqb.ParamValues, d.eqb.ParamFormats, st.formats)
-	pl.SendQueryParams(probeSQL, nil, nil, nil, nil)
+	how := c.sendProbe(pl, query)
 	pl.SendPipelineSync()
 	if err := pl.Flush(); err != nil {
 		_ = pl.Close()
-		return nil, nil, err
+		return nil, nil, probeNone, err
 	}
 	res, err := pl.GetResults()
 	if err == nil {
 		if rr, ok := res.(*pgconn.ResultReader); ok {
-			return rr, pl, nil
+			return rr, pl, how, nil
 		}
 		err = fmt.Errorf("pooldriver: postgres: an unexpected reply %T to a statement", res)
 	}
-	return nil, nil, c.closeCarried(pl, err)
+	return nil, nil, probeNone, c.closeCarried(pl, err)
 }
 
 // readProbe reads the probe's answer that follows a statement's result
-// in pl (prepareRun, queryProbed), the statement's result closed without
-// an error. A probe that fails teaches nothing; the pipeline's Close
-// reports what broke.
-func (c *conn) readProbe(pl *pgconn.Pipeline) {
+// in pl (prepareRun, queryProbed), sent as how says, the statement's
+// result closed without an error. A probe the server refused is the
+// statement's error: it aborted the transaction. Otherwise a probe that
+// fails teaches nothing; the pipeline's Close reports what broke.
+func (c *conn) readProbe(pl *pgconn.Pipeline, how probeHow) error {
+	if how == probePrepare {
+		res, err := pl.GetResults()
+		if err != nil {
+			return probeRefused(err)
+		}
+		if _, ok := res.(*pgconn.StatementDescription); !ok {
+			return nil
+		}
+		c.probeAt = c.dropGen + 1
+	}
 	res, err := pl.GetResults()
 	if err != nil {
-		return
+		return probeRefused(err)
 	}
 	rr, ok := res.(*pgconn.ResultReader)
 	if !ok {
-		return
+		return nil
 	}
 	m := &c.probe
 	m.v, m.tli = m.v[:0], m.tli[:0]
@@ -237,13 +275,25 @@ func (c *conn) readProbe(pl *pgconn.Pipeline) {
 		}
 	}
 	if _, err := rr.Close(); err != nil || !answered {
-		return
+		return probeRefused(err)
 	}
 	var v []byte
 	if len(m.v) > 0 {
 		v = m.v
 	}
 	c.learnt(v, m.tli)
+	return nil
+}
+
+// probeRefused is the statement's error for a probe that failed with err
+// after the statement ran: a refusal of the server's aborted the
+// transaction. Anything else, nil included, the pipeline's Close reports.
+func probeRefused(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("pooldriver: postgres: the statement ran, but the server refused to say its transaction's id, which aborted the transaction: %w", err)
+	}
+	return nil
 }
 
 // probeMsgs are the messages execProbed writes, kept on the connection so
@@ -328,7 +378,7 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt, query string) (pg
 				return pgconn.CommandTag{}, stmtErr
 			}
 			if probeErr != nil {
-				return pgconn.CommandTag{}, fmt.Errorf("pooldriver: postgres: the statement ran, but the server refused to say its transaction's id, which aborted the transaction: %w", probeErr)
+				return pgconn.CommandTag{}, probeRefused(probeErr)
 			}
 			if answered {
 				var v []byte

@@ -175,13 +175,7 @@ func TestProbeNamed(t *testing.T) {
 		c.ChangesSession(query)
 		return err
 	}
-	prepared := func() bool {
-		var v int
-		if err := c.pgx().QueryRow(ctx, "SELECT count(*) FROM pg_catalog.pg_prepared_statements WHERE name = $1", probeName).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v == 1
-	}
+	prepared := func() bool { return probePrepared(t, c) }
 	begin := func() driver.Tx {
 		tx, err := c.BeginTx(ctx, driver.TxOptions{})
 		if err != nil {
@@ -292,4 +286,75 @@ func TestProbeNamed(t *testing.T) {
 		t.Fatalf("a write whose probe the server refused: %v", err)
 	}
 	_ = tx.Rollback()
+}
+
+// TestProbeNamedByQuery: a write that returns rows (INSERT … RETURNING,
+// as GORM's Create runs it) carries the probe in a pipeline: unnamed until
+// its text was judged, then prepared under probeName in the same write,
+// then bound there, each run learning the server's id; a probe the server
+// refuses is the error the rows end with.
+func TestProbeNamedByQuery(t *testing.T) {
+	c := opened(t)
+	ctx := t.Context()
+	table := fmt.Sprintf("pd_probe_query_%d", time.Now().UnixNano())
+	exec(t, c, "CREATE TABLE "+table+" (v int)")
+	t.Cleanup(func() {
+		if _, err := c.pgx().Exec(context.Background(), "ROLLBACK; DROP TABLE "+table); err != nil {
+			t.Error(err)
+		}
+	})
+	insert := "INSERT INTO " + table + " VALUES ($1) RETURNING v"
+	run := func() error {
+		rows, err := c.QueryContext(ctx, insert, []driver.NamedValue{{Ordinal: 1, Value: int64(7)}})
+		if err == nil {
+			dest := make([]driver.Value, 1)
+			for rows.Next(dest) == nil {
+			}
+			err = rows.Close()
+		}
+		c.ChangesSession(insert)
+		return err
+	}
+	prepared := func() bool { return probePrepared(t, c) }
+	inTx := func(f func()) {
+		tx, err := c.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f()
+		_ = tx.Rollback()
+	}
+	if err := run(); err != nil { // judged outside a transaction: no probe
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		inTx(func() {
+			if err := run(); err != nil {
+				t.Fatalf("run %d: %v", i, err)
+			}
+			checkIDLearnt(t, c, fmt.Sprintf("run %d", i))
+		})
+	}
+	if !prepared() || c.probeAt != c.dropGen+1 {
+		t.Fatalf("after 3 runs the probe is prepared on the server: %v, by the connection's count: %v", prepared(), c.probeAt == c.dropGen+1)
+	}
+	if _, err := c.pgx().Exec(ctx, "DEALLOCATE "+probeName); err != nil {
+		t.Fatal(err)
+	}
+	inTx(func() {
+		if err := run(); err == nil || !strings.Contains(err.Error(), "aborted the transaction") {
+			t.Fatalf("rows whose probe the server refused: %v", err)
+		}
+	})
+}
+
+// probePrepared reports whether c's session holds the probe under
+// probeName.
+func probePrepared(t *testing.T, c *conn) bool {
+	t.Helper()
+	var v int
+	if err := c.pgx().QueryRow(t.Context(), "SELECT count(*) FROM pg_catalog.pg_prepared_statements WHERE name = $1", probeName).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v == 1
 }
