@@ -139,6 +139,7 @@ func (c *conn) dropAll(ctx context.Context) error {
 	c.direct.stmts, c.direct.stale = nil, nil
 	clear(c.stdlibNames)
 	c.dropGen++
+	c.probeDoubt = false // none is left
 	return nil
 }
 
@@ -310,7 +311,7 @@ func (c *conn) dropped() {
 		st.onServer = false
 	}
 	c.direct.stale = nil
-	c.probeAt = 0
+	c.probeAt, c.probeDoubt = 0, false
 	c.dirtySeq = 0
 }
 

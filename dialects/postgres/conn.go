@@ -97,8 +97,11 @@ type conn struct {
 	probe   probeMsgs // execProbed's messages, kept for the next
 	// probeAt: dropGen+1 when execProbed prepared probeSQL under
 	// probeName; 0 while it is not prepared (dropped clears it, and a
-	// reset that finds it gone, reconcile).
-	probeAt uint64
+	// reset that finds it gone, reconcile). probeDoubt: a user had the
+	// raw connection since it was prepared (Raw), and may have dropped it:
+	// it is not used until a reset finds where it is.
+	probeAt    uint64
+	probeDoubt bool
 
 	// carry: a session reset waiting for the next statement (carry.go);
 	// stdlibCached: pgx's stdlib ran a statement with arguments, which it
@@ -608,10 +611,12 @@ func (c *conn) OneResultAtATime() bool { return true }
 // Raw returns the *pgx.Conn. What its user prepares through it (pgx's
 // caches, Prepare) a carried reset must not deallocate: the connection
 // resets on its own from then on (carry.go). What its user runs through
-// it no verdict sees: the next reset is the whole one (settingsOnly).
+// it no verdict sees: the next reset is the whole one (settingsOnly), and
+// a probe prepared before may be gone (probeDoubt).
 func (c *conn) Raw() any {
 	c.stdlibCached = true
 	c.broad = true
+	c.probeDoubt = c.probeDoubt || c.probeAt != 0
 	return c.sc.Conn()
 }
 

@@ -264,6 +264,7 @@ func (c *conn) reconcile(ctx context.Context, prepared []preparedStmt) error {
 	// The probe's statement (xact.go) is where execProbed left it, or
 	// every statement is dropped: its next Parse must not meet one.
 	tampered = tampered || server[probeName] != (c.probeAt == c.dropGen+1)
+	c.probeDoubt = false
 	dirty := c.dirtySeq
 	c.dirtySeq = 0
 	if tampered {

@@ -160,14 +160,15 @@ func (c *conn) canProbe(pc *pgconn.PgConn) bool {
 // prepared, nor will the statement it goes with, for a probe whose
 // Bind fails aborts the caller's transaction: the session is as its last
 // reset left it (no statement changed it, none may have prepared or
-// deallocated: a DO block, a function that EXECUTEs DEALLOCATE ALL), no
+// deallocated: a DO block, a function that EXECUTEs DEALLOCATE ALL; no
+// user had the raw connection since the probe was prepared), no
 // reset goes first, the connection is the server's own, not a pooler's
 // (unnamed), and query was judged, with a reading that still vouches
 // (vouching), to change nothing and run no code its text does not show.
 // A user who vouches for their functions (trust) reads no catalog, and
 // gets the unnamed probe.
 func (c *conn) probeNamed(query string) (named, ready bool) {
-	if c.unnamed || c.carry.due || c.dirtySeq != 0 || c.sqlPrepared {
+	if c.unnamed || c.carry.due || c.dirtySeq != 0 || c.sqlPrepared || c.probeDoubt {
 		return false, false
 	}
 	snap := c.lexedSnap
@@ -395,8 +396,8 @@ func (c *conn) execProbed(ctx context.Context, st *directStmt, query string) (pg
 // execSimpleProbed runs query (no arguments) over the simple protocol, as
 // pgx's stdlib would, with the probe as a second Query message in the
 // same write. It returns the last command's rows affected, or the first
-// error the server sent. A failure to write or read closes the
-// connection: what ran is not known.
+// error the server sent, the probe's where it aborted the transaction. A
+// failure to write or read closes the connection: what ran is not known.
 func (c *conn) execSimpleProbed(ctx context.Context, query string) (driver.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // nothing sent
@@ -437,9 +438,13 @@ func (c *conn) execSimpleProbed(ctx context.Context, query string) (driver.Resul
 	if stmtErr != nil {
 		return nil, stmtErr
 	}
-	if probeErr == nil {
-		c.learnt(v, tli)
+	if probeErr != nil {
+		if pc.TxStatus() == 'E' { // the text's transaction was still open
+			return nil, probeRefused(probeErr)
+		}
+		return driver.RowsAffected(tag.RowsAffected()), nil
 	}
+	c.learnt(v, tli)
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestDecimal: decimal answers as strconv.ParseUint does, for the texts a
@@ -271,8 +273,27 @@ func TestProbeNamed(t *testing.T) {
 		reset()
 	}
 
-	// Refused: dropped where nothing judged it (pgx's own connection),
-	// the named probe fails, and says so.
+	// Dropped through the raw connection (Raw, as a hook or a user of
+	// pooldriver's Raw has it): not used until a reset finds it gone.
+	prepareProbe()
+	if _, err := c.Raw().(*pgx.Conn).Exec(ctx, "DEALLOCATE "+probeName); err != nil {
+		t.Fatal(err)
+	}
+	tx := begin()
+	if err := run(insert); err != nil {
+		t.Fatalf("a write after the raw connection dropped the probe: %v", err)
+	}
+	checkIDLearnt(t, c, "after the raw connection dropped the probe")
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	reset()
+	if !c.stmtsDropped || c.probeDoubt {
+		t.Fatalf("the reset after the raw connection dropped the probe: statements dropped %v, in doubt %v", c.stmtsDropped, c.probeDoubt)
+	}
+
+	// Refused: dropped where nothing judged it (pgx's own connection,
+	// behind the dialect's back), the named probe fails, and says so.
 	prepareProbe()
 	if c.probeAt != c.dropGen+1 {
 		t.Fatal("the probe is prepared, by the connection's count not")
@@ -280,7 +301,7 @@ func TestProbeNamed(t *testing.T) {
 	if _, err := c.pgx().Exec(ctx, "DEALLOCATE "+probeName); err != nil {
 		t.Fatal(err)
 	}
-	tx := begin()
+	tx = begin()
 	err := run(insert)
 	if err == nil || !strings.Contains(err.Error(), "aborted the transaction") {
 		t.Fatalf("a write whose probe the server refused: %v", err)
