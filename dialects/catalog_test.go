@@ -275,14 +275,7 @@ func TestCatalogClaimFresh(t *testing.T) {
 	if mine, s := c.ClaimFresh(short); mine || s != old {
 		t.Fatalf("a caller that gave up waiting: claim %v, reading %v, want none and the old one", mine, s)
 	}
-	got := make(chan *CatalogSnapshot[int], 1)
-	go func() {
-		mine, s := c.ClaimFresh(t.Context())
-		if mine {
-			s = nil
-		}
-		got <- s
-	}()
+	got := waiter(func() (bool, *CatalogSnapshot[int]) { return c.ClaimFresh(t.Context()) })
 	time.Sleep(10 * time.Millisecond)
 	fresh := c.Store(2)
 	if s := <-got; s != fresh {
@@ -314,14 +307,7 @@ func TestCatalogClaimSince(t *testing.T) {
 	if !c.Claim(true) {
 		t.Fatal("no claim")
 	}
-	got := make(chan *CatalogSnapshot[int], 1)
-	go func() {
-		mine, s := c.ClaimSince(t.Context(), gen)
-		if mine {
-			s = nil
-		}
-		got <- s
-	}()
+	got := waiter(func() (bool, *CatalogSnapshot[int]) { return c.ClaimSince(t.Context(), gen) })
 	time.Sleep(10 * time.Millisecond)
 	since := c.Store(2)
 	if s := <-got; s != since {
@@ -359,4 +345,18 @@ func TestCatalogClaimSince(t *testing.T) {
 	if <-claimed {
 		t.Fatal("a waiter claimed a reading right after the one it waited for failed")
 	}
+}
+
+// waiter runs claim on a goroutine of its own and sends the reading it
+// returns, nil where it claimed the next reading instead.
+func waiter(claim func() (bool, *CatalogSnapshot[int])) <-chan *CatalogSnapshot[int] {
+	got := make(chan *CatalogSnapshot[int], 1)
+	go func() {
+		mine, s := claim()
+		if mine {
+			s = nil
+		}
+		got <- s
+	}()
+	return got
 }
