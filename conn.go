@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"time"
 
 	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
@@ -153,6 +154,10 @@ func (l *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	}
 	return st, nil
 }
+
+// cleanupTimeout bounds what l ends by itself: a rows' close, a rollback
+// whose context ended (the Connector's, its standbys' alike).
+func (l *conn) cleanupTimeout() time.Duration { return l.c.cfg.CleanupTimeout }
 
 // Ping checks the hold's physical connection.
 func (l *conn) Ping(ctx context.Context) error {

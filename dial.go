@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/internal/phys"
@@ -36,9 +38,8 @@ func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
 	}
 	// A connection opened while Reset ran is not handed out: the pool
 	// destroys what a factory call decided before Retire made, and calls
-	// the factory again (pool.Retire).
-	gen := c.env.Gen.Load()
-	pc, err := c.dial(ctx)
+	// the factory again (pool.Retire, phys.Env.Dial).
+	pc, err := c.env.Dial(ctx, c.dial)
 	if err != nil {
 		if c.cfg.ConnectTimeout > 0 && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			// Not the caller's deadline (a connect has none of its own)
@@ -50,15 +51,14 @@ func (c *Connector) connect(ctx context.Context) (*phys.Conn, error) {
 		return nil, err
 	}
 	c.connected()
-	pc.Opened(gen)
 	if c.leaks != nil {
 		c.leaks.add(pc)
 	}
 	return pc, nil
 }
 
-// dial opens one physical connection.
-func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
+// dial opens one driver connection.
+func (c *Connector) dial(ctx context.Context) (dialects.Conn, error) {
 	secret := c.tmpl.Credentials().Password
 	creds, err := c.credentials(ctx)
 	if err != nil {
@@ -86,7 +86,7 @@ func (c *Connector) dial(ctx context.Context) (*phys.Conn, error) {
 	}
 	c.logDebug("connection opened", "dsn", c.tmpl.String(), "user", creds.User)
 	c.watchCatalog(dc)
-	return phys.NewConn(&c.env, dc), nil
+	return dc, nil
 }
 
 // closePhys is the pool's destructor.
@@ -110,6 +110,20 @@ type connOwner struct{ c *Connector }
 
 var _ phys.Owner = connOwner{}
 
+// Policy: the cleanup timeout, WithResetAlways and WithTrustFunctions.
+func (o connOwner) Policy() (cleanupTimeout time.Duration, resetAlways, trustFunctions bool) {
+	return o.c.cfg.CleanupTimeout, o.c.cfg.ResetAlways, o.c.cfg.TrustFunctions
+}
+
+// Watchers: the hooks set, and whether leak detection is on.
+func (o connOwner) Watchers() (afterConnect, beforeAcquire, afterRelease, leaks bool) {
+	s := &o.c.cfg
+	return s.AfterConnect != nil, s.BeforeAcquire != nil, s.AfterRelease != nil, o.c.leaks != nil
+}
+
+// Logger is the Connector's.
+func (o connOwner) Logger() *slog.Logger { return o.c.log }
+
 // PrepareSession runs the AfterConnect hook (Connector.prepareSession).
 func (o connOwner) PrepareSession(ctx context.Context, dc dialects.Conn) error {
 	return o.c.prepareSession(ctx, dc)
@@ -126,7 +140,7 @@ func (o connOwner) Returned(pc *phys.Conn) { o.c.leaks.returned(pc) }
 // cleanup, see phys.Conn.settle), how full it is, and sets the pool's share
 // from the answer (serverShare.look). It reports false when pc failed to
 // say: pc is lost.
-func (o connOwner) Look(pc *phys.Conn) bool { return o.c.share.look(pc) }
+func (o connOwner) Look(pc *phys.Conn) bool { return o.c.share.look(pc, o.c.cfg.CleanupTimeout) }
 
 // checkIdle is the pool's BeforeAcquire: see phys.Conn.CheckIdle.
 func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*phys.Conn]) bool {
@@ -203,8 +217,8 @@ func (c *Connector) acquireError(err error) error {
 	return &waitError{ae: ae, leakHint: c.leaks == nil && ae.InUse >= ae.Max}
 }
 
-// LostRole retires the connections of pc's generation (Connector.lostRole).
-func (o connOwner) LostRole(pc *phys.Conn, server string) { o.c.lostRole(pc, server) }
+// LostRole retires the connections so far (Connector.lostRole).
+func (o connOwner) LostRole(server string) { o.c.lostRole(server) }
 
 // credentials are what a new connection of c logs in with: the DSN's, or
 // those WithCredentials returns now.

@@ -152,12 +152,12 @@ func (c *Connector) resolveCommit(ctx context.Context, lc *lostCommit, cause err
 // a pool of one would wait for itself. The question's connection is
 // closed after it.
 func (c *Connector) askCommit(ctx context.Context, ref dialects.TxRef) (dialects.TxOutcome, error) {
-	pc, err := c.dial(ctx)
+	dc, err := c.dial(ctx)
 	if err != nil {
 		return dialects.TxOutcomeUnknown, err
 	}
-	defer func() { _ = pc.DC.Close() }()
-	cr, ok := pc.DC.(dialects.CommitResolver)
+	defer func() { _ = dc.Close() }()
+	cr, ok := dc.(dialects.CommitResolver)
 	if !ok {
 		return dialects.TxOutcomeUnknown, errNoAsker
 	}

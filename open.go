@@ -137,18 +137,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	if s.LeakDetectionThreshold > 0 {
 		c.leaks = newLeakDetector(c.log, &c.stats.leaks, s.LeakDetectionThreshold)
 	}
-	c.env = phys.Env{
-		CleanupTimeout: s.CleanupTimeout,
-		ResetAlways:    s.ResetAlways,
-		TrustFuncs:     s.TrustFunctions,
-		Parkable:       c.leaks == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
-		AfterRelease:   s.AfterRelease != nil,
-		CarryResets:    s.AfterConnect == nil && s.AfterRelease == nil && s.BeforeAcquire == nil,
-		Leaks:          c.leaks != nil,
-		Releases:       releaseTracer(s.Tracer, c.name),
-		Log:            c.log,
-		Owner:          connOwner{c},
-	}
+	c.env.Init(connOwner{c})
 	// Before the pool: its first connections may start the catalog loop,
 	// which ends when closed is closed.
 	c.closed = make(chan struct{})

@@ -2,8 +2,6 @@ package pooldriver
 
 import (
 	"log/slog"
-
-	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // Reset drops every physical connection, as after a failover or a
@@ -28,19 +26,17 @@ func (c *Connector) resetPool() {
 	if c.pool == nil {
 		return
 	}
-	c.env.Gen.Add(1) // those being opened: the factory opens them again
+	c.env.Reset() // those being opened: the factory opens them again
 	n := c.pool.Retire()
 	c.logDebug("reset: idle connections closed; connections in use are closed when they come back", "closed", n)
 }
 
-// lostRole is Reset, once for pc's generation, when pc's server left the
-// role the DSN asks for (a primary turned read-only or standby): the other
-// connections to it fail their writes too, and those opened since (to the
-// server that has the role now) are not retired.
-func (c *Connector) lostRole(pc *phys.Conn, server string) {
-	if !c.env.Gen.CompareAndSwap(pc.Gen, pc.Gen+1) {
-		return // retired already
-	}
+// lostRole is Reset when server left the role the DSN asks for (a primary
+// turned read-only or standby): the other connections to it fail their
+// writes too. The physical connections ask once for the generation that
+// reached server (phys.Conn.lostRole): those opened since, to the server
+// that has the role now, are not retired.
+func (c *Connector) lostRole(server string) {
 	n := c.pool.Retire()
 	c.logAt(slog.LevelWarn, "the server left the role the DSN asks for (target_session_attrs): every connection opened so far is retired, idle ones now, busy ones when they come back", nil, "server", server, "closed", n)
 }

@@ -77,7 +77,7 @@ func (r *rows) Close() error {
 	if r.cctx == nil {
 		r.cctx = new(lazyTimeout) // once per wrapper: see release
 	}
-	r.cctx.d = r.le.pc.Env.CleanupTimeout // the rest is zero: see release
+	r.cctx.d = l.cleanupTimeout() // the rest is zero: see release
 	// The second half of the query's operation (conn.query), whose lease
 	// the rows kept: start ran when the query did.
 	err = l.finish(r.cctx, &r.le, opCloseRows, r.query, err)

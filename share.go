@@ -224,7 +224,7 @@ func (s *serverShare) loop(stop <-chan struct{}) {
 // look asks the server through pc, which nobody else can reach (a
 // cleanup, see phys.Conn.settle), how full it is, and sets the pool's share
 // from the answer. It reports false when pc failed to say: pc is lost.
-func (s *serverShare) look(pc *phys.Conn) bool {
+func (s *serverShare) look(pc *phys.Conn, timeout time.Duration) bool {
 	lr, ok := pc.DC.(dialects.LoadReader)
 	if !ok {
 		s.mu.Lock()
@@ -232,7 +232,7 @@ func (s *serverShare) look(pc *phys.Conn) bool {
 		s.mu.Unlock()
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, pc.Env.CleanupTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), min(shareInterval, timeout))
 	load, err := lr.ServerLoad(ctx)
 	cancel()
 	s.mu.Lock()

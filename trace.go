@@ -16,7 +16,7 @@ func (c *Connector) acquireTraced(ctx context.Context) (*phys.Conn, error) {
 	pc, err := c.take(ctx)
 	now := time.Now()
 	t.TraceAcquireEnd(ctx, TraceAcquireEndData{PoolName: c.name, Wait: now.Sub(start), Err: err})
-	if err == nil && c.env.Releases != nil {
+	if err == nil && releaseTracer(t) != nil {
 		// Nobody else has pc: the hold's own.
 		pc.TraceHold(caller, now)
 	}
@@ -33,29 +33,22 @@ func (c *Connector) openTraced(ctx context.Context) (*phys.Conn, error) {
 	return pc, err
 }
 
-// releaseTracer returns t, where it hears of releases too, as the physical
-// connections' releaseHook for the pool named name, else nil: a
-// ReleaseTracer that takes no context is called without it.
-func releaseTracer(t Tracer, name string) phys.ReleaseHook {
+// Released tells c's Tracer, which hears of releases, of the end of a hold
+// whose acquire it traced (phys.Conn.TraceHold).
+func (o connOwner) Released(ctx context.Context, held time.Duration, reset, closed bool) {
+	releaseTracer(o.c.cfg.Tracer).TraceReleaseContext(ctx, TraceReleaseData{PoolName: o.c.name, Held: held, Reset: reset, Closed: closed})
+}
+
+// releaseTracer returns t where it hears of releases too (connOwner.Released),
+// else nil: a ReleaseTracer that takes no context is called without it.
+func releaseTracer(t Tracer) ReleaseContextTracer {
 	switch r := t.(type) {
 	case ReleaseContextTracer:
-		return releaseTrace{r, name}
+		return r
 	case ReleaseTracer:
-		return releaseTrace{releaseWithoutContext{r}, name}
+		return releaseWithoutContext{r}
 	}
 	return nil
-}
-
-// releaseTrace tells a ReleaseContextTracer of the end of a traced hold.
-type releaseTrace struct {
-	t        ReleaseContextTracer
-	poolName string
-}
-
-// Released: a hold let go of a connection, which was reset or closed, or
-// neither.
-func (r releaseTrace) Released(ctx context.Context, held time.Duration, reset, closed bool) {
-	r.t.TraceReleaseContext(ctx, TraceReleaseData{PoolName: r.poolName, Held: held, Reset: reset, Closed: closed})
 }
 
 // releaseWithoutContext is a ReleaseTracer called as a ReleaseContextTracer.

@@ -137,7 +137,7 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 	bound := x.ctx
 	if bound.Err() != nil {
 		var cancel context.CancelFunc
-		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), pc.Env.CleanupTimeout)
+		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), x.l.cleanupTimeout())
 		defer cancel()
 	}
 	sp, nested := nestedIn(&x.open)

@@ -26,7 +26,7 @@ type Conn struct {
 	DC  dialects.Conn
 	drv driver.Conn
 	res *pool.Resource[*Conn] // its pool handle, set at its first acquire (one per connection)
-	Gen int64                 // the Connector's Reset generation when opened (Env.Stale)
+	gen int64                 // the Connector's Reset generation when it was opened (Stale)
 	// For the log line that says it closed (Close, why): closeReason is set
 	// by whoever destroys it, before the pool's destructor reads it.
 	born        time.Time
@@ -101,10 +101,10 @@ type Conn struct {
 	evictions atomic.Int32
 }
 
-func NewConn(env *Env, dc dialects.Conn) *Conn {
+func newConn(env *Env, dc dialects.Conn) *Conn {
 	drv := dc.Driver()
 	pc := &Conn{Env: env, DC: dc, drv: drv, sem: newConnLock(), born: time.Now()}
-	pc.st.resetAlways, pc.st.parkable = env.ResetAlways, env.Parkable
+	pc.st.resetAlways, pc.st.parkable = env.resetAlways, env.parkable
 	// A dialect that runs queries or prepares statements its own way
 	// (PostgreSQL: queries past pgx's stdlib; behind a transaction pooler,
 	// statements unnamed on the server) says so by implementing
@@ -148,13 +148,13 @@ func NewConn(env *Env, dc dialects.Conn) *Conn {
 	pc.observer, _ = dc.(dialects.StatementObserver)
 	pc.written, _ = dc.(dialects.WriteCounter)
 	pc.interrupter, _ = dc.(dialects.Interrupter)
-	if c, ok := dc.(dialects.ResetCarrier); ok && env.CarryResets {
+	if c, ok := dc.(dialects.ResetCarrier); ok && env.carryResets {
 		pc.carrier, pc.carryDone = c, pc.carriedDone
 	}
-	if t, ok := dc.(dialects.FunctionTruster); ok && env.TrustFuncs {
+	if t, ok := dc.(dialects.FunctionTruster); ok && env.trustFuncs {
 		t.TrustFunctions(true)
 	}
-	if r, ok := dc.(dialects.FullResetter); ok && env.ResetAlways {
+	if r, ok := dc.(dialects.FullResetter); ok && env.resetAlways {
 		r.ResetFully()
 	}
 	return pc
@@ -254,10 +254,6 @@ func (pc *Conn) RefreshCatalog(ctx context.Context) error {
 	return nil
 }
 
-// Opened records the Connector's Reset generation that pc was opened in
-// (see Stale). The opener has pc alone.
-func (pc *Conn) Opened(gen int64) { pc.Gen = gen }
-
 // Handle keeps r, pc's handle in the pool, for pc's life: the pool gives
 // one per connection, recorded at its first acquire.
 func (pc *Conn) Handle(r *pool.Resource[*Conn]) {
@@ -273,7 +269,7 @@ func (pc *Conn) TraceHold(ctx context.Context, at time.Time) {
 }
 
 // Stale reports whether pc was opened before its Connector's last Reset.
-func (pc *Conn) Stale() bool { return pc.Gen != pc.Env.Gen.Load() }
+func (pc *Conn) Stale() bool { return pc.gen != pc.Env.gen.Load() }
 
 // ErrStale is why a stale connection is not handed out.
 var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
@@ -558,8 +554,8 @@ func (pc *Conn) Close(connectorClosing bool) {
 	pc.closed.Store(true)
 	pc.closeStmts()
 	err := pc.DC.Close()
-	if pc.Env.Log != nil {
-		logline.At(context.Background(), pc.Env.Log, slog.LevelDebug, "connection closed", err,
+	if pc.Env.log != nil {
+		logline.At(context.Background(), pc.Env.log, slog.LevelDebug, "connection closed", err,
 			"reason", pc.why(connectorClosing), "age", time.Since(pc.born).Round(time.Millisecond))
 	}
 }
@@ -715,7 +711,17 @@ func (pc *Conn) checkStale(query string, err error) {
 		return
 	}
 	if server, lost := pc.roleLoss.LostRole(err); lost {
-		pc.Env.Owner.LostRole(pc, server)
+		pc.lostRole(server)
+	}
+}
+
+// lostRole retires every connection of pc's generation, once for it: pc's
+// server left the role the DSN asks for, and so did the other connections
+// opened with pc, while those opened since reach the server that has the
+// role now.
+func (pc *Conn) lostRole(server string) {
+	if pc.Env.gen.CompareAndSwap(pc.gen, pc.gen+1) {
+		pc.Env.owner.LostRole(server)
 	}
 }
 
@@ -823,7 +829,7 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 	if err != nil {
 		var rl *dialects.RoleLostError
 		if errors.As(err, &rl) {
-			pc.Env.Owner.LostRole(pc, rl.Server)
+			pc.lostRole(rl.Server)
 			return fmt.Errorf("pooldriver: %w", err)
 		}
 		return fmt.Errorf("pooldriver: the transaction state after the statement is unknown, so the connection was closed: %w", err)
@@ -864,7 +870,7 @@ func rawTx(s dialects.TxStatus) TxState {
 // cleanup timeout: owner's, through the driver's Tx, or else a raw one. The
 // caller holds sem. On failure the connection is lost.
 func (pc *Conn) rollback(owner *OpenTx) error {
-	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.cleanupTimeout)
 	defer cancel()
 	if owner != nil && owner.nested {
 		owner = nil // a savepoint in a raw transaction: roll all of it back
@@ -892,14 +898,14 @@ func (pc *Conn) resetSession() error {
 	if k, ok := pc.DC.(dialects.StatementKeeper); !ok || !k.ResetKeepsStatements() {
 		pc.closeStmts() // the reset drops them on the server
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pc.Env.cleanupTimeout)
 	defer cancel()
 	err := pc.DC.ResetSession(ctx)
 	if d, ok := pc.DC.(dialects.StatementDropper); ok && err == nil && d.ResetDroppedStatements() {
 		pc.closeStmts() // gone on the server too
 	}
 	if err == nil {
-		err = pc.Env.Owner.PrepareSession(ctx, pc.DC)
+		err = pc.Env.owner.PrepareSession(ctx, pc.DC)
 	}
 	if err != nil {
 		pc.Lose(err, false)
@@ -1000,7 +1006,7 @@ func (pc *Conn) Park() *pool.Resource[*Conn] {
 		return nil
 	}
 	if traced {
-		pc.Env.Releases.Released(relCtx, held, false, false)
+		pc.Env.owner.Released(relCtx, held, false, false)
 	}
 	return r // someone else may have pc already: it is not to be touched
 }
@@ -1018,7 +1024,7 @@ func (pc *Conn) releaseTrace() (context.Context, time.Duration) {
 // traced, ends with fate f. The caller has pc to itself.
 func (pc *Conn) traceRelease(f Fate) {
 	ctx, held := pc.releaseTrace()
-	pc.Env.Releases.Released(ctx, held, f.resets(), f == fateDestroy)
+	pc.Env.owner.Released(ctx, held, f.resets(), f == fateDestroy)
 }
 
 // letGoVerdict is verdict for a connection a hold or a task lets go of,
@@ -1060,7 +1066,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 		if pc.Env.LookDue.CompareAndSwap(true, false) {
 			if pc.Env.cleanups.start(func() {
 				g := fateRelease
-				if !pc.Env.Owner.Look(pc) {
+				if !pc.Env.owner.Look(pc) {
 					g = fateDestroy
 				}
 				pc.settleNow(g, owner)
@@ -1101,14 +1107,14 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 // settleNow is settle on the calling goroutine.
 func (pc *Conn) settleNow(f Fate, owner *OpenTx) {
 	env := pc.Env
-	if env.Leaks {
-		env.Owner.Returned(pc)
+	if env.leaks {
+		env.owner.Returned(pc)
 	}
 	if f == fateRollback || f == fateReset || f == fateRollbackReset {
 		f = pc.clean(f, owner)
 	}
-	if f == fateRelease && env.AfterRelease {
-		rejected := !env.Owner.AfterRelease(pc)
+	if f == fateRelease && env.afterRelease {
+		rejected := !env.owner.AfterRelease(pc)
 		if f = pc.verdict(&ConnState{rejected: rejected}); f == fateDestroy && rejected && !pc.Stale() {
 			pc.closeReason = closeReject
 		}
@@ -1199,11 +1205,11 @@ func (pc *Conn) undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	case why == undoLeftOpen:
 		pc.Env.warn("rolled back a transaction left open", nil)
 	case why == undoTaskEnded && err != nil && closed:
-		logline.At(ctx, pc.Env.Log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
+		logline.At(ctx, pc.Env.log, slog.LevelDebug, "a transaction still open when its task ended went with its connection, closed before the rollback (by a statement its context interrupted); the server rolled it back", err)
 	case why == undoTaskEnded && err != nil:
-		logline.At(ctx, pc.Env.Log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
+		logline.At(ctx, pc.Env.log, slog.LevelWarn, "rollback at the end of a task failed; the connection will be closed", err)
 	case why == undoTaskEnded:
-		logline.At(ctx, pc.Env.Log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
+		logline.At(ctx, pc.Env.log, slog.LevelDebug, "rolled back a transaction still open when its task ended", nil)
 	}
 	return err
 }
@@ -1270,7 +1276,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 	if !ok {
 		return
 	}
-	lctx, cancel := context.WithTimeout(context.Background(), pc.Env.CleanupTimeout)
+	lctx, cancel := context.WithTimeout(context.Background(), pc.Env.cleanupTimeout)
 	err := pc.sem.Lock(lctx)
 	cancel()
 	if err != nil {

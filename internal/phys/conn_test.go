@@ -43,7 +43,7 @@ func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
 		dc   dialects.Conn
 		want any
 	}{{"checked", dc, int64(7)}, {"as is", asIsConn{dc}, 7}} {
-		pc := NewConn(&Env{}, tc.dc)
+		pc := newConn(&Env{}, tc.dc)
 		args, err := pc.Convert([]driver.NamedValue{{Ordinal: 1, Value: 7}})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -62,7 +62,7 @@ func (c plainDriverConn) Driver() driver.Conn { return struct{ driver.Conn }{c.C
 
 func TestBeginWithoutBeginTx(t *testing.T) {
 	dc := openFake(t)
-	pc := NewConn(&Env{}, plainDriverConn{dc})
+	pc := newConn(&Env{}, plainDriverConn{dc})
 	if _, err := pc.Begin(t.Context(), driver.TxOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("Begin(ReadOnly) on a driver without BeginTx: %v, want an error that names read-only transactions", err)
 	}

@@ -13,11 +13,11 @@
 //   - ConnState is written only by Conn's methods, under the lock rules
 //     written at Conn's fields (mu, sem).
 //   - It never reaches up into the Connector, a task or a transaction: it
-//     is handed what it needs of them, once, in an Env (timeouts, what is
-//     on, the stats it counts, the Owner it asks), and sees a task as a
-//     TaskBinding, a *sql.Tx as a TaskClaim and a release tracer as a
-//     ReleaseHook. The root package implements those; the compiler keeps
+//     asks its Connector, as an Owner, what it needs (once, for its Env:
+//     timeouts, which hooks see it) and what to do (a hook's verdict, a
+//     traced release), and sees a task as a TaskBinding and a *sql.Tx as
+//     a TaskClaim. The root package implements those; the compiler keeps
 //     this package from naming anything of the root's.
 //   - Rollbacks and resets it runs by itself are bounded by
-//     Env.CleanupTimeout and run on a context no caller can cancel.
+//     Owner.Policy's cleanup timeout and run on a context no caller can cancel.
 package phys

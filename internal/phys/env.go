@@ -13,38 +13,67 @@ import (
 
 // Env is what the physical connections of one Connector need of it,
 // handed to each when it is made, so that a physical connection never
-// reaches up into the Connector, a task or a transaction: the Connector
-// fills it once (newConnector) and never changes it, but for Gen, which
-// Reset bumps, and LookDue. It also holds what the connections share
-// among themselves, their counters and their cleanups, which the
-// Connector reads (Counts) and ends (Close).
+// reaches up into the Connector, a task or a transaction. Init asks the
+// Connector's Owner for it once; nothing changes it after, but its Reset
+// generation and LookDue. It also holds what the connections share among
+// themselves, their counters and their cleanups, which the Connector reads
+// (Counts) and ends (Close).
 type Env struct {
-	CleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
-	ResetAlways    bool          // WithResetAlways: reset before the pool has it back, whatever was seen
-	TrustFuncs     bool          // WithTrustFunctions: the dialect's default-deny for unknown calls is off
-	// Nothing is told of a connection's release (no leak detection, no
-	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
-	Parkable     bool
-	AfterRelease bool // the AfterRelease hook is set: owner.afterRelease has a say
-	// CarryResets: no hook must see a session just reset (AfterConnect
-	// runs again after each reset; AfterRelease and BeforeAcquire get the
-	// raw connection), so a dialect may carry a reset (carry.go).
-	CarryResets bool
-	Leaks       bool         // leak detection is on: owner.returned is told
-	Gen         atomic.Int64 // the Connector's Reset generation, bumped by Reset: a connection of an older one is stale (Conn.Stale)
 	// LookDue: the Connector wants to know how full the server is (the root's share.go):
 	// the next connection let go asks, off the caller's path, before the
 	// pool has it back (settle), and is not parked meanwhile.
 	LookDue atomic.Bool
-	// Releases: the Tracer, where it hears of releases too (the root's trace.go).
-	Releases ReleaseHook
-	Log      *slog.Logger // nil: nothing is logged
-	Owner    Owner
+
+	gen            atomic.Int64 // the Connector's Reset generation (Reset): a connection of an older one is stale (Conn.Stale)
+	owner          Owner
+	log            *slog.Logger  // nil: nothing is logged
+	cleanupTimeout time.Duration // bounds every rollback and reset pooldriver runs by itself
+	resetAlways    bool          // reset before the pool has it back, whatever was seen
+	trustFuncs     bool          // the dialect's default-deny for unknown calls is off
+	// Nothing is told of a connection's release (no leak detection, no
+	// AfterRelease or BeforeAcquire hook): a hold may park it (park).
+	parkable     bool
+	afterRelease bool // the AfterRelease hook is set: owner.AfterRelease has a say
+	// carryResets: no hook must see a session just reset (AfterConnect
+	// runs again after each reset; AfterRelease and BeforeAcquire get the
+	// raw connection), so a dialect may carry a reset (carry.go).
+	carryResets bool
+	leaks       bool // leak detection is on: owner.Returned is told
 
 	// The connections' own: the zero values serve.
 	cleanups Cleanups // runs rollbacks and resets off the goroutine that let go (settle)
 	stats    Stats
 }
+
+// Init fills e from o, its Connector, before the first connection is
+// made: what the connections do by themselves, and what follows for them
+// from which of the Connector's hooks see them.
+func (e *Env) Init(o Owner) {
+	e.owner, e.log = o, o.Logger()
+	e.cleanupTimeout, e.resetAlways, e.trustFuncs = o.Policy()
+	afterConnect, beforeAcquire, afterRelease, leaks := o.Watchers()
+	e.afterRelease, e.leaks = afterRelease, leaks
+	e.parkable = !leaks && !afterRelease && !beforeAcquire
+	e.carryResets = !afterConnect && !afterRelease && !beforeAcquire
+}
+
+// Dial makes a physical connection of e from the driver connection dial
+// opens. One opened while Reset ran is stale: the pool destroys it and
+// dials again (pool.Retire).
+func (e *Env) Dial(ctx context.Context, dial func(context.Context) (dialects.Conn, error)) (*Conn, error) {
+	gen := e.gen.Load()
+	dc, err := dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc := newConn(e, dc)
+	pc.gen = gen
+	return pc, nil
+}
+
+// Reset makes every connection of e made so far stale (Conn.Stale),
+// those being opened now too.
+func (e *Env) Reset() { e.gen.Add(1) }
 
 // Counts returns the connections' counters (Stats.Read), for the
 // Connector's Stats.
@@ -76,31 +105,43 @@ func (s *Stats) Read() (autoRollbacks, taskEndRollbacks, sessionResets, carriedR
 	return s.autoRollbacks.Load(), s.taskEndRollbacks.Load(), s.sessionResets.Load(), s.carriedResets.Load(), s.separateResets.Load()
 }
 
-// Owner is what a physical connection asks of its Connector while it is
-// settled: its Connector implements it (connOwner).
+// Owner is what a physical connection asks of its Connector: what it
+// needs to know once (Env.Init) and what it asks while it is settled. Its
+// Connector implements it (connOwner).
 type Owner interface {
+	// Policy returns what the connections do by themselves: the bound of
+	// every rollback and reset they run (> 0), whether they reset before
+	// the pool has them back whatever was seen (WithResetAlways), and
+	// whether the dialect's default-deny for unknown calls is off
+	// (WithTrustFunctions).
+	Policy() (cleanupTimeout time.Duration, resetAlways, trustFunctions bool)
+	// Watchers reports who besides the connections' users sees them: the
+	// AfterConnect, BeforeAcquire and AfterRelease hooks, and leak
+	// detection (told by Returned).
+	Watchers() (afterConnect, beforeAcquire, afterRelease, leaks bool)
+	// Logger is where the connections log; nil: nowhere.
+	Logger() *slog.Logger
+	// Released hears of the end of each hold whose acquire was traced
+	// (Conn.TraceHold): the acquire's context, how long the hold
+	// had the connection, and what became of it: reset (rolled back, reset,
+	// or its reset carried with the next statement run on it) or closed;
+	// neither: back to the pool as it was.
+	Released(ctx context.Context, held time.Duration, reset, closed bool)
 	// PrepareSession runs the AfterConnect hook on a session just reset.
 	PrepareSession(ctx context.Context, dc dialects.Conn) error
 	// AfterRelease is the AfterRelease hook's verdict on a connection about
-	// to go back to the pool (asked only when Env.AfterRelease).
+	// to go back to the pool (asked only when Watchers says afterRelease).
 	AfterRelease(pc *Conn) bool
-	// Returned tells leak detection that pc is back (only when
-	// Env.Leaks).
+	// Returned tells leak detection that pc is back (only when Watchers
+	// says leaks).
 	Returned(pc *Conn)
 	// Look asks the server through pc how full it is (when lookDue); false
 	// when pc failed to say and is lost.
 	Look(pc *Conn) bool
-	// LostRole retires every connection of pc's generation: pc's server
-	// left the role the DSN asks for (dialects.RoleLossDetector).
-	LostRole(pc *Conn, server string)
-}
-
-// ReleaseHook hears of the end of each hold whose acquire was traced: the
-// acquire's context, how long the hold had the connection, and what became
-// of it: reset (rolled back, reset, or its reset carried with the next
-// statement run on it) or closed; neither: back to the pool as it was.
-type ReleaseHook interface {
-	Released(ctx context.Context, held time.Duration, reset, closed bool)
+	// LostRole retires every connection the pool has: server, which a
+	// connection of the generation just ended reached, left the role the
+	// DSN asks for (dialects.RoleLossDetector). Asked once per generation.
+	LostRole(server string)
 }
 
 // TaskBinding is the task a physical connection is bound to, as the
@@ -133,10 +174,10 @@ type TaskClaim interface {
 }
 
 func (e *Env) warn(msg string, err error) {
-	logline.At(context.Background(), e.Log, slog.LevelWarn, msg, err)
+	logline.At(context.Background(), e.log, slog.LevelWarn, msg, err)
 }
 
-func (e *Env) debug(msg string) { logline.At(context.Background(), e.Log, slog.LevelDebug, msg, nil) }
+func (e *Env) debug(msg string) { logline.At(context.Background(), e.log, slog.LevelDebug, msg, nil) }
 
 // Why a physical connection was closed, for the DEBUG line that says so.
 const (
