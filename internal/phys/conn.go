@@ -480,7 +480,7 @@ func argName(nv *driver.NamedValue) string {
 // Prepared returns drv's prepared statement for query, preparing it on this
 // connection the first time. The caller holds sem.
 func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
-	pc.DropEvicted()
+	pc.dropEvicted()
 	if s, ok := pc.stmts[query]; ok {
 		return s, nil
 	}
@@ -526,16 +526,16 @@ func (pc *Conn) EvictLater(query string) {
 	pc.mu.Unlock()
 }
 
-// DropEvicted drops the statements EvictLater asked for, if any. The
+// dropEvicted drops the statements EvictLater asked for, if any. The
 // caller holds sem. Small enough to be inlined: every statement asks.
-func (pc *Conn) DropEvicted() {
+func (pc *Conn) dropEvicted() {
 	if pc.evictions.Load() > 0 {
-		pc.dropEvicted()
+		pc.dropEvictedNow()
 	}
 }
 
-// dropEvicted is DropEvicted once there are statements to drop.
-func (pc *Conn) dropEvicted() {
+// dropEvictedNow is dropEvicted once there are statements to drop.
+func (pc *Conn) dropEvictedNow() {
 	pc.mu.Lock()
 	qs := pc.evict
 	pc.evict = nil
@@ -570,6 +570,7 @@ func (pc *Conn) closeStmts() {
 
 // Exec runs a statement that returns no rows.
 func (pc *Conn) Exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	pc.dropEvicted() // statements closed since: pgx would still run them by their text
 	args, err := pc.Convert(args)
 	if err != nil {
 		return nil, err
@@ -626,6 +627,7 @@ func (pc *Conn) ExecPrepared(ctx context.Context, query string, args []driver.Na
 
 // Query runs a statement that returns rows.
 func (pc *Conn) Query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	pc.dropEvicted() // statements closed since: pgx would still run them by their text
 	args, err := pc.Convert(args)
 	if err != nil {
 		return nil, err
