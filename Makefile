@@ -54,9 +54,8 @@ endif
 
 # The integration tests start a server in a container (testcontainers) only
 # when built with the docker tag: testcontainers and Docker's client, 95
-# packages and some 20 of the 190 CPU-seconds make test compiles under -race
-# with an empty build cache (docs/testing.md), for nothing where the local
-# servers answer. make test and test-all set it where a server's DSN
+# packages make test would compile under -race with an empty build cache
+# (docs/testing.md), for nothing where the local servers answer. make test and test-all set it where a server's DSN
 # is still unset (no local server answered: containers stand in, as before),
 # make test-docker always, lint always (so that its files are checked).
 DOCKER_TAG := $(if $(and $(POOLDRIVER_POSTGRES_DSN),$(POOLDRIVER_MYSQL_DSN)),,docker)
