@@ -177,7 +177,7 @@ func (c *Connector) take(ctx context.Context) (*phys.Conn, error) {
 		return nil, c.acquireError(err)
 	}
 	pc := r.Value()
-	pc.Handle(r) // the pool keeps one handle per connection for its life
+	pc.Taken(r) // the hold's alone; the pool keeps one handle per connection for its life
 	if c.cfg.BeforeAcquire != nil {
 		if err := c.beforeAcquire(ctx, pc); err != nil {
 			pc.Closing(closeHook)

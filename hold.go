@@ -385,7 +385,8 @@ func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error)
 	var pc *phys.Conn
 	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {
 		if r.Value().CheckIdle(ctx, r) {
-			pc = r.Value() // pc's handle is r since its first acquire
+			pc = r.Value()
+			pc.Taken(r) // the hold's alone again
 		} else if ctx.Err() != nil {
 			r.Destroy() // the caller gave up: nothing to tell the breaker
 		} else {
@@ -407,7 +408,6 @@ func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error)
 			}
 		}
 	}
-	pc.Taken() // fresh from the pool: nobody else can reach it
 	if l.pc != pc {
 		l.pc = pc
 	}
@@ -426,7 +426,7 @@ func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (ok bool, err 
 
 // shareLocked is share with pc's state st under its mutex.
 func (l *conn) shareLocked(pc *phys.Conn, st *phys.ConnState, t *task, k opKind, le *lease) (bool, error) {
-	c := connFactsOf(st, st.TxOwner != nil)
+	c := connFactsOf(st, st.Owner() != nil)
 	c.bound = pc.BoundToLocked(t)
 	switch v := planShare(k, t.modeFor(l.c), c); v {
 	case shareOK:
@@ -451,10 +451,11 @@ func (l *conn) shareLocked(pc *phys.Conn, st *phys.ConnState, t *task, k opKind,
 // under its mutex; otherTx: another hold's *sql.Tx has it.
 func connFactsOf(st *phys.ConnState, otherTx bool) connFacts {
 	return connFacts{
-		lost:    st.Session == phys.SessionLost,
-		dirty:   st.Session == phys.SessionDirty,
-		rows:    st.Rows > 0,
-		tx:      st.Tx,
+		lost:    st.Lost(),
+		dirty:   st.Dirty(),
+		rows:    st.RowsOpen(),
+		tx:      st.InTx(),
+		sqlTx:   st.TxBegun(),
 		otherTx: otherTx,
 	}
 }
@@ -468,7 +469,7 @@ func (l *conn) shareError(v shareVerdict, pc *phys.Conn, st *phys.ConnState, k o
 		l.lose(errLostShared)
 		return l.lost
 	case shareOwnerBusy:
-		return ownerBusy(st.TxOwner, k)
+		return ownerBusy(st.Owner(), k)
 	case shareBusyConn:
 		return &busyError{pc: pc, err: ErrConnBusy}
 	case shareBusySession:
@@ -491,7 +492,8 @@ func (l *conn) checkShared(pc *phys.Conn, k opKind) (err error) {
 // BeginTx) any transaction open on it. The caller holds pc's mutex
 // (pc.Locked), which handed it st, pc's state.
 func (l *conn) sharedLocked(pc *phys.Conn, st *phys.ConnState, k opKind, rows bool) error {
-	otherTx := st.TxOwner != nil && (l.tx == nil || st.TxOwner != &l.tx.open)
+	owner := st.Owner()
+	otherTx := owner != nil && (l.tx == nil || owner != &l.tx.open)
 	if v := planShared(k, rows, connFactsOf(st, otherTx)); v != shareOK {
 		return l.shareError(v, pc, st, k)
 	}

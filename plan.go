@@ -2,8 +2,6 @@ package pooldriver
 
 import (
 	"fmt"
-
-	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 // The logical side's decisions, pure: what an operation of a hold does is
@@ -328,12 +326,13 @@ func planObserve(k opKind, rows, failed bool) observation {
 // connFacts is what the task's rules read of a physical connection, under
 // its mutex.
 type connFacts struct {
-	bound   bool         // bound to the operation's task
-	lost    bool         // its session is lost (sessionLost)
-	dirty   bool         // its session changed (sessionDirty)
-	rows    bool         // result sets are open on it
-	tx      phys.TxState // the transaction open on it
-	otherTx bool         // another hold's *sql.Tx has it (connState.txOwner)
+	bound   bool // bound to the operation's task
+	lost    bool // its session is lost (sessionLost)
+	dirty   bool // its session changed (sessionDirty)
+	rows    bool // result sets are open on it
+	tx      bool // a transaction is open on it
+	sqlTx   bool // that transaction is a *sql.Tx's (BeginTx), not nested in a raw one
+	otherTx bool // another hold's *sql.Tx has it (connState.txOwner)
 }
 
 // shareVerdict is what the task's rules say of an operation on the task's
@@ -363,11 +362,11 @@ func planShare(k opKind, mode Mode, c connFacts) shareVerdict {
 		return shareGone
 	case c.otherTx:
 		return shareOwnerBusy
-	case k == opBegin && c.tx == phys.TxBegun:
+	case k == opBegin && c.sqlTx:
 		return shareSessionBusy
-	case k == opBegin && c.tx == phys.TxNone && mode == TransactionMode:
+	case k == opBegin && !c.tx && mode == TransactionMode:
 		return shareSeparate // nothing to nest in: a transaction of its own
-	case c.rows && c.tx != phys.TxNone:
+	case c.rows && c.tx:
 		return shareBusyConn
 	case c.rows && (mode == SessionMode || c.dirty):
 		// Another connection would not have the task's session (its SET,
@@ -390,11 +389,11 @@ func planShared(k opKind, rows bool, c connFacts) shareVerdict {
 		return shareLost
 	case c.otherTx:
 		return shareOwnerBusy
-	case k == opBegin && c.tx == phys.TxBegun:
+	case k == opBegin && c.sqlTx:
 		return shareSessionBusy
 	case rows || !c.rows:
 		return shareOK
-	case c.tx != phys.TxNone:
+	case c.tx:
 		return shareBusyConn
 	}
 	return shareBusySession

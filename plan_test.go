@@ -3,8 +3,6 @@ package pooldriver
 import (
 	"fmt"
 	"testing"
-
-	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
 var allOpKinds = [...]opKind{opExec, opStmt, opOpenRows, opCloseRows, opBegin, opEndTx, opPrepare, opPing, opRaw}
@@ -147,9 +145,10 @@ func allConnFacts(fn func(connFacts)) {
 		for _, lost := range bools {
 			for _, dirty := range bools {
 				for _, rows := range bools {
-					for _, tx := range [...]phys.TxState{phys.TxNone, phys.TxBegun, phys.TxRaw} {
+					// none, a *sql.Tx's, a raw one (a *sql.Tx may nest in it)
+					for _, tx := range [...][2]bool{{false, false}, {true, true}, {true, false}} {
 						for _, otherTx := range bools {
-							fn(connFacts{bound, lost, dirty, rows, tx, otherTx})
+							fn(connFacts{bound, lost, dirty, rows, tx[0], tx[1], otherTx})
 						}
 					}
 				}
@@ -172,14 +171,14 @@ func TestPlanShare(t *testing.T) {
 		{opExec, sm, connFacts{bound: true}, shareOK},
 		{opExec, tm, connFacts{}, shareGone},
 		{opExec, tm, connFacts{bound: true, lost: true}, shareGone},
-		{opExec, tm, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
-		{opBegin, tm, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
-		{opBegin, tm, connFacts{bound: true, tx: phys.TxBegun}, shareSessionBusy},
+		{opExec, tm, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
+		{opBegin, tm, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
+		{opBegin, tm, connFacts{bound: true, tx: true, sqlTx: true}, shareSessionBusy},
 		{opBegin, tm, connFacts{bound: true}, shareSeparate},
 		{opBegin, sm, connFacts{bound: true}, shareOK},
-		{opBegin, tm, connFacts{bound: true, tx: phys.TxRaw}, shareOK},
-		{opBegin, tm, connFacts{bound: true, tx: phys.TxRaw, rows: true}, shareBusyConn},
-		{opExec, tm, connFacts{bound: true, tx: phys.TxRaw, rows: true}, shareBusyConn},
+		{opBegin, tm, connFacts{bound: true, tx: true}, shareOK},
+		{opBegin, tm, connFacts{bound: true, tx: true, rows: true}, shareBusyConn},
+		{opExec, tm, connFacts{bound: true, tx: true, rows: true}, shareBusyConn},
 		{opExec, sm, connFacts{bound: true, rows: true}, shareBusySession},
 		{opExec, tm, connFacts{bound: true, rows: true, dirty: true}, shareBusySession},
 		{opExec, tm, connFacts{bound: true, rows: true}, shareSeparate},
@@ -203,9 +202,9 @@ func TestPlanShare(t *testing.T) {
 					if got != shareGone {
 						t.Errorf("%s: not the task's to share", what)
 					}
-				case got == shareOK && (c.otherTx || c.rows || k == opBegin && c.tx == phys.TxBegun):
+				case got == shareOK && (c.otherTx || c.rows || k == opBegin && c.sqlTx):
 					t.Errorf("%s: joined a connection it must not", what)
-				case got == shareSeparate && (mode == SessionMode || c.tx != phys.TxNone):
+				case got == shareSeparate && (mode == SessionMode || c.tx):
 					t.Errorf("%s: left the task's session or transaction for another connection", what)
 				}
 			})
@@ -225,15 +224,15 @@ func TestPlanShared(t *testing.T) {
 		{opExec, false, connFacts{bound: true}, shareOK},
 		{opExec, false, connFacts{bound: true, lost: true, otherTx: true}, shareLost},
 		{opExec, true, connFacts{bound: true, lost: true}, shareLost},
-		{opExec, false, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
-		{opExec, true, connFacts{bound: true, tx: phys.TxBegun, otherTx: true}, shareOwnerBusy},
-		{opBegin, false, connFacts{bound: true, tx: phys.TxBegun}, shareSessionBusy},
-		{opBegin, true, connFacts{bound: true, tx: phys.TxBegun}, shareSessionBusy},
-		{opExec, false, connFacts{bound: true, tx: phys.TxBegun}, shareOK}, // its own *sql.Tx
-		{opBegin, false, connFacts{bound: true, tx: phys.TxRaw}, shareOK},
+		{opExec, false, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
+		{opExec, true, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
+		{opBegin, false, connFacts{bound: true, tx: true, sqlTx: true}, shareSessionBusy},
+		{opBegin, true, connFacts{bound: true, tx: true, sqlTx: true}, shareSessionBusy},
+		{opExec, false, connFacts{bound: true, tx: true, sqlTx: true}, shareOK}, // its own *sql.Tx
+		{opBegin, false, connFacts{bound: true, tx: true}, shareOK},
 		{opExec, false, connFacts{bound: true, rows: true}, shareBusySession},
-		{opExec, false, connFacts{bound: true, rows: true, tx: phys.TxRaw}, shareBusyConn},
-		{opExec, true, connFacts{bound: true, rows: true, tx: phys.TxRaw}, shareOK}, // its own rows
+		{opExec, false, connFacts{bound: true, rows: true, tx: true}, shareBusyConn},
+		{opExec, true, connFacts{bound: true, rows: true, tx: true}, shareOK}, // its own rows
 		{opExec, true, connFacts{bound: true, rows: true}, shareOK},
 	}
 	for _, c := range cases {

@@ -254,14 +254,6 @@ func (pc *Conn) RefreshCatalog(ctx context.Context) error {
 	return nil
 }
 
-// Handle keeps r, pc's handle in the pool, for pc's life: the pool gives
-// one per connection, recorded at its first acquire.
-func (pc *Conn) Handle(r *pool.Resource[*Conn]) {
-	if pc.res == nil {
-		pc.res = r
-	}
-}
-
 // TraceHold records that the hold that has pc traced its acquire at at,
 // with ctx, for the trace of its release. The hold has pc alone.
 func (pc *Conn) TraceHold(ctx context.Context, at time.Time) {
@@ -327,9 +319,16 @@ func (pc *Conn) EndedTx(nested bool) {
 	pc.setTx(s, nil)
 }
 
-// Taken records that pc, fresh from the pool, is the hold's that took it:
-// nobody else can reach it yet.
-func (pc *Conn) Taken() { pc.st.Holds = 1 }
+// Taken records that pc, just taken from the pool through its handle r
+// (acquired or unparked), is the hold's that took it: nobody else can
+// reach it. The pool gives one handle per connection, which pc keeps from
+// its first acquire for its life.
+func (pc *Conn) Taken(r *pool.Resource[*Conn]) {
+	if pc.res == nil {
+		pc.res = r
+	}
+	pc.st.Holds = 1
+}
 
 // JoinLocked records one more hold on pc, bound to a task. The caller holds
 // mu.
