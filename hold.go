@@ -194,6 +194,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		}
 		le.fresh = true
 		if solo := k == opExec || k == opStmt; solo || pc.TryClaim() {
+			pc.DropEvicted()
 			le.pc = pc
 			le.locked, le.solo = !solo, solo
 			le.sent = pc.Sent()
@@ -251,6 +252,7 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 			if watchesTaskState(l.facts(k, t, le)) {
 				le.hadState = le.pc.KeepsTaskState()
 			}
+			le.pc.DropEvicted() // statements closed since: pgx would still run them by their text
 			le.sent = le.pc.Sent()
 			return nil
 		}

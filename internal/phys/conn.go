@@ -479,7 +479,7 @@ func argName(nv *driver.NamedValue) string {
 // Prepared returns drv's prepared statement for query, preparing it on this
 // connection the first time. The caller holds sem.
 func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
-	pc.dropEvicted()
+	pc.DropEvicted()
 	if s, ok := pc.stmts[query]; ok {
 		return s, nil
 	}
@@ -525,16 +525,18 @@ func (pc *Conn) EvictLater(query string) {
 	pc.mu.Unlock()
 }
 
-// dropEvicted drops the statements EvictLater asked for, if any. The
-// caller holds sem. Small enough to be inlined: every statement asks.
-func (pc *Conn) dropEvicted() {
+// DropEvicted drops the statements EvictLater asked for, if any. The
+// caller holds sem. Small enough to be inlined: every statement asks,
+// before it notes the bytes written so far (Sent), since the drop writes
+// too, and not while the hold's own rows are open.
+func (pc *Conn) DropEvicted() {
 	if pc.evictions.Load() > 0 {
-		pc.dropEvictedNow()
+		pc.dropEvicted()
 	}
 }
 
-// dropEvictedNow is dropEvicted once there are statements to drop.
-func (pc *Conn) dropEvictedNow() {
+// dropEvicted is DropEvicted once there are statements to drop.
+func (pc *Conn) dropEvicted() {
 	pc.mu.Lock()
 	qs := pc.evict
 	pc.evict = nil
@@ -569,7 +571,6 @@ func (pc *Conn) closeStmts() {
 
 // Exec runs a statement that returns no rows.
 func (pc *Conn) Exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	pc.dropEvicted() // statements closed since: pgx would still run them by their text
 	args, err := pc.Convert(args)
 	if err != nil {
 		return nil, err
@@ -626,7 +627,6 @@ func (pc *Conn) ExecPrepared(ctx context.Context, query string, args []driver.Na
 
 // Query runs a statement that returns rows.
 func (pc *Conn) Query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	pc.dropEvicted() // statements closed since: pgx would still run them by their text
 	args, err := pc.Convert(args)
 	if err != nil {
 		return nil, err
