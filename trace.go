@@ -16,7 +16,7 @@ func (c *Connector) acquireTraced(ctx context.Context) (*phys.Conn, error) {
 	pc, err := c.take(ctx)
 	now := time.Now()
 	t.TraceAcquireEnd(ctx, TraceAcquireEndData{PoolName: c.name, Wait: now.Sub(start), Err: err})
-	if err == nil && releaseTracer(t) != nil {
+	if err == nil && tracesReleases(t) {
 		// Nobody else has pc: the hold's own.
 		pc.TraceHold(caller, now)
 	}
@@ -34,26 +34,23 @@ func (c *Connector) openTraced(ctx context.Context) (*phys.Conn, error) {
 }
 
 // Released tells c's Tracer, which hears of releases, of the end of a hold
-// whose acquire it traced (phys.Conn.TraceHold).
+// whose acquire it traced (phys.Conn.TraceHold); a ReleaseTracer that
+// takes no context is called without it.
 func (o connOwner) Released(ctx context.Context, held time.Duration, reset, closed bool) {
-	releaseTracer(o.c.cfg.Tracer).TraceReleaseContext(ctx, TraceReleaseData{PoolName: o.c.name, Held: held, Reset: reset, Closed: closed})
-}
-
-// releaseTracer returns t where it hears of releases too (connOwner.Released),
-// else nil: a ReleaseTracer that takes no context is called without it.
-func releaseTracer(t Tracer) ReleaseContextTracer {
-	switch r := t.(type) {
+	d := TraceReleaseData{PoolName: o.c.name, Held: held, Reset: reset, Closed: closed}
+	switch r := o.c.cfg.Tracer.(type) {
 	case ReleaseContextTracer:
-		return r
+		r.TraceReleaseContext(ctx, d)
 	case ReleaseTracer:
-		return releaseWithoutContext{r}
+		r.TraceRelease(d)
 	}
-	return nil
 }
 
-// releaseWithoutContext is a ReleaseTracer called as a ReleaseContextTracer.
-type releaseWithoutContext struct{ r ReleaseTracer }
-
-func (w releaseWithoutContext) TraceReleaseContext(_ context.Context, d TraceReleaseData) {
-	w.r.TraceRelease(d)
+// tracesReleases reports whether t hears of releases too.
+func tracesReleases(t Tracer) bool {
+	switch t.(type) {
+	case ReleaseContextTracer, ReleaseTracer:
+		return true
+	}
+	return false
 }
