@@ -29,7 +29,7 @@ type conn struct {
 	tx    *tx       // open transaction begun with BeginTx
 	rows  int       // open result sets
 	// The handle of the physical connection a hold of l last parked (see
-	// phys.Conn.Park): the next hold takes it back without the pool's lock,
+	// phys.Conn.Release): the next hold takes it back without the pool's lock,
 	// unless anyone took it meanwhile. It is not cleared when the hold
 	// takes it back, which spares a pointer write, and its write barrier,
 	// per hold: a handle someone else took is refused by Unpark, unless
@@ -193,20 +193,13 @@ func (l *conn) IsValid() bool {
 	if l.lost != nil {
 		l.lost = nil // written only when set: see conn.parked
 	}
-	if !alone {
-		pc.LetGo()
-		return l.state != holdClosed
-	}
-	if r := pc.Park(); r != nil {
+	if r := pc.Release(alone); r != nil {
 		if l.parked != r {
 			l.parked = r
 		}
-		return l.state != holdClosed
-	}
-	if l.parked != nil {
+	} else if l.parked != nil {
 		l.parked = nil // see conn.parked: Close must not Return it
 	}
-	pc.LetGoAlone()
 	return l.state != holdClosed
 }
 

@@ -49,7 +49,7 @@ type leaseFacts struct {
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
-	sent     uint64 // pc.Sent() when the operation started: bytes written before it
+	sent     uint64 // pc.Ready() when the operation started: bytes written before it
 }
 
 // do runs one operation of kind k on l's hold: start, then fn on the
@@ -194,10 +194,9 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		}
 		le.fresh = true
 		if solo := k == opExec || k == opStmt; solo || pc.TryClaim() {
-			pc.DropEvicted()
 			le.pc = pc
 			le.locked, le.solo = !solo, solo
-			le.sent = pc.Sent()
+			le.sent = pc.Ready()
 			return nil
 		}
 		return l.startWith(ctx, k, nil, le)
@@ -252,8 +251,7 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 			if watchesTaskState(l.facts(k, t, le)) {
 				le.hadState = le.pc.KeepsTaskState()
 			}
-			le.pc.DropEvicted() // statements closed since: pgx would still run them by their text
-			le.sent = le.pc.Sent()
+			le.sent = le.pc.Ready() // drops statements closed since: pgx would still run them by their text
 			return nil
 		}
 		if err != nil {
@@ -368,7 +366,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
 				l.to(evDrop)
-				pc.LetGo()
+				pc.Release(false)
 				continue
 			}
 			l.to(evShare)

@@ -86,7 +86,7 @@ func (s holdState) held() bool { return s != holdNone && s != holdClosed }
 
 // alone reports whether nothing but the hold can reach its connection: it
 // may write the connection's state without the mutex, and let go of it
-// without (phys.Conn.Park, letGoAlone).
+// without (phys.Conn.Release).
 func (s holdState) alone() bool { return s == holdOwn || s == holdSoloRows }
 
 // holdEvent is what happened to a hold, the input of step.

@@ -479,7 +479,7 @@ func argName(nv *driver.NamedValue) string {
 // Prepared returns drv's prepared statement for query, preparing it on this
 // connection the first time. The caller holds sem.
 func (pc *Conn) Prepared(ctx context.Context, query string) (driver.Stmt, error) {
-	pc.DropEvicted()
+	pc.dropEvictedDue()
 	if s, ok := pc.stmts[query]; ok {
 		return s, nil
 	}
@@ -525,17 +525,26 @@ func (pc *Conn) EvictLater(query string) {
 	pc.mu.Unlock()
 }
 
-// DropEvicted drops the statements EvictLater asked for, if any. The
-// caller holds sem. Small enough to be inlined: every statement asks,
-// before it notes the bytes written so far (Sent), since the drop writes
-// too, and not while the hold's own rows are open.
-func (pc *Conn) DropEvicted() {
+// Ready readies pc for a statement and returns the bytes written so far
+// (Sent), against which SentSince tells whether the statement's own bytes
+// left. It drops the statements EvictLater asked for first, since the
+// drop writes too: a statement that broke before its bytes left must not
+// count as sent. The caller holds sem, or runs solo, and the hold's own
+// rows are not open.
+func (pc *Conn) Ready() uint64 {
+	pc.dropEvictedDue()
+	return pc.Sent()
+}
+
+// dropEvictedDue drops the statements EvictLater asked for, if any. The
+// caller holds sem. Small enough to be inlined: every statement asks.
+func (pc *Conn) dropEvictedDue() {
 	if pc.evictions.Load() > 0 {
 		pc.dropEvicted()
 	}
 }
 
-// dropEvicted is DropEvicted once there are statements to drop.
+// dropEvicted is dropEvictedDue once there are statements to drop.
 func (pc *Conn) dropEvicted() {
 	pc.mu.Lock()
 	qs := pc.evict
@@ -918,11 +927,28 @@ func (pc *Conn) resetSession() error {
 	return nil
 }
 
-// LetGo ends one hold (or a task's cleanup) on pc and, if that was the last
+// Release ends a hold on pc; the caller does not hold sem. alone: the hold
+// had pc to itself throughout (never bound to a task, no task's transaction
+// on it), so nobody else can reach pc. Such a hold's pc is parked where
+// decide says fatePark, and Release returns its handle (see park);
+// otherwise it returns nil, and pc was let go with decide's verdict.
+func (pc *Conn) Release(alone bool) *pool.Resource[*Conn] {
+	if !alone {
+		pc.letGo()
+		return nil
+	}
+	if r := pc.park(); r != nil {
+		return r
+	}
+	pc.letGoAlone()
+	return nil
+}
+
+// letGo ends one hold (or a task's cleanup) on pc and, if that was the last
 // thing using it, applies decide's verdict: keep it for its task, or unbind
 // it, settle it (roll back, reset) and give it back to the pool, or destroy
 // it. The caller does not hold sem.
-func (pc *Conn) LetGo() {
+func (pc *Conn) letGo() {
 	pc.mu.Lock()
 	pc.st.Holds--
 	f := pc.letGoVerdict(&pc.st)
@@ -944,10 +970,10 @@ func (pc *Conn) LetGo() {
 	pc.settle(f, owner)
 }
 
-// LetGoAlone is letGo for a hold that had pc to itself throughout: never
+// letGoAlone is letGo for a hold that had pc to itself throughout: never
 // bound to a task, no task's transaction on it. Nobody else can reach pc, so
 // it needs no lock.
-func (pc *Conn) LetGoAlone() {
+func (pc *Conn) letGoAlone() {
 	pc.st.Holds--
 	f := pc.letGoVerdict(&pc.st)
 	if f == fateInUse {
@@ -963,13 +989,13 @@ func (pc *Conn) LetGoAlone() {
 	pc.settle(f, owner)
 }
 
-// Park is letGoAlone for a connection decide says to park (fatePark: clean,
+// park is letGoAlone for a connection decide says to park (fatePark: clean,
 // and nothing is to be told of its release): it is parked
 // (pool.Resource.Park), free for anyone, and the hold's logical conn takes
 // it back at its next hold without the pool's lock if nobody took it
 // meanwhile. It returns pc's handle for that, or nil when pc was not
 // parked: the caller still has it.
-func (pc *Conn) Park() *pool.Resource[*Conn] {
+func (pc *Conn) park() *pool.Resource[*Conn] {
 	r := pc.res
 	if pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // settle is to look at the server, or a reset waits
@@ -1283,7 +1309,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 	if err != nil {
 		pc.Lose(fmt.Errorf("pooldriver: the connection was still busy when its task ended: %w", err), false)
 		pc.Env.warn("connection still busy when its task ended; it will be closed", err)
-		pc.LetGo()
+		pc.letGo()
 		return
 	}
 	if session {
@@ -1302,5 +1328,5 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 		pc.Lose(ended, false)
 	}
 	pc.sem.Unlock()
-	pc.LetGo()
+	pc.letGo()
 }

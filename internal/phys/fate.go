@@ -128,7 +128,7 @@ const (
 	fateInUse         Fate = iota // still held, or rows open: whoever lets go last decides
 	fateKeepForTask               // stays bound to its task, out of the pool
 	fateRelease                   // back to the pool as it is
-	fatePark                      // back to the pool as it is, parked for the hold that had it alone (Conn.Park)
+	fatePark                      // back to the pool as it is, parked for the hold that had it alone (Conn.Release)
 	fateRollback                  // roll the transaction back, then back to the pool
 	fateReset                     // reset the session, then back to the pool
 	fateRollbackReset             // both, in that order
