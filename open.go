@@ -91,13 +91,14 @@ func Open(dsn string, opts ...Option) (*sql.DB, error) {
 
 // connectErrors returns what the dialect of t can tell of a connect's
 // error: that the server is at its connection limit, that retrying is
-// useless; nil where it cannot.
+// useless (on every host the connect tried: dialects.EveryAttempt); nil
+// where it cannot.
 func connectErrors(t dialects.Template) (atLimit, permanent func(error) bool) {
 	if d, ok := t.(dialects.ConnLimitDetector); ok {
 		atLimit = d.AtConnLimit
 	}
 	if d, ok := t.(dialects.PermanentErrorDetector); ok {
-		permanent = d.PermanentConnectError
+		permanent = func(err error) bool { return dialects.EveryAttempt(err, d.PermanentConnectError) }
 	}
 	return atLimit, permanent
 }

@@ -17,7 +17,8 @@ import (
 // instead of letting each wait for attempts that fail the same way;
 // transient causes (the server's connection limit, a timeout, a server
 // starting up or shutting down) are not permanent. Errors of statements
-// are never asked about.
+// are never asked about. err is one attempt's: a connect that tried
+// several hosts is asked about each of them (see EveryAttempt).
 type PermanentErrorDetector interface {
 	PermanentConnectError(err error) bool
 }
@@ -65,4 +66,27 @@ func PermanentNetError(err error) bool {
 	)
 	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &authority) ||
 		errors.As(err, &host) || errors.As(err, &invalid)
+}
+
+// EveryAttempt reports whether permanent holds for each attempt whose
+// error err reports. A connect to a DSN of several hosts (or a name of
+// several addresses) fails with the error of each: pgx's ConnectError and
+// the mysql dialect join them. Trying again cures nothing only where it
+// cures nothing on any of them: a port that refuses the connection beside
+// a standby that refuses writes is a failover under way, not a permanent
+// refusal. An error that joins no others is its one attempt. pooldriver
+// asks a PermanentErrorDetector through it.
+func EveryAttempt(err error, permanent func(error) bool) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			attempts := j.Unwrap()
+			for _, a := range attempts {
+				if !EveryAttempt(a, permanent) {
+					return false
+				}
+			}
+			return len(attempts) > 0
+		}
+	}
+	return permanent(err)
 }

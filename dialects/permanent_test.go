@@ -38,3 +38,32 @@ func TestPermanentNetError(t *testing.T) {
 		t.Error("the generic template does not consult the registered detectors and PermanentNetError")
 	}
 }
+
+// TestEveryAttempt: a connect that tried several hosts is permanent only
+// where every host's error is, however the attempts are wrapped and
+// joined (pgx's ConnectError wraps errors.Join; the mysql dialect wraps
+// it with fmt.Errorf).
+func TestEveryAttempt(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	readOnly := errors.New("ValidateConnect failed: read only connection")
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ETIMEDOUT)}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"one refused", refused, true},
+		{"one answered", readOnly, false},
+		{"refused, then a standby", fmt.Errorf("failed to connect: %w", errors.Join(refused, readOnly)), false},
+		{"a standby, then refused", fmt.Errorf("none of the 2 servers: %w", errors.Join(fmt.Errorf("host b: %w", readOnly), refused)), false},
+		{"refused, then silent", errors.Join(refused, timeout), false},
+		{"every host refused", fmt.Errorf("failed to connect: %w", errors.Join(refused, fmt.Errorf("host b: %w", refused))), true},
+		{"joined once, refused", errors.Join(refused), true},
+		{"nested lists", errors.Join(refused, errors.Join(refused, readOnly)), false},
+		{"nil", nil, false},
+	} {
+		if got := EveryAttempt(c.err, PermanentNetError); got != c.want {
+			t.Errorf("%s: EveryAttempt = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -272,3 +272,91 @@ func TestFailFastSilentHost(t *testing.T) {
 		assert.LessOrEqual(t, pooled.slowest, 2500*time.Millisecond, "pooldriver's slowest call")
 	})
 }
+
+// TestFailFastNotDuringFailover: a connect that tried two servers, one
+// refusing the connection (nothing listens on its port) and one answering
+// but not taking writes (a PostgreSQL cluster of the test's own with
+// default_transaction_read_only on, for target_session_attrs=read-write; a
+// MariaDB of its own with read_only on, for pool_target=primary), is what
+// a failover under way looks like, not a permanent refusal: the caller
+// gets the connect's error, which names both servers' answers and does
+// not match ErrServerRefused, and the next caller writes once the
+// answering server takes writes. Where both refuse the connection, the
+// caller fails at once with ErrServerRefused.
+func TestFailFastNotDuringFailover(t *testing.T) {
+	skipShort(t)
+	checkNoGoroutineLeak(t)
+	forEachServer(t, func(t *testing.T, s server) {
+		refused := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		var failover, allRefused, answering string
+		var takeWrites func()
+		switch s.name {
+		case "postgres":
+			own := startLocalPG(t)
+			setReadOnly := func(on string) {
+				admin, err := sql.Open("pgx", own.dsn())
+				require.NoError(t, err)
+				defer admin.Close()
+				conn, err := admin.Conn(ctx(t))
+				require.NoError(t, err)
+				defer conn.Close()
+				for _, q := range []string{
+					"SET default_transaction_read_only = off",
+					"ALTER SYSTEM SET default_transaction_read_only = " + on,
+					"SELECT pg_reload_conf()",
+				} {
+					_, err := conn.ExecContext(ctx(t), q)
+					require.NoError(t, err, q)
+				}
+			}
+			setReadOnly("on")
+			takeWrites = func() { setReadOnly("off") }
+			const pgDSN = "postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write"
+			answering = fmt.Sprintf("127.0.0.1:%d", own.port)
+			failover = fmt.Sprintf(pgDSN, refused, answering)
+			allRefused = fmt.Sprintf(pgDSN, refused, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+		case "mysql":
+			own := startLocalMariaDB(t, 50)
+			admin, err := sql.Open("mysql", "root@tcp("+own.addr()+")/test")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = admin.Close() })
+			_, err = admin.ExecContext(ctx(t), "SET GLOBAL read_only = ON")
+			require.NoError(t, err)
+			takeWrites = func() {
+				_, err := admin.ExecContext(ctx(t), "SET GLOBAL read_only = OFF")
+				require.NoError(t, err)
+			}
+			const myDSN = "mysql://root@tcp(%s,%s)/test?pool_target=primary"
+			answering = own.addr()
+			failover = fmt.Sprintf(myDSN, refused, answering)
+			allRefused = fmt.Sprintf(myDSN, refused, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+		}
+		open := func(dsn string) *sql.DB {
+			c := pooldriver.New(dsn)
+			require.NoError(t, c.Err())
+			db := sql.OpenDB(c)
+			t.Cleanup(func() { _ = db.Close() })
+			return db
+		}
+
+		// Both refuse the connection: permanent, and said at once.
+		c1, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := open(allRefused).ExecContext(c1, "SELECT 1")
+		require.Error(t, err)
+		assert.ErrorIs(t, err, pooldriver.ErrServerRefused, "every server refused the connection")
+		assert.NoError(t, c1.Err(), "the caller failed at once, not at its deadline")
+
+		// One refuses, the other answers that it takes no writes.
+		db := open(failover)
+		_, err = db.ExecContext(ctx(t), "SELECT 1")
+		require.Error(t, err)
+		t.Logf("during the failover: %v", err)
+		assert.NotErrorIs(t, err, pooldriver.ErrServerRefused, "a failover under way is not a permanent refusal")
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the refusing server's answer")
+		assert.Contains(t, err.Error(), answering, "the answering server's")
+		takeWrites()
+		_, err = db.ExecContext(ctx(t), "SELECT 1")
+		require.NoError(t, err, "once the answering server takes writes")
+	})
+}
