@@ -12,8 +12,11 @@ import "time"
 // context ended is told so and passed over: handing it the resource would
 // only wake it to hand the resource on again, and under a storm of
 // cancellations the oldest waiters are the likeliest to have given up.
+// A TendNext waiting comes first, but for a new resource while callers
+// wait: their factory calls made it (after an outage, the first
+// connection a returning server accepts goes to a caller, not to upkeep).
 func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, owes owed) {
-	if p.tendLocked(r) {
+	if !(r.fresh && p.waiters.len() > 0) && p.tendLocked(r) {
 		return
 	}
 	for w := p.nextWaiterLocked(now); w != nil; w = p.nextWaiterLocked(now) {

@@ -131,7 +131,8 @@ func (p *Pool[T]) tended(r *Resource[T], err error, closes uint64, check bool) b
 // TendNext runs f, as Tend does, on an idle resource, or, where none is,
 // on the next one released (a holder's Park hands it back meanwhile, as
 // for a waiter: see Resource.Contended), waiting for it within ctx, ahead
-// of Acquire's waiters. It starts no factory call, and what it takes is no
+// of Acquire's waiters; a new resource made while they wait is theirs
+// (see putLocked). It starts no factory call, and what it takes is no
 // hand-out: the pool neither grows for it nor counts it as an acquire,
 // and it is in use only as the healthcheck's is. The user of a resource
 // runs upkeep this way that cannot wait for a resource to sit idle

@@ -412,6 +412,52 @@ func TestTendNext(t *testing.T) {
 	r.Release()
 }
 
+// TestTendNextLeavesNewToWaiters: a resource made while a caller waits
+// goes to the caller, even with a TendNext waiting; the TendNext gets the
+// next one released.
+func TestTendNextLeavesNewToWaiters(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 2
+	gate := make(chan struct{})
+	var calls atomic.Int32
+	cfg.Factory = func(ctx context.Context) (*item, error) {
+		if calls.Add(1) == 2 {
+			<-gate // the second resource waits until the caller and the TendNext both wait
+		}
+		return b.factory(ctx)
+	}
+	p := newPool(t, cfg)
+	held := mustAcquire(t, p)
+	tended := make(chan *item, 1)
+	go func() {
+		p.TendNext(context.Background(), func(it *item) error {
+			tended <- it
+			return nil
+		})
+	}()
+	waitFor(t, "TendNext waiting", func() bool { return p.tending.Load() })
+	acquired := make(chan *Resource[*item], 1)
+	go func() {
+		r, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		acquired <- r
+	}()
+	waitFor(t, "the caller waiting", func() bool { return p.Stats().Waiting == 1 })
+	close(gate)
+	r := <-acquired
+	if r == nil || r.Value() == held.Value() {
+		t.Fatal("the waiting caller did not get the new resource")
+	}
+	held.Release()
+	if it := <-tended; it != held.Value() {
+		t.Fatal("TendNext was not handed the resource released after")
+	}
+	r.Release()
+}
+
 func TestBeforeReleaseAndBeforeAcquire(t *testing.T) {
 	var b backend
 	cfg := b.config()
