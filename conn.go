@@ -34,9 +34,10 @@ type conn struct {
 	// takes it back, which spares a pointer write, and its write barrier,
 	// per hold: a handle someone else took is refused by Unpark, unless
 	// its new holder parked it again, when taking it is as good as taking
-	// any parked connection. It is cleared when a hold ends without
-	// parking, so that Close, right after the hold's end, Returns only a
-	// connection this logical conn parked.
+	// any parked connection. It is cleared when a hold that had its
+	// connection alone ends without parking it, so that Close, right
+	// after the hold's end, Returns only a connection this logical conn
+	// parked.
 	parked *pool.Resource[*phys.Conn]
 	// standby: the standby whose connection the hold took last, nil
 	// where the primary's (pool_reads=standby; see retryOnPrimary).
@@ -197,7 +198,7 @@ func (l *conn) IsValid() bool {
 		if l.parked != r {
 			l.parked = r
 		}
-	} else if l.parked != nil {
+	} else if alone && l.parked != nil {
 		l.parked = nil // see conn.parked: Close must not Return it
 	}
 	return l.state != holdClosed
