@@ -74,19 +74,34 @@ func PermanentNetError(err error) bool {
 // the mysql dialect join them. Trying again cures nothing only where it
 // cures nothing on any of them: a port that refuses the connection beside
 // a standby that refuses writes is a failover under way, not a permanent
-// refusal. An error that joins no others is its one attempt. pooldriver
-// asks a PermanentErrorDetector through it.
+// refusal. An attempt at an address of a family this host cannot reach
+// (a name's IPv6 address on a host without IPv6: localhost's ::1 in a
+// container, say) says nothing of the server, and is left out; an error
+// of nothing else is not permanent. An error that joins no others is its
+// one attempt. pooldriver asks a PermanentErrorDetector through it.
 func EveryAttempt(err error, permanent func(error) bool) bool {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			attempts := j.Unwrap()
-			for _, a := range attempts {
+			judged := false
+			for _, a := range j.Unwrap() {
+				if unreachableFamily(a) {
+					continue
+				}
 				if !EveryAttempt(a, permanent) {
 					return false
 				}
+				judged = true
 			}
-			return len(attempts) > 0
+			return judged
 		}
 	}
 	return permanent(err)
+}
+
+// unreachableFamily reports an attempt that failed before it left this
+// host because its address's family is unusable here: no such address to
+// send from, no route to that network, the family not supported. A host
+// that stopped answering gives EHOSTUNREACH or a timeout, not these.
+func unreachableFamily(err error) bool {
+	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EAFNOSUPPORT)
 }

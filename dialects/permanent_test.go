@@ -47,6 +47,9 @@ func TestEveryAttempt(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	readOnly := errors.New("ValidateConnect failed: read only connection")
 	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ETIMEDOUT)}
+	noV6 := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EADDRNOTAVAIL)}
+	noNet := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
+	noHost := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -60,6 +63,11 @@ func TestEveryAttempt(t *testing.T) {
 		{"every host refused", fmt.Errorf("failed to connect: %w", errors.Join(refused, fmt.Errorf("host b: %w", refused))), true},
 		{"joined once, refused", errors.Join(refused), true},
 		{"nested lists", errors.Join(refused, errors.Join(refused, readOnly)), false},
+		{"::1 unusable here, 127.0.0.1 refused", errors.Join(noV6, refused), true},
+		{"an AAAA on an IPv4-only network, the A refused", errors.Join(refused, noNet), true},
+		{"every address unusable here", errors.Join(noV6, noNet), false},
+		{"unusable here, then a standby", errors.Join(noV6, readOnly), false},
+		{"a host that stopped answering, then refused", errors.Join(noHost, refused), false},
 		{"nil", nil, false},
 	} {
 		if got := EveryAttempt(c.err, PermanentNetError); got != c.want {
