@@ -14,7 +14,8 @@ import "time"
 // cancellations the oldest waiters are the likeliest to have given up.
 // A TendNext waiting comes first, but for a new resource while callers
 // wait: their factory calls made it (after an outage, the first
-// connection a returning server accepts goes to a caller, not to upkeep).
+// connection a returning server accepts goes to a caller, not to upkeep),
+// and the TendNext has it only where they all gave up.
 func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, owes owed) {
 	if !(r.fresh && p.waiters.len() > 0) && p.tendLocked(r) {
 		return
@@ -35,6 +36,9 @@ func (p *Pool[T]) putLocked(r *Resource[T], now time.Duration, owes owed) {
 		r.spare = w // freed by r's release, once w's goroutine is done with it
 		w.ctx = nil // nothing reads it once w left the queue: do not keep the caller's context alive with r
 		w.ch <- result[T]{r: r, waited: waited, owes: owes}
+		return
+	}
+	if r.fresh && p.tendLocked(r) {
 		return
 	}
 	r.state.Store(stateIdle)

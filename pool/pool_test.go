@@ -458,6 +458,72 @@ func TestTendNextLeavesNewToWaiters(t *testing.T) {
 	r.Release()
 }
 
+// goneCtx is a context that reports itself ended (Err) from the moment
+// gone is set, before its Done channel would tell: a caller whose context
+// ended while its resource was being made.
+type goneCtx struct {
+	context.Context
+	gone atomic.Bool
+}
+
+func (c *goneCtx) Err() error {
+	if c.gone.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestTendNextGetsNewWhenWaitersGaveUp: a resource made for callers who
+// all gave up meanwhile goes to the TendNext waiting, not to the idle
+// ring, which nothing hands a waiting TendNext.
+func TestTendNextGetsNewWhenWaitersGaveUp(t *testing.T) {
+	var b backend
+	cfg := b.config()
+	cfg.Max = 2
+	gate := make(chan struct{})
+	var calls atomic.Int32
+	cfg.Factory = func(ctx context.Context) (*item, error) {
+		if calls.Add(1) == 2 {
+			<-gate
+		}
+		return b.factory(ctx)
+	}
+	p := newPool(t, cfg)
+	held := mustAcquire(t, p)
+	defer held.Release()
+	tended := make(chan *item, 1)
+	go func() {
+		p.TendNext(context.Background(), func(it *item) error {
+			tended <- it
+			return nil
+		})
+	}()
+	waitFor(t, "TendNext waiting", func() bool { return p.tending.Load() })
+	gctx := &goneCtx{Context: context.Background()}
+	acquired := make(chan error, 1)
+	go func() {
+		r, err := p.Acquire(gctx)
+		if r != nil {
+			r.Release()
+		}
+		acquired <- err
+	}()
+	waitFor(t, "the caller waiting", func() bool { return p.Stats().Waiting == 1 })
+	gctx.gone.Store(true)
+	close(gate)
+	if err := <-acquired; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the caller that gave up got %v, want context.Canceled", err)
+	}
+	select {
+	case it := <-tended:
+		if it == held.Value() {
+			t.Fatal("TendNext was handed the resource in use")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("TendNext still waits beside the new resource")
+	}
+}
+
 func TestBeforeReleaseAndBeforeAcquire(t *testing.T) {
 	var b backend
 	cfg := b.config()
