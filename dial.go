@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -135,6 +136,10 @@ func (o connOwner) AfterRelease(pc *phys.Conn) bool { return o.c.afterRelease(pc
 // Returned tells the leak detection that pc is going back to the pool (or
 // being closed).
 func (o connOwner) Returned(pc *phys.Conn) { o.c.leaks.returned(pc) }
+
+// LookDue is the share's flag: set, the next connection let go asks how
+// full the server is (Look).
+func (o connOwner) LookDue() *atomic.Bool { return &o.c.share.lookDue }
 
 // Look asks the server through pc, which nobody else can reach (a
 // cleanup, see phys.Conn.settle), how full it is, and sets the pool's share

@@ -175,7 +175,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	close(c.catalogs.ready)
 	c.gated.Store(c.cfg.Tracer != nil)
 	if !s.standbyPool {
-		c.share.start(p, s.MinConns, s.MaxConns, &c.env.LookDue, c.logAt, c.closed)
+		c.share.start(p, s.MinConns, s.MaxConns, c.logAt, c.closed)
 	}
 	if s.Reads != ReadsPrimary {
 		if err := c.openStandbys(t, s); err != nil {

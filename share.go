@@ -157,8 +157,8 @@ func shareTick() time.Duration {
 // go makes it (phys.Conn.settle, fateLook).
 type serverShare struct {
 	pool    *pool.Pool[*phys.Conn]
-	lo, hi  int // the pool's MinConns and MaxConns
-	lookDue *atomic.Bool
+	lo, hi  int         // the pool's MinConns and MaxConns
+	lookDue atomic.Bool // the loop sets it; the next connection let go clears it and looks (phys.Owner.LookDue)
 	logAt   func(level slog.Level, msg string, err error, args ...any)
 	done    chan struct{} // closed when the loop ends
 
@@ -177,10 +177,10 @@ type serverShare struct {
 
 // start starts the loop for pool p, whose MinConns and MaxConns are lo
 // and hi, until stop is closed (wait waits for its end).
-func (s *serverShare) start(p *pool.Pool[*phys.Conn], lo, hi int, lookDue *atomic.Bool,
+func (s *serverShare) start(p *pool.Pool[*phys.Conn], lo, hi int,
 	logAt func(level slog.Level, msg string, err error, args ...any), stop <-chan struct{},
 ) {
-	s.pool, s.lo, s.hi, s.lookDue, s.logAt = p, lo, hi, lookDue, logAt
+	s.pool, s.lo, s.hi, s.logAt = p, lo, hi, logAt
 	s.share, s.refused = hi, -1
 	s.done = make(chan struct{})
 	go s.loop(stop)

@@ -997,7 +997,7 @@ func (pc *Conn) letGoAlone() {
 // parked: the caller still has it.
 func (pc *Conn) park() *pool.Resource[*Conn] {
 	r := pc.res
-	if pc.Env.LookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
+	if pc.Env.lookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // settle is to look at the server, or a reset waits
 	}
 	if pc.st.Holds == 1 && !pc.traced && ParksClean(&pc.st) && !pc.Stale() {
@@ -1058,7 +1058,7 @@ func (pc *Conn) traceRelease(f Fate) {
 // with what the share and the carried reset want of it (written into st).
 // The caller holds mu, or has pc alone.
 func (pc *Conn) letGoVerdict(st *ConnState) Fate {
-	st.lookDue = pc.Env.LookDue.Load()
+	st.lookDue = pc.Env.lookDue.Load()
 	st.carries = pc.carrier != nil
 	st.resetWaits = st.carries && pc.carrier.ResetPending()
 	return pc.verdict(st)
@@ -1090,7 +1090,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 		// The Connector's look at how full the server is (the root's share.go), as a
 		// cleanup: a round trip off the caller's path, once a second at
 		// most. Whoever takes lookDue first looks.
-		if pc.Env.LookDue.CompareAndSwap(true, false) {
+		if pc.Env.lookDue.CompareAndSwap(true, false) {
 			if pc.Env.cleanups.start(func() {
 				g := fateRelease
 				if !pc.Env.owner.Look(pc) {
@@ -1100,7 +1100,7 @@ func (pc *Conn) settle(f Fate, owner *OpenTx) {
 			}) {
 				return
 			}
-			pc.Env.LookDue.Store(true) // closing: the next one, if any
+			pc.Env.lookDue.Store(true) // closing: the next one, if any
 		}
 		f = fateRelease
 	case fateCarry:

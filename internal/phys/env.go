@@ -15,14 +15,15 @@ import (
 // handed to each when it is made, so that a physical connection never
 // reaches up into the Connector, a task or a transaction. Init asks the
 // Connector's Owner for it once; nothing changes it after, but its Reset
-// generation and LookDue. It also holds what the connections share among
+// generation. It also holds what the connections share among
 // themselves, their counters and their cleanups, which the Connector reads
 // (Counts) and ends (Close).
 type Env struct {
-	// LookDue: the Connector wants to know how full the server is (the root's share.go):
-	// the next connection let go asks, off the caller's path, before the
-	// pool has it back (settle), and is not parked meanwhile.
-	LookDue atomic.Bool
+	// lookDue, the Connector's (Owner.LookDue), says it wants to know how
+	// full the server is: the next connection let go asks, off the
+	// caller's path, before the pool has it back (settle), and is not
+	// parked meanwhile.
+	lookDue *atomic.Bool
 
 	gen            atomic.Int64 // the Connector's Reset generation (Reset): a connection of an older one is stale (Conn.Stale)
 	owner          Owner
@@ -49,7 +50,7 @@ type Env struct {
 // made: what the connections do by themselves, and what follows for them
 // from which of the Connector's hooks see them.
 func (e *Env) Init(o Owner) {
-	e.owner, e.log = o, o.Logger()
+	e.owner, e.log, e.lookDue = o, o.Logger(), o.LookDue()
 	e.cleanupTimeout, e.resetAlways, e.trustFuncs = o.Policy()
 	afterConnect, beforeAcquire, afterRelease, leaks := o.Watchers()
 	e.afterRelease, e.leaks = afterRelease, leaks
@@ -135,8 +136,12 @@ type Owner interface {
 	// Returned tells leak detection that pc is back (only when Watchers
 	// says leaks).
 	Returned(pc *Conn)
-	// Look asks the server through pc how full it is (when lookDue); false
-	// when pc failed to say and is lost.
+	// LookDue is the flag the Connector sets when it wants to know how full
+	// the server is: the next connection let go takes it (clears it) and
+	// asks (Look). Asked once, by Init.
+	LookDue() *atomic.Bool
+	// Look asks the server through pc how full it is (when LookDue was
+	// set); false when pc failed to say and is lost.
 	Look(pc *Conn) bool
 	// LostRole retires every connection the pool has: server, which a
 	// connection of the generation just ended reached, left the role the
