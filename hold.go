@@ -658,10 +658,7 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 	}
 	oerr := pc.Observe(ctx, query)
 	if oerr == nil {
-		if obs == observeRaw {
-			pc.MarkDirty() // whatever the callback did, we could not see it
-		}
-		return nil
+		return nil // after Raw, the session counts as changed (phys.Conn.Raw)
 	}
 	// The statement ran, or may have: its own outcome stands (a COMMIT
 	// whose reply arrived did commit), but what it left on the connection

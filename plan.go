@@ -292,9 +292,8 @@ type observation uint8
 
 const (
 	observeNothing   observation = iota // nothing to learn (rows of the hold still open, or an operation that changes nothing)
-	observeStatement                    // what the statement left: the transaction and the session (phys.Conn.Observe)
+	observeStatement                    // what the statement (or RawConn's callback, after which phys.Conn.Raw counts the session changed) left: the transaction and the session (phys.Conn.Observe)
 	observeRows                         // the hold's last rows closed: first whether the driver still finds the connection usable, then observeStatement
-	observeRaw                          // observeStatement, and the session is dirty whatever it says: RawConn's callback could do anything
 	observeEndTx                        // a *sql.Tx's Commit or Rollback succeeded: the raw transaction it may have been nested in (phys.Conn.ObserveEndTx)
 )
 
@@ -309,12 +308,10 @@ func planObserve(k opKind, rows, failed bool) observation {
 		return observeNothing
 	}
 	switch k {
-	case opExec, opStmt:
+	case opExec, opStmt, opRaw:
 		return observeStatement
 	case opCloseRows:
 		return observeRows
-	case opRaw:
-		return observeRaw
 	case opEndTx:
 		if !failed {
 			return observeEndTx

@@ -124,7 +124,7 @@ func TestPlanObserve(t *testing.T) {
 		opEndTx:     {observeEndTx, observeNothing},
 		opPrepare:   {observeNothing, observeNothing},
 		opPing:      {observeNothing, observeNothing},
-		opRaw:       {observeRaw, observeRaw},
+		opRaw:       {observeStatement, observeStatement},
 	}
 	for _, k := range allOpKinds {
 		for i, failed := range [...]bool{false, true} {

@@ -39,12 +39,7 @@ func RawConn(ctx context.Context, driverConn any, f func(raw any) error) error {
 			return err
 		}
 	}
-	return l.do(ctx, opRaw, &lease{}, "", func(pc *phys.Conn) error {
-		if err := pc.ResetCarriedNow(); err != nil {
-			return err
-		}
-		return f(pc.DC.Raw())
-	})
+	return l.do(ctx, opRaw, &lease{}, "", func(pc *phys.Conn) error { return pc.Raw(f) })
 }
 
 // connUnder follows the wrappers' connections from driverConn down to
