@@ -290,6 +290,43 @@ func TestRawConn(t *testing.T) {
 	}
 }
 
+// TestRawConnPanics: a RawConn function that panics passes the panic on,
+// and its connection, whose state nobody knows, is destroyed rather than
+// parked or reset while it is still claimed: with one connection in the
+// pool, the next statement runs on a new one, within its deadline.
+func TestRawConnPanics(t *testing.T) {
+	srv := newServer(t)
+	db, c := newDB(t, srv, "pool_max_conns=1")
+	sc, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		_ = sc.Raw(func(dc any) error {
+			return pooldriver.RawConn(context.Background(), dc, func(any) error { panic("boom") })
+		})
+	}()
+	select {
+	case p := <-done:
+		if p != "boom" {
+			t.Fatalf("recovered %v, want the function's panic", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the panic did not come back within 10 s: the connection's release waits for the claim the panicking RawConn still has")
+	}
+	_ = sc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "INSERT t 1"); err != nil {
+		t.Fatalf("the statement after the panic: %v", err)
+	}
+	if st := c.Stats(); st.Destroyed != 1 {
+		t.Fatalf("%d connections destroyed, want the one RawConn's function panicked on", st.Destroyed)
+	}
+}
+
 func TestCredentialsNeverShow(t *testing.T) {
 	const secret = "s3cr3t-Pa55"
 	srv := newServer(t)

@@ -83,19 +83,6 @@ func (pc *Conn) resetIdle() {
 	})
 }
 
-// Raw runs f with the driver's own connection, for what database/sql
-// does not reach: a reset carried with the next statement runs first, on
-// its own, since f's use is not a statement pooldriver sends; and what f
-// did to the session cannot be seen, so the session counts as changed
-// after (reset before anyone else uses pc). The caller holds sem.
-func (pc *Conn) Raw(f func(raw any) error) error {
-	defer pc.MarkDirty()
-	if err := pc.resetCarriedNow(); err != nil {
-		return err
-	}
-	return f(pc.DC.Raw())
-}
-
 // resetCarriedNow runs pc's carried reset on its own, if one waits; on
 // failure pc is lost. The caller holds sem.
 func (pc *Conn) resetCarriedNow() error {

@@ -377,8 +377,8 @@ func (pc *Conn) isLost() bool {
 	return pc.st.Session == SessionLost
 }
 
-// MarkDirty records that the session changed. The caller holds sem.
-func (pc *Conn) MarkDirty() {
+// markDirty records that the session changed. The caller holds sem.
+func (pc *Conn) markDirty() {
 	pc.mu.Lock()
 	if pc.st.Session == sessionClean {
 		pc.st.Session = SessionDirty
@@ -758,6 +758,33 @@ func (pc *Conn) Broken(err error) bool {
 	return errors.Is(err, driver.ErrBadConn) || !pc.Usable()
 }
 
+// Raw runs f with the driver's own connection, for what database/sql
+// does not reach: a reset carried with the next statement runs first, on
+// its own, since f's use is not a statement pooldriver sends; and what f
+// did to the session cannot be seen, so the session counts as changed
+// after (reset before anyone else uses pc), unless f's error is the
+// connection's end, which the caller loses as after a statement. Where f
+// panics, pc is lost: the panic passes by the caller's finish, and a lost
+// connection is destroyed without the claim the caller still has. The
+// caller holds sem.
+func (pc *Conn) Raw(f func(raw any) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pc.Lose(errRawPanicked, false)
+			panic(p)
+		}
+		if err == nil || !pc.Broken(err) {
+			pc.markDirty()
+		}
+	}()
+	if err := pc.resetCarriedNow(); err != nil {
+		return err
+	}
+	return f(pc.DC.Raw())
+}
+
+var errRawPanicked = errors.New("pooldriver: RawConn's function panicked: what it left on the connection is unknown")
+
 // Sent returns how many bytes the connection has written to the server,
 // when the dialect can tell; 0 otherwise. The caller holds sem, or runs
 // solo (see the lock rules).
@@ -831,7 +858,7 @@ func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool
 // Observe skips it when there is nothing to record (ToRecord).
 func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err error) error {
 	if changed {
-		pc.MarkDirty()
+		pc.markDirty()
 	}
 	if !askTx {
 		return nil
@@ -1313,7 +1340,7 @@ func (pc *Conn) EndTask(ctx context.Context, t TaskBinding, owner *OpenTx, ended
 		return
 	}
 	if session {
-		pc.MarkDirty() // the task's session: reset it before reuse
+		pc.markDirty() // the task's session: reset it before reuse
 	}
 	undone := false // the task's raw transaction, which other holds may be inside
 	if !pc.isLost() && (owner != nil && pc.st.TxOwner == owner || owner == nil && pc.st.Tx == TxRaw) {
