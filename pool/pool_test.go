@@ -388,15 +388,7 @@ func TestTendNext(t *testing.T) {
 		})
 	}()
 	waitFor(t, "TendNext waiting", func() bool { return p.tending.Load() })
-	acquired := make(chan *Resource[*item], 1)
-	go func() {
-		r, err := p.Acquire(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		acquired <- r
-	}()
-	waitFor(t, "the caller waiting", func() bool { return p.Stats().Waiting == 1 })
+	acquired := acquireWaiting(t, p)
 	held.Release()
 	if it := <-tended; it != held.Value() {
 		t.Fatal("TendNext was not handed the resource that came back")
@@ -412,24 +404,25 @@ func TestTendNext(t *testing.T) {
 	r.Release()
 }
 
-// TestTendNextLeavesNewToWaiters: a resource made while a caller waits
-// goes to the caller, even with a TendNext waiting; the TendNext gets the
-// next one released.
-func TestTendNextLeavesNewToWaiters(t *testing.T) {
+// tendNextBeside makes a pool of at most 2 whose first resource is held
+// and whose second is made only once gate is closed, with a TendNext
+// waiting beside them that sends what it is handed to tended.
+func tendNextBeside(t *testing.T) (p *Pool[*item], held *Resource[*item], gate chan struct{}, tended chan *item) {
+	t.Helper()
 	var b backend
 	cfg := b.config()
 	cfg.Max = 2
-	gate := make(chan struct{})
+	gate = make(chan struct{})
 	var calls atomic.Int32
 	cfg.Factory = func(ctx context.Context) (*item, error) {
 		if calls.Add(1) == 2 {
-			<-gate // the second resource waits until the caller and the TendNext both wait
+			<-gate
 		}
 		return b.factory(ctx)
 	}
-	p := newPool(t, cfg)
-	held := mustAcquire(t, p)
-	tended := make(chan *item, 1)
+	p = newPool(t, cfg)
+	held = mustAcquire(t, p)
+	tended = make(chan *item, 1)
 	go func() {
 		p.TendNext(context.Background(), func(it *item) error {
 			tended <- it
@@ -437,6 +430,13 @@ func TestTendNextLeavesNewToWaiters(t *testing.T) {
 		})
 	}()
 	waitFor(t, "TendNext waiting", func() bool { return p.tending.Load() })
+	return p, held, gate, tended
+}
+
+// acquireWaiting starts a caller of p's Acquire, which must wait, and
+// returns when it does: what it gets comes on the channel.
+func acquireWaiting(t *testing.T, p *Pool[*item]) chan *Resource[*item] {
+	t.Helper()
 	acquired := make(chan *Resource[*item], 1)
 	go func() {
 		r, err := p.Acquire(context.Background())
@@ -446,6 +446,15 @@ func TestTendNextLeavesNewToWaiters(t *testing.T) {
 		acquired <- r
 	}()
 	waitFor(t, "the caller waiting", func() bool { return p.Stats().Waiting == 1 })
+	return acquired
+}
+
+// TestTendNextLeavesNewToWaiters: a resource made while a caller waits
+// goes to the caller, even with a TendNext waiting; the TendNext gets the
+// next one released.
+func TestTendNextLeavesNewToWaiters(t *testing.T) {
+	p, held, gate, tended := tendNextBeside(t)
+	acquired := acquireWaiting(t, p)
 	close(gate)
 	r := <-acquired
 	if r == nil || r.Value() == held.Value() {
@@ -458,48 +467,13 @@ func TestTendNextLeavesNewToWaiters(t *testing.T) {
 	r.Release()
 }
 
-// goneCtx is a context that reports itself ended (Err) from the moment
-// gone is set, before its Done channel would tell: a caller whose context
-// ended while its resource was being made.
-type goneCtx struct {
-	context.Context
-	gone atomic.Bool
-}
-
-func (c *goneCtx) Err() error {
-	if c.gone.Load() {
-		return context.Canceled
-	}
-	return nil
-}
-
 // TestTendNextGetsNewWhenWaitersGaveUp: a resource made for callers who
 // all gave up meanwhile goes to the TendNext waiting, not to the idle
 // ring, which nothing hands a waiting TendNext.
 func TestTendNextGetsNewWhenWaitersGaveUp(t *testing.T) {
-	var b backend
-	cfg := b.config()
-	cfg.Max = 2
-	gate := make(chan struct{})
-	var calls atomic.Int32
-	cfg.Factory = func(ctx context.Context) (*item, error) {
-		if calls.Add(1) == 2 {
-			<-gate
-		}
-		return b.factory(ctx)
-	}
-	p := newPool(t, cfg)
-	held := mustAcquire(t, p)
+	p, held, gate, tended := tendNextBeside(t)
 	defer held.Release()
-	tended := make(chan *item, 1)
-	go func() {
-		p.TendNext(context.Background(), func(it *item) error {
-			tended <- it
-			return nil
-		})
-	}()
-	waitFor(t, "TendNext waiting", func() bool { return p.tending.Load() })
-	gctx := &goneCtx{Context: context.Background()}
+	gctx := &endedCtx{Context: context.Background()}
 	acquired := make(chan error, 1)
 	go func() {
 		r, err := p.Acquire(gctx)
@@ -509,7 +483,7 @@ func TestTendNextGetsNewWhenWaitersGaveUp(t *testing.T) {
 		acquired <- err
 	}()
 	waitFor(t, "the caller waiting", func() bool { return p.Stats().Waiting == 1 })
-	gctx.gone.Store(true)
+	gctx.ended.Store(true)
 	close(gate)
 	if err := <-acquired; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the caller that gave up got %v, want context.Canceled", err)
