@@ -505,8 +505,7 @@ const failoverRuns = 9
 // after that comes within a second of the faster of the other two's, and
 // the median of pooldriver's first writes is within 100 ms of the faster
 // of their medians or at most half again plain pgx's (on a loaded machine
-// every median grows: beside stress-ng --cpu 4 on 2 cores, 160 ms after a
-// kill against plain's 143 ms and pgxpool's 52 ms). The medians are
+// every median grows, and the subjects' spread with it). The medians are
 // logged: docs/faults.md.
 func TestFailoverFirstWrite(t *testing.T) {
 	skipShort(t)
