@@ -89,20 +89,6 @@ func Open(dsn string, opts ...Option) (*sql.DB, error) {
 	return db, nil
 }
 
-// connectErrors returns what the dialect of t can tell of a connect's
-// error: that the server is at its connection limit, that retrying is
-// useless (on every host the connect tried: dialects.EveryAttempt); nil
-// where it cannot.
-func connectErrors(t dialects.Template) (atLimit, permanent func(error) bool) {
-	if d, ok := t.(dialects.ConnLimitDetector); ok {
-		atLimit = d.AtConnLimit
-	}
-	if d, ok := t.(dialects.PermanentErrorDetector); ok {
-		permanent = func(err error) bool { return dialects.EveryAttempt(err, d.PermanentConnectError) }
-	}
-	return atLimit, permanent
-}
-
 // newConnector opens a Connector for s with opts applied over it.
 func newConnector(s Config, opts []Option) (*Connector, error) {
 	for _, o := range opts {
@@ -125,7 +111,7 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		}
 		breaker = st
 	}
-	atLimit, permanent := connectErrors(t)
+	atLimit, permanent := dialects.ConnectErrors(t)
 	if s.standbyPool {
 		// A full standby serves no reads (the primary does): its refusal
 		// fails the acquire at once rather than waiting for a connection

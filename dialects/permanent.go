@@ -105,3 +105,17 @@ func EveryAttempt(err error, permanent func(error) bool) bool {
 func unreachableFamily(err error) bool {
 	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EAFNOSUPPORT)
 }
+
+// ConnectErrors returns what t's database can tell of a connect's error:
+// that the server is at its connection limit (ConnLimitDetector), that
+// trying again is useless on every host the connect tried
+// (PermanentErrorDetector, EveryAttempt); nil where t cannot tell.
+func ConnectErrors(t Template) (atLimit, permanent func(error) bool) {
+	if d, ok := t.(ConnLimitDetector); ok {
+		atLimit = d.AtConnLimit
+	}
+	if d, ok := t.(PermanentErrorDetector); ok {
+		permanent = func(err error) bool { return EveryAttempt(err, d.PermanentConnectError) }
+	}
+	return atLimit, permanent
+}

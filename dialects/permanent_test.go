@@ -75,3 +75,21 @@ func TestEveryAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectErrors: a Template's detectors, permanent only where every
+// attempt of a joined connect error is.
+func TestConnectErrors(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	readOnly := errors.New("ValidateConnect failed: read only connection")
+	atLimit, permanent := ConnectErrors(genericTemplate{})
+	if atLimit == nil || permanent == nil {
+		t.Fatalf("the generic Template: atLimit set %v, permanent set %v; want both", atLimit != nil, permanent != nil)
+	}
+	if !permanent(refused) || permanent(errors.Join(refused, readOnly)) {
+		t.Errorf("permanent(refused) = %v, permanent(refused + a standby) = %v; want true, false",
+			permanent(refused), permanent(errors.Join(refused, readOnly)))
+	}
+	if atLimit, permanent := ConnectErrors(nil); atLimit != nil || permanent != nil {
+		t.Errorf("no Template: detectors set (%v, %v); want none", atLimit != nil, permanent != nil)
+	}
+}
