@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
+	"github.com/pooldriver/pooldriver/internal/phys"
 	"github.com/pooldriver/pooldriver/pool"
 )
 
@@ -72,7 +73,7 @@ var (
 	// stays busy with open rows of another statement for half a second:
 	// on another connection it would not see the session. Finish the
 	// transaction or close the rows first.
-	ErrSessionBusy = errors.New("pooldriver: the session task's connection is busy (a transaction or open rows of another statement); finish it first")
+	ErrSessionBusy = phys.ErrSessionBusy
 
 	// ErrConnBusy is returned by a statement of a task whose connection has
 	// a transaction open and stayed busy with open rows of another
@@ -80,7 +81,7 @@ var (
 	// rows may be read by the very goroutine asking), and another
 	// connection would be outside the transaction. Close the rows first.
 	// pgx says "conn busy" here, at once.
-	ErrConnBusy = errors.New("pooldriver: the task's connection is busy with open rows inside its transaction; close them first")
+	ErrConnBusy = phys.ErrConnBusy
 
 	// ErrTaskConnBusy is returned by a statement that opened a transaction
 	// (a raw BEGIN) or changed the session on another connection because

@@ -360,9 +360,7 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 			t.begun.Store(true)
 		}
 		if useTask && t.modeFor(l.c) == SessionMode {
-			var ok bool
-			pc.Locked(func(*phys.ConnState) { ok = t.bind(l.c, pc) })
-			if !ok {
+			if !pc.Bind(taskOn{t, l.c}) {
 				// Another goroutine of the task bound one first, or the
 				// task ended: let this one go and look again.
 				l.to(evDrop)
@@ -416,93 +414,71 @@ func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error)
 }
 
 // share makes pc, bound to task t, the hold's connection, unless the
-// task's rules forbid it (planShare): it is taken by a *sql.Tx of the task,
-// or busy with rows of another statement (then a transaction-mode
+// task's rules forbid it (phys.Conn.Join): it is taken by a *sql.Tx of the
+// task, or busy with rows of another statement (then a transaction-mode
 // statement outside a transaction goes to the pool instead: le.separate).
 func (l *conn) share(pc *phys.Conn, t *task, k opKind, le *lease) (ok bool, err error) {
-	pc.Locked(func(st *phys.ConnState) { ok, err = l.shareLocked(pc, st, t, k, le) })
-	return ok, err
-}
-
-// shareLocked is share with pc's state st under its mutex.
-func (l *conn) shareLocked(pc *phys.Conn, st *phys.ConnState, t *task, k opKind, le *lease) (bool, error) {
-	c := connFactsOf(st, st.Owner() != nil)
-	c.bound = pc.BoundToLocked(t)
-	switch v := planShare(k, t.modeFor(l.c), c); v {
-	case shareOK:
-		pc.JoinLocked()
+	joined, separate, owner, busy := pc.Join(t, k == opBegin, t.modeFor(l.c) == SessionMode)
+	switch {
+	case joined:
+		// Join counted the hold on pc, under pc's mutex with the rules'
+		// verdict: what is left is the hold's own, which only this
+		// goroutine reads.
 		l.pc, le.pc = pc, pc
 		l.to(evShare)
 		if l.tx == nil {
 			l.c.wroteOn(t, k, pc)
 		}
 		return true, nil
-	case shareSeparate:
+	case separate:
 		le.separate = true
 		return false, nil
-	case shareGone:
-		return false, nil
-	default:
-		return false, l.shareError(v, pc, st, k)
 	}
+	return false, refused(pc, owner, busy, k) // nil: unbound meanwhile, or lost
 }
 
-// connFactsOf is what the task's rules read of st, a connection's state,
-// under its mutex; otherTx: another hold's *sql.Tx has it.
-func connFactsOf(st *phys.ConnState, otherTx bool) connFacts {
-	return connFacts{
-		lost:    st.Lost(),
-		dirty:   st.Dirty(),
-		rows:    st.RowsOpen(),
-		tx:      st.InTx(),
-		sqlTx:   st.TxBegun(),
-		otherTx: otherTx,
-	}
-}
-
-// shareError is the error of verdict v, which refuses an operation of kind
-// k of l's hold on pc, whose state st the caller read under pc's mutex (pc.Locked), which it
-// still holds.
-func (l *conn) shareError(v shareVerdict, pc *phys.Conn, st *phys.ConnState, k opKind) error {
-	switch v {
-	case shareLost:
-		l.lose(errLostShared)
-		return l.lost
-	case shareOwnerBusy:
-		return ownerBusy(st.Owner(), k)
-	case shareBusyConn:
-		return &busyError{pc: pc, err: ErrConnBusy}
-	case shareBusySession:
-		return &busyError{pc: pc, err: ErrSessionBusy}
-	}
-	return ErrSessionBusy // shareSessionBusy
-}
-
-// checkShared applies the task's rules (planShared) to a later operation of
-// a hold whose connection other holds of its task may use too.
-func (l *conn) checkShared(pc *phys.Conn, k opKind) (err error) {
-	pc.Locked(func(st *phys.ConnState) { err = l.sharedLocked(pc, st, k, l.rows > 0) })
-	return err
-}
-
-// sharedLocked is checkShared's verdict, rows saying whether the hold's
-// rows are open; with rows true, it is only what no operation on a shared
-// connection may meet, checked before the wait for its lock and again
-// after: the connection lost, another hold's transaction on it, or (for
-// BeginTx) any transaction open on it. The caller holds pc's mutex
-// (pc.Locked), which handed it st, pc's state.
-func (l *conn) sharedLocked(pc *phys.Conn, st *phys.ConnState, k opKind, rows bool) error {
-	owner := st.Owner()
-	otherTx := owner != nil && (l.tx == nil || owner != &l.tx.open)
-	if v := planShared(k, rows, connFactsOf(st, otherTx)); v != shareOK {
-		return l.shareError(v, pc, st, k)
+// refused is the error of an operation of kind k that the task's rules
+// keep off pc (phys.Conn.Join, Check): the transaction of owner, a
+// *sql.Tx, is open there, or pc is busy with rows of another statement,
+// which busy says. Nil where neither.
+func refused(pc *phys.Conn, owner *phys.OpenTx, busy error, k opKind) error {
+	switch {
+	case owner != nil:
+		return ownerBusy(owner, k)
+	case busy != nil:
+		return &busyError{pc: pc, err: busy}
 	}
 	return nil
 }
 
+// checkShared applies the task's rules (phys.Conn.Check) to a later
+// operation of a hold whose connection other holds of its task may use too.
+func (l *conn) checkShared(pc *phys.Conn, k opKind) error {
+	return l.checkRules(pc, k, l.rows > 0)
+}
+
+// checkRules is checkShared's verdict, rows saying whether the hold's
+// rows are open; with rows true, it is only what no operation on a shared
+// connection may meet, checked before the wait for its lock and again
+// after: the connection lost, another hold's transaction on it, or (for
+// BeginTx) any transaction open on it.
+func (l *conn) checkRules(pc *phys.Conn, k opKind, rows bool) error {
+	var own *phys.OpenTx
+	if l.tx != nil {
+		own = &l.tx.open
+	}
+	lost, owner, busy := pc.Check(k == opBegin, rows, own)
+	if lost {
+		l.lose(errLostShared)
+		return l.lost
+	}
+	return refused(pc, owner, busy, k)
+}
+
 // ownerBusy is the error of an operation of kind k on a connection that
-// owner, another hold's *sql.Tx, has: a BeginTx waits for a nested one to
-// end, to nest in turn; anything else fails at once.
+// owner, a *sql.Tx's transaction, keeps it off (another hold's, or, for
+// BeginTx, any): a BeginTx waits for a nested one to end, to nest in turn;
+// anything else fails at once.
 func ownerBusy(owner *phys.OpenTx, k opKind) error {
 	if sp, ok := nestedIn(owner); ok && k == opBegin {
 		return &nestBusyError{done: sp.done}
@@ -561,9 +537,7 @@ func (l *conn) checkLocked(pc *phys.Conn, k opKind) error {
 	if l.state != holdShared {
 		return nil
 	}
-	var err error
-	pc.Locked(func(st *phys.ConnState) { err = l.sharedLocked(pc, st, k, true) })
-	return err
+	return l.checkRules(pc, k, true)
 }
 
 // finish ends an operation of kind k that ran query on le.pc and returned
@@ -736,9 +710,7 @@ func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, carri
 func (l *conn) bindForTask(le *lease) error {
 	pc, t := le.pc, le.t
 	if !le.separate {
-		var ok bool
-		pc.Locked(func(*phys.ConnState) { ok = t.bind(l.c, pc) })
-		if ok {
+		if pc.Bind(taskOn{t, l.c}) {
 			l.to(evBind)
 			return nil
 		}

@@ -6,11 +6,13 @@ import (
 
 // The logical side's decisions, pure: what an operation of a hold does is
 // planned here from facts the hold's goroutine gathers (opFacts: the hold's
-// state, the operation, its task; connFacts: the physical connection's
-// state, read under its mutex), and carried out by start, pick, share,
-// checkShared and finish (hold.go), which decide nothing themselves. Like
-// decide (internal/phys/fate.go) for the physical side, nothing here has side effects,
-// and plan_test.go tests every input.
+// state, the operation, its task), and carried out by start, pick and
+// finish (hold.go), which decide nothing themselves. Like decide
+// (internal/phys/fate.go) for the physical side, nothing here has side
+// effects, and plan_test.go tests every input. The task's rules for a
+// connection its holds share read the connection's state, and are the
+// physical connection's (phys.Conn.Join, Check: internal/phys/task.go);
+// share and checkShared (hold.go) carry out what they return.
 
 // A hold is database/sql's use of one logical conn: from the first
 // operation after database/sql handed the conn out until database/sql takes
@@ -318,80 +320,4 @@ func planObserve(k opKind, rows, failed bool) observation {
 		}
 	}
 	return observeNothing
-}
-
-// connFacts is what the task's rules read of a physical connection, under
-// its mutex.
-type connFacts struct {
-	bound   bool // bound to the operation's task
-	lost    bool // its session is lost (sessionLost)
-	dirty   bool // its session changed (sessionDirty)
-	rows    bool // result sets are open on it
-	tx      bool // a transaction is open on it
-	sqlTx   bool // that transaction is a *sql.Tx's (BeginTx), not nested in a raw one
-	otherTx bool // another hold's *sql.Tx has it (connState.txOwner)
-}
-
-// shareVerdict is what the task's rules say of an operation on the task's
-// connection.
-type shareVerdict uint8
-
-const (
-	shareOK          shareVerdict = iota // use it
-	shareGone                            // a new hold: it is no longer the task's, or it is lost; look again
-	shareLost                            // a hold on it: it is lost (errLostShared)
-	shareOwnerBusy                       // a *sql.Tx of another hold has it (ownerBusy)
-	shareSessionBusy                     // BeginTx where a *sql.Tx's transaction is open: ErrSessionBusy
-	shareSeparate                        // a connection of its own from the pool instead (lease.separate)
-	shareBusyConn                        // another statement's rows are open in a transaction: wait (busyError, ErrConnBusy)
-	shareBusySession                     // another statement's rows are open, and the task's session is there: wait (busyError, ErrSessionBusy)
-)
-
-// planShare is the task's rules for the first operation of a hold, of kind
-// k, on the connection c bound to its task (mode: the task's mode), which
-// other holds of the task may be using. BeginTx in a transaction-mode task
-// takes it only to nest in its raw transaction; a statement that finds it
-// busy with rows waits for them where another connection would not have
-// the task's transaction or session, and goes to the pool otherwise.
-func planShare(k opKind, mode Mode, c connFacts) shareVerdict {
-	switch {
-	case !c.bound || c.lost:
-		return shareGone
-	case c.otherTx:
-		return shareOwnerBusy
-	case k == opBegin && c.sqlTx:
-		return shareSessionBusy
-	case k == opBegin && !c.tx && mode == TransactionMode:
-		return shareSeparate // nothing to nest in: a transaction of its own
-	case c.rows && c.tx:
-		return shareBusyConn
-	case c.rows && (mode == SessionMode || c.dirty):
-		// Another connection would not have the task's session (its SET,
-		// its temporary table): wait rather than run without it.
-		return shareBusySession
-	case c.rows:
-		return shareSeparate
-	}
-	return shareOK
-}
-
-// planShared is the task's rules for a later operation of a hold, of kind
-// k, on the task's connection c that the hold shares; rows: the hold's own
-// rows are open there (they have its lock, and any other rows are its
-// own). checkLocked asks it with rows true: what no operation may meet,
-// before the wait for the lock and after.
-func planShared(k opKind, rows bool, c connFacts) shareVerdict {
-	switch {
-	case c.lost:
-		return shareLost
-	case c.otherTx:
-		return shareOwnerBusy
-	case k == opBegin && c.sqlTx:
-		return shareSessionBusy
-	case rows || !c.rows:
-		return shareOK
-	case c.tx:
-		return shareBusyConn
-	}
-	return shareBusySession
 }

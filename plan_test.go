@@ -1,9 +1,6 @@
 package pooldriver
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 var allOpKinds = [...]opKind{opExec, opStmt, opOpenRows, opCloseRows, opBegin, opEndTx, opPrepare, opPing, opRaw}
 
@@ -134,128 +131,6 @@ func TestPlanObserve(t *testing.T) {
 			if got := planObserve(k, true, failed); got != observeNothing {
 				t.Errorf("planObserve(%d, rows open, failed %t) = %d: nothing can be asked mid-protocol", k, failed, got)
 			}
-		}
-	}
-}
-
-// allConnFacts calls fn with every connFacts there is.
-func allConnFacts(fn func(connFacts)) {
-	bools := [...]bool{false, true}
-	for _, bound := range bools {
-		for _, lost := range bools {
-			for _, dirty := range bools {
-				for _, rows := range bools {
-					// none, a *sql.Tx's, a raw one (a *sql.Tx may nest in it)
-					for _, tx := range [...][2]bool{{false, false}, {true, true}, {true, false}} {
-						for _, otherTx := range bools {
-							fn(connFacts{bound, lost, dirty, rows, tx[0], tx[1], otherTx})
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestPlanShare: the task's rules for a hold's first operation on the
-// task's connection.
-func TestPlanShare(t *testing.T) {
-	tm, sm := TransactionMode, SessionMode
-	cases := []struct {
-		k    opKind
-		mode Mode
-		c    connFacts
-		want shareVerdict
-	}{
-		{opExec, tm, connFacts{bound: true}, shareOK},
-		{opExec, sm, connFacts{bound: true}, shareOK},
-		{opExec, tm, connFacts{}, shareGone},
-		{opExec, tm, connFacts{bound: true, lost: true}, shareGone},
-		{opExec, tm, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
-		{opBegin, tm, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
-		{opBegin, tm, connFacts{bound: true, tx: true, sqlTx: true}, shareSessionBusy},
-		{opBegin, tm, connFacts{bound: true}, shareSeparate},
-		{opBegin, sm, connFacts{bound: true}, shareOK},
-		{opBegin, tm, connFacts{bound: true, tx: true}, shareOK},
-		{opBegin, tm, connFacts{bound: true, tx: true, rows: true}, shareBusyConn},
-		{opExec, tm, connFacts{bound: true, tx: true, rows: true}, shareBusyConn},
-		{opExec, sm, connFacts{bound: true, rows: true}, shareBusySession},
-		{opExec, tm, connFacts{bound: true, rows: true, dirty: true}, shareBusySession},
-		{opExec, tm, connFacts{bound: true, rows: true}, shareSeparate},
-		{opExec, tm, connFacts{bound: true, dirty: true}, shareOK},
-	}
-	for _, c := range cases {
-		if got := planShare(c.k, c.mode, c.c); got != c.want {
-			t.Errorf("planShare(%d, %v, %+v) = %d, want %d", c.k, c.mode, c.c, got, c.want)
-		}
-	}
-	// Every input: a connection that is not the task's, or lost, is never
-	// used; another hold's *sql.Tx is never joined; a connection busy with
-	// rows is never joined; BeginTx never joins a *sql.Tx's transaction.
-	for _, k := range allOpKinds {
-		for _, mode := range [...]Mode{tm, sm} {
-			allConnFacts(func(c connFacts) {
-				got := planShare(k, mode, c)
-				what := fmt.Sprintf("planShare(%d, %v, %+v) = %d", k, mode, c, got)
-				switch {
-				case !c.bound || c.lost:
-					if got != shareGone {
-						t.Errorf("%s: not the task's to share", what)
-					}
-				case got == shareOK && (c.otherTx || c.rows || k == opBegin && c.sqlTx):
-					t.Errorf("%s: joined a connection it must not", what)
-				case got == shareSeparate && (mode == SessionMode || c.tx):
-					t.Errorf("%s: left the task's session or transaction for another connection", what)
-				}
-			})
-		}
-	}
-}
-
-// TestPlanShared: the task's rules for a later operation of a hold on the
-// task's connection it shares.
-func TestPlanShared(t *testing.T) {
-	cases := []struct {
-		k    opKind
-		rows bool
-		c    connFacts
-		want shareVerdict
-	}{
-		{opExec, false, connFacts{bound: true}, shareOK},
-		{opExec, false, connFacts{bound: true, lost: true, otherTx: true}, shareLost},
-		{opExec, true, connFacts{bound: true, lost: true}, shareLost},
-		{opExec, false, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
-		{opExec, true, connFacts{bound: true, tx: true, sqlTx: true, otherTx: true}, shareOwnerBusy},
-		{opBegin, false, connFacts{bound: true, tx: true, sqlTx: true}, shareSessionBusy},
-		{opBegin, true, connFacts{bound: true, tx: true, sqlTx: true}, shareSessionBusy},
-		{opExec, false, connFacts{bound: true, tx: true, sqlTx: true}, shareOK}, // its own *sql.Tx
-		{opBegin, false, connFacts{bound: true, tx: true}, shareOK},
-		{opExec, false, connFacts{bound: true, rows: true}, shareBusySession},
-		{opExec, false, connFacts{bound: true, rows: true, tx: true}, shareBusyConn},
-		{opExec, true, connFacts{bound: true, rows: true, tx: true}, shareOK}, // its own rows
-		{opExec, true, connFacts{bound: true, rows: true}, shareOK},
-	}
-	for _, c := range cases {
-		if got := planShared(c.k, c.rows, c.c); got != c.want {
-			t.Errorf("planShared(%d, rows %t, %+v) = %d, want %d", c.k, c.rows, c.c, got, c.want)
-		}
-	}
-	// Every input: a lost connection always fails the operation; with the
-	// hold's own rows open the only verdicts are those that do not wait.
-	for _, k := range allOpKinds {
-		for _, rows := range [...]bool{false, true} {
-			allConnFacts(func(c connFacts) {
-				got := planShared(k, rows, c)
-				if c.lost && got != shareLost {
-					t.Errorf("planShared(%d, %t, %+v) = %d: a lost connection runs nothing", k, rows, c, got)
-				}
-				if rows && (got == shareBusyConn || got == shareBusySession) {
-					t.Errorf("planShared(%d, %t, %+v) = %d: waited for its own rows", k, rows, c, got)
-				}
-				if got == shareGone || got == shareSeparate {
-					t.Errorf("planShared(%d, %t, %+v) = %d: a hold keeps its connection", k, rows, c, got)
-				}
-			})
 		}
 	}
 }

@@ -146,7 +146,21 @@ func (t *task) addBindingLocked(b binding) {
 	b.c.tasks.Add(1)
 }
 
-// bind binds pc, a connection of c, to t. The caller holds pc's mutex (pc.Locked). It fails
+// taskOn is task t on Connector c, binding a connection there
+// (phys.Conn.Bind, which asks BindConn under the connection's mutex).
+type taskOn struct {
+	t *task
+	c *Connector
+}
+
+// BindConn records pc as b.t's connection on b.c (bind), and says in which
+// mode pc is bound.
+func (b taskOn) BindConn(pc *phys.Conn) (t phys.TaskBinding, session, ok bool) {
+	return b.t, b.t.modeFor(b.c) == SessionMode, b.t.bind(b.c, pc)
+}
+
+// bind records pc, a connection of c, as t's there. The caller holds pc's
+// mutex (phys.Conn.Bind, which binds pc to t if bind says yes). It fails
 // when t ended or already has a connection (or a lost one) there.
 func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 	t.mu.Lock()
@@ -166,12 +180,12 @@ func (t *task) bind(c *Connector, pc *phys.Conn) bool {
 	default:
 		t.bindings[i].pc = pc
 	}
-	pc.BindLocked(t, t.modeFor(c) == SessionMode)
 	return true
 }
 
 // UnbindConn forgets pc as t's connection, unless it was lost (the record
-// stays: the task's later statements must fail). The caller holds pc's mutex (pc.Locked).
+// stays: the task's later statements must fail). The caller, pc, holds its
+// mutex.
 func (t *task) UnbindConn(pc *phys.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -184,7 +198,7 @@ func (t *task) UnbindConn(pc *phys.Conn) {
 }
 
 // LostConn records that pc, t's connection, was lost while it carried a
-// transaction or session of t's. The caller holds pc's mutex (pc.Locked).
+// transaction or session of t's. The caller, pc, holds its mutex.
 func (t *task) LostConn(pc *phys.Conn, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -330,23 +330,6 @@ func (pc *Conn) Taken(r *pool.Resource[*Conn]) {
 	pc.st.Holds = 1
 }
 
-// JoinLocked records one more hold on pc, bound to a task. The caller holds
-// mu.
-func (pc *Conn) JoinLocked() { pc.st.Holds++ }
-
-// BindLocked binds pc to task t, in session mode on pc's Connector
-// (session) or in transaction mode. The caller holds mu (and t's: see
-// task.bind).
-func (pc *Conn) BindLocked(t TaskBinding, session bool) {
-	pc.st.task, pc.st.mode = t, TransactionMode
-	if session {
-		pc.st.mode = SessionMode
-	}
-}
-
-// boundTo reports whether pc is bound to t. The caller holds mu.
-func (pc *Conn) BoundToLocked(t TaskBinding) bool { return pc.st.task == t }
-
 // KeepsTaskState reports whether a raw transaction is open on pc or its
 // session changed: what a transaction-mode task keeps its connection for.
 // The caller holds sem.

@@ -159,6 +159,17 @@ type TaskBinding interface {
 	LostConn(pc *Conn, cause error)
 }
 
+// TaskBinder is a task about to bind a physical connection on one of its
+// Connectors (Conn.Bind): the root's task and that Connector (taskOn).
+type TaskBinder interface {
+	// BindConn records pc as the task's connection on the Connector,
+	// unless the task ended or has a connection there already (or a lost
+	// one), and returns the task, which pc is bound to then, and whether
+	// in session mode. pc's mutex is held (the lock order: pc's, then the
+	// task's).
+	BindConn(pc *Conn) (t TaskBinding, session, ok bool)
+}
+
 // OpenTx is a transaction begun with BeginTx, as its physical connection
 // sees it: the driver's, to roll back should the connection be settled
 // with it still open. The *sql.Tx's wrapper (tx) holds one.

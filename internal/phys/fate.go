@@ -85,28 +85,6 @@ type ConnState struct {
 	lookDue, carries, resetWaits bool
 }
 
-// What a task's rules read of a connection's state (the root's plan.go),
-// under the connection's mutex (Conn.Locked).
-
-// Lost reports a session that broke or whose state is unknown.
-func (s *ConnState) Lost() bool { return s.Session == SessionLost }
-
-// Dirty reports a session a statement changed.
-func (s *ConnState) Dirty() bool { return s.Session == SessionDirty }
-
-// RowsOpen reports result sets open on the connection.
-func (s *ConnState) RowsOpen() bool { return s.Rows > 0 }
-
-// InTx reports a transaction open, begun by a *sql.Tx or by a statement.
-func (s *ConnState) InTx() bool { return s.Tx != TxNone }
-
-// TxBegun reports a transaction a *sql.Tx began (BeginTx), not one nested
-// in a raw transaction.
-func (s *ConnState) TxBegun() bool { return s.Tx == TxBegun }
-
-// Owner is the *sql.Tx's transaction open on the connection, or nil.
-func (s *ConnState) Owner() *OpenTx { return s.TxOwner }
-
 func (s ConnState) String() string {
 	mode := "-" // the mode counts only for a bound connection
 	switch {

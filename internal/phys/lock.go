@@ -66,13 +66,3 @@ func (pc *Conn) Unclaim() { pc.sem.Unlock() }
 
 // Claimed reports whether someone has pc claimed, for tests.
 func (pc *Conn) Claimed() bool { return pc.sem.State.Load() != 0 }
-
-// Locked runs f with pc's state under mu: f may read and write the fields
-// of st that the lock rules give to mu's holder (holds, task, session),
-// and call the methods whose callers must hold mu (BoundToLocked,
-// BindLocked, JoinLocked). f must not wait for sem, nor take mu again.
-func (pc *Conn) Locked(f func(st *ConnState)) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	f(&pc.st)
-}

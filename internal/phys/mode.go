@@ -1,7 +1,9 @@
 package phys
 
 // Mode is how long a task keeps its physical connection, as decide reads
-// it; the root's exported Mode is the user's word for it (BindLocked).
+// it; the root's exported Mode is the user's word for it, of which a
+// connection is told only whether its task is in session mode (Conn.Bind,
+// Conn.Join).
 type Mode int
 
 const (
