@@ -504,8 +504,8 @@ func (l *conn) sharedLocked(pc *phys.Conn, st *phys.ConnState, k opKind, rows bo
 // owner, another hold's *sql.Tx, has: a BeginTx waits for a nested one to
 // end, to nest in turn; anything else fails at once.
 func ownerBusy(owner *phys.OpenTx, k opKind) error {
-	if sp, ok := nestedIn(owner); ok && k == opBegin {
-		return &nestBusyError{done: sp.done}
+	if done, ok := owner.Nested(); ok && k == opBegin {
+		return &nestBusyError{done: done}
 	}
 	return ErrSessionBusy
 }
