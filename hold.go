@@ -639,12 +639,9 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 	if err != nil && (pc.Broken(err) || interrupted(err)) {
 		return err
 	}
-	obs := planObserve(k, l.rows > 0, err != nil)
+	obs := planObserve(k, l.rows > 0)
 	switch obs {
 	case observeNothing:
-		return nil
-	case observeEndTx:
-		pc.ObserveEndTx(ctx, query)
 		return nil
 	case observeRows:
 		if !pc.Usable() {
@@ -746,11 +743,9 @@ func (l *conn) bindForTask(le *lease) error {
 			return err // ended: the hold's end settles the connection
 		}
 	}
-	if pc.InRawTx() {
-		if err := pc.UndoTaskBusy(context.Background()); err != nil {
-			l.lose(err)
-			return l.lost
-		}
+	if err := pc.UndoTaskBusy(context.Background()); err != nil {
+		l.lose(err)
+		return l.lost
 	}
 	return ErrTaskConnBusy
 }

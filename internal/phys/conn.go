@@ -1210,9 +1210,13 @@ func (pc *Conn) undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 }
 
 // UndoTaskBusy rolls back the raw transaction a transaction-mode task's
-// statement began on pc, which the task cannot keep: it has another
-// connection (the root's bindForTask). See undo.
+// statement began on pc, if one is open, which the task cannot keep: it
+// has another connection (the root's bindForTask). See undo. The caller
+// holds sem.
 func (pc *Conn) UndoTaskBusy(ctx context.Context) error {
+	if pc.st.Tx != TxRaw {
+		return nil
+	}
 	return pc.undo(ctx, nil, undoTaskBusy)
 }
 

@@ -14,14 +14,16 @@ import (
 // connection runs it: BeginTx begins it (on the driver, or as a savepoint
 // in its task's raw transaction), records it and has the *sql.Tx admit
 // it, rolling it back where the *sql.Tx's task ended meanwhile; EndTx
-// commits or rolls it back and records that it ended. What the root adds
+// commits or rolls it back and records that it ended, and what it left
+// on the session. What the root adds
 // (the hold's state, the task's list of transactions, a commit's
 // position and what became of a COMMIT whose connection broke) it asks
 // of the *sql.Tx, as a TaskClaim.
 
 // OpenTx is a transaction begun with BeginTx, as its physical connection
-// sees it: the driver's, to roll back should the connection be settled
-// with it still open. The *sql.Tx's wrapper (the root's tx) holds one.
+// sees it: what EndTx ends, and what is rolled back should the connection
+// be settled with it still open. The *sql.Tx's wrapper (the root's tx)
+// holds one.
 type OpenTx struct {
 	drv driver.Tx // the driver's; nil where nested
 	// nested: a savepoint in the task's raw transaction, whose rollback is
@@ -82,11 +84,13 @@ func (pc *Conn) BeginTx(ctx context.Context, opts driver.TxOptions, inTask bool,
 // task's own end claimed the transaction) is the task's, and counted as
 // undo counts it. A nested transaction's end leaves its task's raw
 // transaction open, unless a statement of the *sql.Tx ended it: pc asks,
-// as after any statement. interrupted reports that the driver's call
-// failed because ctx ended while it waited and pc's I/O was interrupted:
-// err is then the driver's error; where the call succeeded as the
-// interruption came, the outcome stands and pc is lost. The caller holds
-// sem.
+// as after any statement. Where the end succeeded, pc records whether
+// the session changed during the transaction (observeEndTx).
+//
+// interrupted reports that the driver's call failed because ctx ended
+// while it waited and pc's I/O was interrupted: err is then the driver's
+// error. Where the call succeeded as the interruption came, the outcome
+// stands and pc is lost. The caller holds sem, or its hold's rows do.
 func (pc *Conn) EndTx(ctx context.Context, open *OpenTx, commit bool) (interrupted bool, err error) {
 	stop := pc.watchBlocking(ctx)
 	switch {
@@ -114,17 +118,20 @@ func (pc *Conn) EndTx(ctx context.Context, open *OpenTx, commit bool) (interrupt
 			pc.Lose(errInterruptedLate, false)
 		}
 	}
-	if !open.nested {
+	if open.nested {
+		// The task's transaction goes on, unless a statement of the
+		// *sql.Tx ended it: ask, as after any statement.
+		pc.endedTx(true)
+		if oerr := pc.Observe(ctx, nestedEnd(commit)); oerr != nil && err == nil {
+			err = oerr
+		}
+		close(open.done)
+	} else {
 		pc.endedTx(false)
-		return interrupted, err
 	}
-	// The task's transaction goes on, unless a statement of the *sql.Tx
-	// ended it: ask, as after any statement.
-	pc.endedTx(true)
-	if oerr := pc.Observe(ctx, nestedEnd(commit)); oerr != nil && err == nil {
-		err = oerr
+	if err == nil {
+		pc.observeEndTx(commit)
 	}
-	close(open.done)
 	return interrupted, err
 }
 
@@ -180,13 +187,25 @@ func (pc *Conn) watchBlocking(ctx context.Context) (stop func() bool) {
 	return context.AfterFunc(ctx, pc.interrupter.Interrupt)
 }
 
-// ObserveEndTx records whether the session changed during a *sql.Tx that
-// just ended: its statements are not asked while it is open (a setting
-// changed inside it, by SET LOCAL or set_config in a function, may still
-// revert), so the end asks, as it asks after a raw COMMIT: query is COMMIT
-// or ROLLBACK. The transaction state is known: none. The caller holds sem.
-func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
-	changed, _, _ := pc.Ask(ctx, query, false) // no error without askTx
+// observeEndTx records whether the session changed during a *sql.Tx that
+// just ended (EndTx, commit or not): its statements are not asked while it
+// is open (a setting changed inside it, by SET LOCAL or set_config in a
+// function, may still revert), so its end asks, as after a raw COMMIT,
+// with COMMIT or ROLLBACK for the statement. The transaction state is
+// known. With result sets open on pc the driver is mid-protocol, and
+// nothing is asked. The caller holds sem, or its hold's rows do.
+func (pc *Conn) observeEndTx(commit bool) {
+	pc.mu.Lock()
+	rows := pc.st.Rows
+	pc.mu.Unlock()
+	if rows > 0 {
+		return
+	}
+	query := "ROLLBACK"
+	if commit {
+		query = "COMMIT"
+	}
+	changed, _, _ := pc.Ask(context.Background(), query, false) // no error without askTx
 	_ = pc.Observed(changed, false, dialects.TxIdle, nil)
 }
 

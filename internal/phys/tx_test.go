@@ -169,3 +169,76 @@ func testNestedTx(t *testing.T, commit bool) {
 		t.Errorf("server: %d transactions open, want the raw one", s.OpenTx)
 	}
 }
+
+// sayChanged is a dialect conn whose session tracker says the statements
+// of asks changed the session, and records what it was asked.
+type sayChanged struct {
+	dialects.Conn
+	asked []string
+}
+
+func (c *sayChanged) ChangesSession(query string) bool {
+	c.asked = append(c.asked, query)
+	return true
+}
+
+// TestEndTxObserves: a *sql.Tx's end that succeeded asks whether the
+// session changed during it, with COMMIT or ROLLBACK for the statement,
+// and records the answer; one that failed, or that finds result sets open
+// on the connection (the driver is mid-protocol), asks nothing.
+func TestEndTxObserves(t *testing.T) {
+	errCommit := errors.New("commit failed")
+	for _, tc := range []struct {
+		name      string
+		commit    bool
+		rows      bool
+		commitErr error
+		want      string // asked; "": nothing
+	}{
+		{"commit", true, false, nil, "COMMIT"},
+		{"rollback", false, false, nil, "ROLLBACK"},
+		{"rows open", true, true, nil, ""},
+		{"failed", true, false, errCommit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, _ := fakeConn(t)
+			dc := &sayChanged{Conn: base.DC}
+			pc := newConn(base.Env, dc)
+			var open OpenTx
+			c := &claim{}
+			if err := pc.BeginTx(t.Context(), driver.TxOptions{}, false, c, &open); err != nil {
+				t.Fatal(err)
+			}
+			if tc.rows {
+				pc.AddRows(1, true)
+			}
+			if tc.commitErr != nil {
+				open.of = &failCommit{claim: c, err: tc.commitErr}
+			}
+			if _, err := pc.EndTx(t.Context(), &open, tc.commit); !errors.Is(err, tc.commitErr) {
+				t.Fatalf("EndTx: %v, want %v", err, tc.commitErr)
+			}
+			asked := ""
+			if len(dc.asked) > 0 {
+				asked = dc.asked[0]
+			}
+			if len(dc.asked) > 1 || asked != tc.want {
+				t.Errorf("asked %q, want %q", dc.asked, tc.want)
+			}
+			if dirty := pc.st.Session == SessionDirty; dirty != (tc.want != "") {
+				t.Errorf("session %v after the end", pc.st.Session)
+			}
+			if tc.commitErr != nil {
+				_ = open.drv.Rollback()
+			}
+		})
+	}
+}
+
+// failCommit is a claim whose commit fails with err, running nothing.
+type failCommit struct {
+	*claim
+	err error
+}
+
+func (c *failCommit) CommitOn(context.Context, *Conn, driver.Tx) error { return c.err }
