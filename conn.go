@@ -90,35 +90,11 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		le.readTx = opts.ReadOnly && !le.primary
 	}
 	err := l.do(ctx, opBegin, le, "", func(pc *phys.Conn) error {
-		var dtx driver.Tx
-		var err error
-		nested := le.t != nil && pc.InRawTx()
-		if nested {
-			// pick chose the task's connection for its raw transaction.
-			dtx, err = beginNested(ctx, pc, opts)
-		} else {
-			dtx, err = pc.Begin(ctx, opts)
-		}
-		if err != nil {
-			return err
-		}
+		// In a task whose connection has a raw transaction open, pick chose
+		// that connection, and the *sql.Tx nests there.
 		x = &tx{l: l, pc: pc, task: le.t, ctx: ctx}
 		x.tellsPosition = le.t != nil && l.c.reads != nil && !opts.ReadOnly && pc.Env == &l.c.env
-		if le.t != nil {
-			l.to(evTaskTx) // the task's end may reach pc from now on
-		}
-		pc.BeganTx(&x.open, dtx, nested, x)
-		l.tx = x
-		if le.t != nil && !le.t.addTx(x) {
-			// The task ended meanwhile: its transaction must not outlive it.
-			x.claim(txEndedByTask)
-			l.tx = nil
-			if rerr := pc.UndoLateBegin(ctx, &x.open); rerr != nil {
-				return rerr
-			}
-			return errTaskEndedAtBegin
-		}
-		return nil
+		return pc.BeginTx(ctx, opts, le.t != nil, x, &x.open)
 	})
 	if errors.Is(err, errTaskEndedAtBegin) {
 		return nil, ErrTaskEnded
@@ -130,9 +106,9 @@ func (l *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 }
 
 // errTaskEndedAtBegin is what BeginTx's operation returns when the task
-// ended as the transaction began, and was rolled back: finish takes it for
-// the statement's error (the connection is fine), BeginTx returns
-// ErrTaskEnded.
+// ended as the transaction began (tx.Admit refused it), which was rolled
+// back: finish takes it for the statement's error (the connection is
+// fine), BeginTx returns ErrTaskEnded.
 var errTaskEndedAtBegin = errors.New("pooldriver: the task ended as its transaction began")
 
 // PrepareContext prepares query on the hold's physical connection, which

@@ -480,8 +480,8 @@ func (l *conn) checkRules(pc *phys.Conn, k opKind, rows bool) error {
 // BeginTx, any): a BeginTx waits for a nested one to end, to nest in turn;
 // anything else fails at once.
 func ownerBusy(owner *phys.OpenTx, k opKind) error {
-	if sp, ok := nestedIn(owner); ok && k == opBegin {
-		return &nestBusyError{done: sp.done}
+	if done, ok := owner.Nested(); ok && k == opBegin {
+		return &nestBusyError{done: done}
 	}
 	return ErrSessionBusy
 }
@@ -613,12 +613,9 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 	if err != nil && (pc.Broken(err) || interrupted(err)) {
 		return err
 	}
-	obs := planObserve(k, l.rows > 0, err != nil)
+	obs := planObserve(k, l.rows > 0)
 	switch obs {
 	case observeNothing:
-		return nil
-	case observeEndTx:
-		pc.ObserveEndTx(ctx, query)
 		return nil
 	case observeRows:
 		if !pc.Usable() {
@@ -718,11 +715,9 @@ func (l *conn) bindForTask(le *lease) error {
 			return err // ended: the hold's end settles the connection
 		}
 	}
-	if pc.InRawTx() {
-		if err := pc.UndoTaskBusy(context.Background()); err != nil {
-			l.lose(err)
-			return l.lost
-		}
+	if err := pc.UndoTaskBusy(context.Background()); err != nil {
+		l.lose(err)
+		return l.lost
 	}
 	return ErrTaskConnBusy
 }

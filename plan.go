@@ -296,16 +296,15 @@ const (
 	observeNothing   observation = iota // nothing to learn (rows of the hold still open, or an operation that changes nothing)
 	observeStatement                    // what the statement (or RawConn's callback, after which phys.Conn.Raw counts the session changed) left: the transaction and the session (phys.Conn.Observe)
 	observeRows                         // the hold's last rows closed: first whether the driver still finds the connection usable, then observeStatement
-	observeEndTx                        // a *sql.Tx's Commit or Rollback succeeded: the raw transaction it may have been nested in (phys.Conn.ObserveEndTx)
 )
 
 // planObserve is what finish asks of the connection after an operation of
-// kind k, which failed (without breaking the connection) or not, while the
-// hold has rows open or not. With a result set open the driver is
-// mid-protocol: it cannot be asked anything, and its Validator may say no
-// (go-sql-driver/mysql does while its buffer holds unread rows); the rows'
-// Close observes.
-func planObserve(k opKind, rows, failed bool) observation {
+// kind k that did not break it, while the hold has rows open or not. With
+// a result set open the driver is mid-protocol: it cannot be asked
+// anything, and its Validator may say no (go-sql-driver/mysql does while
+// its buffer holds unread rows); the rows' Close observes. A *sql.Tx's
+// Commit or Rollback is observed as it ends (phys.Conn.EndTx).
+func planObserve(k opKind, rows bool) observation {
 	if rows {
 		return observeNothing
 	}
@@ -314,10 +313,6 @@ func planObserve(k opKind, rows, failed bool) observation {
 		return observeStatement
 	case opCloseRows:
 		return observeRows
-	case opEndTx:
-		if !failed {
-			return observeEndTx
-		}
 	}
 	return observeNothing
 }

@@ -108,29 +108,28 @@ func TestWatchesTaskState(t *testing.T) {
 }
 
 // TestPlanObserve: what finish asks of the connection for every operation,
-// with the hold's rows open or not, the operation failed or not.
+// with the hold's rows open or not. (A *sql.Tx's end asks as it ends:
+// phys's TestEndTxObserves.)
 func TestPlanObserve(t *testing.T) {
-	// For each kind: the observation without rows open, after success and
-	// after failure. With rows open, nothing is ever asked.
-	table := map[opKind][2]observation{
-		opExec:      {observeStatement, observeStatement},
-		opStmt:      {observeStatement, observeStatement},
-		opOpenRows:  {observeNothing, observeNothing},
-		opCloseRows: {observeRows, observeRows},
-		opBegin:     {observeNothing, observeNothing},
-		opEndTx:     {observeEndTx, observeNothing},
-		opPrepare:   {observeNothing, observeNothing},
-		opPing:      {observeNothing, observeNothing},
-		opRaw:       {observeStatement, observeStatement},
+	// For each kind: the observation without rows open. With rows open,
+	// nothing is ever asked.
+	table := map[opKind]observation{
+		opExec:      observeStatement,
+		opStmt:      observeStatement,
+		opOpenRows:  observeNothing,
+		opCloseRows: observeRows,
+		opBegin:     observeNothing,
+		opEndTx:     observeNothing,
+		opPrepare:   observeNothing,
+		opPing:      observeNothing,
+		opRaw:       observeStatement,
 	}
 	for _, k := range allOpKinds {
-		for i, failed := range [...]bool{false, true} {
-			if got, want := planObserve(k, false, failed), table[k][i]; got != want {
-				t.Errorf("planObserve(%d, no rows, failed %t) = %d, want %d", k, failed, got, want)
-			}
-			if got := planObserve(k, true, failed); got != observeNothing {
-				t.Errorf("planObserve(%d, rows open, failed %t) = %d: nothing can be asked mid-protocol", k, failed, got)
-			}
+		if got, want := planObserve(k, false), table[k]; got != want {
+			t.Errorf("planObserve(%d, no rows) = %d, want %d", k, got, want)
+		}
+		if got := planObserve(k, true); got != observeNothing {
+			t.Errorf("planObserve(%d, rows open) = %d: nothing can be asked mid-protocol", k, got)
 		}
 	}
 }

@@ -19,8 +19,6 @@ const (
 	txEndedByTask
 )
 
-var errInterruptedLate = errors.New("pooldriver: the connection's I/O was interrupted as its transaction ended")
-
 var errTxDone = errors.New("pooldriver: transaction has already been committed or rolled back")
 
 // tx is a transaction begun with BeginTx on a logical conn. It owns its
@@ -28,7 +26,7 @@ var errTxDone = errors.New("pooldriver: transaction has already been committed o
 type tx struct {
 	l     *conn
 	pc    *phys.Conn
-	open  phys.OpenTx     // the driver's transaction, as pc knows it
+	open  phys.OpenTx     // its transaction, as pc knows it
 	task  *task           // the task it was begun in, or nil
 	ctx   context.Context // BeginTx's: it bounds Commit and Rollback (see end)
 	state atomic.Int32
@@ -62,6 +60,29 @@ func (x *tx) ClaimedByTask() (context.Context, bool) {
 	}
 	return x.task.ctx, true
 }
+
+// Admit makes the transaction phys.Conn.BeginTx just began and recorded
+// x's: the hold's (and the task's end may reach its connection from now
+// on), and its task's, unless the task ended meanwhile: then its
+// transaction must not outlive the task, and the refusal,
+// errTaskEndedAtBegin, has BeginTx roll it back.
+func (x *tx) Admit() error {
+	l := x.l
+	if x.task != nil {
+		l.to(evTaskTx)
+	}
+	l.tx = x
+	if x.task != nil && !x.task.addTx(x) {
+		x.claim(txEndedByTask)
+		l.tx = nil
+		return errTaskEndedAtBegin
+	}
+	return nil
+}
+
+// TaskEnding reports whether x's task is ending: a rollback of x then is
+// the task's (see phys.Conn.EndTx).
+func (x *tx) TaskEnding() bool { return x.task != nil && x.task.ending() }
 
 // Commit commits. After the end of the task rolled the transaction back it
 // fails with ErrTaskEnded and commits nothing.
@@ -106,10 +127,25 @@ func (x *tx) end(commit bool) error {
 	return err
 }
 
-// commit commits x on pc; where its task reads from standbys, in the
-// round trip that learns the commit's position (dialects.PositionCommitter).
-func (x *tx) commit(ctx context.Context, pc *phys.Conn, nested bool) error {
-	if x.tellsPosition && !nested {
+// CommitOn commits x on pc, its connection, bounded by ctx
+// (phys.Conn.EndTx): drv is the driver's transaction. Where pc's dialect
+// can ask what became of a COMMIT whose connection broke, it notes what
+// it needs first (watchCommit), and end asks (resolveCommit).
+func (x *tx) CommitOn(ctx context.Context, pc *phys.Conn, drv driver.Tx) error {
+	lc := watchCommit(pc)
+	err := x.commit(ctx, pc, drv)
+	if lc.lost(ctx, pc, err) {
+		lost := lc // to the heap only when lost
+		x.lostCommit = &lost
+	}
+	return err
+}
+
+// commit commits drv, x's transaction on pc; where its task reads from
+// standbys, in the round trip that learns the commit's position
+// (dialects.PositionCommitter).
+func (x *tx) commit(ctx context.Context, pc *phys.Conn, drv driver.Tx) error {
+	if x.tellsPosition {
 		if pcm, ok := pc.DC.(dialects.PositionCommitter); ok {
 			p, err := pcm.CommitAt(ctx)
 			switch {
@@ -125,7 +161,7 @@ func (x *tx) commit(ctx context.Context, pc *phys.Conn, nested bool) error {
 		}
 		x.task.writeUnseen()
 	}
-	return x.open.Drv.Commit()
+	return drv.Commit()
 }
 
 // endOn commits or rolls back x on pc, the hold's connection, locked for it.
@@ -140,54 +176,13 @@ func (x *tx) endOn(pc *phys.Conn, commit bool) error {
 		bound, cancel = context.WithTimeout(context.WithoutCancel(bound), x.l.cleanupTimeout())
 		defer cancel()
 	}
-	sp, nested := nestedIn(&x.open)
-	if nested {
-		sp.ctx = bound
-	}
-	stop := pc.WatchBlocking(bound)
-	var err error
-	if commit {
-		var lc lostCommit
-		if !nested {
-			lc = watchCommit(pc)
+	interrupted, err := pc.EndTx(bound, &x.open, commit)
+	if interrupted {
+		what := "ROLLBACK"
+		if commit {
+			what = "COMMIT"
 		}
-		err = x.commit(bound, pc, nested)
-		if lc.lost(bound, pc, err) {
-			lost := lc // to the heap only when lost
-			x.lostCommit = &lost
-		}
-	} else {
-		err = x.open.Drv.Rollback()
-		if x.task != nil && x.task.ending() {
-			// database/sql rolls back because the task's context ended
-			// (its parent was cancelled, say) before the task's own end
-			// claimed the transaction: this is the task's rollback.
-			pc.CountUndo()
-		}
-	}
-	if !stop() {
-		if err != nil {
-			what := "ROLLBACK"
-			if commit {
-				what = "COMMIT"
-			}
-			err = &interruptedError{what: what, ctx: bound.Err(), cause: err}
-		} else {
-			// It succeeded as the interruption came: the outcome stands,
-			// the connection's I/O does not.
-			pc.Lose(errInterruptedLate, false)
-		}
-	}
-	if nested {
-		// The task's transaction goes on, unless a statement of the
-		// *sql.Tx ended it: ask, as after any statement.
-		pc.EndedTx(true)
-		if oerr := pc.Observe(bound, nestedEnd(commit)); oerr != nil && err == nil {
-			err = oerr
-		}
-		close(sp.done)
-	} else {
-		pc.EndedTx(false)
+		err = &interruptedError{what: what, ctx: bound.Err(), cause: err}
 	}
 	x.l.tx = nil
 	return err

@@ -266,19 +266,6 @@ func (pc *Conn) Stale() bool { return pc.gen != pc.Env.gen.Load() }
 // ErrStale is why a stale connection is not handed out.
 var ErrStale = errors.New("pooldriver: opened before Connector.Reset")
 
-// Begin begins a transaction with opts on the driver, as database/sql
-// would: its BeginTx, else its Begin, where opts ask for nothing else. The
-// caller holds sem.
-func (pc *Conn) Begin(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if pc.beginner != nil {
-		return pc.beginner.BeginTx(ctx, opts)
-	}
-	if opts.Isolation != 0 || opts.ReadOnly {
-		return nil, errors.New("pooldriver: the driver supports neither isolation levels nor read-only transactions")
-	}
-	return pc.drv.Begin() //nolint:staticcheck // the driver offers nothing newer
-}
-
 // setTx records the transaction now open on the server. The caller holds sem.
 func (pc *Conn) setTx(s TxState, owner *OpenTx) {
 	pc.mu.Lock()
@@ -294,30 +281,6 @@ func (pc *Conn) InRawTx() bool { return pc.st.Tx == TxRaw }
 // Untouched reports pc's session as it was opened, or reset since, with
 // no transaction open. The caller holds sem.
 func (pc *Conn) Untouched() bool { return pc.st.Session == sessionClean && pc.st.Tx == TxNone }
-
-// BeganTx records that a *sql.Tx's transaction began on pc: drv, the
-// driver's, or a savepoint in pc's raw transaction where nested. of is the
-// *sql.Tx's wrapper, which keeps the transaction as pc knows it in open.
-// The caller holds sem.
-func (pc *Conn) BeganTx(open *OpenTx, drv driver.Tx, nested bool, of TaskClaim) {
-	*open = OpenTx{Drv: drv, nested: nested, of: of}
-	s := TxBegun
-	if nested {
-		s = TxRaw
-	}
-	pc.setTx(s, open)
-}
-
-// EndedTx records that the *sql.Tx whose transaction was open on pc
-// ended: none is open now, unless it was nested in a raw transaction,
-// which goes on (nested). The caller holds sem.
-func (pc *Conn) EndedTx(nested bool) {
-	s := TxNone
-	if nested {
-		s = pc.st.Tx
-	}
-	pc.setTx(s, nil)
-}
 
 // Taken records that pc, just taken from the pool through its handle r
 // (acquired or unparked), is the hold's that took it: nobody else can
@@ -788,18 +751,6 @@ func (pc *Conn) SentSince(before uint64) (sent, known bool) {
 	return pc.written.Written() != before, true
 }
 
-// WatchBlocking bounds a call of the driver that ignores its context (a
-// *sql.Tx's Commit or Rollback, on a dialect that says so by implementing
-// dialects.Interrupter): when ctx ends first, the call's I/O is
-// interrupted. stop reports whether it was not. Without an interrupter it
-// does nothing.
-func (pc *Conn) WatchBlocking(ctx context.Context) (stop func() bool) {
-	if pc.interrupter == nil || ctx.Done() == nil {
-		return func() bool { return true }
-	}
-	return context.AfterFunc(ctx, pc.interrupter.Interrupt)
-}
-
 // Observe records what the statement query left on the session: the
 // transaction the server reports (unless a BeginTx transaction is open, whose
 // state is known) and whether the session changed. It returns an error when
@@ -860,16 +811,6 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 	return nil
 }
 
-// ObserveEndTx records whether the session changed during a *sql.Tx that
-// just ended: its statements are not asked while it is open (a setting
-// changed inside it, by SET LOCAL or set_config in a function, may still
-// revert), so the end asks, as it asks after a raw COMMIT: query is COMMIT
-// or ROLLBACK. The transaction state is known: none. The caller holds sem.
-func (pc *Conn) ObserveEndTx(ctx context.Context, query string) {
-	changed, _, _ := pc.Ask(ctx, query, false) // no error without askTx
-	_ = pc.Observed(changed, false, dialects.TxIdle, nil)
-}
-
 // ToRecord reports whether what a StatementObserver said of a statement
 // (see observed) changes anything pc knows: the session changed, or,
 // where the transaction was asked for, it could not be read or is not
@@ -899,7 +840,7 @@ func (pc *Conn) rollback(owner *OpenTx) error {
 	if rb, ok := pc.DC.(dialects.BeginTxRollbacker); ok && owner != nil {
 		err = rb.RollbackBeginTx(ctx)
 	} else if owner != nil {
-		err = owner.Drv.Rollback()
+		err = owner.drv.Rollback()
 	} else {
 		err = pc.DC.Rollback(ctx)
 	}
@@ -1251,26 +1192,15 @@ func (pc *Conn) undo(ctx context.Context, owner *OpenTx, why undoReason) error {
 	return err
 }
 
-// UndoLateBegin rolls back owner, a task's *sql.Tx's transaction begun
-// as the task ended (BeginTx): the task's rollback, counted and logged as
-// undo says.
-func (pc *Conn) UndoLateBegin(ctx context.Context, owner *OpenTx) error {
-	return pc.undo(ctx, owner, undoBegunAfterEnd)
-}
-
 // UndoTaskBusy rolls back the raw transaction a transaction-mode task's
-// statement began on pc, which the task cannot keep: it has another
-// connection (the root's bindForTask). See undo.
+// statement began on pc, if one is open, which the task cannot keep: it
+// has another connection (the root's bindForTask). See undo. The caller
+// holds sem.
 func (pc *Conn) UndoTaskBusy(ctx context.Context) error {
+	if pc.st.Tx != TxRaw {
+		return nil
+	}
 	return pc.undo(ctx, nil, undoTaskBusy)
-}
-
-// CountUndo counts a rollback database/sql ran for a task whose context
-// ended before the task's own end could (tx.endOn): the task's, as if undo
-// had run it.
-func (pc *Conn) CountUndo() {
-	pc.Env.stats.autoRollbacks.Add(1)
-	pc.Env.stats.taskEndRollbacks.Add(1)
 }
 
 // joinForEnd joins pc for t's end (endTask), unless nothing is left for

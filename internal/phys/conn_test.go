@@ -63,12 +63,12 @@ func (c plainDriverConn) Driver() driver.Conn { return struct{ driver.Conn }{c.C
 func TestBeginWithoutBeginTx(t *testing.T) {
 	dc := openFake(t)
 	pc := newConn(&Env{}, plainDriverConn{dc})
-	if _, err := pc.Begin(t.Context(), driver.TxOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
-		t.Fatalf("Begin(ReadOnly) on a driver without BeginTx: %v, want an error that names read-only transactions", err)
+	if _, err := pc.begin(t.Context(), driver.TxOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("begin(ReadOnly) on a driver without BeginTx: %v, want an error that names read-only transactions", err)
 	}
-	tx, err := pc.Begin(t.Context(), driver.TxOptions{})
+	tx, err := pc.begin(t.Context(), driver.TxOptions{})
 	if err != nil {
-		t.Fatalf("Begin: %v", err)
+		t.Fatalf("begin: %v", err)
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatalf("Rollback: %v", err)

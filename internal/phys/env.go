@@ -170,22 +170,26 @@ type TaskBinder interface {
 	BindConn(pc *Conn) (t TaskBinding, session, ok bool)
 }
 
-// OpenTx is a transaction begun with BeginTx, as its physical connection
-// sees it: the driver's, to roll back should the connection be settled
-// with it still open. The *sql.Tx's wrapper (tx) holds one.
-type OpenTx struct {
-	Drv driver.Tx
-	// nested: Drv is a savepoint in the task's raw transaction (the root's nest.go),
-	// whose rollback is the raw transaction's.
-	nested bool
-	// of is the *sql.Tx's wrapper (tx), which says whether its task's end
-	// claimed it: a rollback settle runs then is the task's (see clean).
-	of TaskClaim
-}
-
-// TaskClaim is a *sql.Tx as its physical connection sees it: whether the
-// end of its task claimed it, and that task's context (for the log line).
+// TaskClaim is a *sql.Tx as its physical connection sees it: what the
+// begin and the end of its transaction ask of it (Conn.BeginTx,
+// Conn.EndTx), and whether the end of its task claimed it, with that
+// task's context (for the log line). The *sql.Tx's wrapper (the root's
+// tx) implements it.
 type TaskClaim interface {
+	// Admit makes the transaction just begun and recorded on its
+	// connection the *sql.Tx's, and its task's where it has one; an error
+	// refuses it (its task ended meanwhile): BeginTx rolls it back and
+	// returns the error.
+	Admit() error
+	// CommitOn commits drv, the driver's transaction of the *sql.Tx, on
+	// pc, bounded by ctx (EndTx). The caller holds sem.
+	CommitOn(ctx context.Context, pc *Conn, drv driver.Tx) error
+	// TaskEnding reports whether the *sql.Tx's task is ending: a rollback
+	// of it then is the task's (EndTx counts it so).
+	TaskEnding() bool
+	// ClaimedByTask reports whether the end of the *sql.Tx's task claimed
+	// it, with the task's context: a rollback settle runs then is the
+	// task's (see clean).
 	ClaimedByTask() (context.Context, bool)
 }
 
