@@ -1,6 +1,6 @@
 // A Connector's physical connections: the pool's factory (open, dial),
-// destructor and healthcheck, the phys.Owner they call back, and the
-// acquire a hold starts with.
+// what the Connector does as the pool destroys one, the phys.Owner they
+// call back, and the acquire a hold starts with.
 
 package pooldriver
 
@@ -90,18 +90,16 @@ func (c *Connector) dial(ctx context.Context) (dialects.Conn, error) {
 	return dc, nil
 }
 
-// closePhys is the pool's destructor.
-func (c *Connector) closePhys(pc *phys.Conn) {
+// destroying is what c does as the pool destroys pc, before pc closes
+// (the pool's destructor, phys.Env.Init): leak detection forgets it, and
+// the BeforeClose hook sees it. It reports whether c is closing, for the
+// log line that says pc closed.
+func (c *Connector) destroying(pc *phys.Conn) (connectorClosing bool) {
 	if c.leaks != nil {
 		c.leaks.remove(pc)
 	}
 	c.beforeClose(pc)
-	pc.Close(c.closing.Load())
-}
-
-// healthcheck is the pool's check of an idle connection.
-func (c *Connector) healthcheck(ctx context.Context, pc *phys.Conn) error {
-	return pc.Healthcheck(ctx) // Reset during the check: the pool destroys pc after it (Pool.CloseIdle)
+	return c.closing.Load()
 }
 
 // connOwner is a Connector as its physical connections' owner (phys.Owner):
@@ -147,11 +145,6 @@ func (o connOwner) LookDue() *atomic.Bool { return &o.c.share.lookDue }
 // say: pc is lost.
 func (o connOwner) Look(pc *phys.Conn) bool { return o.c.share.look(pc, o.c.cfg.CleanupTimeout) }
 
-// checkIdle is the pool's BeforeAcquire: see phys.Conn.CheckIdle.
-func (c *Connector) checkIdle(ctx context.Context, r *pool.Resource[*phys.Conn]) bool {
-	return r.Value().CheckIdle(ctx, r)
-}
-
 // acquire takes a physical connection from the pool for a hold. Without a
 // Tracer, and before Shutdown, this is one check more than take.
 func (c *Connector) acquire(ctx context.Context) (*phys.Conn, error) {
@@ -181,14 +174,9 @@ func (c *Connector) take(ctx context.Context) (*phys.Conn, error) {
 	if err != nil {
 		return nil, c.acquireError(err)
 	}
-	pc := r.Value()
-	pc.Taken(r) // the hold's alone; the pool keeps one handle per connection for its life
-	if c.cfg.BeforeAcquire != nil {
-		if err := c.beforeAcquire(ctx, pc); err != nil {
-			pc.Closing(closeHook)
-			r.Destroy()
-			return nil, err
-		}
+	pc, err := c.env.Take(ctx, r) // the hold's alone, once the BeforeAcquire hook said yes
+	if err != nil {
+		return nil, err // the hook's: pc is destroyed
 	}
 	if c.leaks != nil {
 		c.leaks.taken(pc)

@@ -381,15 +381,8 @@ func (l *conn) pick(ctx context.Context, k opKind, le *lease) error {
 // pool cannot connect, the primary's serves.
 func (l *conn) takeOwn(ctx context.Context, from *Connector) (*phys.Conn, error) {
 	var pc *phys.Conn
-	if r := l.parked; r != nil && r.Value().Env == &from.env && r.Unpark() {
-		if r.Value().CheckIdle(ctx, r) {
-			pc = r.Value()
-			pc.Taken(r) // the hold's alone again
-		} else if ctx.Err() != nil {
-			r.Destroy() // the caller gave up: nothing to tell the breaker
-		} else {
-			r.Reject()
-		}
+	if l.parked != nil {
+		pc = from.env.Unpark(ctx, l.parked) // nil: taken meanwhile, another pool's, or failed the idle check
 	}
 	if pc == nil {
 		var err error

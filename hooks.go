@@ -9,10 +9,6 @@ import (
 	"github.com/pooldriver/pooldriver/internal/phys"
 )
 
-// closeHook is why a connection a hook failed on is closed, for the log
-// line that says so (phys.Conn.Closing).
-const closeHook = "a hook failed"
-
 // call runs hook f, turning a panic into an error.
 func call(name string, f func() error) (err error) {
 	defer func() {
@@ -61,7 +57,8 @@ func (c *Connector) openConfigured(ctx context.Context, creds dialects.Credentia
 	})
 }
 
-// beforeAcquire runs the BeforeAcquire hook on pc, just taken from the pool.
+// beforeAcquire runs the BeforeAcquire hook on pc, just taken from the pool
+// (phys.Env.Take).
 func (c *Connector) beforeAcquire(ctx context.Context, pc *phys.Conn) error {
 	f := c.cfg.BeforeAcquire
 	return call("BeforeAcquire", func() error { return f(ctx, pc.DC.Raw()) })

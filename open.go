@@ -124,16 +124,12 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 	if s.LeakDetectionThreshold > 0 {
 		c.leaks = newLeakDetector(c.log, &c.stats.leaks, s.LeakDetectionThreshold)
 	}
-	c.env.Init(connOwner{c})
 	// Before the pool: its first connections may start the catalog loop,
 	// which ends when closed is closed.
 	c.closed = make(chan struct{})
 	c.catalogs.ready = make(chan struct{})
-	p, err := pool.New(pool.Config[*phys.Conn]{
+	pcfg := pool.Config[*phys.Conn]{
 		Factory:             c.open,
-		Destructor:          c.closePhys,
-		Healthcheck:         c.healthcheck,
-		BeforeAcquire:       c.checkIdle,
 		Begun:               taskBegun,
 		Min:                 s.MinConns,
 		MinIdle:             s.MinIdleConns,
@@ -149,7 +145,11 @@ func newConnector(s Config, opts []Option) (*Connector, error) {
 		Permanent:           permanent,
 		OnStateChange:       c.logBreaker,
 		NoBackoff:           s.standbyPool, // its caller's read goes to the primary at once
-	})
+	}
+	// The pool's check of an idle connection, its healthcheck and its
+	// destructor are the physical connections' (phys.Env.Init).
+	c.env.Init(connOwner{c}, &pcfg, c.beforeAcquire, c.destroying)
+	p, err := pool.New(pcfg)
 	if err != nil {
 		close(c.catalogs.ready)
 		if c.leaks != nil {

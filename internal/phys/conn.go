@@ -169,14 +169,14 @@ const idlePingAfter = time.Second
 // query within it is taken as unreachable for this connection.
 const idlePingTimeout = time.Second
 
-// CheckIdle checks an idle connection before it is handed out, pre-warmed
-// ones included: without a round trip when the dialect can (a connection
+// checkIdle checks an idle connection before it is handed out (the pool's
+// BeforeAcquire, and Env.Unpark), pre-warmed ones included: without a round trip when the dialect can (a connection
 // the server closed has an error or end-of-file waiting on its socket), and
 // with a ping when it sat idle long. The ping is bounded by the caller's
 // context and by idlePingTimeout, so a black-holed server costs a caller at
 // most that, and a caller whose context ended gets its error at once (the
 // pool stops trying further idle connections for it).
-func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
+func (pc *Conn) checkIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
 	if pc.Stale() {
 		pc.closeReason = closeResetAll
 		return false
@@ -193,7 +193,7 @@ func (pc *Conn) CheckIdle(ctx context.Context, r *pool.Resource[*Conn]) bool {
 	return pc.pingIdle(ctx)
 }
 
-// pingIdle is CheckIdle's ping of a connection idle idlePingAfter or more.
+// pingIdle is checkIdle's ping of a connection idle idlePingAfter or more.
 func (pc *Conn) pingIdle(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, idlePingTimeout)
 	defer cancel()
@@ -204,12 +204,12 @@ func (pc *Conn) pingIdle(ctx context.Context) bool {
 	return true
 }
 
-// Closing records why pc is about to be destroyed, for the log line that
+// closing records why pc is about to be destroyed, for the log line that
 // says it closed; whoever destroys it says so first.
-func (pc *Conn) Closing(reason string) { pc.closeReason = reason }
+func (pc *Conn) closing(reason string) { pc.closeReason = reason }
 
 // why says why pc is being closed, for the log line that says so: what
-// whoever destroys it recorded (Closing), else what the pool does by
+// whoever destroys it recorded (closing), else what the pool does by
 // itself: it closes pc for its Connector's Reset, for its Connector's
 // close (connectorClosing), or at the end of its lifetime or idle time.
 func (pc *Conn) why(connectorClosing bool) string {
@@ -224,16 +224,16 @@ func (pc *Conn) why(connectorClosing bool) string {
 	return closeExpired
 }
 
-// Healthcheck is the pool's check of an idle pc: opened since its
+// healthcheck is the pool's check of an idle pc: opened since its
 // Connector's last Reset, answering a ping, and its catalog reading
 // refreshed (RefreshCatalog). A failure records why pc is to be closed.
-func (pc *Conn) Healthcheck(ctx context.Context) error {
+func (pc *Conn) healthcheck(ctx context.Context) error {
 	if pc.Stale() {
-		pc.Closing(closeResetAll)
+		pc.closing(closeResetAll)
 		return ErrStale
 	}
 	if err := pc.DC.Ping(ctx); err != nil {
-		pc.Closing(closePing)
+		pc.closing(closePing)
 		return err
 	}
 	return pc.RefreshCatalog(ctx)
@@ -248,7 +248,7 @@ func (pc *Conn) RefreshCatalog(ctx context.Context) error {
 		return nil
 	}
 	if err := r.RefreshCatalog(ctx); err != nil {
-		pc.Closing(closePing)
+		pc.closing(closePing)
 		return err
 	}
 	return nil
@@ -282,11 +282,11 @@ func (pc *Conn) InRawTx() bool { return pc.st.Tx == TxRaw }
 // no transaction open. The caller holds sem.
 func (pc *Conn) Untouched() bool { return pc.st.Session == sessionClean && pc.st.Tx == TxNone }
 
-// Taken records that pc, just taken from the pool through its handle r
-// (acquired or unparked), is the hold's that took it: nobody else can
-// reach it. The pool gives one handle per connection, which pc keeps from
-// its first acquire for its life.
-func (pc *Conn) Taken(r *pool.Resource[*Conn]) {
+// taken records that pc, just taken from the pool through its handle r
+// (acquired or unparked: Env.Take, Env.Unpark), is the hold's that took
+// it: nobody else can reach it. The pool gives one handle per connection,
+// which pc keeps from its first acquire for its life.
+func (pc *Conn) taken(r *pool.Resource[*Conn]) {
 	if pc.res == nil {
 		pc.res = r
 	}
@@ -502,11 +502,11 @@ func (pc *Conn) dropEvicted() {
 	}
 }
 
-// Close closes pc, its prepared statements first, for the pool's
-// destructor: pc is the pool's no longer, and nothing else has it. It logs
+// close closes pc, its prepared statements first, for the pool's
+// destructor (Env.Init): pc is the pool's no longer, and nothing else has it. It logs
 // that pc closed, why (connectorClosing: its Connector is closing; see
 // why) and how old it was, at DEBUG.
-func (pc *Conn) Close(connectorClosing bool) {
+func (pc *Conn) close(connectorClosing bool) {
 	pc.closed.Store(true)
 	pc.closeStmts()
 	err := pc.DC.Close()

@@ -17,7 +17,8 @@
 //   - It never reaches up into the Connector, a task or a transaction: it
 //     asks its Connector, as an Owner, what it needs (once, for its Env:
 //     timeouts, which hooks see it) and what to do (a hook's verdict, a
-//     traced release), and sees a task as a TaskBinding (a TaskBinder
+//     traced release; as functions Env.Init is handed, the BeforeAcquire
+//     hook and what goes with a destroyed connection), and sees a task as a TaskBinding (a TaskBinder
 //     while it binds a connection) and a *sql.Tx as a TaskClaim. The
 //     root package implements those; the compiler keeps this package from
 //     naming anything of the root's.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pooldriver/pooldriver/dialects"
 	"github.com/pooldriver/pooldriver/internal/logline"
+	"github.com/pooldriver/pooldriver/pool"
 )
 
 // Env is what the physical connections of one Connector need of it,
@@ -40,6 +41,9 @@ type Env struct {
 	// raw connection), so a dialect may carry a reset (carry.go).
 	carryResets bool
 	leaks       bool // leak detection is on: owner.Returned is told
+	// The BeforeAcquire hook, which Take runs on each connection the pool
+	// hands out; nil: the Connector has none.
+	beforeAcquire func(context.Context, *Conn) error
 
 	// The connections' own: the zero values serve.
 	cleanups Cleanups // runs rollbacks and resets off the goroutine that let go (settle)
@@ -48,14 +52,33 @@ type Env struct {
 
 // Init fills e from o, its Connector, before the first connection is
 // made: what the connections do by themselves, and what follows for them
-// from which of the Connector's hooks see them.
-func (e *Env) Init(o Owner) {
+// from which of the Connector's hooks see them. hook is the BeforeAcquire
+// hook, which Take runs where o says it is set (Owner.Watchers).
+//
+// It fills in cfg, its Connector's pool's, with the pool's callbacks on
+// e's connections: the check of an idle one before it is handed out
+// (BeforeAcquire), the healthcheck, and the destructor, which calls
+// destroying first, for what the Connector does as a connection goes
+// (its leak detection, the BeforeClose hook): destroying reports whether
+// the Connector is closing, for the log line that says the connection
+// closed.
+func (e *Env) Init(o Owner, cfg *pool.Config[*Conn], hook func(context.Context, *Conn) error, destroying func(*Conn) (connectorClosing bool)) {
 	e.owner, e.log, e.lookDue = o, o.Logger(), o.LookDue()
 	e.cleanupTimeout, e.resetAlways, e.trustFuncs = o.Policy()
 	afterConnect, beforeAcquire, afterRelease, leaks := o.Watchers()
 	e.afterRelease, e.leaks = afterRelease, leaks
 	e.parkable = !leaks && !afterRelease && !beforeAcquire
 	e.carryResets = !afterConnect && !afterRelease && !beforeAcquire
+	if beforeAcquire {
+		e.beforeAcquire = hook
+	}
+	cfg.BeforeAcquire = func(ctx context.Context, r *pool.Resource[*Conn]) bool {
+		return r.Value().checkIdle(ctx, r)
+	}
+	cfg.Healthcheck = func(ctx context.Context, pc *Conn) error {
+		return pc.healthcheck(ctx) // Reset during the check: the pool destroys pc after it (Pool.CloseIdle)
+	}
+	cfg.Destructor = func(pc *Conn) { pc.close(destroying(pc)) }
 }
 
 // Dial makes a physical connection of e from the driver connection dial
@@ -70,6 +93,48 @@ func (e *Env) Dial(ctx context.Context, dial func(context.Context) (dialects.Con
 	pc := newConn(e, dc)
 	pc.gen = gen
 	return pc, nil
+}
+
+// Take makes pc, the connection the pool handed out through r
+// (pool.Pool.Acquire), the hold's alone, and runs the BeforeAcquire hook
+// on it where the Connector has one: if the hook fails, pc is destroyed
+// and Take returns the hook's error.
+func (e *Env) Take(ctx context.Context, r *pool.Resource[*Conn]) (*Conn, error) {
+	pc := r.Value()
+	pc.taken(r)
+	if e.beforeAcquire != nil {
+		if err := e.beforeAcquire(ctx, pc); err != nil {
+			pc.closing(closeHook)
+			r.Destroy()
+			return nil, err
+		}
+	}
+	return pc, nil
+}
+
+// Unpark takes back for a hold the connection it parked through r
+// (Conn.Release), if r is still parked (pool.Resource.Unpark), its
+// connection is e's, and it passes the check the pool makes of an idle
+// connection before it hands it out (checkIdle): then it is the hold's
+// alone again. Otherwise Unpark returns nil, and one that failed the
+// check is destroyed: rejected, which the pool counts as a failed check,
+// unless ctx ended (the caller gave up: nothing to tell the pool's
+// breaker).
+func (e *Env) Unpark(ctx context.Context, r *pool.Resource[*Conn]) *Conn {
+	pc := r.Value()
+	if pc.Env != e || !r.Unpark() {
+		return nil
+	}
+	if !pc.checkIdle(ctx, r) {
+		if ctx.Err() != nil {
+			r.Destroy()
+		} else {
+			r.Reject()
+		}
+		return nil
+	}
+	pc.taken(r)
+	return pc
 }
 
 // Reset makes every connection of e made so far stale (Conn.Stale),
@@ -207,6 +272,7 @@ const (
 	closeReject    = "WithAfterRelease said no"
 	closeResetAll  = "Connector.Reset"
 	closeIdleCheck = "found closed or not answering when taken from idle"
+	closeHook      = "a hook failed"
 	closePing      = "healthcheck ping failed"
 	closeConnector = "connector closed"
 	closeExpired   = "expired (pool_max_conn_lifetime or pool_max_conn_idle_time)"
