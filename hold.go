@@ -49,7 +49,7 @@ type leaseFacts struct {
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
-	sent     uint64 // pc.Ready() when the operation started: bytes written before it
+	sent     uint64 // pc.Ready() when the operation started: bytes written before it (see phys.Conn.Wrote)
 }
 
 // do runs one operation of kind k on l's hold: start, then fn on the
@@ -75,8 +75,8 @@ func (l *conn) exec(ctx context.Context, query string, args []driver.NamedValue,
 		return nil, err
 	}
 	var lc lostCommit
-	if le.pc.InRawTx() && commitsAlone(query) {
-		lc = watchCommit(le.pc) // the raw transaction's end (lostcommit.go)
+	if before, ok := le.pc.RawCommit(query); ok {
+		lc = watchCommit(le.pc, before) // the raw transaction's end (lostcommit.go)
 	}
 	var res driver.Result
 	var err error
@@ -580,13 +580,14 @@ func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string
 	pc := le.pc
 	// Whether the operation's own error is the connection's end (rather
 	// than an answer of the server's, after which only what followed
-	// failed): looked at before lostBy, which may learn more.
-	broke := err != nil && pc.Broken(err)
-	if cause := l.lostBy(ctx, le, k, query, err); cause != nil {
+	// failed), and if so whether bytes of it left: looked at before
+	// lostBy, which may learn more.
+	broke, sent := pc.Wrote(le.sent, err)
+	if cause := l.lostBy(ctx, le, k, query, err, broke); cause != nil {
 		carried := pc.Lose(cause, le.fresh)
 		l.lose(cause)
 		// A *sql.Tx's Commit or Rollback lost the transaction it ended.
-		err = l.lostError(ctx, le, err, broke, carried || k == opEndTx)
+		err = l.lostError(ctx, le, err, broke, sent, carried || k == opEndTx)
 	} else if l.leavesTaskState(le, k) {
 		if e := l.bindForTask(le); err == nil {
 			err = e
@@ -600,10 +601,11 @@ func (l *conn) finishRest(ctx context.Context, le *lease, k opKind, query string
 
 // lostBy observes what an operation of kind k that ran query and returned
 // err left on le.pc, as planObserve says, outside finish's common case,
-// and returns why the connection is lost, or nil when it is not.
-func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, err error) error {
+// and returns why the connection is lost, or nil when it is not. broke
+// says err is the connection's end (phys.Conn.Wrote).
+func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, err error, broke bool) error {
 	pc := le.pc
-	if err != nil && (pc.Broken(err) || interrupted(err)) {
+	if broke || err != nil && interrupted(err) {
 		return err
 	}
 	obs := planObserve(k, l.rows > 0)
@@ -650,21 +652,24 @@ func (l *conn) leavesTaskState(le *lease, k opKind) bool {
 }
 
 // lostError is what an operation that lost its connection returns, err
-// being its own error (nil if it succeeded and only what followed failed)
-// and broke whether that error is the connection's end. Where the
-// connection carried a transaction or session the hold or the task relied
-// on, that is ErrConnLost: the caller must know its state is gone. Where
-// the connection broke after the statement was sent, before its reply
-// arrived, the statement may have run: the error matches ErrConnLost too,
-// and is never retried. Where the operation's context ended it, it is the
-// driver's own error (a context's error stays that error), as with the
-// plain driver. Otherwise the driver's error passes, with one difference:
-// the driver's driver.ErrBadConn, which lets database/sql run the
-// statement again on another connection, passes only for the hold's first
-// operation on a fresh connection and only where no byte of it reached the
-// server, as far as the dialect can tell. database/sql's rule is to retry
-// only what provably did not run.
-func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, carried bool) error {
+// being its own error (nil if it succeeded and only what followed
+// failed), broke whether that error is the connection's end, sent, where
+// it is, whether bytes of the statement reached the server (see
+// phys.Conn.Wrote: where the dialect does not count them, only the
+// driver's ErrBadConn says none did), and carried whether the connection
+// carried a transaction or session the hold or the task relied on. Where
+// it did, that is ErrConnLost: the caller must know its state is gone.
+// Where the connection broke after the statement was sent, before its
+// reply arrived, the statement may have run: the error matches
+// ErrConnLost too, and is never retried. Where the operation's context
+// ended it, it is the driver's own error (a context's error stays that
+// error), as with the plain driver. Otherwise the driver's error passes,
+// with one difference: the driver's driver.ErrBadConn, which lets
+// database/sql run the statement again on another connection, passes only
+// for the hold's first operation on a fresh connection and only where no
+// byte of it reached the server, as far as the dialect can tell.
+// database/sql's rule is to retry only what provably did not run.
+func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, sent, carried bool) error {
 	badConn := errors.Is(err, driver.ErrBadConn)
 	switch {
 	case err == nil:
@@ -673,14 +678,6 @@ func (l *conn) lostError(ctx context.Context, le *lease, err error, broke, carri
 		return l.lost
 	case badConn && le.fresh && errors.Is(err, dialects.ErrNotRun):
 		return err // sent, but the dialect knows it was not run
-	}
-	// Whether bytes of the statement reached the server: where the dialect
-	// does not count them, only the driver's ErrBadConn says none did.
-	sent, known := le.pc.SentSince(le.sent)
-	if !known {
-		sent = broke && !badConn
-	}
-	switch {
 	case broke && sent && ctx.Err() == nil:
 		return &notRetriedError{cause: err, sent: true, lost: true}
 	case !badConn:

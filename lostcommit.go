@@ -3,7 +3,6 @@ package pooldriver
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/pooldriver/pooldriver/dialects"
@@ -24,20 +23,21 @@ import (
 // the stack of the COMMIT's caller: every commit makes one.
 type lostCommit struct {
 	ref     dialects.TxRef
-	before  uint64 // the connection's bytes sent before the COMMIT (phys.Conn.Sent)
+	before  uint64 // the connection's bytes written before the COMMIT (see phys.Conn.Wrote)
 	watched bool   // the dialect can ask what became of the transaction
 	sent    bool   // bytes of the COMMIT left for the server
 }
 
 // watchCommit notes what pc's dialect learnt of its open transaction,
-// just before its COMMIT is sent; the zero lostCommit, not watched, where
-// the dialect cannot ask what became of it.
-func watchCommit(pc *phys.Conn) lostCommit {
+// just before its COMMIT is sent, pc having written before bytes; the
+// zero lostCommit, not watched, where the dialect cannot ask what became
+// of it.
+func watchCommit(pc *phys.Conn, before uint64) lostCommit {
 	cr, ok := pc.DC.(dialects.CommitResolver)
 	if !ok {
 		return lostCommit{}
 	}
-	return lostCommit{ref: cr.OpenTxRef(), before: pc.Sent(), watched: true}
+	return lostCommit{ref: cr.OpenTxRef(), before: before, watched: true}
 }
 
 // lost reports whether the COMMIT watched by lc lost its connection: err,
@@ -47,33 +47,17 @@ func (lc *lostCommit) lost(ctx context.Context, pc *phys.Conn, err error) bool {
 	return lc.watched && err != nil && lc.broke(ctx, pc, err)
 }
 
-// broke is lost for a watched COMMIT that failed.
+// broke is lost for a watched COMMIT that failed. Whether bytes of the
+// COMMIT left is phys.Conn.Wrote's answer, as for any statement: where
+// the dialect does not count them, the driver's driver.ErrBadConn says
+// none did.
 func (lc *lostCommit) broke(ctx context.Context, pc *phys.Conn, err error) bool {
-	if ctx.Err() != nil || !pc.Broken(err) {
+	if ctx.Err() != nil {
 		return false
 	}
-	sent, known := pc.SentSince(lc.before)
-	lc.sent = sent || !known
-	return true
-}
-
-// commitsAlone reports a statement text that is one COMMIT (or END), with
-// nothing after it: what ends a raw transaction by committing it, and
-// nothing more (COMMIT AND CHAIN, COMMIT PREPARED, a text of several
-// statements and one with comments are not resolved: their loss stays
-// ErrConnLost).
-func commitsAlone(query string) bool {
-	if len(query) > 32 {
-		return false
-	}
-	words := strings.Fields(strings.TrimRight(strings.TrimSpace(query), ";"))
-	if len(words) == 0 || len(words) > 2 {
-		return false
-	}
-	if !strings.EqualFold(words[0], "COMMIT") && !strings.EqualFold(words[0], "END") {
-		return false
-	}
-	return len(words) == 1 || strings.EqualFold(words[1], "WORK") || strings.EqualFold(words[1], "TRANSACTION")
+	broke, sent := pc.Wrote(lc.before, err)
+	lc.sent = sent
+	return broke
 }
 
 var (

@@ -128,11 +128,12 @@ func (x *tx) end(commit bool) error {
 }
 
 // CommitOn commits x on pc, its connection, bounded by ctx
-// (phys.Conn.EndTx): drv is the driver's transaction. Where pc's dialect
-// can ask what became of a COMMIT whose connection broke, it notes what
-// it needs first (watchCommit), and end asks (resolveCommit).
-func (x *tx) CommitOn(ctx context.Context, pc *phys.Conn, drv driver.Tx) error {
-	lc := watchCommit(pc)
+// (phys.Conn.EndTx): drv is the driver's transaction, and pc had written
+// before bytes. Where pc's dialect can ask what became of a COMMIT whose
+// connection broke, it notes what it needs first (watchCommit), and end
+// asks (resolveCommit).
+func (x *tx) CommitOn(ctx context.Context, pc *phys.Conn, drv driver.Tx, before uint64) error {
+	lc := watchCommit(pc, before)
 	err := x.commit(ctx, pc, drv)
 	if lc.lost(ctx, pc, err) {
 		lost := lc // to the heap only when lost

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -273,11 +274,6 @@ func (pc *Conn) setTx(s TxState, owner *OpenTx) {
 	pc.mu.Unlock()
 }
 
-// InRawTx reports a raw transaction open on pc: one a statement began (a
-// raw BEGIN the server reports), which a *sql.Tx may nest in. The caller
-// holds sem.
-func (pc *Conn) InRawTx() bool { return pc.st.Tx == TxRaw }
-
 // Untouched reports pc's session as it was opened, or reset since, with
 // no transaction open. The caller holds sem.
 func (pc *Conn) Untouched() bool { return pc.st.Session == sessionClean && pc.st.Tx == TxNone }
@@ -471,15 +467,15 @@ func (pc *Conn) EvictLater(query string) {
 	pc.mu.Unlock()
 }
 
-// Ready readies pc for a statement and returns the bytes written so far
-// (Sent), against which SentSince tells whether the statement's own bytes
-// left. It drops the statements EvictLater asked for first, since the
-// drop writes too: a statement that broke before its bytes left must not
-// count as sent. The caller holds sem, or runs solo, and the hold's own
-// rows are not open.
+// Ready readies pc for a statement and returns the bytes written so far,
+// against which Wrote tells whether the statement's own bytes left. It
+// drops the statements EvictLater asked for first, since the drop writes
+// too: a statement that broke before its bytes left must not count as
+// sent. The caller holds sem, or runs solo, and the hold's own rows are
+// not open.
 func (pc *Conn) Ready() uint64 {
 	pc.dropEvictedDue()
-	return pc.Sent()
+	return pc.sent()
 }
 
 // dropEvictedDue drops the statements EvictLater asked for, if any. The
@@ -698,12 +694,6 @@ func (pc *Conn) Usable() bool {
 	return pc.validity == nil || pc.validity.IsValid()
 }
 
-// Broken reports whether err, or the driver, says the connection is no
-// longer usable. Only for a connection without open rows (see finish).
-func (pc *Conn) Broken(err error) bool {
-	return errors.Is(err, driver.ErrBadConn) || !pc.Usable()
-}
-
 // Raw runs f with the driver's own connection, for what database/sql
 // does not reach: a reset carried with the next statement runs first, on
 // its own, since f's use is not a statement pooldriver sends; and what f
@@ -719,7 +709,7 @@ func (pc *Conn) Raw(f func(raw any) error) (err error) {
 			pc.Lose(errRawPanicked, false)
 			panic(p)
 		}
-		if err == nil || !pc.Broken(err) {
+		if err == nil || !pc.broken(err) {
 			pc.markDirty()
 		}
 	}()
@@ -731,24 +721,86 @@ func (pc *Conn) Raw(f func(raw any) error) (err error) {
 
 var errRawPanicked = errors.New("pooldriver: RawConn's function panicked: what it left on the connection is unknown")
 
-// Sent returns how many bytes the connection has written to the server,
-// when the dialect can tell; 0 otherwise. The caller holds sem, or runs
-// solo (see the lock rules).
-func (pc *Conn) Sent() uint64 {
+// What left for the server. Once any byte of a statement left, the
+// server may have run it: where its connection broke before the reply,
+// its error must not let database/sql run it again, and a COMMIT's
+// outcome is to be asked of the server. A reading of the bytes written,
+// taken just before the statement is sent (Ready's, RawCommit's, the one
+// EndTx hands TaskClaim.CommitOn), is what Wrote compares with once the
+// statement failed.
+
+// Wrote reports, for a statement sent on pc once pc had written before
+// bytes, whether err, the statement's error, is pc's end (broke: err is
+// the driver's driver.ErrBadConn, or the driver says the connection is no
+// longer usable) and, where it is, whether bytes of the statement left
+// for the server (sent). Where the dialect does not count the bytes
+// (dialects.WriteCounter), only the driver's ErrBadConn says none did.
+// Only for a connection without open rows (see Usable). The caller holds
+// sem, or runs solo (see the lock rules).
+func (pc *Conn) Wrote(before uint64, err error) (broke, sent bool) {
+	if err == nil || !pc.broken(err) {
+		return false, false
+	}
+	if pc.written == nil {
+		return true, !errors.Is(err, driver.ErrBadConn)
+	}
+	return true, pc.written.Written() != before
+}
+
+// RawCommit reports whether query, the statement about to run on pc, is a
+// COMMIT that ends the raw transaction open there (one a statement began:
+// a raw BEGIN the server reports), and where it is, returns the bytes pc
+// has written so far, against which Wrote tells whether the COMMIT left.
+// Small enough to be inlined: every statement asks, and only those of a
+// raw transaction look further. The caller holds sem, or runs solo.
+func (pc *Conn) RawCommit(query string) (before uint64, ok bool) {
+	if pc.st.Tx != TxRaw {
+		return 0, false
+	}
+	return pc.rawCommit(query)
+}
+
+// rawCommit is RawCommit inside a raw transaction.
+func (pc *Conn) rawCommit(query string) (before uint64, ok bool) {
+	if !commitsAlone(query) {
+		return 0, false
+	}
+	return pc.sent(), true
+}
+
+// commitsAlone reports a statement text that is one COMMIT (or END), with
+// nothing after it: what ends a raw transaction by committing it, and
+// nothing more (COMMIT AND CHAIN, COMMIT PREPARED, a text of several
+// statements and one with comments are not: where their connection
+// breaks, nothing asks what became of them).
+func commitsAlone(query string) bool {
+	if len(query) > 32 {
+		return false
+	}
+	words := strings.Fields(strings.TrimRight(strings.TrimSpace(query), ";"))
+	if len(words) == 0 || len(words) > 2 {
+		return false
+	}
+	if !strings.EqualFold(words[0], "COMMIT") && !strings.EqualFold(words[0], "END") {
+		return false
+	}
+	return len(words) == 1 || strings.EqualFold(words[1], "WORK") || strings.EqualFold(words[1], "TRANSACTION")
+}
+
+// sent returns how many bytes pc has written to the server, where the
+// dialect counts them (dialects.WriteCounter); 0 otherwise. The caller
+// holds sem, or runs solo (see the lock rules).
+func (pc *Conn) sent() uint64 {
 	if pc.written == nil {
 		return 0
 	}
 	return pc.written.Written()
 }
 
-// SentSince reports whether pc wrote bytes to the server since it had
-// written before (a Sent reading), and whether it can tell: false when the
-// dialect does not count them.
-func (pc *Conn) SentSince(before uint64) (sent, known bool) {
-	if pc.written == nil {
-		return false, false
-	}
-	return pc.written.Written() != before, true
+// broken reports whether err, or the driver, says the connection is no
+// longer usable. Only for a connection without open rows (see Usable).
+func (pc *Conn) broken(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || !pc.Usable()
 }
 
 // Observe records what the statement query left on the session: the

@@ -2,6 +2,8 @@ package phys
 
 import (
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -72,5 +74,95 @@ func TestBeginWithoutBeginTx(t *testing.T) {
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatalf("Rollback: %v", err)
+	}
+}
+
+// counter is a dialect's byte count (dialects.WriteCounter).
+type counter struct{ n uint64 }
+
+func (c *counter) Written() uint64 { return c.n }
+
+// validity is a driver's word on its connection (driver.Validator).
+type validity struct{ ok bool }
+
+func (v *validity) IsValid() bool { return v.ok }
+
+// TestWrote: an error is the connection's end where it is the driver's
+// ErrBadConn or the driver says the connection is no longer usable; bytes
+// of the statement left where the count moved since before, or, where the
+// dialect does not count, unless the driver said ErrBadConn.
+func TestWrote(t *testing.T) {
+	other := errors.New("server says no")
+	badConn := fmt.Errorf("wrapped: %w", driver.ErrBadConn)
+	for _, tc := range []struct {
+		name        string
+		counts      bool
+		moved       bool // the count moved since before
+		usable      bool
+		err         error
+		broke, sent bool
+	}{
+		{"no error", true, true, true, nil, false, false},
+		{"no error, unusable", true, true, false, nil, false, false},
+		{"the server's answer", true, true, true, other, false, false},
+		{"bad conn, nothing left", true, false, true, badConn, true, false},
+		{"bad conn, bytes left", true, true, true, badConn, true, true},
+		{"unusable, nothing left", true, false, false, other, true, false},
+		{"unusable, bytes left", true, true, false, other, true, true},
+		{"uncounted: the server's answer", false, false, true, other, false, false},
+		{"uncounted: bad conn", false, false, true, badConn, true, false},
+		{"uncounted: unusable", false, false, false, other, true, true},
+		{"uncounted: unusable, bad conn", false, false, false, badConn, true, false},
+	} {
+		pc := &Conn{validity: &validity{tc.usable}}
+		const before = 40
+		if tc.counts {
+			c := &counter{before}
+			if tc.moved {
+				c.n += 12
+			}
+			pc.written = c
+		}
+		if broke, sent := pc.Wrote(before, tc.err); broke != tc.broke || sent != tc.sent {
+			t.Errorf("%s: Wrote = broke %t, sent %t; want %t, %t", tc.name, broke, sent, tc.broke, tc.sent)
+		}
+	}
+}
+
+// TestRawCommit: only a COMMIT alone, in a raw transaction, is watched,
+// from the bytes written so far.
+func TestRawCommit(t *testing.T) {
+	pc := &Conn{written: &counter{7}}
+	for _, tx := range []TxState{TxNone, TxBegun, TxRaw} {
+		pc.st.Tx = tx
+		for query, alone := range map[string]bool{"COMMIT": true, "SELECT 1": false} {
+			before, ok := pc.RawCommit(query)
+			want := tx == TxRaw && alone
+			if ok != want || ok && before != 7 {
+				t.Errorf("in %v, RawCommit(%q) = %d, %t; want %t (and 7)", tx, query, before, ok, want)
+			}
+		}
+	}
+	pc = &Conn{}
+	pc.st.Tx = TxRaw
+	if before, ok := pc.RawCommit("COMMIT"); !ok || before != 0 {
+		t.Errorf("uncounted: RawCommit = %d, %t; want 0, true", before, ok)
+	}
+}
+
+// TestCommitsAlone: the texts that end a raw transaction by committing it,
+// and nothing more, are watched; the others (another statement, a chain,
+// a prepared transaction's, several statements, a comment) are not.
+func TestCommitsAlone(t *testing.T) {
+	for query, want := range map[string]bool{
+		"COMMIT": true, "commit": true, " Commit ; ": true, "END": true, "end work": true,
+		"COMMIT TRANSACTION": true, "COMMIT\n\tWORK;": true,
+		"": false, ";": false, "ROLLBACK": false, "COMMIT AND CHAIN": false, "COMMIT PREPARED 'x'": false,
+		"COMMIT; BEGIN": false, "/* c */ COMMIT": false, "COMMIT -- now": false, "ENDS": false,
+		"COMMIT WORK WORK": false, "INSERT INTO t VALUES (1); COMMIT": false,
+	} {
+		if got := commitsAlone(query); got != want {
+			t.Errorf("commitsAlone(%q) = %v, want %v", query, got, want)
+		}
 	}
 }

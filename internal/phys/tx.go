@@ -79,10 +79,10 @@ func (pc *Conn) BeginTx(ctx context.Context, opts driver.TxOptions, inTask bool,
 // pc with BeginTx, and records that it ended. ctx bounds it, also where
 // the driver's Commit and Rollback take no context (watchBlocking). A
 // commit of the driver's transaction is the *sql.Tx's to run
-// (TaskClaim.CommitOn); a rollback while the *sql.Tx's task is ending
-// (database/sql rolls back because the task's context ended before the
-// task's own end claimed the transaction) is the task's, and counted as
-// undo counts it. A nested transaction's end leaves its task's raw
+// (TaskClaim.CommitOn), handed the bytes pc has written so far; a
+// rollback while the *sql.Tx's task is ending (database/sql rolls back
+// because the task's context ended before the task's own end claimed the
+// transaction) is the task's, and counted as undo counts it. A nested transaction's end leaves its task's raw
 // transaction open, unless a statement of the *sql.Tx ended it: pc asks,
 // as after any statement. Where the end succeeded, pc records whether
 // the session changed during the transaction (observeEndTx).
@@ -97,7 +97,7 @@ func (pc *Conn) EndTx(ctx context.Context, open *OpenTx, commit bool) (interrupt
 	case open.nested:
 		err = pc.endNested(ctx, commit)
 	case commit:
-		err = open.of.CommitOn(ctx, pc, open.drv)
+		err = open.of.CommitOn(ctx, pc, open.drv, pc.sent())
 	default:
 		err = open.drv.Rollback()
 	}

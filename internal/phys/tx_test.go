@@ -23,7 +23,7 @@ type claim struct {
 
 func (c *claim) Admit() error { c.admitted++; return c.refuse }
 
-func (c *claim) CommitOn(_ context.Context, _ *Conn, drv driver.Tx) error {
+func (c *claim) CommitOn(_ context.Context, _ *Conn, drv driver.Tx, _ uint64) error {
 	c.commits++
 	return drv.Commit()
 }
@@ -143,8 +143,8 @@ func testNestedTx(t *testing.T, commit bool) {
 	if _, err := pc.Exec(t.Context(), "BEGIN", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Observe(t.Context(), "BEGIN"); err != nil || !pc.InRawTx() {
-		t.Fatalf("after BEGIN: %v, raw transaction %t", err, pc.InRawTx())
+	if err := pc.Observe(t.Context(), "BEGIN"); err != nil || pc.st.Tx != TxRaw {
+		t.Fatalf("after BEGIN: %v, transaction %v", err, pc.st.Tx)
 	}
 	var open OpenTx
 	if err := pc.BeginTx(t.Context(), driver.TxOptions{}, true, &claim{}, &open); err != nil {
@@ -162,7 +162,7 @@ func testNestedTx(t *testing.T, commit bool) {
 	default:
 		t.Errorf("EndTx(commit %t) left the nested transaction's channel open", commit)
 	}
-	if !pc.InRawTx() || pc.st.TxOwner != nil {
+	if pc.st.Tx != TxRaw || pc.st.TxOwner != nil {
 		t.Errorf("after the nested end (commit %t): %v, owner %p; want the raw transaction, unowned", commit, pc.st.Tx, pc.st.TxOwner)
 	}
 	if s := srv.Stats(); s.OpenTx != 1 {
@@ -241,4 +241,4 @@ type failCommit struct {
 	err error
 }
 
-func (c *failCommit) CommitOn(context.Context, *Conn, driver.Tx) error { return c.err }
+func (c *failCommit) CommitOn(context.Context, *Conn, driver.Tx, uint64) error { return c.err }
