@@ -221,7 +221,7 @@ release-check:
 # outside a task runs code in (coverage of BenchmarkExec, N and 2N times).
 # internal/phys, the physical connection, is a package under the root's
 # floors: the compiler keeps it from naming them.
-ROOT_FLOORS := raw.go,middleware.go,driver.go,stats.go,shutdown.go;conn.go,hold.go,rows.go,stmt.go,tx.go;reads.go;task.go;open.go,replicas.go,readwait.go;dial.go,trace.go,hooks.go,reset.go,lostcommit.go;connector.go,hosts.go,log.go,catalogwatch.go,options.go;config.go,settings.go,plan.go;doc.go,errors.go,leak.go,loglimit.go,mode.go,nest.go,readmark.go,share.go,taskctx.go,tracer.go
+ROOT_FLOORS := raw.go,middleware.go,driver.go,stats.go,shutdown.go;conn.go,hold.go,rows.go,stmt.go,tx.go;reads.go;task.go;open.go,replicas.go,readwait.go;dial.go,trace.go,hooks.go,reset.go,lostcommit.go;connector.go,hosts.go,log.go,catalogwatch.go,options.go;parse.go,plan.go;settings.go;config.go;doc.go,errors.go,leak.go,loglimit.go,mode.go,nest.go,readmark.go,share.go,taskctx.go,tracer.go
 PHYS := github.com/pooldriver/pooldriver/internal/phys
 .PHONY: arch
 arch:

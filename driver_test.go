@@ -698,6 +698,31 @@ func TestCloseWithConnectionsInUse(t *testing.T) {
 	db.Close()
 }
 
+// TestWrapJitterFollowsLifetime: a wrapped connector's lifetime jitter is
+// a tenth of its final lifetime, the default's or an option's, unless
+// given.
+func TestWrapJitterFollowsLifetime(t *testing.T) {
+	srv := newServer(t)
+	for _, c := range []struct {
+		opts []pooldriver.Option
+		want time.Duration
+	}{
+		{nil, time.Hour / 10},
+		{[]pooldriver.Option{pooldriver.WithMaxConnLifetime(20 * time.Minute)}, 2 * time.Minute},
+		{[]pooldriver.Option{pooldriver.WithMaxConnLifetime(0)}, 0},
+		{[]pooldriver.Option{pooldriver.WithMaxConnLifetimeJitter(time.Second), pooldriver.WithMaxConnLifetime(20 * time.Minute)}, time.Second},
+	} {
+		w := pooldriver.Wrap(srv.Connector(), c.opts...)
+		if err := w.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Config().MaxConnLifetimeJitter; got != c.want {
+			t.Errorf("%d options: jitter %v, want %v", len(c.opts), got, c.want)
+		}
+		_ = w.Close()
+	}
+}
+
 func TestWrapGenericDialect(t *testing.T) {
 	srv := newServer(t)
 	c := pooldriver.Wrap(srv.Connector(), pooldriver.WithMaxConns(1))
