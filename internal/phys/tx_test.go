@@ -143,7 +143,7 @@ func testNestedTx(t *testing.T, commit bool) {
 	if _, err := pc.Exec(t.Context(), "BEGIN", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Observe(t.Context(), "BEGIN"); err != nil || pc.st.Tx != TxRaw {
+	if _, err := pc.Observe(t.Context(), "BEGIN", false); err != nil || pc.st.Tx != TxRaw {
 		t.Fatalf("after BEGIN: %v, transaction %v", err, pc.st.Tx)
 	}
 	var open OpenTx
