@@ -49,7 +49,7 @@ type leaseFacts struct {
 	fresh    bool   // pc was new to the task or hold with this operation: it carried nothing before
 	separate bool   // on a pool connection because the task's own was busy with rows
 	hadState bool   // a transaction-mode task's statement found a raw transaction or a changed session on its unbound connection
-	sent     uint64 // pc.Ready() when the operation started: bytes written before it (see phys.Conn.Wrote)
+	sent     uint64 // bytes written before the operation, as pc.Ready said when it started (see phys.Conn.Wrote)
 }
 
 // do runs one operation of kind k on l's hold: start, then fn on the
@@ -196,7 +196,7 @@ func (l *conn) start(ctx context.Context, k opKind, le *lease) error {
 		if solo := k == opExec || k == opStmt; solo || pc.TryClaim() {
 			le.pc = pc
 			le.locked, le.solo = !solo, solo
-			le.sent = pc.Ready()
+			le.sent, _, _ = pc.Ready(solo, false, false) // no rows open yet, no task to watch: nothing to refuse
 			return nil
 		}
 		return l.startWith(ctx, k, nil, le)
@@ -240,19 +240,14 @@ func (l *conn) startWith(ctx context.Context, k opKind, t *task, le *lease) erro
 		case *nestBusyError:
 			err = e.wait(ctx)
 		case nil:
-			if l.rows > 0 {
-				// The hold's own rows hold the lock: the driver decides,
-				// unless its server sends one result at a time.
-				if le.pc.OneResult && (k == opExec || k == opStmt) {
-					return ErrResultOpen
-				}
-				return nil
-			}
-			if watchesTaskState(l.facts(k, t, le)) {
-				le.hadState = le.pc.KeepsTaskState()
-			}
-			le.sent = le.pc.Ready() // drops statements closed since: pgx would still run them by their text
-			return nil
+			// Where the hold's own rows are open, they hold the lock: the
+			// driver decides, unless its server sends one result at a time
+			// (ErrResultOpen). Otherwise Ready drops the statements closed
+			// since (pgx would still run them by their text) and says what
+			// the lease keeps.
+			stmt, watch := k == opExec || k == opStmt, watchesTaskState(l.facts(k, t, le))
+			le.sent, le.hadState, err = le.pc.Ready(stmt, l.rows > 0, watch)
+			return err
 		}
 		if err != nil {
 			return err
@@ -553,21 +548,24 @@ func (l *conn) finish(ctx context.Context, le *lease, k opKind, query string, er
 			locked = true
 		}
 	}
-	if err == nil && le.t == nil && l.rows == 0 && (k == opExec || k == opStmt || k == opCloseRows && pc.Usable()) {
+	if err == nil && le.t == nil && l.rows == 0 && (k == opExec || k == opStmt || k == opCloseRows) {
 		// The common case, outside any task: the statement succeeded (or
-		// the hold's last rows closed cleanly) and only what it did to the
-		// transaction and the session is left to learn.
+		// the hold's last rows closed cleanly, on a connection the driver
+		// still finds usable) and only what it did to the transaction and
+		// the session is left to learn.
 		// If that fails, the connection is lost as below; the statement
 		// itself succeeded, and says so, as with the plain driver (a COMMIT
 		// whose reply arrived committed).
-		if oerr := pc.Observe(ctx, query); oerr != nil {
-			pc.Lose(oerr, false)
-			l.lose(oerr)
+		if usable, oerr := pc.Observe(ctx, query, k == opCloseRows); usable {
+			if oerr != nil {
+				pc.Lose(oerr, false)
+				l.lose(oerr)
+			}
+			if locked {
+				pc.Unclaim()
+			}
+			return nil
 		}
-		if locked {
-			pc.Unclaim()
-		}
-		return nil
 	}
 	return l.finishRest(ctx, le, k, query, err, locked)
 }
@@ -609,20 +607,18 @@ func (l *conn) lostBy(ctx context.Context, le *lease, k opKind, query string, er
 		return err
 	}
 	obs := planObserve(k, l.rows > 0)
-	switch obs {
-	case observeNothing:
+	if obs == observeNothing {
 		return nil
-	case observeRows:
-		if !pc.Usable() {
-			// Rows report a broken connection from Next, which the
-			// driver's Close may not repeat.
-			if err != nil {
-				return err
-			}
-			return errors.New("pooldriver: the driver reports the connection unusable")
-		}
 	}
-	oerr := pc.Observe(ctx, query)
+	usable, oerr := pc.Observe(ctx, query, obs == observeRows)
+	if !usable {
+		// Rows report a broken connection from Next, which the driver's
+		// Close may not repeat.
+		if err != nil {
+			return err
+		}
+		return errors.New("pooldriver: the driver reports the connection unusable")
+	}
 	if oerr == nil {
 		return nil // after Raw, the session counts as changed (phys.Conn.Raw)
 	}

@@ -47,7 +47,7 @@ type Conn struct {
 	beginner    driver.ConnBeginTx
 	checker     driver.NamedValueChecker
 	argsAsIs    bool // the dialect says the driver takes every argument as it is
-	OneResult   bool // the dialect says its server sends one result at a time (dialects.OneResult)
+	oneResult   bool // the dialect says its server sends one result at a time (dialects.OneResult)
 	validity    driver.Validator
 	tracker     dialects.SessionTracker
 	staleErr    dialects.StaleStatementDetector
@@ -135,7 +135,7 @@ func newConn(env *Env, dc dialects.Conn) *Conn {
 		pc.argsAsIs = true
 	}
 	if o, ok := dc.(dialects.OneResult); ok && o.OneResultAtATime() {
-		pc.OneResult = true
+		pc.oneResult = true
 	}
 	if v, ok := dc.(driver.Validator); ok {
 		pc.validity = v
@@ -467,15 +467,30 @@ func (pc *Conn) EvictLater(query string) {
 	pc.mu.Unlock()
 }
 
-// Ready readies pc for a statement and returns the bytes written so far,
-// against which Wrote tells whether the statement's own bytes left. It
-// drops the statements EvictLater asked for first, since the drop writes
-// too: a statement that broke before its bytes left must not count as
-// sent. The caller holds sem, or runs solo, and the hold's own rows are
-// not open.
-func (pc *Conn) Ready() uint64 {
+// Ready readies pc for an operation of the hold that has it claimed (or
+// runs solo, see the lock rules) and returns what the operation's end
+// needs of its start. rows says the hold's own result sets are open on
+// pc: the operation runs beside them, which a statement (stmt) cannot
+// where the server sends one result at a time (dialects.ErrResultOpen),
+// and Ready does nothing else. Otherwise it drops the statements
+// EvictLater asked for, first, since the drop writes too: a statement that
+// broke before its bytes left must not count as sent. It then returns the
+// bytes written so far (sent), against which Wrote tells whether the
+// operation's own bytes left, and, where watch asks (an operation of a
+// transaction-mode task on a connection not bound to it), whether pc
+// keeps task state already (hadState, see KeepsTaskState).
+func (pc *Conn) Ready(stmt, rows, watch bool) (sent uint64, hadState bool, err error) {
+	if rows {
+		if stmt && pc.oneResult {
+			return 0, false, dialects.ErrResultOpen
+		}
+		return 0, false, nil
+	}
 	pc.dropEvictedDue()
-	return pc.sent()
+	if watch {
+		hadState = pc.KeepsTaskState()
+	}
+	return pc.sent(), hadState, nil
 }
 
 // dropEvictedDue drops the statements EvictLater asked for, if any. The
@@ -688,9 +703,9 @@ func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
 	return vals, nil
 }
 
-// Usable reports whether the driver, if it can tell, says the connection is
+// usable reports whether the driver, if it can tell, says the connection is
 // still usable. Only for a connection without open rows (see finish).
-func (pc *Conn) Usable() bool {
+func (pc *Conn) usable() bool {
 	return pc.validity == nil || pc.validity.IsValid()
 }
 
@@ -735,7 +750,7 @@ var errRawPanicked = errors.New("pooldriver: RawConn's function panicked: what i
 // longer usable) and, where it is, whether bytes of the statement left
 // for the server (sent). Where the dialect does not count the bytes
 // (dialects.WriteCounter), only the driver's ErrBadConn says none did.
-// Only for a connection without open rows (see Usable). The caller holds
+// Only for a connection without open rows (see usable). The caller holds
 // sem, or runs solo (see the lock rules).
 func (pc *Conn) Wrote(before uint64, err error) (broke, sent bool) {
 	if err == nil || !pc.broken(err) {
@@ -798,29 +813,37 @@ func (pc *Conn) sent() uint64 {
 }
 
 // broken reports whether err, or the driver, says the connection is no
-// longer usable. Only for a connection without open rows (see Usable).
+// longer usable. Only for a connection without open rows (see usable).
 func (pc *Conn) broken(err error) bool {
-	return errors.Is(err, driver.ErrBadConn) || !pc.Usable()
+	return errors.Is(err, driver.ErrBadConn) || !pc.usable()
 }
 
-// Observe records what the statement query left on the session: the
-// transaction the server reports (unless a BeginTx transaction is open, whose
-// state is known) and whether the session changed. It returns an error when
-// the transaction state cannot be established; the caller then treats the
-// connection as lost. The caller holds sem.
-func (pc *Conn) Observe(ctx context.Context, query string) error {
+// Observe records what the operation that ran query left on pc: the
+// transaction the server reports (unless a BeginTx transaction is open,
+// whose state is known) and whether the session changed. It reports
+// whether pc is still usable: closedRows says the operation is the close
+// of its hold's last result set, and rows report a broken connection from
+// Next, which the driver's Close may not repeat, so the driver is asked
+// first (usable); where it says pc is no longer usable, nothing is
+// observed. It returns an error when the transaction state cannot be
+// established; the caller then treats the connection as lost. The caller
+// holds sem.
+func (pc *Conn) Observe(ctx context.Context, query string, closedRows bool) (usable bool, err error) {
+	if closedRows && !pc.usable() {
+		return false, nil
+	}
 	askTx := pc.st.Tx != TxBegun
 	if o := pc.observer; o != nil {
 		// Ask's first branch, which the compiler does not inline, and
 		// Observed only where there is something to record.
 		changed, status, err := o.Observe(ctx, query, askTx)
 		if !pc.ToRecord(changed, askTx, status, err) {
-			return nil
+			return true, nil
 		}
-		return pc.Observed(changed, askTx, status, err)
+		return true, pc.Observed(changed, askTx, status, err)
 	}
 	changed, status, err := pc.Ask(ctx, query, askTx)
-	return pc.Observed(changed, askTx, status, err)
+	return true, pc.Observed(changed, askTx, status, err)
 }
 
 // Ask returns what the dialect says query left: its session verdict (the
@@ -1221,7 +1244,7 @@ const (
 // it. On failure the connection is lost (see rollback). The caller holds
 // sem.
 func (pc *Conn) undo(ctx context.Context, owner *OpenTx, why undoReason) error {
-	closed := why == undoTaskEnded && !pc.Usable()
+	closed := why == undoTaskEnded && !pc.usable()
 	err := pc.rollback(owner)
 	if err == nil {
 		pc.Env.stats.autoRollbacks.Add(1)

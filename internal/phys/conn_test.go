@@ -21,7 +21,14 @@ func (asIsConn) ArgumentsAsIs() bool { return true }
 // with the test.
 func openFake(t *testing.T) dialects.Conn {
 	t.Helper()
-	srv := fakedb.NewServer(t.Name())
+	dc, _ := openFakeServer(t)
+	return dc
+}
+
+// openFakeServer is openFake, with the server.
+func openFakeServer(t *testing.T) (dialects.Conn, *fakedb.Server) {
+	t.Helper()
+	srv := fakedb.NewServer(strings.ReplaceAll(t.Name(), "/", "-"))
 	t.Cleanup(srv.Close)
 	tmpl, _, err := fakedb.Dialect{}.Parse("fake://" + srv.Name())
 	if err != nil {
@@ -32,7 +39,7 @@ func openFake(t *testing.T) dialects.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dc.Close() })
-	return dc
+	return dc, srv
 }
 
 func TestArgumentsAsIsSkipTheConversion(t *testing.T) {
@@ -163,6 +170,75 @@ func TestCommitsAlone(t *testing.T) {
 	} {
 		if got := commitsAlone(query); got != want {
 			t.Errorf("commitsAlone(%q) = %v, want %v", query, got, want)
+		}
+	}
+}
+
+// closeCounter is a prepared statement that counts its closes.
+type closeCounter struct {
+	driver.Stmt
+	closed *int
+}
+
+func (s closeCounter) Close() error { *s.closed++; return nil }
+
+// TestReady: beside its hold's open rows, an operation is readied for
+// nothing, and only a statement where the server sends one result at a
+// time is refused; otherwise the statements EvictLater asked for are
+// dropped, the bytes written so far returned, and the task state pc keeps
+// already only where asked for.
+func TestReady(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		oneResult, stmt, rows  bool
+		watch, dirty           bool
+		sent                   uint64
+		hadState, drops, fails bool
+	}{
+		{"statement", false, true, false, false, false, 40, false, true, false},
+		{"statement, one result", true, true, false, false, false, 40, false, true, false},
+		{"watched, clean", false, true, false, true, false, 40, false, true, false},
+		{"watched, dirty", false, false, false, true, true, 40, true, true, false},
+		{"unwatched, dirty", false, true, false, false, true, 40, false, true, false},
+		{"beside rows", false, true, true, true, true, 0, false, false, false},
+		{"beside rows, one result", true, true, true, false, false, 0, false, false, true},
+		{"not a statement, beside rows, one result", true, false, true, false, false, 0, false, false, false},
+	} {
+		closed := 0
+		pc := &Conn{written: &counter{40}, oneResult: tc.oneResult, stmts: map[string]driver.Stmt{"q": closeCounter{closed: &closed}}}
+		if tc.dirty {
+			pc.st.Session = SessionDirty
+		}
+		pc.EvictLater("q")
+		sent, hadState, err := pc.Ready(tc.stmt, tc.rows, tc.watch)
+		if sent != tc.sent || hadState != tc.hadState || (err != nil) != tc.fails {
+			t.Errorf("%s: Ready = %d, %t, %v; want %d, %t, failing %t", tc.name, sent, hadState, err, tc.sent, tc.hadState, tc.fails)
+		}
+		if tc.fails && !errors.Is(err, dialects.ErrResultOpen) {
+			t.Errorf("%s: Ready's error %v, want dialects.ErrResultOpen", tc.name, err)
+		}
+		if dropped := closed == 1 && len(pc.stmts) == 0; dropped != tc.drops {
+			t.Errorf("%s: evicted statement dropped %t, want %t", tc.name, dropped, tc.drops)
+		}
+	}
+}
+
+// TestObserveClosedRows: closing rows, Observe asks the driver first and
+// observes nothing on a connection it no longer finds usable; otherwise,
+// and after a statement whatever the driver says, it observes.
+func TestObserveClosedRows(t *testing.T) {
+	pc := &Conn{validity: &validity{false}} // no dialect: observing would fail
+	if usable, err := pc.Observe(t.Context(), "SELECT 1", true); usable || err != nil {
+		t.Fatalf("closed rows, unusable: Observe = %t, %v; want false, nil", usable, err)
+	}
+	for _, closedRows := range []bool{false, true} {
+		pc, _ := fakeConn(t)
+		pc.validity = &validity{closedRows} // unusable where not asked: after a statement
+		if _, err := pc.Exec(t.Context(), "BEGIN", nil); err != nil {
+			t.Fatal(err)
+		}
+		if usable, err := pc.Observe(t.Context(), "BEGIN", closedRows); !usable || err != nil || pc.st.Tx != TxRaw {
+			t.Fatalf("closed rows %t: Observe = %t, %v, transaction %v; want true, nil, raw", closedRows, usable, err, pc.st.Tx)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func (pc *Conn) EndTx(ctx context.Context, open *OpenTx, commit bool) (interrupt
 		// The task's transaction goes on, unless a statement of the
 		// *sql.Tx ended it: ask, as after any statement.
 		pc.endedTx(true)
-		if oerr := pc.Observe(ctx, nestedEnd(commit)); oerr != nil && err == nil {
+		if _, oerr := pc.Observe(ctx, nestedEnd(commit), false); oerr != nil && err == nil {
 			err = oerr
 		}
 		close(open.done)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,17 +35,7 @@ func (c *claim) ClaimedByTask() (context.Context, bool) { return nil, false }
 // the test's own; both are closed with the test.
 func fakeConn(t *testing.T) (*Conn, *fakedb.Server) {
 	t.Helper()
-	srv := fakedb.NewServer(strings.ReplaceAll(t.Name(), "/", "-"))
-	t.Cleanup(srv.Close)
-	tmpl, _, err := fakedb.Dialect{}.Parse("fake://" + srv.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc, err := tmpl.Open(t.Context(), dialects.Credentials{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dc.Close() })
+	dc, srv := openFakeServer(t)
 	return newConn(&Env{cleanupTimeout: time.Second}, dc), srv
 }
 
@@ -143,7 +132,7 @@ func testNestedTx(t *testing.T, commit bool) {
 	if _, err := pc.Exec(t.Context(), "BEGIN", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Observe(t.Context(), "BEGIN"); err != nil || pc.st.Tx != TxRaw {
+	if _, err := pc.Observe(t.Context(), "BEGIN", false); err != nil || pc.st.Tx != TxRaw {
 		t.Fatalf("after BEGIN: %v, transaction %v", err, pc.st.Tx)
 	}
 	var open OpenTx
