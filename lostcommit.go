@@ -48,15 +48,17 @@ func (lc *lostCommit) lost(ctx context.Context, pc *phys.Conn, err error) bool {
 }
 
 // broke is lost for a watched COMMIT that failed. Whether bytes of the
-// COMMIT left is phys.Conn.Wrote's answer, as for any statement: where
-// the dialect does not count them, the driver's driver.ErrBadConn says
-// none did.
+// COMMIT left is phys.Conn.Wrote's answer where the dialect counts them
+// (dialects.WriteCounter); where it does not, the COMMIT counts as sent
+// whatever the driver's error, so that the server is asked: "not
+// committed" is said only of a COMMIT that provably never left.
 func (lc *lostCommit) broke(ctx context.Context, pc *phys.Conn, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	broke, sent := pc.Wrote(lc.before, err)
-	lc.sent = sent
+	_, counted := pc.DC.(dialects.WriteCounter)
+	lc.sent = sent || !counted
 	return broke
 }
 

@@ -249,7 +249,7 @@ type TaskClaim interface {
 	// CommitOn commits drv, the driver's transaction of the *sql.Tx, on
 	// pc, bounded by ctx (EndTx); before is the bytes pc had written
 	// just before, against which Conn.Wrote tells whether the COMMIT
-	// left. The caller holds sem.
+	// left. The caller holds sem, or its hold's rows do.
 	CommitOn(ctx context.Context, pc *Conn, drv driver.Tx, before uint64) error
 	// TaskEnding reports whether the *sql.Tx's task is ending: a rollback
 	// of it then is the task's (EndTx counts it so).

@@ -122,6 +122,11 @@ func refusal(v shareVerdict, st *ConnState) (owner *OpenTx, busy error) {
 	case shareBusySession:
 		return nil, ErrSessionBusy
 	}
+	if st.TxOwner == nil {
+		// Never so: a transaction begun with BeginTx is recorded with its
+		// owner. The operation stays off pc all the same.
+		return nil, ErrSessionBusy
+	}
 	return st.TxOwner, nil // shareOwnerBusy, shareSessionBusy
 }
 
