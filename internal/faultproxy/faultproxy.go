@@ -4,6 +4,7 @@
 package faultproxy
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -137,6 +138,7 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
 	var up net.Conn
+	var held []byte // what c sent while the black hole held it
 	for up == nil {
 		p.mu.Lock()
 		// Read with the mode under one lock: a wake read after Close is
@@ -151,7 +153,11 @@ func (p *Proxy) serve(c net.Conn) {
 			rst(c)
 			return
 		case BlackHole:
-			<-wake // hold it, answer nothing
+			var gone bool
+			if held, gone = hold(c, wake, held); gone {
+				_ = c.Close() // the server never hears of it
+				return
+			}
 			continue
 		}
 		var err error
@@ -160,12 +166,50 @@ func (p *Proxy) serve(c net.Conn) {
 			_ = c.Close()
 			return
 		}
+		if len(held) > 0 {
+			if _, err := up.Write(held); err != nil {
+				_ = c.Close()
+				_ = up.Close()
+				return
+			}
+		}
 	}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
 	go func() { defer pumps.Done(); p.pump(up, c, ToServer) }()
 	go func() { defer pumps.Done(); p.pump(c, up, ToClient) }()
 	pumps.Wait()
+}
+
+// hold keeps c, a connection the black hole caught before it reached
+// the server, until wake: it reads what c sends (appended to held) and
+// reports gone when c closed meanwhile. A network that loses every packet
+// loses the connect of a client that gave up in the meantime: the server
+// never sees it once the network is back, nor a burst of the connects
+// abandoned during the fault.
+func hold(c net.Conn, wake <-chan struct{}, held []byte) ([]byte, bool) {
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4<<10)
+		for {
+			n, err := c.Read(buf)
+			held = append(held, buf[:n]...)
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-wake:
+		_ = c.SetReadDeadline(time.Now()) // stop the reader, and keep c
+		err = <-done
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	var ne net.Error
+	return held, !(errors.As(err, &ne) && ne.Timeout())
 }
 
 // pump copies src to dst chunk by chunk, as the filter and the mode say at

@@ -164,3 +164,59 @@ func TestProxyFilter(t *testing.T) {
 	check(t, err == nil && got == "ok:drop", "no filter: got %q, %v", got, err)
 	_ = c.Close()
 }
+
+// TestBlackHoleLosesAbandonedConnects: a connection made during a black
+// hole reaches the server once it ends, with what it sent meanwhile, unless
+// its client closed it first: then the server never sees it, as a network
+// that lost the connect's packets would leave it.
+func TestBlackHoleLosesAbandonedConnects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	noErr(t, err, "listen")
+	defer func() { _ = ln.Close() }()
+	accepted := make(chan string, 4) // what each accepted connection sent first
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				accepted <- string(buf[:n])
+				_, _ = c.Write([]byte("ok"))
+			}()
+		}
+	}()
+	p, err := New(ln.Addr().String())
+	noErr(t, err, "proxy")
+	defer p.Close()
+
+	p.Set(BlackHole, 0)
+	gone, err := net.Dial("tcp", p.Addr())
+	noErr(t, err, "dial the one that gives up")
+	_, err = gone.Write([]byte("abandoned"))
+	noErr(t, err, "write")
+	kept, err := net.Dial("tcp", p.Addr())
+	noErr(t, err, "dial the one that waits")
+	_, err = kept.Write([]byte("kept"))
+	noErr(t, err, "write")
+	time.Sleep(50 * time.Millisecond) // the proxy holds both
+	_ = gone.Close()
+	time.Sleep(50 * time.Millisecond) // and sees the first one go
+	p.Set(Forward, 0)
+
+	_ = kept.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 8)
+	n, err := kept.Read(buf)
+	check(t, err == nil && string(buf[:n]) == "ok", "the waiting connection after the black hole: %q, %v", buf[:n], err)
+	_ = kept.Close()
+	check(t, <-accepted == "kept", "the server's first connection is not the one that waited")
+	select {
+	case got := <-accepted:
+		t.Fatalf("the server saw the abandoned connect, which sent %q", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
