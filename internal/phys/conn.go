@@ -546,15 +546,15 @@ func (pc *Conn) Exec(ctx context.Context, query string, args []driver.NamedValue
 		if err == nil {
 			return res, nil
 		}
-		return pc.ExecFailed(ctx, query, args, res, err)
+		return pc.execFailed(ctx, query, args, res, err)
 	}
 	return pc.ExecPrepared(ctx, query, args)
 }
 
-// ExecFailed is exec after the driver's ExecContext returned err (and
+// execFailed is exec after the driver's ExecContext returned err (and
 // res): its error, unless it is driver.ErrSkip, when the statement is run
 // prepared.
-func (pc *Conn) ExecFailed(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+func (pc *Conn) execFailed(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
 	if !errors.Is(err, driver.ErrSkip) {
 		pc.checkStale(query, err)
 		return res, err
@@ -578,7 +578,7 @@ func (pc *Conn) QueryStmt(ctx context.Context, query string, args []driver.Named
 	if err != nil {
 		return nil, err
 	}
-	return pc.QueryPrepared(ctx, query, args)
+	return pc.queryPrepared(ctx, query, args)
 }
 
 // ExecPrepared runs query with its converted args as a cached prepared
@@ -602,25 +602,25 @@ func (pc *Conn) Query(ctx context.Context, query string, args []driver.NamedValu
 		if err == nil {
 			return rows, nil
 		}
-		return pc.QueryFailed(ctx, query, args, rows, err)
+		return pc.queryFailed(ctx, query, args, rows, err)
 	}
-	return pc.QueryPrepared(ctx, query, args)
+	return pc.queryPrepared(ctx, query, args)
 }
 
-// QueryFailed is query after the driver's QueryContext returned err (and
+// queryFailed is query after the driver's QueryContext returned err (and
 // rows): its error, unless it is driver.ErrSkip, when the statement is run
 // prepared.
-func (pc *Conn) QueryFailed(ctx context.Context, query string, args []driver.NamedValue, rows driver.Rows, err error) (driver.Rows, error) {
+func (pc *Conn) queryFailed(ctx context.Context, query string, args []driver.NamedValue, rows driver.Rows, err error) (driver.Rows, error) {
 	if !errors.Is(err, driver.ErrSkip) {
 		pc.checkStale(query, err)
 		return rows, err
 	}
-	return pc.QueryPrepared(ctx, query, args)
+	return pc.queryPrepared(ctx, query, args)
 }
 
-// QueryPrepared runs query with its converted args as a cached prepared
+// queryPrepared runs query with its converted args as a cached prepared
 // statement.
-func (pc *Conn) QueryPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+func (pc *Conn) queryPrepared(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	s, err := pc.Prepared(ctx, query)
 	if err != nil {
 		return nil, err
@@ -834,23 +834,23 @@ func (pc *Conn) Observe(ctx context.Context, query string, closedRows bool) (usa
 	}
 	askTx := pc.st.Tx != TxBegun
 	if o := pc.observer; o != nil {
-		// Ask's first branch, which the compiler does not inline, and
-		// Observed only where there is something to record.
+		// ask's first branch, which the compiler does not inline, and
+		// observed only where there is something to record.
 		changed, status, err := o.Observe(ctx, query, askTx)
-		if !pc.ToRecord(changed, askTx, status, err) {
+		if !pc.toRecord(changed, askTx, status, err) {
 			return true, nil
 		}
-		return true, pc.Observed(changed, askTx, status, err)
+		return true, pc.observed(changed, askTx, status, err)
 	}
-	changed, status, err := pc.Ask(ctx, query, askTx)
-	return true, pc.Observed(changed, askTx, status, err)
+	changed, status, err := pc.ask(ctx, query, askTx)
+	return true, pc.observed(changed, askTx, status, err)
 }
 
-// Ask returns what the dialect says query left: its session verdict (the
+// ask returns what the dialect says query left: its session verdict (the
 // dialect's, which combines its facts in sqllex.Verdict) and, when askTx,
 // the transaction status or why it is unknown. It records nothing:
-// Observed does. The caller holds sem.
-func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
+// observed does. The caller holds sem.
+func (pc *Conn) ask(ctx context.Context, query string, askTx bool) (changed bool, status dialects.TxStatus, err error) {
 	if pc.observer != nil {
 		return pc.observer.Observe(ctx, query, askTx)
 	}
@@ -861,11 +861,11 @@ func (pc *Conn) Ask(ctx context.Context, query string, askTx bool) (changed bool
 	return changed, status, err
 }
 
-// Observed records what the dialect answered (Ask): whether the session
+// observed records what the dialect answered (ask): whether the session
 // changed, and, when asked (askTx), the transaction status or why it is
 // unknown. It is the one place a statement's session verdict is applied.
-// Observe skips it when there is nothing to record (ToRecord).
-func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err error) error {
+// Observe skips it when there is nothing to record (toRecord).
+func (pc *Conn) observed(changed, askTx bool, status dialects.TxStatus, err error) error {
 	if changed {
 		pc.markDirty()
 	}
@@ -886,11 +886,11 @@ func (pc *Conn) Observed(changed, askTx bool, status dialects.TxStatus, err erro
 	return nil
 }
 
-// ToRecord reports whether what a StatementObserver said of a statement
+// toRecord reports whether what a StatementObserver said of a statement
 // (see observed) changes anything pc knows: the session changed, or,
 // where the transaction was asked for, it could not be read or is not
 // the one pc believes.
-func (pc *Conn) ToRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
+func (pc *Conn) toRecord(changed, askTx bool, status dialects.TxStatus, err error) bool {
 	return changed || askTx && (err != nil || rawTx(status) != pc.st.Tx)
 }
 
@@ -1026,7 +1026,7 @@ func (pc *Conn) park() *pool.Resource[*Conn] {
 	if pc.Env.lookDue.Load() || pc.carrier != nil && pc.carrier.ResetPending() {
 		return nil // settle is to look at the server, or a reset waits
 	}
-	if pc.st.Holds == 1 && !pc.traced && ParksClean(&pc.st) && !pc.Stale() {
+	if pc.st.Holds == 1 && !pc.traced && parksClean(&pc.st) && !pc.Stale() {
 		// The usual state: decide says fatePark (parksAsIs), and the
 		// release is not traced. Whether anyone waits, r.Park asks.
 		pc.st.Holds, pc.st.Stale = 0, false

@@ -205,11 +205,11 @@ func decideState(s *ConnState, mode Mode) Fate {
 // no task has it, and it may park. decide says fatePark for such a state
 // unless it is stale (the caller checks that) or rejected; when parksAsIs
 // says false, the caller asks decide (TestParksAsIs checks both).
-func parksAsIs(s *ConnState) bool { return s.Holds == 0 && ParksClean(s) }
+func parksAsIs(s *ConnState) bool { return s.Holds == 0 && parksClean(s) }
 
-// ParksClean is parksAsIs but for the holds: conn.IsValid asks it before
-// the hold's end is counted (one hold).
-func ParksClean(s *ConnState) bool {
+// parksClean is parksAsIs but for the holds: park asks it before the
+// hold's end is counted (one hold).
+func parksClean(s *ConnState) bool {
 	return s.Rows == 0 && s.Tx == TxNone && s.Session == sessionClean &&
 		s.task == nil && s.parkable && !s.resetAlways && !s.rejected
 }

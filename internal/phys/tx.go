@@ -45,6 +45,10 @@ func (o *OpenTx) Nested() (done <-chan struct{}, ok bool) {
 	return o.done, true
 }
 
+// errNoTxOwner is BeginTx's answer to a call without the *sql.Tx whose
+// transaction it would begin: EndTx, its task's end and settle all ask it.
+var errNoTxOwner = errors.New("pooldriver: internal error: a transaction begun without its *sql.Tx")
+
 // BeginTx begins the transaction of of, a *sql.Tx, on pc with opts and
 // records it in open, which of keeps. In a task (inTask) whose raw
 // transaction is open on pc, the *sql.Tx nests in that transaction: its
@@ -52,8 +56,12 @@ func (o *OpenTx) Nested() (done <-chan struct{}, ok bool) {
 // (begin). Once it is recorded, of admits it (TaskClaim.Admit); where of
 // refuses it, its task having ended meanwhile, the transaction is rolled
 // back as the task's (undo) and BeginTx returns the refusal, or the
-// rollback's error where that failed. The caller holds sem.
+// rollback's error where that failed; without of or open it begins
+// nothing and returns errNoTxOwner. The caller holds sem.
 func (pc *Conn) BeginTx(ctx context.Context, opts driver.TxOptions, inTask bool, of TaskClaim, open *OpenTx) error {
+	if of == nil || open == nil {
+		return errNoTxOwner
+	}
 	nested := inTask && pc.st.Tx == TxRaw
 	var drv driver.Tx
 	var err error
@@ -205,8 +213,8 @@ func (pc *Conn) observeEndTx(commit bool) {
 	if commit {
 		query = "COMMIT"
 	}
-	changed, _, _ := pc.Ask(context.Background(), query, false) // no error without askTx
-	_ = pc.Observed(changed, false, dialects.TxIdle, nil)
+	changed, _, _ := pc.ask(context.Background(), query, false) // no error without askTx
+	_ = pc.observed(changed, false, dialects.TxIdle, nil)
 }
 
 // A *sql.Tx begun in a task whose connection has a raw transaction open (a

@@ -64,6 +64,21 @@ func TestBeginTxRefused(t *testing.T) {
 	}
 }
 
+// TestBeginTxWithoutOwner: a transaction is not begun without the *sql.Tx
+// that is to end it.
+func TestBeginTxWithoutOwner(t *testing.T) {
+	pc, srv := fakeConn(t)
+	if err := pc.BeginTx(t.Context(), driver.TxOptions{}, false, nil, &OpenTx{}); !errors.Is(err, errNoTxOwner) {
+		t.Fatalf("BeginTx without its *sql.Tx: %v, want errNoTxOwner", err)
+	}
+	if err := pc.BeginTx(t.Context(), driver.TxOptions{}, false, &claim{}, nil); !errors.Is(err, errNoTxOwner) {
+		t.Fatalf("BeginTx without a record: %v, want errNoTxOwner", err)
+	}
+	if pc.st.Tx != TxNone || srv.Stats().OpenTx != 0 {
+		t.Errorf("after the refusals: %v, %d open on the server; want none", pc.st.Tx, srv.Stats().OpenTx)
+	}
+}
+
 // TestEndTx: a *sql.Tx's transaction is recorded as it begins and as it
 // ends; its commit is the *sql.Tx's to run; a rollback counts as its
 // task's only while the task is ending.
