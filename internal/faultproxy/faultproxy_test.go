@@ -90,31 +90,19 @@ func check(t *testing.T, ok bool, format string, args ...any) {
 }
 
 func TestProxyFilter(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	noErr(t, err, "listen")
-	defer func() { _ = ln.Close() }()
 	// A server that answers "ok:" and what it read.
-	go func() {
+	ln := serve(t, func(c net.Conn) {
+		buf := make([]byte, 64)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				buf := make([]byte, 64)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(append([]byte("ok:"), buf[:n]...)); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := c.Write(append([]byte("ok:"), buf[:n]...)); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	p, err := New(ln.Addr().String())
 	noErr(t, err, "proxy")
 	defer p.Close()
@@ -170,26 +158,14 @@ func TestProxyFilter(t *testing.T) {
 // its client closed it first: then the server never sees it, as a network
 // that lost the connect's packets would leave it.
 func TestBlackHoleLosesAbandonedConnects(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	noErr(t, err, "listen")
-	defer func() { _ = ln.Close() }()
 	accepted := make(chan string, 4) // what each accepted connection sent first
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				accepted <- string(buf[:n])
-				_, _ = c.Write([]byte("ok"))
-			}()
-		}
-	}()
+	ln := serve(t, func(c net.Conn) {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 64)
+		n, _ := c.Read(buf)
+		accepted <- string(buf[:n])
+		_, _ = c.Write([]byte("ok"))
+	})
 	p, err := New(ln.Addr().String())
 	noErr(t, err, "proxy")
 	defer p.Close()
@@ -219,4 +195,26 @@ func TestBlackHoleLosesAbandonedConnects(t *testing.T) {
 		t.Fatalf("the server saw the abandoned connect, which sent %q", got)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// serve listens on a free loopback port until the test ends and runs
+// handle on each connection accepted, which it closes after.
+func serve(t *testing.T, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	noErr(t, err, "listen")
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				handle(c)
+			}()
+		}
+	}()
+	return ln
 }
